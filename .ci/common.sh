@@ -1,0 +1,41 @@
+# Shared by ./studio.sh and ./test.sh: install missing Debian packages, then
+# configure and build incrementally. Sourced, not executed.
+
+TAPESTRY_PACKAGES=(
+  cmake ninja-build pkg-config g++ ccache
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-charts-dev libgl-dev
+  libgraphviz-dev graphviz libisl-dev libsqlite3-dev
+  nlohmann-json3-dev libcli11-dev librapidcheck-dev
+  clang-14 libclang-rt-14-dev
+  xvfb xauth fonts-dejavu-core
+)
+
+tapestry_install_packages() {
+  local missing=()
+  for p in "${TAPESTRY_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "== packages: all ${#TAPESTRY_PACKAGES[@]} present"
+    return 0
+  fi
+  echo "== installing missing packages: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# tapestry_build DIR [cmake args…]: configure once, then build incrementally.
+tapestry_build() {
+  local dir="$1"; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja "$@"
+  else
+    cmake "$dir" "$@" > /dev/null
+  fi
+  cmake --build "$dir" -j"$(nproc)"
+}

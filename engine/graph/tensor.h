@@ -1,0 +1,42 @@
+// Tensor: an aggregate tensor of the graph — dtype, index range (shape with an
+// origin), role, optional reference to initial data (DESIGN.md §4).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "graph/dtype.h"
+#include "graph/ids.h"
+#include "index/zrange.h"
+
+namespace tapestry {
+
+enum class TensorRole { input, parameter, intermediate, output };
+std::string_view role_name(TensorRole r);  // "input", "parameter", "intermediate", "output"
+std::optional<TensorRole> parse_role(std::string_view name);
+
+struct Tensor {
+    TensorId id;
+    std::string name;  // display name; defaults to the id
+    DType dtype = DType::f32;
+    ZRange range;      // the tensor's extent, [start, end); usually [0, shape)
+    TensorRole role = TensorRole::intermediate;
+    std::optional<std::string> data;  // initial data reference (a .npy path beside the project)
+
+    ZPoint shape() const { return range.shape(); }
+    std::int64_t bytes() const { return range.size() * dtype_bytes(dtype); }
+    friend bool operator==(const Tensor &, const Tensor &) = default;
+};
+
+using TensorPtr = std::shared_ptr<const Tensor>;
+
+// A box of a tensor, as an operation or shard reads or writes it.
+struct TensorSelection {
+    TensorId tensor;
+    ZRange range;
+    friend bool operator==(const TensorSelection &, const TensorSelection &) = default;
+};
+
+}  // namespace tapestry

@@ -1,0 +1,25 @@
+// Graph validation: every finding is an Issue naming node and JSON path
+// (graph/issue.h). Checks: references, duplicate ids, ranks and dtypes, selections
+// inside tensors, agreement with the op library, cycles, shard coverage decided
+// exactly with ISL (gaps and overlaps, including ones whose sizes cancel), and
+// injectivity of output projections.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/issue.h"
+#include "graph/signature.h"
+
+namespace tapestry {
+
+struct ValidationOptions {
+    // Shard-level checks (coverage, stated shard selections). Off for a quick pass.
+    bool check_shards = true;
+    // Exact injectivity of output projections through ISL (cheap fast path first).
+    bool check_injectivity = true;
+};
+
+std::vector<Issue> validate(const Graph &g, const SignatureSource &library, const ValidationOptions &options = {});
+
+}  // namespace tapestry
