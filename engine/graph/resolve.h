@@ -22,7 +22,10 @@ Expected<Derivation, DerivationError> resolve(const Graph &g, const Operation &o
 
 // The selection an index sub-range reads/writes through one operand projection:
 // its image, intersected with the operand's extent (the operation's selection of
-// that tensor) when the projection is clipped.
+// that tensor) when the projection is clipped. For an empty index range the
+// result is empty — except into a rank-0 operand, where the 0-dim range always
+// holds its one point: callers that count elements must treat an empty index
+// range as touching nothing.
 ZRange selection_of(const OperandProjection &p, const ZRange &index_range, const ZRange &operand_range);
 
 // Input and output selections of a shard with index range `index`, derived from an

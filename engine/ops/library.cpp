@@ -139,6 +139,9 @@ Params OpLibrary::with_defaults(const OpDef &def, const Params &params) const {
 OpCost OpLibrary::cost(const OpDef &def, const Params &params, const Derivation &d,
                        const std::vector<PortTypes> &inputs, const ZRange &index_range) const {
     OpCost c;
+    // An empty shard touches nothing. (Its image into a rank-0 operand would be the
+    // 0-dim range, which always holds one point — ZRange cannot express "no scalar".)
+    if (index_range.empty()) return c;
     const Params full = with_defaults(def, params);
     c.flops = def.flops_per_point(full, d) * static_cast<double>(index_range.size());
     auto bytes = [&](const std::vector<PortProjections> &ports, const std::vector<PortTypes> &types) {

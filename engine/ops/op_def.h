@@ -55,7 +55,10 @@ struct ReductionMonoid {
 enum class ReadPattern {
     dense,          // reads every element of each input selection
     strided,        // reads inside the selection with holes (strided/dilated windows)
-    data_dependent  // which elements depends on data (embedding rows)
+    data_dependent, // which elements depends on data (embedding rows)
+    subset          // reads inside the selection but need not span it: the projection
+                    // over-approximates (a reshape group with no affine form reads one
+                    // element of its block; dilated taps cut off by padding)
 };
 
 class OpDef {

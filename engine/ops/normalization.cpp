@@ -1,0 +1,121 @@
+// Normalization: layernorm (normalizes over axes axis…end, optional gamma/beta
+// shaped like those axes) and rmsnorm. Like softmax, each index point reads its
+// whole normalized block (zero rows with full windows); the statistics are the
+// monoids (n, Σx, Σx²) and (n, Σx²).
+#include <cmath>
+#include <memory>
+
+#include "ops/library.h"
+#include "ops/op_util.h"
+
+namespace tapestry {
+namespace {
+
+using namespace op_util;
+
+class NormOp : public OpDef {
+public:
+    explicit NormOp(bool rms) : rms_(rms) {}
+
+    std::string_view kind() const override { return rms_ ? "rmsnorm" : "layernorm"; }
+    std::string_view category() const override { return "normalization"; }
+    std::string_view summary() const override {
+        return rms_ ? "y = x / √(mean(x²) + ε) · gamma over axes axis…end"
+                    : "y = (x − mean) / √(var + ε) · gamma + beta over axes axis…end";
+    }
+    std::vector<PortSpec> input_ports() const override {
+        std::vector<PortSpec> p{{"x", "the input", false, false},
+                                {"gamma", "scale, shaped like the normalized axes (optional)", true, false}};
+        if (!rms_) p.push_back({"beta", "shift, shaped like the normalized axes (optional)", true, false});
+        return p;
+    }
+    std::vector<PortSpec> output_ports() const override { return {{"y", "shaped like x", false, false}}; }
+    std::vector<ParamSpec> params() const override {
+        return {int_param("axis", -1, "first normalized axis; axes axis…end are normalized together"),
+                float_param("epsilon", rms_ ? 1e-6 : 1e-5, "added to the variance (mean square) before the root")};
+    }
+
+    Expected<Derivation, DerivationError> derive(const Params &params,
+                                                 const std::vector<PortTypes> &inputs) const override {
+        const std::string k(kind());
+        const OperandType &x = *find_operand(inputs, "x");
+        if (auto e = require_float(k, "x", x)) return unexpected(*e);
+        auto axis = checked_axis(k, "axis", params.get_int("axis", -1), x.shape.rank());
+        if (!axis) return unexpected(axis.error());
+        const double eps = params.get_float("epsilon", 0);
+        if (eps < 0)
+            return unexpected(derivation_error("bad-param", param_field("epsilon"),
+                                               k + ": epsilon must not be negative, got " +
+                                                   param_to_string(ParamValue(eps))));
+        const int rank = x.shape.rank();
+        const ZPoint normalized(std::vector<Coord>(x.shape.coords().begin() + *axis, x.shape.coords().end()));
+
+        ProjectionBuilder px(rank);
+        for (int d = 0; d < rank; ++d)
+            if (d < *axis) px.follow(d);
+            else px.fixed(x.shape[d]);
+        std::vector<PortProjections> ins{port_projection("x", px.build())};
+        for (const char *port : {"gamma", "beta"}) {
+            const OperandType *t = find_operand(inputs, port);
+            if (!t) continue;
+            if (auto e = require_same_dtype(k, port, *t, "x", x.dtype)) return unexpected(*e);
+            if (t->shape != normalized)
+                return unexpected(derivation_error("shape-mismatch", input_field(port),
+                                                   k + ": " + port + " has shape " + shape_string(t->shape) +
+                                                       " but the normalized shape of x is " +
+                                                       shape_string(normalized)));
+            ProjectionBuilder pp(rank);
+            for (int d = *axis; d < rank; ++d) pp.follow(d);
+            ins.push_back(port_projection(port, pp.build()));
+        }
+        return single_output(x.dtype, x.shape, ZRange::of_shape(x.shape), std::move(ins));
+    }
+
+    // Amortised per element (statistics once per block): layernorm Σx (1), Σx² (2),
+    // subtract the mean and multiply by 1/σ (2) = 5; rmsnorm Σx² (2) and the scale
+    // (1) = 3; plus 1 for gamma and 1 for beta when present.
+    double flops_per_point(const Params &, const Derivation &d) const override {
+        double f = rms_ ? 3 : 5;
+        if (d.signature.input("gamma", 0)) f += 1;
+        if (d.signature.input("beta", 0)) f += 1;
+        return f;
+    }
+
+    std::optional<ReductionMonoid> monoid(const Params &) const override {
+        return rms_ ? mean_square_monoid() : moments_monoid();
+    }
+
+    void reference(const RefContext &ctx) const override {
+        const ReductionMonoid m = *monoid(ctx.params);
+        const IndexProjection &px = input_projection(ctx.derivation, "x");
+        const IndexProjection &py = output_projection(ctx.derivation);
+        const int rank = px.tensor_rank();
+        const int axis = *normalize_axis(ctx.params.get_int("axis", -1), rank);
+        const double eps = ctx.params.get_float("epsilon", rms_ ? 1e-6 : 1e-5);
+        const bool has_gamma = ctx.has_input(1), has_beta = !rms_ && ctx.has_input(2);
+        ctx.index_range.for_each_point([&](const ZPoint &i) {
+            std::vector<double> acc = m.identity;
+            for_each_window_element(px, i, [&](const ZPoint &e) { m.lift_into(acc, ctx.read(0, e)); });
+            ZPoint own = px.map().apply(i);
+            for (int d = axis; d < rank; ++d) own[d] += i[d];  // this point's element inside its block
+            const double x = ctx.read(0, own);
+            double y = rms_ ? x / std::sqrt(m.lower(acc) + eps)
+                            : (x - acc[1] / acc[0]) / std::sqrt(m.lower(acc) + eps);
+            if (has_gamma) y *= ctx.read(1, input_projection(ctx.derivation, "gamma").map().apply(i));
+            if (has_beta) y += ctx.read(2, input_projection(ctx.derivation, "beta").map().apply(i));
+            ctx.write(0, py.map().apply(i), y);
+        });
+    }
+
+private:
+    bool rms_;
+};
+
+}  // namespace
+
+void register_normalization_ops(OpLibrary &lib) {
+    lib.add(std::make_unique<NormOp>(false));
+    lib.add(std::make_unique<NormOp>(true));
+}
+
+}  // namespace tapestry
