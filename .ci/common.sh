@@ -4,6 +4,7 @@
 TAPESTRY_PACKAGES=(
   cmake ninja-build pkg-config g++ ccache
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev qt6-charts-dev libgl-dev
+  libqt6opengl6-dev  # Qt6Charts' CMake config needs Qt6OpenGL's
   libgraphviz-dev graphviz libisl-dev libsqlite3-dev
   nlohmann-json3-dev libcli11-dev librapidcheck-dev
   clang-14 libclang-rt-14-dev

@@ -128,7 +128,10 @@ private:
         auto resolved = resolve(g_, op, lib_);
         if (!resolved) {
             const DerivationError &e = resolved.error();
-            error(e.code, op.kind + " '" + op.id.value + "': " + e.message, op.id.value, field_path(j, e.field));
+            // Op-library messages start with the kind ("linear: w has …"); name the operation instead.
+            std::string why = e.message;
+            if (why.rfind(op.kind + ": ", 0) == 0) why.erase(0, op.kind.size() + 2);
+            error(e.code, op.kind + " '" + op.id.value + "': " + why, op.id.value, field_path(j, e.field));
             return;
         }
         const Derivation &d = *resolved;
@@ -259,6 +262,16 @@ private:
                   "shard '" + sid_of(k) + "' index range " + op.shards[k].index.to_string() + " reaches outside the index space " +
                       sig.index_space.to_string() + " of '" + op.id.value + "'",
                   sid_of(k), path + "[" + std::to_string(k) + "].index");
+        // Report the first few overlaps and gaps of an operation, then how many more.
+        constexpr size_t kMaxReported = 8;
+        if (rep.overlaps.size() > kMaxReported || rep.gaps.size() > kMaxReported)
+            error("shard-coverage",
+                  "shards of '" + op.id.value + "' have " + count_of(static_cast<std::int64_t>(rep.overlaps.size()), "overlap") +
+                      " and " + count_of(static_cast<std::int64_t>(rep.gaps.size()), "gap") + "; the first " +
+                      std::to_string(kMaxReported) + " of each are listed",
+                  op.id.value, path);
+        if (rep.overlaps.size() > kMaxReported) rep.overlaps.resize(kMaxReported);
+        if (rep.gaps.size() > kMaxReported) rep.gaps.resize(kMaxReported);
         for (const PartitionReport::Overlap &o : rep.overlaps)
             error("shard-overlap",
                   "shards '" + sid_of(o.first) + "' and '" + sid_of(o.second) + "' of '" + op.id.value + "' overlap on " +

@@ -28,7 +28,9 @@ public:
     // The box the points of `index_range` touch together: the bounding box of the
     // images of all corners (per row, the minimum and maximum of A·x over the box
     // separately for each sign of each entry), plus the window. An empty index
-    // range touches nothing: the result is empty, positioned at A·start + b.
+    // range touches nothing: the result is empty, positioned at A·start + b. A
+    // window entry of 0 makes that dimension (and so the image) empty. Arithmetic
+    // saturates at ±2^62 instead of overflowing.
     // Not the Java prototype's start/inclusive-end shortcut, which is wrong for
     // rows that mix signs (BACKGROUND §2).
     ZRange image(const ZRange &index_range) const;

@@ -9,6 +9,24 @@
 #include "index/zrange.h"
 
 namespace tapestry {
+namespace {
+// Saturating arithmetic for the affine paths: with coordinates up to 2^40, entries
+// up to 2^20 and up to 32 terms a row, a sum could leave 64 bits. Saturating keeps
+// the behaviour defined; such a box lies far outside any tensor and validation
+// reports it as outside.
+constexpr Coord kSaturated = Coord{1} << 62;
+Coord clamp_saturated(Coord v) { return std::clamp(v, -kSaturated, kSaturated); }
+Coord sat_mul(Coord a, Coord b) {
+    Coord r;
+    if (__builtin_mul_overflow(a, b, &r)) return ((a < 0) != (b < 0)) ? -kSaturated : kSaturated;
+    return clamp_saturated(r);
+}
+Coord sat_add(Coord a, Coord b) {
+    Coord r;
+    if (__builtin_add_overflow(a, b, &r)) return a < 0 ? -kSaturated : kSaturated;
+    return clamp_saturated(r);
+}
+}  // namespace
 
 // ---- ZPoint -------------------------------------------------------------------
 
@@ -214,7 +232,7 @@ ZPoint ZMatrix::operator*(const ZPoint &x) const {
     ZPoint y = ZPoint::zeros(rows_);
     for (int r = 0; r < rows_; ++r) {
         Coord acc = 0;
-        for (int c = 0; c < cols_; ++c) acc += at(r, c) * x[c];
+        for (int c = 0; c < cols_; ++c) acc = sat_add(acc, sat_mul(at(r, c), x[c]));
         y[r] = acc;
     }
     return y;
@@ -224,7 +242,11 @@ AffineMap::AffineMap(ZMatrix a, ZPoint b) : a_(std::move(a)), b_(std::move(b)) {
     TAPESTRY_CHECK(a_.rows() == b_.rank(), "AffineMap: offset rank must equal matrix rows");
 }
 
-ZPoint AffineMap::apply(const ZPoint &x) const { return a_ * x + b_; }
+ZPoint AffineMap::apply(const ZPoint &x) const {
+    ZPoint y = a_ * x;
+    for (int r = 0; r < y.rank(); ++r) y[r] = sat_add(y[r], b_[r]);
+    return y;
+}
 
 // ---- IndexProjection ------------------------------------------------------------
 
@@ -250,15 +272,16 @@ ZRange IndexProjection::image(const ZRange &index_range) const {
     for (int r = 0; r < rows; ++r) {
         for (int c = 0; c < a.cols(); ++c) {
             const Coord coef = a.at(r, c);
-            const Coord x0 = coef * index_range.start()[c];
-            const Coord x1 = coef * (index_range.end()[c] - 1);
-            lo[r] += std::min(x0, x1);
-            hi[r] += std::max(x0, x1);
+            const Coord x0 = sat_mul(coef, index_range.start()[c]);
+            const Coord x1 = sat_mul(coef, index_range.end()[c] - 1);
+            lo[r] = sat_add(lo[r], std::min(x0, x1));
+            hi[r] = sat_add(hi[r], std::max(x0, x1));
         }
     }
     // A window entry <= 0 touches nothing along its dimension: that dimension of
     // the result is empty at `lo` (so the whole result is empty), not [lo, hi).
-    ZPoint end = hi + window_;
+    ZPoint end = hi;
+    for (int r = 0; r < rows; ++r) end[r] = sat_add(end[r], window_[r]);
     for (int r = 0; r < rows; ++r)
         if (window_[r] <= 0) end[r] = lo[r];
     return ZRange(lo, end);

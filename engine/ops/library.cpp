@@ -73,7 +73,10 @@ Expected<Derivation, DerivationError> OpLibrary::derive(const std::string &kind,
     if (!def) return unexpected(DerivationError{"unknown-op", "kind", "unknown operation kind '" + kind + "'"});
 
     const std::vector<ParamSpec> specs = def->params();
-    for (const auto &[name, value] : params.values()) {
+    for (const auto &entry : params.values()) {
+        // (Not a structured binding: clang 14 cannot capture those in the lambda below.)
+        const std::string &name = entry.first;
+        const ParamValue &value = entry.second;
         auto it = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec &s) { return s.name == name; });
         if (it == specs.end())
             return unexpected(DerivationError{"unknown-param", "params." + name,

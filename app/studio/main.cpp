@@ -1,0 +1,61 @@
+// tapestry-studio: the desktop workbench (DESIGN.md §9).
+//   tapestry-studio [PROJECT] [--screenshot FILE] [--select NODE_ID]
+// Without PROJECT it opens the example projects/mlp.tapestry.json.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <QStyleFactory>
+#include <QTimer>
+#include <cstdio>
+
+#include "main_window.h"
+#include "views/studio_resources.h"
+
+int main(int argc, char *argv[]) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("Tapestry"));
+    QApplication::setApplicationName(QStringLiteral("Tapestry Studio"));
+    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    tapestry::views::initResources();
+    app.setStyleSheet(tapestry::views::studioStyleSheet());
+    QFont font = QApplication::font();
+    if (font.pointSizeF() < 10) font.setPointSizeF(10);
+    QApplication::setFont(font);
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Tapestry Studio: view and check block tensor operation graphs."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("project"),
+                                 QStringLiteral("A .tapestry.json project (default: the example MLP)."),
+                                 QStringLiteral("[PROJECT]"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("After the first layout, save the window to FILE and quit."),
+                                        QStringLiteral("FILE"));
+    const QCommandLineOption select(QStringLiteral("select"), QStringLiteral("Select the node NODE_ID once laid out."),
+                                    QStringLiteral("NODE_ID"));
+    parser.addOption(screenshot);
+    parser.addOption(select);
+    parser.process(app);
+
+    const QStringList args = parser.positionalArguments();
+    if (args.size() > 1) {
+        std::fprintf(stderr, "tapestry-studio: expected at most one project file, got %lld\n",
+                     static_cast<long long>(args.size()));
+        return 2;
+    }
+
+    tapestry::studio::MainWindow window;
+    if (parser.isSet(screenshot)) window.setScreenshotPath(QFileInfo(parser.value(screenshot)).absoluteFilePath());
+    if (parser.isSet(select)) window.setPreselectedNode(parser.value(select));
+    window.show();
+    // Start loading once the event loop runs, so the window appears at once.
+    QTimer::singleShot(0, &window, [&window, args] {
+        if (args.isEmpty())
+            window.openDefaultProject();
+        else
+            window.openProject(args.front());
+    });
+    return app.exec();
+}

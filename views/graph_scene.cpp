@@ -1,0 +1,517 @@
+#include "views/graph_scene.h"
+
+#include <QFontMetricsF>
+#include <QGraphicsView>
+#include <QPainter>
+#include <QStyleOptionGraphicsItem>
+#include <QtMath>
+#include <algorithm>
+
+#include "ops/library.h"
+
+namespace tapestry::views {
+
+namespace {
+
+// Palette (BACKGROUND §5 colours, toned for a light canvas).
+const QColor kSelection(0x25, 0x63, 0xeb);
+const QColor kError(0xdc, 0x26, 0x26);
+const QColor kWarning(0xea, 0x8a, 0x0c);
+const QColor kEdge(0x8c, 0x97, 0xa6);
+const QColor kHalo(0xf5, 0x9e, 0x0b);
+const QColor kText(0x1f, 0x29, 0x37);
+const QColor kSubtleText(0x5b, 0x65, 0x73);
+
+constexpr double kDecorationMargin = 12.0;
+
+QFont titleFont() {
+    QFont f;
+    f.setPixelSize(12);
+    f.setBold(true);
+    return f;
+}
+
+QFont detailFont() {
+    QFont f(QStringLiteral("DejaVu Sans Mono"));
+    f.setStyleHint(QFont::Monospace);
+    f.setPixelSize(11);
+    return f;
+}
+
+QFont badgeFont() {
+    QFont f;
+    f.setPixelSize(10);
+    f.setBold(true);
+    return f;
+}
+
+QString qs(const std::string &s) {
+    return QString::fromStdString(s);
+}
+
+QString shapeText(const ZPoint &shape) {
+    QStringList dims;
+    for (Coord c : shape.coords()) dims << QString::number(c);
+    return QLatin1Char('[') + dims.join(QStringLiteral(", ")) + QLatin1Char(']');
+}
+
+double levelOfDetail(const QStyleOptionGraphicsItem *option, const QPainter *painter) {
+    return option ? option->levelOfDetailFromTransform(painter->worldTransform()) : 1.0;
+}
+
+void drawElided(QPainter *p, const QRectF &rect, const QString &text, const QFont &font, Qt::Alignment align) {
+    p->setFont(font);
+    const QFontMetricsF fm(font);
+    p->drawText(rect, align, fm.elidedText(text, Qt::ElideMiddle, rect.width()));
+}
+
+// Parameter t in [0, 1] along `path` where it leaves `outline` coming from the
+// start: the point an arrow should touch. Binary search on path length.
+double exitPercent(const QPainterPath &path, const QPainterPath &outline, bool from_end) {
+    const double inside_t = from_end ? 1.0 : 0.0;
+    if (!outline.contains(path.pointAtPercent(inside_t))) return inside_t;
+    double outside = from_end ? 0.0 : 1.0, inside = inside_t;
+    if (outline.contains(path.pointAtPercent(outside))) return inside_t;  // degenerate: both ends inside
+    for (int i = 0; i < 24; ++i) {
+        const double mid = (outside + inside) / 2;
+        (outline.contains(path.pointAtPercent(mid)) ? inside : outside) = mid;
+    }
+    return outside;
+}
+
+}  // namespace
+
+QColor categoryColor(const QString &category) {
+    if (category == QLatin1String("linear algebra")) return QColor(0x08, 0x7c, 0xd4);
+    if (category == QLatin1String("elementwise")) return QColor(0x0f, 0x9f, 0x5a);
+    if (category == QLatin1String("reduction")) return QColor(0x7a, 0x50, 0xf0);
+    if (category == QLatin1String("normalization")) return QColor(0xa9, 0x38, 0xbc);
+    if (category == QLatin1String("shape")) return QColor(0x45, 0x5d, 0x75);
+    if (category == QLatin1String("convolution")) return QColor(0xd9, 0x46, 0x83);
+    if (category == QLatin1String("attention")) return QColor(0x0d, 0x94, 0x88);
+    if (category == QLatin1String("embedding")) return QColor(0xb4, 0x6b, 0x12);
+    return QColor(0x6b, 0x72, 0x80);  // unknown kinds
+}
+
+QColor roleColor(TensorRole role) {
+    switch (role) {
+        case TensorRole::input: return QColor(0x08, 0x8c, 0xe4);
+        case TensorRole::parameter: return QColor(0x7a, 0x50, 0xf0);
+        case TensorRole::intermediate: return QColor(0x94, 0xa3, 0xb8);
+        case TensorRole::output: return QColor(0x01, 0xa8, 0x56);
+    }
+    return Qt::gray;
+}
+
+// ---- NodeItem ------------------------------------------------------------------
+
+NodeItem::NodeItem(QString id, NodeKind kind, const QRectF &box) : id_(std::move(id)), kind_(kind), box_(box) {
+    setFlag(ItemIsSelectable);
+    setAcceptHoverEvents(true);
+    setZValue(2);
+    setData(kNodeIdRole, id_);
+    setData(kNodeKindRole, kind == NodeKind::tensor ? QStringLiteral("tensor") : QStringLiteral("operation"));
+}
+
+void NodeItem::setBox(const QRectF &box) {
+    if (box == box_) return;
+    prepareGeometryChange();
+    box_ = box;
+}
+
+void NodeItem::setHealth(NodeHealth health, int issue_count) {
+    if (health == health_ && issue_count == issue_count_) return;
+    health_ = health;
+    issue_count_ = issue_count;
+    update();
+}
+
+QRectF NodeItem::boundingRect() const {
+    return box_.adjusted(-kDecorationMargin, -kDecorationMargin, kDecorationMargin, kDecorationMargin);
+}
+
+QPainterPath NodeItem::shape() const {
+    return outline();
+}
+
+void NodeItem::paintDecorations(QPainter *p, double lod) const {
+    const QPainterPath ring = outline();
+    p->setBrush(Qt::NoBrush);
+    if (health_ != NodeHealth::ok) {
+        const QColor c = health_ == NodeHealth::error ? kError : kWarning;
+        p->setPen(QPen(c, 2.5));
+        p->drawPath(ring);
+        if (lod >= kLabelLevelOfDetail && issue_count_ > 0) {
+            // A count badge on the top-left corner.
+            const QRectF badge(box_.left() - 7, box_.top() - 7, 16, 16);
+            p->setPen(QPen(Qt::white, 1.5));
+            p->setBrush(c);
+            p->drawEllipse(badge);
+            p->setPen(Qt::white);
+            p->setFont(badgeFont());
+            p->drawText(badge, Qt::AlignCenter,
+                        issue_count_ > 9 ? QStringLiteral("9+") : QString::number(issue_count_));
+        }
+    }
+    if (isSelected()) {
+        QPainterPathStroker stroker;
+        stroker.setWidth(health_ == NodeHealth::ok ? 7 : 10);
+        const QPainterPath halo = stroker.createStroke(ring) - ring;
+        p->setPen(Qt::NoPen);
+        QColor c = kSelection;
+        c.setAlpha(150);
+        p->setBrush(c);
+        p->drawPath(halo);
+    }
+}
+
+// ---- TensorItem ----------------------------------------------------------------
+
+TensorItem::TensorItem(const Tensor &tensor, const QRectF &box)
+    : NodeItem(qs(tensor.id.value), NodeKind::tensor, box),
+      title_(qs(tensor.name.empty() ? tensor.id.value : tensor.name)),
+      detail_(qs(std::string(dtype_name(tensor.dtype))) + QLatin1Char(' ') + shapeText(tensor.shape())),
+      role_(tensor.role) {
+    setToolTip(QStringLiteral("<b>%1</b> (%2)<br/>%3<br/>range %4")
+                   .arg(title_.toHtmlEscaped(), qs(std::string(role_name(tensor.role))), detail_,
+                        qs(tensor.range.to_string())));
+}
+
+QPainterPath TensorItem::outline() const {
+    QPainterPath p;
+    p.addRoundedRect(box(), 4, 4);
+    return p;
+}
+
+void TensorItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidget *) {
+    const double lod = levelOfDetail(option, p);
+    const QRectF r = box();
+    p->setRenderHint(QPainter::Antialiasing);
+    // A hint of Tapestry's box3d: a flat offset "back" of the box.
+    p->setPen(Qt::NoPen);
+    p->setBrush(QColor(0xd5, 0xdb, 0xe3));
+    p->drawRoundedRect(r.translated(3, 3), 4, 4);
+
+    p->setPen(QPen(QColor(0xa8, 0xb3, 0xc2), 1));
+    p->setBrush(Qt::white);
+    p->drawRoundedRect(r, 4, 4);
+
+    // Role stripe on the left.
+    QPainterPath stripe;
+    stripe.addRoundedRect(QRectF(r.left(), r.top(), 10, r.height()), 4, 4);
+    QPainterPath clip;
+    clip.addRect(QRectF(r.left(), r.top(), 5, r.height()));
+    p->setPen(Qt::NoPen);
+    p->setBrush(roleColor(role_));
+    p->drawPath(stripe.intersected(clip));
+
+    if (lod >= kLabelLevelOfDetail) {
+        const QRectF text = r.adjusted(10, 4, -6, -4);
+        const QRectF top(text.left(), text.top(), text.width(), text.height() / 2 + 1);
+        const QRectF bottom(text.left(), text.center().y() + 1, text.width(), text.height() / 2 - 1);
+        p->setPen(kText);
+        drawElided(p, top, title_, titleFont(), Qt::AlignLeft | Qt::AlignVCenter);
+        p->setPen(kSubtleText);
+        drawElided(p, bottom, detail_, detailFont(), Qt::AlignLeft | Qt::AlignVCenter);
+    }
+    paintDecorations(p, lod);
+}
+
+// ---- OperationItem -------------------------------------------------------------
+
+OperationItem::OperationItem(const Operation &op, const QString &category, const QRectF &box)
+    : NodeItem(qs(op.id.value), NodeKind::operation, box),
+      kind_(qs(op.kind)),
+      name_(qs(op.name.empty() ? op.id.value : op.name)),
+      category_(category),
+      shard_count_(static_cast<int>(op.shards.size())) {
+    QString tip = QStringLiteral("<b>%1</b> — %2").arg(name_.toHtmlEscaped(), kind_.toHtmlEscaped());
+    if (shard_count_ > 0) tip += QStringLiteral("<br/>%1 shards").arg(shard_count_);
+    setToolTip(tip);
+}
+
+QPainterPath OperationItem::outline() const {
+    QPainterPath p;
+    const double radius = std::min(box().height() / 2, 14.0);
+    p.addRoundedRect(box(), radius, radius);
+    return p;
+}
+
+QRectF OperationItem::boundingRect() const {
+    // Room for the shard badge on the top-right corner.
+    return NodeItem::boundingRect().adjusted(0, -6, 24, 0);
+}
+
+void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidget *) {
+    const double lod = levelOfDetail(option, p);
+    const QRectF r = box();
+    const QColor base = categoryColor(category_);
+    p->setRenderHint(QPainter::Antialiasing);
+    QLinearGradient fill(r.topLeft(), r.bottomLeft());
+    fill.setColorAt(0, base.lighter(112));
+    fill.setColorAt(1, base.darker(106));
+    p->setPen(QPen(base.darker(125), 1));
+    p->setBrush(fill);
+    p->drawPath(outline());
+
+    if (lod >= kLabelLevelOfDetail) {
+        const QRectF text = r.adjusted(12, 4, -12, -4);
+        const QRectF top(text.left(), text.top(), text.width(), text.height() / 2 + 1);
+        const QRectF bottom(text.left(), text.center().y() + 1, text.width(), text.height() / 2 - 1);
+        p->setPen(Qt::white);
+        drawElided(p, top, kind_, titleFont(), Qt::AlignHCenter | Qt::AlignVCenter);
+        p->setPen(QColor(255, 255, 255, 215));
+        QFont nameFont;
+        nameFont.setPixelSize(11);
+        drawElided(p, bottom, name_, nameFont, Qt::AlignHCenter | Qt::AlignVCenter);
+
+        if (shard_count_ > 0) {
+            const QString label = QStringLiteral("×%1").arg(shard_count_);
+            const QFontMetricsF fm(badgeFont());
+            const double w = fm.horizontalAdvance(label) + 10;
+            const QRectF badge(r.right() - w / 2 - 4, r.top() - 8, w, 16);
+            p->setPen(QPen(Qt::white, 1.5));
+            p->setBrush(QColor(0x33, 0x41, 0x55));
+            p->drawRoundedRect(badge, 8, 8);
+            p->setPen(Qt::white);
+            p->setFont(badgeFont());
+            p->drawText(badge, Qt::AlignCenter, label);
+        }
+    }
+    paintDecorations(p, lod);
+}
+
+// ---- EdgeItem ------------------------------------------------------------------
+
+EdgeItem::EdgeItem(QString from, QString to, const QPainterPath &path, const QPointF &tip, const QPointF &direction)
+    : from_(std::move(from)), to_(std::move(to)), path_(path), tip_(tip), direction_(direction) {
+    setZValue(0);
+    setFlag(ItemIsSelectable, false);
+}
+
+void EdgeItem::setHighlighted(bool on) {
+    if (on == highlighted_) return;
+    highlighted_ = on;
+    setZValue(on ? 1 : 0);
+    update();
+}
+
+QPolygonF EdgeItem::arrowHead() const {
+    const double len = std::hypot(direction_.x(), direction_.y());
+    const QPointF d = len > 0 ? direction_ / len : QPointF(0, 1);
+    const QPointF n(-d.y(), d.x());
+    const double length = 9, half_width = 4.5;
+    const QPointF back = tip_ - d * length;
+    return QPolygonF({tip_, back + n * half_width, back - n * half_width});
+}
+
+QRectF EdgeItem::boundingRect() const {
+    return path_.boundingRect().united(arrowHead().boundingRect()).adjusted(-3, -3, 3, 3);
+}
+
+QPainterPath EdgeItem::shape() const {
+    QPainterPathStroker stroker;
+    stroker.setWidth(6);
+    return stroker.createStroke(path_);
+}
+
+void EdgeItem::paint(QPainter *p, const QStyleOptionGraphicsItem *, QWidget *) {
+    const QColor c = highlighted_ ? kSelection : kEdge;
+    p->setRenderHint(QPainter::Antialiasing);
+    p->setPen(QPen(c, highlighted_ ? 2.0 : 1.4, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+    p->setBrush(Qt::NoBrush);
+    p->drawPath(path_);
+    p->setPen(Qt::NoPen);
+    p->setBrush(c);
+    p->drawPolygon(arrowHead());
+}
+
+// ---- HaloItem ------------------------------------------------------------------
+
+HaloItem::HaloItem(const QRectF &around) : around_(around) {
+    setZValue(1);
+}
+
+QRectF HaloItem::boundingRect() const {
+    return around_.adjusted(-16, -16, 16, 16);
+}
+
+void HaloItem::paint(QPainter *p, const QStyleOptionGraphicsItem *, QWidget *) {
+    p->setRenderHint(QPainter::Antialiasing);
+    QColor fill = kHalo;
+    fill.setAlpha(60);
+    QColor ring = kHalo;
+    ring.setAlpha(220);
+    p->setBrush(fill);
+    p->setPen(QPen(ring, 3, Qt::DashLine));
+    p->drawRoundedRect(around_.adjusted(-11, -11, 11, 11), 14, 14);
+}
+
+// ---- GraphScene ----------------------------------------------------------------
+
+GraphScene::GraphScene(QObject *parent) : QGraphicsScene(parent) {
+    setItemIndexMethod(BspTreeIndex);
+    setBackgroundBrush(Qt::NoBrush);  // the view paints the canvas background
+    connect(this, &QGraphicsScene::selectionChanged, this, &GraphScene::onSelectionChanged);
+}
+
+GraphScene::~GraphScene() {
+    // Deleting selected items emits selectionChanged; the slot must not run on a
+    // half-destroyed scene.
+    blockSignals(true);
+    clear();
+}
+
+void GraphScene::clearGraph() {
+    const QSignalBlocker block(this);
+    clear();  // deletes every item, the halo included
+    nodes_.clear();
+    edges_.clear();
+    halo_ = nullptr;
+    marked_.clear();
+    graph_ = Graph();
+    issues_.clear();
+    shard_owner_.clear();
+    graph_bounds_ = QRectF();
+    has_layout_ = false;
+    setSceneRect(QRectF());
+    emit nodeSelected(QString());
+}
+
+void GraphScene::setGraph(const Graph &graph, const std::vector<Issue> &issues) {
+    clearGraph();
+    graph_ = graph;
+    issues_ = issues;
+    for (const OpPtr &op : graph_.operations())
+        for (const Shard &s : op->shards) shard_owner_.insert(qs(s.id.value), qs(op->id.value));
+}
+
+QString GraphScene::canvasNodeFor(const QString &issue_node) const {
+    if (issue_node.isEmpty()) return {};
+    if (nodes_.contains(issue_node)) return issue_node;
+    return shard_owner_.value(issue_node);
+}
+
+void GraphScene::setLayout(const Layout &layout) {
+    {
+        const QSignalBlocker block(this);
+        clear();
+    }
+    nodes_.clear();
+    edges_.clear();
+    halo_ = nullptr;
+    marked_.clear();
+
+    const OpLibrary &lib = OpLibrary::standard();
+    for (const NodeBox &box : layout.nodes) {
+        const QString id = qs(box.id);
+        const QRectF local(-box.width * kSceneScale / 2, -box.height * kSceneScale / 2, box.width * kSceneScale,
+                           box.height * kSceneScale);
+        NodeItem *item = nullptr;
+        if (const Tensor *t = graph_.find_tensor(TensorId(box.id)); t && !nodes_.contains(id)) {
+            item = new TensorItem(*t, local);
+        } else if (const Operation *op = graph_.find_op(OpId(box.id)); op && !nodes_.contains(id)) {
+            const OpDef *def = lib.find(op->kind);
+            item = new OperationItem(*op, def ? qs(std::string(def->category())) : QString(), local);
+        }
+        if (!item) continue;  // a layout node the graph does not know (stale layout)
+        item->setPos(box.x * kSceneScale, box.y * kSceneScale);
+        addItem(item);
+        nodes_.insert(id, item);
+    }
+
+    for (const EdgePath &e : layout.edges) {
+        if (e.points.size() < 2) continue;
+        const QString from = qs(e.from), to = qs(e.to);
+        auto point = [&](size_t i) { return QPointF(e.points[i].first, e.points[i].second) * kSceneScale; };
+        QPainterPath path(point(0));
+        if ((e.points.size() - 1) % 3 == 0) {
+            for (size_t i = 1; i + 2 < e.points.size(); i += 3) path.cubicTo(point(i), point(i + 1), point(i + 2));
+        } else {
+            for (size_t i = 1; i < e.points.size(); ++i) path.lineTo(point(i));
+        }
+        // End the arrow on the outline the canvas draws, which may differ from the
+        // shape Graphviz routed to.
+        double end_t = 1.0;
+        if (NodeItem *target = nodes_.value(to))
+            end_t = exitPercent(path, target->outline().translated(target->pos()), true);
+        const QPointF tip = path.pointAtPercent(end_t);
+        const QPointF before = path.pointAtPercent(std::max(0.0, end_t - 0.02));
+        auto *edge = new EdgeItem(from, to, path, tip, tip - before);
+        addItem(edge);
+        edges_.append(edge);
+    }
+
+    graph_bounds_ = QRectF();
+    for (NodeItem *n : std::as_const(nodes_)) graph_bounds_ |= n->sceneBoundingRect();
+    for (EdgeItem *e : std::as_const(edges_)) graph_bounds_ |= e->sceneBoundingRect();
+    // Generous margins so that any node can be centred in the view.
+    const double margin = std::max({graph_bounds_.width(), graph_bounds_.height(), 800.0});
+    setSceneRect(graph_bounds_.adjusted(-margin, -margin, margin, margin));
+    has_layout_ = true;
+    applyHealth();
+}
+
+void GraphScene::applyHealth() {
+    QHash<QString, std::pair<NodeHealth, int>> health;
+    for (const Issue &issue : issues_) {
+        const QString node = canvasNodeFor(qs(issue.node));
+        if (node.isEmpty() || issue.severity == Severity::info) continue;
+        auto &[h, count] = health[node];
+        ++count;
+        if (issue.severity == Severity::error)
+            h = NodeHealth::error;
+        else if (h == NodeHealth::ok)
+            h = NodeHealth::warning;
+    }
+    for (auto it = nodes_.cbegin(); it != nodes_.cend(); ++it) {
+        const auto found = health.constFind(it.key());
+        if (found == health.cend())
+            it.value()->setHealth(NodeHealth::ok, 0);
+        else
+            it.value()->setHealth(found->first, found->second);
+    }
+}
+
+bool GraphScene::selectNode(const QString &id) {
+    NodeItem *item = nodes_.value(id, nullptr);
+    {
+        const QSignalBlocker block(this);
+        clearSelection();
+        if (item) item->setSelected(true);
+    }
+    onSelectionChanged();
+    return item != nullptr || id.isEmpty();
+}
+
+QString GraphScene::selectedNodeId() const {
+    const QList<QGraphicsItem *> selected = selectedItems();
+    if (selected.size() != 1) return {};
+    if (auto *n = dynamic_cast<NodeItem *>(selected.front())) return n->nodeId();
+    return {};
+}
+
+void GraphScene::markNode(const QString &id) {
+    if (halo_) {
+        removeItem(halo_);
+        delete halo_;
+        halo_ = nullptr;
+    }
+    marked_.clear();
+    NodeItem *item = nodes_.value(id, nullptr);
+    if (!item) return;
+    halo_ = new HaloItem(item->mapRectToScene(item->box()));
+    addItem(halo_);
+    marked_ = id;
+}
+
+void GraphScene::onSelectionChanged() {
+    QSet<QString> selected;
+    for (QGraphicsItem *i : selectedItems())
+        if (auto *n = dynamic_cast<NodeItem *>(i)) selected.insert(n->nodeId());
+    for (EdgeItem *e : std::as_const(edges_))
+        e->setHighlighted(selected.contains(e->from()) || selected.contains(e->to()));
+    emit nodeSelected(selected.size() == 1 ? *selected.cbegin() : QString());
+}
+
+}  // namespace tapestry::views

@@ -1,0 +1,219 @@
+#include "views/graph_view.h"
+
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QScrollBar>
+#include <QWheelEvent>
+#include <QtMath>
+#include <algorithm>
+#include <cmath>
+
+#include "views/graph_scene.h"
+
+namespace tapestry::views {
+
+namespace {
+const QColor kCanvas(0xf3, 0xf5, 0xf8);
+const QColor kGridDot(0xd3, 0xd9, 0xe1);
+constexpr double kGridStep = 24.0;
+}  // namespace
+
+GraphView::GraphView(QWidget *parent) : QGraphicsView(parent) {
+    setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing | QPainter::SmoothPixmapTransform);
+    setTransformationAnchor(AnchorUnderMouse);
+    setResizeAnchor(AnchorViewCenter);
+    setViewportUpdateMode(SmartViewportUpdate);
+    setDragMode(NoDrag);
+    setRubberBandSelectionMode(Qt::IntersectsItemShape);
+    setFrameShape(QFrame::NoFrame);
+    setFocusPolicy(Qt::StrongFocus);
+    // Navigation is by dragging and the wheel; the scene keeps wide margins so any
+    // node can be centred, which would make scroll bars meaningless.
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setAcceptDrops(false);  // the main window takes dropped project files
+    setObjectName(QStringLiteral("graphView"));
+}
+
+double GraphView::zoom() const {
+    return transform().m11();
+}
+
+QRectF GraphView::graphRect() const {
+    if (auto *s = qobject_cast<GraphScene *>(scene()); s && s->hasLayout()) return s->graphBounds();
+    return scene() ? scene()->itemsBoundingRect() : QRectF();
+}
+
+void GraphView::setScaleClamped(double scale) {
+    scale = std::clamp(scale, kMinScale, kMaxScale);
+    QTransform t;
+    t.scale(scale, scale);
+    setTransform(t);
+    emit zoomChanged(scale);
+}
+
+void GraphView::scaleBy(double factor) {
+    setScaleClamped(zoom() * factor);
+}
+
+void GraphView::fitToGraph() {
+    const QRectF r = graphRect();
+    if (r.isEmpty()) return;
+    const QRectF target = r.adjusted(-24, -24, 24, 24);
+    const QRectF view = viewport()->rect();
+    if (view.isEmpty()) return;
+    // Fit, but never blow a small graph up past 100 %.
+    const double scale = std::min({view.width() / target.width(), view.height() / target.height(), 1.0});
+    setScaleClamped(scale);
+    centerOn(target.center());
+}
+
+void GraphView::showGraph(double min_scale) {
+    fitToGraph();
+    const QRectF r = graphRect();
+    if (r.isEmpty() || zoom() >= min_scale) return;
+    setScaleClamped(min_scale);
+    const double half_height = viewport()->height() / (2 * min_scale);
+    centerOn(QPointF(r.center().x(), std::min(r.top() - 24 + half_height, r.center().y())));
+}
+
+void GraphView::zoomIn() {
+    const ViewportAnchor anchor = transformationAnchor();
+    setTransformationAnchor(AnchorViewCenter);
+    scaleBy(kZoomStep);
+    setTransformationAnchor(anchor);
+}
+
+void GraphView::zoomOut() {
+    const ViewportAnchor anchor = transformationAnchor();
+    setTransformationAnchor(AnchorViewCenter);
+    scaleBy(1.0 / kZoomStep);
+    setTransformationAnchor(anchor);
+}
+
+void GraphView::resetZoom() {
+    const ViewportAnchor anchor = transformationAnchor();
+    setTransformationAnchor(AnchorViewCenter);
+    setScaleClamped(1.0);
+    setTransformationAnchor(anchor);
+}
+
+void GraphView::focusOn(const QRectF &scene_rect) {
+    if (zoom() < 0.75) {
+        const ViewportAnchor anchor = transformationAnchor();
+        setTransformationAnchor(AnchorViewCenter);
+        setScaleClamped(1.0);
+        setTransformationAnchor(anchor);
+    }
+    centerOn(scene_rect.center());
+}
+
+void GraphView::setPlaceholderText(const QString &text) {
+    placeholder_ = text;
+    viewport()->update();
+}
+
+void GraphView::wheelEvent(QWheelEvent *event) {
+    const int delta = event->angleDelta().y();
+    if (delta == 0) {
+        QGraphicsView::wheelEvent(event);  // horizontal wheels scroll
+        return;
+    }
+    // 120 units per notch: one notch zooms by ~12 %, smooth on touchpads.
+    scaleBy(std::pow(1.0012, delta));
+    event->accept();
+}
+
+void GraphView::mousePressEvent(QMouseEvent *event) {
+    if (event->button() == Qt::MiddleButton) {
+        middle_panning_ = true;
+        last_pan_pos_ = event->position().toPoint();
+        viewport()->setCursor(Qt::ClosedHandCursor);
+        event->accept();
+        return;
+    }
+    if (event->button() == Qt::LeftButton && !space_held_) {
+        const bool on_item = itemAt(event->position().toPoint()) != nullptr;
+        if (event->modifiers() & (Qt::ShiftModifier | Qt::ControlModifier))
+            setDragMode(on_item ? NoDrag : RubberBandDrag);
+        else
+            setDragMode(on_item ? NoDrag : ScrollHandDrag);
+    }
+    QGraphicsView::mousePressEvent(event);
+}
+
+void GraphView::mouseMoveEvent(QMouseEvent *event) {
+    if (middle_panning_) {
+        const QPoint pos = event->position().toPoint();
+        const QPoint d = pos - last_pan_pos_;
+        last_pan_pos_ = pos;
+        horizontalScrollBar()->setValue(horizontalScrollBar()->value() - d.x());
+        verticalScrollBar()->setValue(verticalScrollBar()->value() - d.y());
+        event->accept();
+        return;
+    }
+    QGraphicsView::mouseMoveEvent(event);
+}
+
+void GraphView::mouseReleaseEvent(QMouseEvent *event) {
+    if (event->button() == Qt::MiddleButton && middle_panning_) {
+        middle_panning_ = false;
+        viewport()->unsetCursor();
+        event->accept();
+        return;
+    }
+    QGraphicsView::mouseReleaseEvent(event);
+    if (!space_held_) setDragMode(NoDrag);
+}
+
+void GraphView::keyPressEvent(QKeyEvent *event) {
+    if (event->key() == Qt::Key_Space && !event->isAutoRepeat()) {
+        space_held_ = true;
+        setDragMode(ScrollHandDrag);
+        setInteractive(false);  // clicks on nodes pan too while Space is held
+        event->accept();
+        return;
+    }
+    QGraphicsView::keyPressEvent(event);
+}
+
+void GraphView::keyReleaseEvent(QKeyEvent *event) {
+    if (event->key() == Qt::Key_Space && !event->isAutoRepeat()) {
+        space_held_ = false;
+        setInteractive(true);
+        setDragMode(NoDrag);
+        event->accept();
+        return;
+    }
+    QGraphicsView::keyReleaseEvent(event);
+}
+
+void GraphView::drawBackground(QPainter *painter, const QRectF &rect) {
+    painter->fillRect(rect, kCanvas);
+    // A dot grid, only where it is dense enough to read as texture.
+    if (zoom() < 0.45) return;
+    const double left = std::floor(rect.left() / kGridStep) * kGridStep;
+    const double top = std::floor(rect.top() / kGridStep) * kGridStep;
+    QVector<QPointF> dots;
+    for (double x = left; x < rect.right(); x += kGridStep)
+        for (double y = top; y < rect.bottom(); y += kGridStep) dots.append(QPointF(x, y));
+    painter->save();
+    painter->setPen(QPen(kGridDot, 1.6 / zoom(), Qt::SolidLine, Qt::RoundCap));
+    painter->drawPoints(dots.constData(), static_cast<int>(dots.size()));
+    painter->restore();
+}
+
+void GraphView::drawForeground(QPainter *painter, const QRectF &rect) {
+    QGraphicsView::drawForeground(painter, rect);
+    if (placeholder_.isEmpty()) return;
+    painter->save();
+    painter->resetTransform();
+    QFont f = font();
+    f.setPixelSize(15);
+    painter->setFont(f);
+    painter->setPen(QColor(0x6b, 0x72, 0x80));
+    painter->drawText(viewport()->rect().adjusted(40, 40, -40, -40), Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
+    painter->restore();
+}
+
+}  // namespace tapestry::views

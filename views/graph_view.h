@@ -1,0 +1,60 @@
+// The graph canvas widget: a QGraphicsView over a GraphScene with the navigation
+// a user expects — wheel zoom around the cursor, pan by dragging empty space,
+// the middle button or Space+drag, rubber-band selection with Shift, fit, zoom
+// in/out/reset (DESIGN.md §9).
+#pragma once
+
+#include <QGraphicsView>
+
+namespace tapestry::views {
+
+class GraphView : public QGraphicsView {
+    Q_OBJECT
+public:
+    static constexpr double kMinScale = 0.05;
+    static constexpr double kMaxScale = 8.0;
+    static constexpr double kZoomStep = 1.25;
+
+    explicit GraphView(QWidget *parent = nullptr);
+
+    double zoom() const;  // current scale factor (1.0 = 100 %)
+    // Centres on a scene point, zooming in first if the canvas is too small to read.
+    void focusOn(const QRectF &scene_rect);
+    // A line shown in the middle of an empty canvas ("Loading…", an error).
+    void setPlaceholderText(const QString &text);
+    QString placeholderText() const { return placeholder_; }
+
+public slots:
+    void fitToGraph();
+    // Fits the graph if it stays readable at `min_scale` or more; otherwise shows
+    // its top at `min_scale` (a freshly opened tall graph starts where it starts).
+    void showGraph(double min_scale = 0.7);
+    void zoomIn();
+    void zoomOut();
+    void resetZoom();
+
+signals:
+    void zoomChanged(double factor);
+
+protected:
+    void wheelEvent(QWheelEvent *event) override;
+    void mousePressEvent(QMouseEvent *event) override;
+    void mouseMoveEvent(QMouseEvent *event) override;
+    void mouseReleaseEvent(QMouseEvent *event) override;
+    void keyPressEvent(QKeyEvent *event) override;
+    void keyReleaseEvent(QKeyEvent *event) override;
+    void drawBackground(QPainter *painter, const QRectF &rect) override;
+    void drawForeground(QPainter *painter, const QRectF &rect) override;
+
+private:
+    void scaleBy(double factor);
+    void setScaleClamped(double scale);
+    QRectF graphRect() const;
+
+    bool space_held_ = false;
+    bool middle_panning_ = false;
+    QPoint last_pan_pos_;
+    QString placeholder_;
+};
+
+}  // namespace tapestry::views
