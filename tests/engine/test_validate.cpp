@@ -230,6 +230,14 @@ private slots:
                                                     << "$.operations[0].shards";
         }
         {
+            // Ten copies of the whole space: 45 overlapping pairs, summarised and capped.
+            Graph g = copy_graph();
+            g.put_op(with_shards(*g.find_op(OpId("c")), std::vector<ZRange>(10, r1(0, 4))));
+            QTest::newRow("shard-coverage") << g << "shard-coverage"
+                                            << "shards of 'c' have 45 overlaps and 0 gaps; the first 8 of each are listed"
+                                            << "c" << "$.operations[0].shards";
+        }
+        {
             Graph g = copy_graph();
             g.put_op(with_shards(*g.find_op(OpId("c")), {r1(0, 2), r1(2, 6)}));
             QTest::newRow("shard-outside-index-space")
@@ -342,6 +350,16 @@ private slots:
         QCOMPARE(QString::fromStdString(i->message), message);
         QCOMPARE(QString::fromStdString(i->node), node);
         QCOMPARE(QString::fromStdString(i->json_path), path);
+    }
+
+    void overlapReportsAreCapped() {
+        FakeLibrary lib;
+        Graph g = copy_graph();
+        g.put_op(with_shards(*g.find_op(OpId("c")), std::vector<ZRange>(10, r1(0, 4))));
+        auto issues = validate(g, lib);
+        int overlaps = 0;
+        for (const Issue &i : issues) overlaps += i.code == "shard-overlap";
+        QCOMPARE(overlaps, 8);
     }
 
     // An error is reported once: a dangling operand does not also produce a
