@@ -7,6 +7,8 @@ TAPESTRY_PACKAGES=(
   libqt6opengl6-dev  # Qt6Charts' CMake config needs Qt6OpenGL's
   libgraphviz-dev graphviz libisl-dev libsqlite3-dev
   nlohmann-json3-dev libcli11-dev librapidcheck-dev
+  libdnnl-dev ocl-icd-opencl-dev  # oneDNN's CMake config needs OpenCL (its GPU runtime)
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   clang-14 libclang-rt-14-dev
   xvfb xauth fonts-dejavu-core
 )

@@ -3,7 +3,12 @@
 // stderr as "tapestry: <file>: <issue>" lines, and returns the exit code.
 #pragma once
 
+#include <functional>
 #include <string>
+
+namespace CLI {
+class App;
+}
 
 namespace tapestry::cli {
 
@@ -28,5 +33,11 @@ int run_export(const std::string &file, const ExportOptions &options);
 
 // Lists the operation library; `kind` non-empty shows that kind only.
 int run_ops(const std::string &kind, bool json);
+
+// Subcommands that live in their own file (cmd_<name>.cpp) add themselves to the
+// parser; `action` is set to what runs when the subcommand is chosen.
+void add_run_command(CLI::App &app, std::function<int()> &action);     // cmd_run.cpp
+void add_verify_command(CLI::App &app, std::function<int()> &action);  // cmd_verify.cpp
+void add_import_command(CLI::App &app, std::function<int()> &action);  // cmd_import.cpp
 
 }  // namespace tapestry::cli

@@ -2,6 +2,7 @@
 // Parses the command line with CLI11 and maps its outcomes onto our exit codes:
 // 0 ok, 1 invalid input, 2 usage.
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 
 #include "commands.h"
@@ -56,6 +57,12 @@ int main(int argc, char **argv) {
     ops->add_option("KIND", kind, "Show one kind in full");
     ops->add_flag("--json", json, "Print the library as JSON");
 
+    // Subcommands in their own files (cmd_*.cpp) set `action` when chosen.
+    std::function<int()> action;
+    add_run_command(app, action);
+    add_verify_command(app, action);
+    add_import_command(app, action);
+
     // CLI11 would call an unknown word "an extra argument" after "a subcommand is
     // required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
@@ -63,7 +70,11 @@ int main(int argc, char **argv) {
         bool known = false;
         for (const CLI::App *sub : app.get_subcommands({})) known = known || sub->check_name(word);
         if (!known) {
-            std::cerr << "tapestry: unknown command '" << word << "' (expected validate, show, export or ops)\n"
+            std::string names;
+            const auto subs = app.get_subcommands({});
+            for (size_t i = 0; i < subs.size(); ++i)
+                names += (i == 0 ? "" : i + 1 == subs.size() ? " or " : ", ") + subs[i]->get_name();
+            std::cerr << "tapestry: unknown command '" << word << "' (expected " << names << ")\n"
                       << "Run with --help for more information.\n";
             return kExitUsage;
         }
@@ -83,5 +94,6 @@ int main(int argc, char **argv) {
         return run_export(file, export_options);
     }
     if (*ops) return run_ops(kind, json);
+    if (action) return action();
     return kExitUsage;
 }

@@ -3,11 +3,16 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
+#include <QFutureWatcher>
 #include <QImage>
 #include <QLabel>
 #include <QMenuBar>
@@ -15,18 +20,26 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QSvgGenerator>
 #include <QTimer>
 #include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
+#include "io/tensor_values.h"
 #include "views/graph_scene.h"
 #include "views/graph_view.h"
 #include "views/inspector.h"
 #include "views/issues_panel.h"
 #include "views/layout_worker.h"
+#include "views/outputs_panel.h"
 #include "views/project_locator.h"
+#include "views/run_panel.h"
 #include "views/studio_resources.h"
 
 namespace tapestry::studio {
@@ -34,11 +47,15 @@ namespace tapestry::studio {
 namespace {
 constexpr int kMaxRecent = 8;
 
-bool isProjectFile(const QString &path) {
-    return path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive) && QFileInfo(path).isFile();
+bool isOnnxFile(const QString &path) {
+    return path.endsWith(QLatin1String(".onnx"), Qt::CaseInsensitive);
 }
 
-// The first local project file among dropped URLs, or "".
+bool isProjectFile(const QString &path) {
+    return (path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive) || isOnnxFile(path)) && QFileInfo(path).isFile();
+}
+
+// The first local project file (or ONNX model) among dropped URLs, or "".
 QString droppedProject(const QMimeData *mime) {
     if (!mime || !mime->hasUrls()) return {};
     for (const QUrl &url : mime->urls())
@@ -60,12 +77,18 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent) {
     setCentralWidget(view_);
     loader_ = new views::ProjectLoader(this);
     layout_ = new views::LayoutWorker(this);
+    import_ = new views::OnnxImportWorker(this);
+    run_worker_ = new views::RunWorker(this);
 
     createDocks();
     createActions();
     createStatusBar();
 
     connect(loader_, &views::ProjectLoader::loaded, this, &MainWindow::onProjectLoaded);
+    connect(import_, &views::OnnxImportWorker::finished, this, &MainWindow::onImportFinished);
+    connect(run_worker_, &views::RunWorker::progress, this, &MainWindow::onRunProgress);
+    connect(run_worker_, &views::RunWorker::finished, this, &MainWindow::onRunFinished);
+    connect(outputs_, &views::OutputsPanel::saveRequested, this, &MainWindow::saveOutputsDialog);
     connect(layout_, &views::LayoutWorker::finished, this, &MainWindow::onLayoutFinished);
     connect(layout_, &views::LayoutWorker::failed, this, &MainWindow::onLayoutFailed);
     connect(scene_, &views::GraphScene::nodeSelected, this, &MainWindow::onNodeSelected);
@@ -76,12 +99,16 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent) {
 
     restoreSettings();
     updateTitle();
-    view_->setPlaceholderText(tr("Open a project with File ▸ Open… or drop a .tapestry.json file here."));
+    view_->setPlaceholderText(
+        tr("Open a project with File ▸ Open… or drop a .tapestry.json file (or an .onnx model) here."));
+    updateRunActions();
 }
 
 MainWindow::~MainWindow() {
     layout_->cancel();
     loader_->cancel();
+    import_->cancel();
+    run_worker_->cancel();
 }
 
 // ---- construction --------------------------------------------------------------
@@ -100,8 +127,25 @@ void MainWindow::createDocks() {
     issues_dock_->setObjectName(QStringLiteral("issuesDock"));
     issues_dock_->setWidget(issues_);
     addDockWidget(Qt::BottomDockWidgetArea, issues_dock_);
+
+    run_panel_ = new views::RunPanel(this);
+    run_dock_ = new QDockWidget(tr("Run"), this);
+    run_dock_->setObjectName(QStringLiteral("runDock"));
+    run_dock_->setWidget(run_panel_);
+    addDockWidget(Qt::RightDockWidgetArea, run_dock_);
+    splitDockWidget(inspector_dock_, run_dock_, Qt::Vertical);
+
+    outputs_ = new views::OutputsPanel(this);
+    outputs_dock_ = new QDockWidget(tr("Outputs"), this);
+    outputs_dock_->setObjectName(QStringLiteral("outputsDock"));
+    outputs_dock_->setWidget(outputs_);
+    addDockWidget(Qt::BottomDockWidgetArea, outputs_dock_);
+    tabifyDockWidget(issues_dock_, outputs_dock_);
+    issues_dock_->raise();
+
     resizeDocks({inspector_dock_}, {450}, Qt::Horizontal);
-    resizeDocks({issues_dock_}, {150}, Qt::Vertical);
+    resizeDocks({inspector_dock_, run_dock_}, {520, 300}, Qt::Vertical);
+    resizeDocks({issues_dock_}, {260}, Qt::Vertical);
 }
 
 void MainWindow::createActions() {
@@ -112,9 +156,22 @@ void MainWindow::createActions() {
     open_action_->setShortcut(QKeySequence::Open);
     open_action_->setStatusTip(tr("Open a .tapestry.json project"));
     recent_menu_ = file->addMenu(tr("Open &Recent"));
+    import_onnx_action_ = file->addAction(views::runActionIcon(QStringLiteral("import")), tr("&Import ONNX…"), this,
+                                          &MainWindow::importDialog);
+    import_onnx_action_->setShortcut(QKeySequence(tr("Ctrl+I")));
+    import_onnx_action_->setObjectName(QStringLiteral("actionImportOnnx"));
+    import_onnx_action_->setStatusTip(tr("Import an ONNX model (opsets 13–17) as a graph"));
     reload_action_ = file->addAction(icon("reload"), tr("&Reload"), this, &MainWindow::reload);
-    reload_action_->setShortcuts({QKeySequence::Refresh, QKeySequence(tr("Ctrl+R"))});
+    // F5 only: Ctrl+R is Run (QKeySequence::Refresh includes Ctrl+R on some desktops).
+    reload_action_->setShortcut(QKeySequence(Qt::Key_F5));
     reload_action_->setEnabled(false);
+    file->addSeparator();
+    save_as_action_ =
+        file->addAction(views::runActionIcon(QStringLiteral("save")), tr("Save &As…"), this, &MainWindow::saveAsDialog);
+    save_as_action_->setShortcut(QKeySequence::SaveAs);
+    save_as_action_->setObjectName(QStringLiteral("actionSaveAs"));
+    save_as_action_->setStatusTip(tr("Save the graph as a .tapestry.json project, with its values"));
+    save_as_action_->setEnabled(false);
     file->addSeparator();
     export_svg_action_ =
         file->addAction(icon("export"), tr("Export as &SVG…"), this, [this] { exportDialog(QStringLiteral("svg")); });
@@ -125,6 +182,41 @@ void MainWindow::createActions() {
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence(tr("Ctrl+Q")));
     quit->setMenuRole(QAction::QuitRole);
+
+    QMenu *run = menuBar()->addMenu(tr("&Run"));
+    run_action_ = run->addAction(views::runActionIcon(QStringLiteral("run")), tr("&Run"), this,
+                                 [this] { startRun(views::RunMode::run); });
+    run_action_->setShortcut(QKeySequence(tr("Ctrl+R")));
+    run_action_->setObjectName(QStringLiteral("actionRun"));
+    run_action_->setStatusTip(tr("Run the graph on the CPU with the Run panel's inputs"));
+    verify_action_ = run->addAction(views::runActionIcon(QStringLiteral("verify")), tr("&Verify"), this,
+                                    [this] { startRun(views::RunMode::verify); });
+    verify_action_->setShortcut(QKeySequence(tr("Ctrl+Shift+R")));
+    verify_action_->setObjectName(QStringLiteral("actionVerify"));
+    verify_action_->setStatusTip(tr("Compare the sharded run with the unsharded run and the double-precision oracle"));
+    cancel_run_action_ =
+        run->addAction(views::runActionIcon(QStringLiteral("stop")), tr("&Cancel"), this, &MainWindow::cancelRun);
+    cancel_run_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+    cancel_run_action_->setObjectName(QStringLiteral("actionCancelRun"));
+    cancel_run_action_->setStatusTip(tr("Stop the run at its next step"));
+    run->addSeparator();
+    use_shards_action_ = run->addAction(tr("Use &Shards"));
+    use_shards_action_->setCheckable(true);
+    use_shards_action_->setChecked(run_panel_->useShards());
+    connect(use_shards_action_, &QAction::toggled, run_panel_, &views::RunPanel::setUseShards);
+    connect(run_panel_, &views::RunPanel::useShardsChanged, use_shards_action_, &QAction::setChecked);
+    run->addAction(tr("Random &Inputs"), run_panel_, &views::RunPanel::setRandomInputs);
+    run->addAction(tr("Inputs from &Folder…"), this, [this] {
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Folder of .npy Inputs"), run_panel_->inputsDir());
+        if (!dir.isEmpty()) run_panel_->setInputsDir(dir);
+    });
+    run->addSeparator();
+    save_outputs_action_ = run->addAction(views::runActionIcon(QStringLiteral("save")), tr("Save &Outputs…"), this,
+                                          &MainWindow::saveOutputsDialog);
+    save_outputs_action_->setObjectName(QStringLiteral("actionSaveOutputs"));
+    save_outputs_action_->setEnabled(false);
+    run_panel_->setActions(run_action_, verify_action_, cancel_run_action_);
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
     fit_action_ = view->addAction(icon("fit"), tr("&Fit to Window"), view_, &views::GraphView::fitToGraph);
@@ -141,11 +233,15 @@ void MainWindow::createActions() {
     reset_zoom_action_->setObjectName(QStringLiteral("actionResetZoom"));
     view->addSeparator();
     QAction *toggle_inspector = inspector_dock_->toggleViewAction();
-    toggle_inspector->setShortcut(QKeySequence(tr("Ctrl+I")));
+    toggle_inspector->setShortcut(QKeySequence(tr("Ctrl+Shift+I")));  // Ctrl+I is Import ONNX
     view->addAction(toggle_inspector);
     QAction *toggle_issues = issues_dock_->toggleViewAction();
     toggle_issues->setShortcut(QKeySequence(tr("Ctrl+E")));
     view->addAction(toggle_issues);
+    view->addAction(run_dock_->toggleViewAction());
+    QAction *toggle_outputs = outputs_dock_->toggleViewAction();
+    toggle_outputs->setShortcut(QKeySequence(tr("Ctrl+Shift+O")));
+    view->addAction(toggle_outputs);
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     QAction *about_action = help->addAction(tr("&About Tapestry Studio"), this, &MainWindow::about);
@@ -164,6 +260,10 @@ void MainWindow::createActions() {
     bar->addAction(zoom_in_action_);
     bar->addAction(zoom_out_action_);
     bar->addAction(reset_zoom_action_);
+    bar->addSeparator();
+    bar->addAction(run_action_);
+    bar->addAction(verify_action_);
+    bar->addAction(cancel_run_action_);
 }
 
 void MainWindow::createStatusBar() {
@@ -179,6 +279,20 @@ void MainWindow::createStatusBar() {
     zoom_label_->setObjectName(QStringLiteral("zoomLabel"));
     zoom_label_->setMinimumWidth(56);
     zoom_label_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    run_progress_ = new QProgressBar(this);
+    run_progress_->setObjectName(QStringLiteral("runStatusProgress"));
+    run_progress_->setFixedWidth(150);
+    run_progress_->setMaximumHeight(14);
+    run_progress_->setTextVisible(false);
+    run_progress_->hide();
+    run_cancel_button_ = new QToolButton(this);
+    run_cancel_button_->setObjectName(QStringLiteral("runStatusCancel"));
+    run_cancel_button_->setDefaultAction(cancel_run_action_);
+    run_cancel_button_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    run_cancel_button_->setAutoRaise(true);
+    run_cancel_button_->hide();
+    statusBar()->addPermanentWidget(run_progress_);
+    statusBar()->addPermanentWidget(run_cancel_button_);
     statusBar()->addPermanentWidget(busy_indicator_);
     statusBar()->addPermanentWidget(counts_label_);
     statusBar()->addPermanentWidget(zoom_label_);
@@ -203,6 +317,8 @@ void MainWindow::saveSettings() const {
 void MainWindow::closeEvent(QCloseEvent *event) {
     layout_->cancel();
     loader_->cancel();
+    import_->cancel();
+    run_worker_->cancel();
     saveSettings();
     event->accept();
 }
@@ -213,6 +329,8 @@ void MainWindow::openProject(const QString &path) {
     const QFileInfo info(path);
     path_ = info.absoluteFilePath();
     display_name_ = info.fileName();
+    imported_ = false;
+    import_->cancel();
     layout_->cancel();  // a new load supersedes the old layout
     setBusy(true, tr("Opening %1…").arg(display_name_));
     if (!scene_->hasLayout()) view_->setPlaceholderText(tr("Opening %1…").arg(display_name_));
@@ -220,7 +338,18 @@ void MainWindow::openProject(const QString &path) {
 }
 
 void MainWindow::reload() {
-    if (!path_.isEmpty()) openProject(path_);
+    if (path_.isEmpty()) return;
+    if (imported_)
+        importOnnx(path_, import_dims_);
+    else
+        openProject(path_);
+}
+
+void MainWindow::openAny(const QString &path) {
+    if (isOnnxFile(path))
+        importOnnx(path);
+    else
+        openProject(path);
 }
 
 void MainWindow::openDefaultProject() {
@@ -244,6 +373,8 @@ void MainWindow::onProjectLoaded(quint64, const views::LoadedProject &project) {
     load_ms_ = project.elapsed_ms;
     if (!project.opened) {
         project_ = views::LoadedProject();
+        last_outcome_ = views::RunOutcome();
+        outputs_->clear();
         scene_->clearGraph();
         inspector_->clearGraph();
         const QString why = tr("Could not open %1: %2").arg(display_name_, project.error);
@@ -259,11 +390,21 @@ void MainWindow::onProjectLoaded(quint64, const views::LoadedProject &project) {
         reload_action_->setEnabled(true);
         export_png_action_->setEnabled(false);
         export_svg_action_->setEnabled(false);
+        updateRunActions();
         emit projectLoaded(false);
         finishStartup();
         return;
     }
+    showProject(project);
+    emit projectLoaded(true);
+}
+
+void MainWindow::showProject(const views::LoadedProject &project) {
     project_ = project;
+    run_error_shown_ = false;
+    last_outcome_ = views::RunOutcome();  // outputs belong to the graph they came from
+    outputs_->clear();
+    if (!run_worker_->isRunning()) run_panel_->reset();
     const std::vector<Issue> issues = project.allIssues();
     scene_->setGraph(project.graph, issues);
     inspector_->setGraph(project.graph, issues, display_name_);
@@ -278,8 +419,8 @@ void MainWindow::onProjectLoaded(quint64, const views::LoadedProject &project) {
     reload_action_->setEnabled(true);
     view_->setPlaceholderText(QString());
     setBusy(true, tr("Laying out %1 (%2 nodes)…").arg(display_name_).arg(project.graph.node_count()));
+    updateRunActions();
     layout_->start(project.graph);
-    emit projectLoaded(true);
 }
 
 void MainWindow::onLayoutFinished(quint64, const tapestry::Layout &layout) {
@@ -423,6 +564,294 @@ void MainWindow::about() {
                            .arg(QCoreApplication::applicationVersion(), QString::fromLatin1(qVersion())));
 }
 
+// ---- ONNX import and saving ----------------------------------------------------
+
+void MainWindow::importDialog() {
+    QSettings settings;
+    const QString start = settings.value(QStringLiteral("onnx/lastDir"), QFileInfo(path_).absolutePath()).toString();
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Import ONNX Model"), start, tr("ONNX models (*.onnx);;All files (*)"));
+    if (path.isEmpty()) return;
+    settings.setValue(QStringLiteral("onnx/lastDir"), QFileInfo(path).absolutePath());
+    importOnnx(path);
+}
+
+void MainWindow::importOnnx(const QString &path, const QMap<QString, qint64> &dim_values) {
+    loader_->cancel();  // an import supersedes a load in flight, and vice versa
+    setBusy(true, tr("Importing %1…").arg(QFileInfo(path).fileName()));
+    import_->start(QFileInfo(path).absoluteFilePath(), dim_values);
+}
+
+void MainWindow::onImportFinished(quint64, const views::OnnxImportOutcome &outcome) {
+    const QString name = QFileInfo(outcome.path).fileName();
+    if (!outcome.missing_dims.isEmpty()) {
+        setBusy(false, tr("%1 has symbolic dimensions; give them values to import it.").arg(name));
+        askDimensions(outcome.path, outcome.missing_dims, outcome.dim_values);
+        return;
+    }
+    if (!outcome.ok) {
+        const QString why = tr("Could not import %1: %2").arg(name, outcome.error);
+        setBusy(false);
+        statusBar()->showMessage(why.section(QLatin1Char('\n'), 0, 0));
+        auto *box = new QMessageBox(QMessageBox::Warning, tr("Import failed"), QString(), QMessageBox::Ok, this);
+        box->setObjectName(QStringLiteral("importErrorBox"));
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        if (!outcome.unsupported.isEmpty()) {
+            box->setText(tr("%1 uses %n operator(s) the importer does not support; nothing was imported.", nullptr,
+                            static_cast<int>(outcome.unsupported.size()))
+                             .arg(name));
+            box->setInformativeText(tr("Unsupported:\n• %1").arg(outcome.unsupported.join(QStringLiteral("\n• "))));
+            box->setDetailedText(outcome.error);
+        } else {
+            box->setText(tr("Could not import %1.").arg(name));
+            box->setInformativeText(outcome.error);
+        }
+        box->open();
+        emit importFinished(false);
+        return;
+    }
+    path_ = outcome.path;
+    display_name_ = tr("%1 (imported)").arg(name);
+    imported_ = true;
+    import_dims_ = outcome.dim_values;
+    views::LoadedProject project;
+    project.path = outcome.path;
+    project.opened = true;
+    project.graph = outcome.graph;
+    project.validation_issues = outcome.validation_issues;
+    project.elapsed_ms = outcome.elapsed_ms;
+    load_ms_ = outcome.elapsed_ms;
+    showProject(project);
+    emit importFinished(true);
+}
+
+void MainWindow::askDimensions(const QString &path, const QStringList &names, const QMap<QString, qint64> &known) {
+    auto *dialog = new QDialog(this);
+    dialog->setObjectName(QStringLiteral("dimensionDialog"));
+    dialog->setWindowTitle(tr("Dimension Values"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    auto *layout = new QVBoxLayout(dialog);
+    auto *intro = new QLabel(tr("%1 leaves these input dimensions symbolic. The graph needs a size for each:")
+                                 .arg(QFileInfo(path).fileName()),
+                             dialog);
+    intro->setWordWrap(true);
+    layout->addWidget(intro);
+    auto *form = new QFormLayout;
+    QSettings settings;
+    std::vector<std::pair<QString, QSpinBox *>> boxes;
+    for (const QString &dim : names) {
+        auto *box = new QSpinBox(dialog);
+        box->setObjectName(QStringLiteral("dim_") + dim);
+        box->setRange(1, 1 << 30);
+        box->setValue(settings.value(QStringLiteral("onnx/dims/") + dim, 1).toInt());
+        form->addRow(dim, box);
+        boxes.emplace_back(dim, box);
+    }
+    layout->addLayout(form);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, dialog);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Import"));
+    layout->addWidget(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
+    connect(dialog, &QDialog::accepted, this, [this, path, known, boxes] {
+        QMap<QString, qint64> values = known;
+        QSettings remembered;
+        for (const auto &[dim, box] : boxes) {
+            values.insert(dim, box->value());
+            remembered.setValue(QStringLiteral("onnx/dims/") + dim, box->value());
+        }
+        importOnnx(path, values);
+    });
+    connect(dialog, &QDialog::rejected, this, [this, path] {
+        statusBar()->showMessage(tr("Import of %1 abandoned").arg(QFileInfo(path).fileName()), 6000);
+        emit importFinished(false);
+    });
+    dialog->open();  // window-modal, without a nested event loop
+}
+
+void MainWindow::saveAsDialog() {
+    QString base = QFileInfo(path_).completeBaseName();
+    base.remove(QLatin1String(".tapestry"));
+    const QString suggested = QFileInfo(path_).absoluteDir().filePath(base + QStringLiteral(".tapestry.json"));
+    QString path =
+        QFileDialog::getSaveFileName(this, tr("Save Project As"), suggested, tr("Tapestry projects (*.tapestry.json)"));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)) path += QStringLiteral(".tapestry.json");
+    saveProjectAs(path);
+}
+
+void MainWindow::saveProjectAs(const QString &path) {
+    const QString target = QFileInfo(path).absoluteFilePath();
+    setBusy(true, tr("Saving %1…").arg(QFileInfo(target).fileName()));
+    auto *watcher = new QFutureWatcher<QString>(this);
+    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, target] {
+        watcher->deleteLater();
+        const QString error = watcher->result();
+        setBusy(false);
+        if (error.isEmpty()) {
+            path_ = target;
+            display_name_ = QFileInfo(target).fileName();
+            imported_ = false;
+            project_.path = target;
+            addRecent(target);
+            updateTitle();
+            statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(target)), 6000);
+        } else {
+            statusBar()->showMessage(tr("Could not save %1: %2").arg(QFileInfo(target).fileName(), error));
+            auto *box = new QMessageBox(QMessageBox::Warning, tr("Save failed"),
+                                        tr("Could not save the project: %1").arg(error), QMessageBox::Ok, this);
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->open();
+        }
+        emit projectSaved(target, error);
+    });
+    watcher->setFuture(QtConcurrent::run([graph = project_.graph, target] {
+        try {
+            return QString::fromStdString(save_project_with_values(graph, std::filesystem::path(target.toStdString())));
+        } catch (const std::exception &e) {
+            return QStringLiteral("internal error: %1").arg(QString::fromUtf8(e.what()));
+        }
+    }));
+}
+
+// ---- running -------------------------------------------------------------------
+
+bool MainWindow::isRunning() const {
+    return run_worker_->isRunning();
+}
+
+bool MainWindow::startRun(views::RunMode mode) {
+    if (run_worker_->isRunning() || !project_.opened || project_.graph.node_count() == 0) return false;
+    views::RunRequest request;
+    request.mode = mode;
+    request.graph = project_.graph;
+    request.source_name = display_name_;
+    if (!imported_) request.project_dir = QFileInfo(path_).absolutePath();
+    run_panel_->fillRequest(request);
+    if (run_worker_->start(std::move(request)) == 0) return false;
+    run_panel_->runStarted(mode, display_name_);
+    run_progress_->setRange(0, 0);
+    run_progress_->show();
+    run_cancel_button_->show();
+    outputs_dock_->show();
+    statusBar()->showMessage(mode == views::RunMode::verify ? tr("Verifying %1…").arg(display_name_)
+                                                            : tr("Running %1…").arg(display_name_));
+    updateRunActions();
+    return true;
+}
+
+void MainWindow::cancelRun() {
+    if (!run_worker_->isRunning()) return;
+    run_worker_->cancel();
+    cancel_run_action_->setEnabled(false);  // once is enough; the run stops at its next step
+    statusBar()->showMessage(tr("Cancelling…"));
+}
+
+void MainWindow::onRunProgress(quint64 job, int done, int total, const QString &phase) {
+    if (job != run_worker_->currentJob()) return;
+    run_panel_->setProgress(done, total, phase);
+    if (total <= 0) {
+        run_progress_->setRange(0, 0);
+        if (!phase.isEmpty()) statusBar()->showMessage(tr("%1: %2…").arg(display_name_, phase));
+    } else {
+        run_progress_->setRange(0, total);
+        run_progress_->setValue(done);
+    }
+}
+
+void MainWindow::onRunFinished(quint64, const views::RunOutcome &outcome) {
+    last_outcome_ = outcome;
+    run_progress_->hide();
+    run_cancel_button_->hide();
+    run_panel_->runFinished(outcome);
+    if (outcome.cancelled) {
+        statusBar()->showMessage(tr("Run cancelled"), 8000);
+    } else if (!outcome.ok) {
+        showRunError(outcome.error);
+    } else {
+        if (run_error_shown_) {  // the last run's error no longer applies
+            issues_->setIssuesOfProject(project_.allIssues());
+            run_error_shown_ = false;
+        }
+        outputs_->showOutcome(outcome);
+        outputs_dock_->show();
+        outputs_dock_->raise();
+        if (outcome.mode == views::RunMode::verify)
+            statusBar()->showMessage(
+                outcome.report.pass()
+                    ? tr("Verification passed: %1 comparisons agree").arg(outcome.report.comparisons.size())
+                    : tr("Verification FAILED — see the Outputs dock"),
+                10000);
+        else
+            statusBar()->showMessage(tr("Ran %1 in %2 ms (%3)")
+                                         .arg(outcome.source_name)
+                                         .arg(outcome.run_ms, 0, 'f', 1)
+                                         .arg(outcome.inputs_text),
+                                     10000);
+    }
+    updateRunActions();
+    emit runFinished(outcome.ok);
+}
+
+void MainWindow::showRunError(const QString &message) {
+    const QString line = message.section(QLatin1Char('\n'), 0, 0);
+    statusBar()->showMessage(tr("Run failed: %1").arg(line));
+    outputs_->showError(tr("Run failed: %1").arg(line));
+    std::vector<Issue> issues = project_.allIssues();
+    Issue run_issue;
+    run_issue.severity = Severity::error;
+    run_issue.code = "run-failed";
+    run_issue.message = message.toStdString();
+    issues.insert(issues.begin(), run_issue);
+    issues_->setIssuesOfProject(issues, tr("The last run failed; the graph is unchanged."));
+    issues_dock_->setWindowTitle(tr("Issues (%1)").arg(issues_->summary()));
+    issues_dock_->show();
+    issues_dock_->raise();
+    run_error_shown_ = true;
+}
+
+void MainWindow::updateRunActions() {
+    const bool running = run_worker_->isRunning();
+    const bool has_graph = project_.opened && project_.graph.node_count() > 0;
+    run_action_->setEnabled(has_graph && !running);
+    verify_action_->setEnabled(has_graph && !running);
+    cancel_run_action_->setEnabled(running);
+    save_as_action_->setEnabled(has_graph);
+    save_outputs_action_->setEnabled(!running && last_outcome_.ok && !last_outcome_.output_values.empty());
+}
+
+void MainWindow::saveOutputsDialog() {
+    if (last_outcome_.output_values.empty()) return;
+    const QString start =
+        QSettings().value(QStringLiteral("run/outputsDir"), QFileInfo(path_).absolutePath()).toString();
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Save Outputs to Folder"), start);
+    if (dir.isEmpty()) return;
+    QSettings().setValue(QStringLiteral("run/outputsDir"), dir);
+    saveOutputs(dir);
+}
+
+void MainWindow::saveOutputs(const QString &dir) {
+    auto *watcher = new QFutureWatcher<QString>(this);
+    connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, dir] {
+        watcher->deleteLater();
+        const QString error = watcher->result();
+        if (error.isEmpty())
+            statusBar()->showMessage(
+                tr("Saved %1 outputs to %2").arg(last_outcome_.output_values.size()).arg(QDir::toNativeSeparators(dir)),
+                6000);
+        else
+            statusBar()->showMessage(tr("Could not save the outputs: %1").arg(error));
+        emit outputsSaved(dir, error);
+    });
+    watcher->setFuture(QtConcurrent::run([graph = project_.graph, values = last_outcome_.output_values, dir] {
+        try {
+            return QString::fromStdString(write_outputs_dir(graph, values, std::filesystem::path(dir.toStdString())));
+        } catch (const std::exception &e) {
+            return QStringLiteral("internal error: %1").arg(QString::fromUtf8(e.what()));
+        }
+    }));
+}
+
 // ---- recent files, status ------------------------------------------------------
 
 void MainWindow::addRecent(const QString &path) {
@@ -436,7 +865,7 @@ void MainWindow::addRecent(const QString &path) {
 void MainWindow::rebuildRecentMenu() {
     recent_menu_->clear();
     for (const QString &path : std::as_const(recent_)) {
-        QAction *a = recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openProject(path); });
+        QAction *a = recent_menu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openAny(path); });
         a->setToolTip(path);
         a->setStatusTip(path);
         a->setEnabled(QFileInfo::exists(path));
@@ -497,7 +926,7 @@ void MainWindow::dropEvent(QDropEvent *event) {
         return;
     }
     event->acceptProposedAction();
-    openProject(path);
+    openAny(path);
 }
 
 }  // namespace tapestry::studio

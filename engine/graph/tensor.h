@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "graph/dtype.h"
+#include "graph/tensor_data.h"
 #include "graph/ids.h"
 #include "index/zrange.h"
 
@@ -24,10 +25,18 @@ struct Tensor {
     ZRange range;      // the tensor's extent, [start, end); usually [0, shape)
     TensorRole role = TensorRole::intermediate;
     std::optional<std::string> data;  // initial data reference (a .npy path beside the project)
+    // The values, when known in memory (embedded in the file, loaded from `data`,
+    // or imported from ONNX). Shared between graph versions like the node itself.
+    std::shared_ptr<const TensorData> value;
 
     ZPoint shape() const { return range.shape(); }
     std::int64_t bytes() const { return range.size() * dtype_bytes(dtype); }
-    friend bool operator==(const Tensor &, const Tensor &) = default;
+    // Values compare by content, not by pointer.
+    friend bool operator==(const Tensor &a, const Tensor &b) {
+        const bool same_value = a.value == b.value || (a.value && b.value && *a.value == *b.value);
+        return a.id == b.id && a.name == b.name && a.dtype == b.dtype && a.range == b.range && a.role == b.role &&
+               a.data == b.data && same_value;
+    }
 };
 
 using TensorPtr = std::shared_ptr<const Tensor>;

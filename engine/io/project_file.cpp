@@ -6,6 +6,7 @@
 #include "io/project_file.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -620,7 +621,7 @@ private:
         } else {
             ok = false;
         }
-        warn_unknown(v, path, node, {"id", "name", "dtype", "shape", "range", "role", "data"});
+        warn_unknown(v, path, node, {"id", "name", "dtype", "shape", "range", "role", "data", "value"});
         t.id = TensorId(node);
         t.name = node;
         if (const Json *name = member(v, "name")) {
@@ -680,8 +681,99 @@ private:
             ok = ok && s.has_value();
             if (s) t.data = *s;
         }
+        if (const Json *value = member(v, "value")) {
+            if (member(v, "data") != nullptr) {
+                error("schema", path, node, "give either \"data\" or \"value\", not both");
+                ok = false;
+            } else if (ok) {  // the dtype and the shape are known
+                t.value = value_of(*value, path + ".value", node, t);
+                ok = t.value != nullptr;
+            }
+        }
         if (!node.empty() && !claim_id(node, path, "tensor")) ok = false;
         if (ok) graph_.put_tensor(std::move(t));
+    }
+
+    // An embedded value: a flat array of the tensor's elements in C order, each a
+    // number that the dtype holds exactly enough (floats are rounded to the dtype,
+    // integers must be integral and in range), or true/false for bool. The strings
+    // "nan", "inf" and "-inf" stand for the floats JSON cannot write.
+    std::shared_ptr<const TensorData> value_of(const Json &v, const std::string &path, const std::string &node,
+                                               const Tensor &t) {
+        if (!v.is_array()) {
+            type_error(path, node, "a flat array of the tensor's elements in C order", v);
+            return nullptr;
+        }
+        const Coord count = t.range.size();
+        if (v.size() != static_cast<std::uint64_t>(count)) {
+            error("bad-value", path, node,
+                  "holds " + std::to_string(v.size()) + " elements but the tensor's shape " + t.shape().to_string() +
+                      " has " + std::to_string(count));
+            return nullptr;
+        }
+        auto data = std::make_shared<TensorData>(t.dtype, t.shape());
+        bool ok = true;
+        for (size_t i = 0; i < v.size(); ++i) ok = store_element(v[i], index_path(path, i), node, *data, i) && ok;
+        if (!ok) return nullptr;
+        return data;
+    }
+
+    bool store_element(const Json &e, const std::string &path, const std::string &node, TensorData &data, size_t i) {
+        const auto at = static_cast<std::int64_t>(i);
+        const std::string dtype_text(dtype_name(data.dtype));
+        if (data.dtype == DType::boolean) {
+            if (e.is_boolean()) {
+                data.set(at, e.get<bool>() ? 1.0 : 0.0);
+                return true;
+            }
+            type_error(path, node, "true or false (the tensor is bool)", e);
+            return false;
+        }
+        if (dtype_is_float(data.dtype)) {
+            double d = 0;
+            if (e.is_string() && e.get_ref<const std::string &>() == "nan")
+                d = std::numeric_limits<double>::quiet_NaN();
+            else if (e.is_string() && e.get_ref<const std::string &>() == "inf")
+                d = std::numeric_limits<double>::infinity();
+            else if (e.is_string() && e.get_ref<const std::string &>() == "-inf")
+                d = -std::numeric_limits<double>::infinity();
+            else if (e.is_number())
+                d = e.get<double>();
+            else {
+                type_error(path, node, "a number (or \"nan\", \"inf\", \"-inf\")", e);
+                return false;
+            }
+            data.set(at, d);
+            // A finite number that rounds to infinity does not fit the dtype.
+            if (std::isfinite(d) && std::isinf(data.get(at))) {
+                error("bad-value", path, node, describe(e) + " is out of range for " + dtype_text);
+                return false;
+            }
+            return true;
+        }
+        if (!e.is_number()) {
+            type_error(path, node,
+                       data.dtype == DType::i32 ? "an integer (the tensor is i32)" : "an integer (the tensor is i64)",
+                       e);
+            return false;
+        }
+        const IntegerValue n = integer_value(e);
+        if (!n.is_integer) {
+            error("bad-value", path, node, describe(e) + " is not an integer (the tensor is " + dtype_text + ")");
+            return false;
+        }
+        const bool fits = n.fits && (data.dtype == DType::i64 || (n.value >= std::numeric_limits<std::int32_t>::min() &&
+                                                                  n.value <= std::numeric_limits<std::int32_t>::max()));
+        if (!fits) {
+            error("bad-value", path, node, describe(e) + " is out of range for " + dtype_text);
+            return false;
+        }
+        // Stored directly: an int64 beyond 2^53 has no exact double.
+        if (data.dtype == DType::i64)
+            data.as<std::int64_t>()[i] = n.value;
+        else
+            data.as<std::int32_t>()[i] = static_cast<std::int32_t>(n.value);
+        return true;
     }
 
     std::optional<ParamValue> param_of(const Json &v, const std::string &path, const std::string &node) {
@@ -1106,6 +1198,38 @@ Json projections_json(const std::vector<PortProjections> &ports) {
     return j;
 }
 
+// The shortest decimal that reads back as the same element of `dtype` (0.1 rather
+// than 0.10000000149011612 for an f32), as a double for the printer.
+Json float_json(double d, DType dtype) {
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    TensorData probe(dtype, ZPoint{});
+    for (int precision = 1; precision <= 17; ++precision) {
+        char buffer[64];
+        const auto written = std::to_chars(buffer, buffer + sizeof buffer, d, std::chars_format::general, precision);
+        double candidate = 0;
+        const auto read = std::from_chars(buffer, written.ptr, candidate);
+        if (written.ec != std::errc() || read.ec != std::errc()) break;
+        probe.set(0, candidate);
+        if (probe.get(0) == d) return candidate;
+    }
+    return d;
+}
+
+Json value_json(const TensorData &value) {
+    Json list = Json::array();
+    const std::int64_t count = value.element_count();
+    for (std::int64_t i = 0; i < count; ++i) {
+        switch (value.dtype) {
+            case DType::boolean: list.push_back(value.get(i) != 0); break;
+            case DType::i32: list.push_back(value.as<std::int32_t>()[static_cast<size_t>(i)]); break;
+            case DType::i64: list.push_back(value.as<std::int64_t>()[static_cast<size_t>(i)]); break;
+            default: list.push_back(float_json(value.get(i), value.dtype)); break;
+        }
+    }
+    return list;
+}
+
 Json tensor_json(const Tensor &t) {
     Json j = Json::object();
     j["id"] = t.id.value;
@@ -1117,6 +1241,8 @@ Json tensor_json(const Tensor &t) {
     else j["range"] = range_json(t.range);
     j["role"] = std::string(role_name(t.role));
     if (t.data) j["data"] = *t.data;
+    else if (t.value)
+        j["value"] = value_json(*t.value);
     return j;
 }
 
@@ -1181,11 +1307,43 @@ bool flat_text(const Json &v, std::string &out, size_t budget) {
 
 // Pretty printer: 2-space indent; a value fits on one line when it can (shapes,
 // ranges, matrices, small tensors), except the document and its node lists.
-void emit(const Json &v, size_t indent, size_t used, bool expand, std::string &out) {
+// A long array of numbers (a tensor's embedded value) as several numbers a line.
+void emit_packed(const Json &v, size_t indent, std::string &out) {
+    const std::string pad(indent + 2, ' ');
+    out += "[\n" + pad;
+    size_t column = pad.size();
+    bool first = true;
+    for (const Json &e : v) {
+        const std::string text = scalar_text(e);
+        if (!first) {
+            if (column + 2 + text.size() + 1 > kLineWidth) {
+                out += ",\n" + pad;
+                column = pad.size();
+            } else {
+                out += ", ";
+                column += 2;
+            }
+        }
+        first = false;
+        out += text;
+        column += text.size();
+    }
+    out += '\n' + std::string(indent, ' ') + ']';
+}
+
+void emit(const Json &v, size_t indent, size_t used, bool expand, std::string &out, bool pack = false) {
     if (!expand) {
         std::string flat;
         if (flat_text(v, flat, kLineWidth > used ? kLineWidth - used : 0)) {
             out += flat;
+            return;
+        }
+    }
+    if (pack && v.is_array() && !v.empty()) {
+        bool scalars = true;
+        for (const Json &e : v) scalars = scalars && !e.is_structured();
+        if (scalars) {
+            emit_packed(v, indent, out);
             return;
         }
     }
@@ -1208,7 +1366,7 @@ void emit(const Json &v, size_t indent, size_t used, bool expand, std::string &o
         std::string key = object ? json_quoted(it.key()) + ": " : "";
         out += key;
         const bool node_list = indent == 0 && object && (it.key() == "tensors" || it.key() == "operations");
-        emit(*it, indent + 2, pad.size() + key.size() + 1, node_list, out);
+        emit(*it, indent + 2, pad.size() + key.size() + 1, node_list, out, object && it.key() == "value");
     }
     out += '\n' + std::string(indent, ' ') + (object ? '}' : ']');
 }

@@ -1,12 +1,13 @@
 // Elementwise operations: binary arithmetic with NumPy broadcasting (add, sub,
-// mul, div) and unary activations and functions (relu, gelu, sigmoid, tanh, exp,
-// sqrt, pow).
+// mul, div), unary activations and functions (relu, gelu, sigmoid, tanh, exp,
+// erf, sqrt, pow) and the dtype conversion cast.
 //
 // FLOP convention (shared by every op family of this library): each arithmetic
 // operation, comparison and elementary function evaluation (exp, erf, tanh,
 // sqrt, pow) counts 1; a multiply-add counts 2.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numbers>
 
@@ -119,6 +120,86 @@ double gelu(double x, const Params &p) {
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
+// ---- cast -------------------------------------------------------------------------
+
+// Rounds v to the nearest value of a binary floating format with `mantissa_bits`
+// explicit fraction bits, minimum normal exponent `min_exponent` and largest
+// finite value `max_finite` (ties to even; overflow to ±∞), as IEEE conversion does.
+double round_to_format(double v, int mantissa_bits, int min_exponent, double max_finite) {
+    if (!std::isfinite(v) || v == 0.0) return v;
+    int e = 0;
+    std::frexp(v, &e);  // |v| = m·2^e, m in [0.5, 1)
+    const int exponent = std::max(e - 1, min_exponent);
+    const double quantum = std::ldexp(1.0, exponent - mantissa_bits);
+    const double r = std::nearbyint(v / quantum) * quantum;  // the default rounding mode is to nearest-even
+    if (std::fabs(r) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), v);
+    return r;
+}
+
+// The value `v` becomes when stored as `t`: floats round to their precision,
+// integers truncate toward zero (as C and NumPy do; NaN and out-of-range values
+// have no integer and stay NaN so that they stand out), bool is v ≠ 0.
+double convert_to(double v, DType t) {
+    switch (t) {
+        case DType::f32: return static_cast<double>(static_cast<float>(v));
+        case DType::f16: return round_to_format(v, 10, -14, 65504.0);
+        case DType::bf16: return round_to_format(v, 7, -126, 3.3895313892515355e38);
+        case DType::i32:
+        case DType::i64: {
+            if (std::isnan(v)) return v;
+            const double r = std::trunc(v);
+            const double limit = t == DType::i32 ? 2147483648.0 : 9223372036854775808.0;
+            return r >= -limit && r < limit ? r : std::numeric_limits<double>::quiet_NaN();
+        }
+        case DType::boolean: return v != 0.0 ? 1.0 : 0.0;
+    }
+    return v;
+}
+
+std::vector<std::string> dtype_names() {
+    std::vector<std::string> out;
+    for (DType t : kAllDTypes) out.emplace_back(dtype_name(t));
+    return out;
+}
+
+class CastOp : public OpDef {
+public:
+    std::string_view kind() const override { return "cast"; }
+    std::string_view category() const override { return "elementwise"; }
+    std::string_view summary() const override { return "y = x converted to dtype `to` (any dtype in and out)"; }
+    std::vector<PortSpec> input_ports() const override { return {{"x", "the input (any dtype)", false, false}}; }
+    std::vector<PortSpec> output_ports() const override { return {{"y", "shaped like x, dtype `to`", false, false}}; }
+    std::vector<ParamSpec> params() const override {
+        ParamSpec to = required_param("to", ParamKind::string,
+                                      "the output dtype: floats round to nearest-even, integers truncate toward zero, "
+                                      "bool is x ≠ 0");
+        to.choices = dtype_names();
+        return {to};
+    }
+
+    Expected<Derivation, DerivationError> derive(const Params &params,
+                                                 const std::vector<PortTypes> &inputs) const override {
+        const OperandType &x = *find_operand(inputs, "x");
+        const std::optional<DType> to = parse_dtype(params.get_string("to", ""));
+        if (!to)
+            return unexpected(derivation_error("bad-param", param_field("to"),
+                                               "cast: to must name a dtype, got \"" + params.get_string("to", "") + "\""));
+        return single_output(*to, x.shape, ZRange::of_shape(x.shape),
+                             {port_projection("x", IndexProjection::identity(x.shape.rank()))});
+    }
+
+    // A conversion is one instruction.
+    double flops_per_point(const Params &, const Derivation &) const override { return 1; }
+
+    void reference(const RefContext &ctx) const override {
+        const DType to = *parse_dtype(ctx.params.get_string("to", "f32"));
+        const IndexProjection &px = input_projection(ctx.derivation, "x");
+        const IndexProjection &py = output_projection(ctx.derivation);
+        ctx.index_range.for_each_point(
+            [&](const ZPoint &i) { ctx.write(0, py.map().apply(i), convert_to(ctx.read(0, px.map().apply(i)), to)); });
+    }
+};
+
 }  // namespace
 
 void register_elementwise_ops(OpLibrary &lib) {
@@ -149,12 +230,16 @@ void register_elementwise_ops(OpLibrary &lib) {
         "exp", "y = exp(x)", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::exp(x); },
         constant(1)));
     lib.add(std::make_unique<UnaryOp>(
+        "erf", "y = erf(x), the Gauss error function", std::vector<ParamSpec>{},
+        [](double x, const Params &) { return std::erf(x); }, constant(1)));
+    lib.add(std::make_unique<UnaryOp>(
         "sqrt", "y = √x", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::sqrt(x); },
         constant(1)));
     lib.add(std::make_unique<UnaryOp>(
         "pow", "y = x^exponent for a constant exponent",
         std::vector<ParamSpec>{required_param("exponent", ParamKind::number, "the constant exponent (float)")},
         [](double x, const Params &p) { return std::pow(x, p.get_float("exponent", 1.0)); }, constant(1)));
+    lib.add(std::make_unique<CastOp>());
 }
 
 }  // namespace tapestry

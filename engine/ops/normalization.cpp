@@ -1,7 +1,8 @@
 // Normalization: layernorm (normalizes over axes axis…end, optional gamma/beta
 // shaped like those axes) and rmsnorm. Like softmax, each index point reads its
 // whole normalized block (zero rows with full windows); the statistics are the
-// monoids (n, Σx, Σx²) and (n, Σx²).
+// monoids (n, Σx, Σx²) and (n, Σx²). batchnorm (inference) normalizes with
+// given per-channel statistics, so it is elementwise along x.
 #include <cmath>
 #include <memory>
 
@@ -111,11 +112,79 @@ private:
     bool rms_;
 };
 
+// Inference batch normalization (ONNX BatchNormalization with training_mode 0):
+// y = (x − mean[c]) / √(var[c] + ε) · scale[c] + bias[c], channel c = dim 1 of x.
+class BatchNormOp : public OpDef {
+public:
+    std::string_view kind() const override { return "batchnorm"; }
+    std::string_view category() const override { return "normalization"; }
+    std::string_view summary() const override {
+        return "y = (x − mean) / √(var + ε) · scale + bias per channel (dim 1), given statistics";
+    }
+    std::vector<PortSpec> input_ports() const override {
+        return {{"x", "the input [N, C, …]", false, false},
+                {"scale", "per-channel scale [C]", false, false},
+                {"bias", "per-channel shift [C]", false, false},
+                {"mean", "per-channel mean [C]", false, false},
+                {"var", "per-channel variance [C]", false, false}};
+    }
+    std::vector<PortSpec> output_ports() const override { return {{"y", "shaped like x", false, false}}; }
+    std::vector<ParamSpec> params() const override {
+        return {float_param("epsilon", 1e-5, "added to the variance before the root")};
+    }
+
+    Expected<Derivation, DerivationError> derive(const Params &params,
+                                                 const std::vector<PortTypes> &inputs) const override {
+        const OperandType &x = *find_operand(inputs, "x");
+        if (auto e = require_float("batchnorm", "x", x)) return unexpected(*e);
+        if (auto e = require_min_rank("batchnorm", "x", x, 2)) return unexpected(*e);
+        const double eps = params.get_float("epsilon", 0);
+        if (eps < 0)
+            return unexpected(derivation_error("bad-param", param_field("epsilon"),
+                                               "batchnorm: epsilon must not be negative, got " +
+                                                   param_to_string(ParamValue(eps))));
+        const int rank = x.shape.rank();
+        const ZPoint channels{x.shape[1]};
+        std::vector<PortProjections> ins{port_projection("x", IndexProjection::identity(rank))};
+        for (const char *port : {"scale", "bias", "mean", "var"}) {
+            const OperandType &t = *find_operand(inputs, port);
+            if (auto e = require_same_dtype("batchnorm", port, t, "x", x.dtype)) return unexpected(*e);
+            if (t.shape != channels)
+                return unexpected(derivation_error("shape-mismatch", input_field(port),
+                                                   std::string("batchnorm: ") + port + " has shape " +
+                                                       shape_string(t.shape) + " but x has " +
+                                                       std::to_string(x.shape[1]) + " channels (dim 1)"));
+            ProjectionBuilder pc(rank);
+            pc.follow(1);
+            ins.push_back(port_projection(port, pc.build()));
+        }
+        return single_output(x.dtype, x.shape, ZRange::of_shape(x.shape), std::move(ins));
+    }
+
+    // Per element a multiply and an add: the factor scale/√(var + ε) and the shift
+    // bias − mean·factor are per channel, computed once by an efficient kernel.
+    double flops_per_point(const Params &, const Derivation &) const override { return 2; }
+
+    void reference(const RefContext &ctx) const override {
+        const double eps = ctx.params.get_float("epsilon", 1e-5);
+        const IndexProjection &px = input_projection(ctx.derivation, "x");
+        const IndexProjection &pc = input_projection(ctx.derivation, "scale");
+        const IndexProjection &py = output_projection(ctx.derivation);
+        ctx.index_range.for_each_point([&](const ZPoint &i) {
+            const ZPoint c = pc.map().apply(i);
+            const double x = ctx.read(0, px.map().apply(i));
+            const double y = (x - ctx.read(3, c)) / std::sqrt(ctx.read(4, c) + eps) * ctx.read(1, c) + ctx.read(2, c);
+            ctx.write(0, py.map().apply(i), y);
+        });
+    }
+};
+
 }  // namespace
 
 void register_normalization_ops(OpLibrary &lib) {
     lib.add(std::make_unique<NormOp>(false));
     lib.add(std::make_unique<NormOp>(true));
+    lib.add(std::make_unique<BatchNormOp>());
 }
 
 }  // namespace tapestry

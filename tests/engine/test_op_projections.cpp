@@ -29,6 +29,12 @@ std::vector<OpCase> ops_a_cases() {
         c.push_back({std::string(k) + "/3d", k, {}, {port("x", {2, 3, 4})}});
         c.push_back({std::string(k) + "/scalar", k, {}, {port("x", {})}});
     }
+    c.push_back({"erf/3d", "erf", {}, {port("x", {2, 3, 4})}});
+    c.push_back({"erf/scalar", "erf", {}, {port("x", {})}});
+    c.push_back({"cast/f32-to-f16", "cast", Params{{"to", std::string("f16")}}, {port("x", {3, 5})}});
+    c.push_back({"cast/f32-to-i64", "cast", Params{{"to", std::string("i64")}}, {port("x", {2, 2, 3})}});
+    c.push_back({"cast/i32-to-bf16", "cast", Params{{"to", std::string("bf16")}}, {port("x", {4}, DType::i32)}});
+    c.push_back({"cast/i64-to-bool", "cast", Params{{"to", std::string("bool")}}, {port("x", {}, DType::i64)}});
     c.push_back({"gelu/erf", "gelu", {}, {port("x", {5, 6})}});
     c.push_back({"gelu/tanh", "gelu", Params{{"approximate", std::string("tanh")}}, {port("x", {5, 6}, DType::bf16)}});
     {
@@ -68,6 +74,16 @@ std::vector<OpCase> ops_a_cases() {
                  {port("x", {3, 4, 5}), port("gamma", {4, 5})}});
     c.push_back({"layernorm/beta-only", "layernorm", {}, {port("x", {3, 5}), port("beta", {5})}});
     c.push_back({"layernorm/plain", "layernorm", Params{{"axis", std::int64_t{0}}}, {port("x", {3, 4})}});
+    {
+        OpCase b{"batchnorm/4d", "batchnorm", Params{{"epsilon", 1e-3}},
+                 {port("x", {2, 3, 4, 2}), port("scale", {3}), port("bias", {3}), port("mean", {3}), port("var", {3})}};
+        b.lo = 0.1;  // var must stay positive
+        c.push_back(b);
+        OpCase m{"batchnorm/2d", "batchnorm", {},
+                 {port("x", {5, 4}), port("scale", {4}), port("bias", {4}), port("mean", {4}), port("var", {4})}};
+        m.lo = 0.1;
+        c.push_back(m);
+    }
     c.push_back({"rmsnorm/gamma", "rmsnorm", {}, {port("x", {4, 6}), port("gamma", {6})}});
     c.push_back({"rmsnorm/plain", "rmsnorm", Params{{"axis", std::int64_t{1}}}, {port("x", {2, 3, 4})}});
     return c;
@@ -78,7 +94,7 @@ std::vector<OpCase> ops_a_cases() {
 // image checks for projections with holes) and that suite fails when one of these
 // kinds has no row there. A kind in neither list fails every_kind_has_a_row.
 const std::set<std::string> kKindsCheckedInSuiteB{"transpose", "reshape",    "concat",    "slice",    "conv2d",
-                                                  "max_pool2d", "avg_pool2d", "embedding", "attention"};
+                                                  "max_pool2d", "avg_pool2d", "embedding", "gather",    "attention"};
 
 std::vector<OpCase> all_cases() { return ops_a_cases(); }
 

@@ -118,6 +118,20 @@ std::vector<OpCase> ops_b_rows() {
         r.int_bound = 3;
         c.push_back(r);
     }
+    // gather (ONNX Gather: any axis, negative indices wrap)
+    {
+        OpCase a0{"gather/axis0", "gather", {}, {port("data", {5, 3}), port("indices", {2, 2}, DType::i64)}};
+        a0.int_bound = 5;
+        c.push_back(a0);
+        OpCase a1{"gather/axis1-3d", "gather", Params{{"axis", std::int64_t{1}}},
+                  {port("data", {2, 4, 3}), port("indices", {3}, DType::i32)}};
+        a1.int_bound = 4;
+        c.push_back(a1);
+        OpCase sc{"gather/scalar-index-last-axis", "gather", Params{{"axis", std::int64_t{-1}}},
+                  {port("data", {3, 4}, DType::i64), port("indices", {}, DType::i64)}};
+        sc.int_bound = 4;
+        c.push_back(sc);
+    }
     // attention
     c.push_back({"attention/one-head",
                  "attention",
@@ -253,7 +267,7 @@ std::string check_case_exact(const OpCase &c, std::uint64_t seed) {
 }
 
 const std::set<std::string> kOpsBKinds{"transpose",  "reshape",    "concat",    "slice",    "conv2d",
-                                       "max_pool2d", "avg_pool2d", "embedding", "attention"};
+                                       "max_pool2d", "avg_pool2d", "embedding", "gather",    "attention"};
 
 }  // namespace
 

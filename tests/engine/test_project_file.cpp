@@ -74,13 +74,13 @@ Graph hand_built_graph() {
     Graph g;
     g.name = "hand built";
     g.description = "negative origins, signatures, shards — and \"quotes\"";
-    g.put_tensor(Tensor{TensorId("a"), "a", DType::bf16, ZRange({-4, 2}, {4, 10}), TensorRole::input, std::nullopt});
+    g.put_tensor(Tensor{TensorId("a"), "a", DType::bf16, ZRange({-4, 2}, {4, 10}), TensorRole::input, std::nullopt, nullptr});
     g.put_tensor(Tensor{TensorId("b"), "B matrix", DType::f16, ZRange::of_shape({8, 8}), TensorRole::parameter,
-                        std::string("weights/b.npy")});
-    g.put_tensor(Tensor{TensorId("s"), "", DType::f32, ZRange(), TensorRole::intermediate, std::string()});
-    g.put_tensor(Tensor{TensorId("ids"), "token ids", DType::i64, ZRange::of_shape({0, 3}), TensorRole::input, {}});
-    g.put_tensor(Tensor{TensorId("flags"), "flags", DType::boolean, ZRange({-1}, {-1}), TensorRole::input, {}});
-    g.put_tensor(Tensor{TensorId("out"), "out", DType::i32, ZRange({-8, -8}, {0, 0}), TensorRole::output, {}});
+                        std::string("weights/b.npy"), nullptr});
+    g.put_tensor(Tensor{TensorId("s"), "", DType::f32, ZRange(), TensorRole::intermediate, std::string(), nullptr});
+    g.put_tensor(Tensor{TensorId("ids"), "token ids", DType::i64, ZRange::of_shape({0, 3}), TensorRole::input, {}, nullptr});
+    g.put_tensor(Tensor{TensorId("flags"), "flags", DType::boolean, ZRange({-1}, {-1}), TensorRole::input, {}, nullptr});
+    g.put_tensor(Tensor{TensorId("out"), "out", DType::i32, ZRange({-8, -8}, {0, 0}), TensorRole::output, {}, nullptr});
 
     Operation mm;
     mm.id = OpId("mm");

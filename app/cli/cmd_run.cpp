@@ -1,0 +1,237 @@
+// `tapestry run PROJECT`: executes a project on the CPU executor (oneDNN) with
+// inputs from a directory of .npy files or seeded random ones, prints a summary of
+// every output and the wall time, and writes the outputs as .npy files.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "io/tensor_values.h"
+#include "ops/library.h"
+#include "run_support.h"
+#include "runtime/cpu/executor.h"
+
+namespace tapestry::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct RunCommandOptions {
+    std::string project;
+    std::string inputs_dir;
+    std::string outputs_dir;
+    int threads = 2;
+    std::uint64_t seed = 0;
+    bool no_shards = false;
+    bool json = false;
+    bool verbose = false;
+};
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+    g_interrupted.store(true);
+}
+
+std::string fixed(double v, const char *format = "%.3f") {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+std::string number(double v) {
+    return fixed(v, "%.6g");
+}
+
+std::string human_bytes(double bytes) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    return fixed(bytes, u == 0 ? "%.0f" : "%.1f") + " " + units[u];
+}
+
+void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
+    std::vector<size_t> width;
+    for (const auto &row : rows)
+        for (size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], row[c].size());
+        }
+    for (const auto &row : rows) {
+        std::string line = indent;
+        for (size_t c = 0; c < row.size(); ++c) {
+            line += row[c];
+            if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+        }
+        std::cout << line << "\n";
+    }
+}
+
+int run_command(const RunCommandOptions &o) {
+    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
+    if (!prepared.ok()) {
+        if (o.json)
+            std::cout << problems_json(o.project, prepared).dump(2) << "\n";
+        else
+            report_problems(o.project, prepared);
+        return kExitInvalid;
+    }
+    if (!o.json) report_problems(o.project, prepared);  // warnings
+    const Graph &g = *prepared.graph;
+
+    auto fail = [&](const std::string &message) {
+        if (o.json) {
+            prepared.errors.push_back(message);
+            std::cout << problems_json(o.project, prepared).dump(2) << "\n";
+        } else {
+            std::cerr << "tapestry: " << o.project << ": " << message << "\n";
+        }
+        return kExitInvalid;
+    };
+
+    cpu::CpuOptions cpu_options;
+    cpu_options.threads = o.threads;
+    cpu_options.run_shards = !o.no_shards;
+    const auto compile_start = std::chrono::steady_clock::now();
+    auto program = cpu::Program::compile(g, OpLibrary::standard(), cpu_options);
+    if (!program) return fail("cannot compile for the CPU: " + program.error());
+    const double compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count();
+
+    ProgressBar bar(!o.json);
+    cpu::RunControl control;
+    control.progress = [&bar](int done, int total) { bar.update("run", done, total); };
+    g_interrupted.store(false);
+    control.cancelled = [] { return g_interrupted.load(); };
+    auto previous = std::signal(SIGINT, on_interrupt);
+    auto result = (*program)->run(prepared.inputs, control);
+    std::signal(SIGINT, previous);
+    bar.clear();
+    if (!result) return fail("run failed: " + result.error());
+
+    std::string written;
+    if (!o.outputs_dir.empty()) {
+        const std::string error = write_outputs_dir(g, result->outputs, o.outputs_dir);
+        if (!error.empty()) return fail(error);
+        written = o.outputs_dir;
+    }
+
+    size_t shard_count = 0;
+    for (const OpPtr &op : g.operations()) shard_count += op->shards.size();
+    const bool sharded = !o.no_shards && shard_count > 0;
+
+    if (o.json) {
+        ordered_json j;
+        j["file"] = o.project;
+        j["name"] = g.name;
+        j["ok"] = true;
+        j["threads"] = o.threads;
+        j["sharded"] = sharded;
+        j["inputs"] = prepared.input_source;
+        j["compile_ms"] = compile_ms;
+        j["wall_ms"] = result->wall_milliseconds;
+        j["arena_bytes"] = result->arena_bytes;
+        j["outputs"] = ordered_json::array();
+        for (const TensorPtr &t : g.tensors()) {
+            auto it = result->outputs.find(t->id);
+            if (it == result->outputs.end()) continue;
+            const ValueSummary s = summarize_values(it->second);
+            j["outputs"].push_back({{"tensor", t->id.value},
+                                    {"name", t->name},
+                                    {"dtype", std::string(dtype_name(it->second.dtype))},
+                                    {"shape", it->second.shape.coords()},
+                                    {"min", s.min},
+                                    {"max", s.max},
+                                    {"mean", s.mean},
+                                    {"nan", s.nan_count},
+                                    {"inf", s.inf_count}});
+        }
+        j["steps"] = ordered_json::array();
+        for (const cpu::StepTiming &s : result->steps)
+            j["steps"].push_back({{"op", s.op}, {"shard", s.shard}, {"ms", s.milliseconds}});
+        if (!written.empty()) j["outputs_dir"] = written;
+        std::cout << j.dump(2) << "\n";
+        return kExitOk;
+    }
+
+    std::cout << "run  " << g.name << "  (" << o.project << ")\n"
+              << "     " << g.operations().size() << (g.operations().size() == 1 ? " operation, " : " operations, ")
+              << (sharded ? std::to_string(shard_count) + " shards"
+                          : std::string(o.no_shards ? "shards off" : "no shards"))
+              << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", inputs " << prepared.input_source
+              << "\n";
+    if (o.verbose) {
+        std::string text = (*program)->describe();
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+        std::cout << "\nprogram\n" << text << "\n";
+    }
+
+    std::cout << "\noutputs\n";
+    std::vector<std::vector<std::string>> rows{{"tensor", "name", "dtype", "shape", "min", "max", "mean"}};
+    std::vector<std::string> notes;
+    for (const TensorPtr &t : g.tensors()) {
+        auto it = result->outputs.find(t->id);
+        if (it == result->outputs.end()) continue;
+        const ValueSummary s = summarize_values(it->second);
+        rows.push_back({t->id.value, t->name, std::string(dtype_name(it->second.dtype)), it->second.shape.to_string(),
+                        number(s.min), number(s.max), number(s.mean)});
+        if (s.nan_count + s.inf_count > 0)
+            notes.push_back(t->id.value + " has " + std::to_string(s.nan_count) + " NaN and " +
+                            std::to_string(s.inf_count) + " infinite elements (not in min/max/mean)");
+    }
+    print_rows(rows, "  ");
+    for (const std::string &n : notes) std::cout << "  note: " << n << "\n";
+
+    if (o.verbose) {
+        std::cout << "\nsteps\n";
+        std::vector<std::vector<std::string>> step_rows{{"op", "shard", "ms", "share"}};
+        double total = 0;
+        for (const cpu::StepTiming &s : result->steps) total += s.milliseconds;
+        for (const cpu::StepTiming &s : result->steps)
+            step_rows.push_back({s.op, s.shard.empty() ? "-" : s.shard, fixed(s.milliseconds),
+                                 total > 0 ? fixed(100.0 * s.milliseconds / total, "%.1f%%") : "-"});
+        print_rows(step_rows, "  ");
+        std::cout << "  (step times add up to " << fixed(total) << " ms of work over " << o.threads
+                  << (o.threads == 1 ? " thread)\n" : " threads)\n");
+    }
+
+    std::cout << "\nwall  " << fixed(result->wall_milliseconds) << " ms  (compile " << fixed(compile_ms)
+              << " ms, arena " << human_bytes(static_cast<double>(result->arena_bytes)) << ")\n";
+    if (!written.empty())
+        std::cout << "wrote " << result->outputs.size() << (result->outputs.size() == 1 ? " output" : " outputs")
+                  << " to " << written << "\n";
+    return kExitOk;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<RunCommandOptions>();
+    CLI::App *cmd = app.add_subcommand(
+        "run",
+        "Run a project on the CPU (oneDNN): inputs from a directory of .npy files or random with a seed; prints "
+        "each output's shape, min, max and mean and the wall time; writes the outputs as .npy files.");
+    cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
+    cmd->add_option("--inputs", o->inputs_dir,
+                    "Directory with one <tensor name>.npy per input (default: random values from --seed)");
+    cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory");
+    cmd->add_option("--threads", o->threads, "Worker threads (virtual devices)")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    cmd->add_flag("--no-shards", o->no_shards, "Run every operation whole, ignoring its shards");
+    cmd->add_flag("--json", o->json, "Print the result as JSON");
+    cmd->add_flag("-v,--verbose", o->verbose, "Also print the compiled program and per-step times");
+    cmd->footer("Exit codes: 0 ran, 1 the project or its inputs are bad or the run failed, 2 usage error.");
+    cmd->callback([o, &action] { action = [o] { return run_command(*o); }; });
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,189 @@
+// `tapestry verify PROJECT`: the numeric proof of equivalence — runs the project's
+// sharded form on the CPU executor, its unsharded form, and the double-precision
+// oracle on the same inputs, and prints max abs/rel error per output and pass/fail.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "ops/library.h"
+#include "run_support.h"
+#include "runtime/cpu/verify.h"
+
+namespace tapestry::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct VerifyCommandOptions {
+    std::string project;
+    std::string inputs_dir;
+    std::uint64_t seed = 0;
+    int threads = 2;
+    double atol = 1e-4;
+    double rtol = 1e-3;
+    bool absolute_atol = false;
+    bool json = false;
+};
+
+std::string sci(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return buf;
+}
+
+void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
+    std::vector<size_t> width;
+    for (const auto &row : rows)
+        for (size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], row[c].size());
+        }
+    for (const auto &row : rows) {
+        std::string line = indent;
+        for (size_t c = 0; c < row.size(); ++c) {
+            line += row[c];
+            if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+        }
+        std::cout << line << "\n";
+    }
+}
+
+int verify_command(const VerifyCommandOptions &o) {
+    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
+    if (!prepared.ok()) {
+        if (o.json)
+            std::cout << problems_json(o.project, prepared).dump(2) << "\n";
+        else
+            report_problems(o.project, prepared);
+        return kExitInvalid;
+    }
+    if (!o.json) report_problems(o.project, prepared);  // warnings
+    const Graph &g = *prepared.graph;
+
+    // The executor reports progress run by run; a run that completes moves the
+    // label on. The oracle reports none, so its phase is announced when the
+    // executor runs are done.
+    ProgressBar bar(!o.json);
+    bool has_shards = false;
+    for (const OpPtr &op : g.operations()) has_shards = has_shards || !op->shards.empty();
+    std::vector<std::string> phases{"unsharded run"};
+    if (has_shards) phases.push_back("sharded run");
+    size_t phase = 0;
+    cpu::VerifyOptions options;
+    options.threads = o.threads;
+    options.atol = o.atol;
+    options.rtol = o.rtol;
+    options.scale_atol = !o.absolute_atol;
+    options.control.progress = [&](int done, int total) {
+        const std::string label = phase < phases.size() ? phases[phase] : std::string("run");
+        if (done >= total && phase < phases.size()) {
+            ++phase;
+            bar.update(phase < phases.size() ? phases[phase] : std::string("oracle (double precision)"), 0, 1);
+            return;
+        }
+        bar.update(label, done, total);
+    };
+
+    const auto start = std::chrono::steady_clock::now();
+    auto report = cpu::verify(g, OpLibrary::standard(), prepared.inputs, options);
+    bar.clear();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!report) {
+        if (o.json) {
+            prepared.errors.push_back("cannot verify: " + report.error());
+            std::cout << problems_json(o.project, prepared).dump(2) << "\n";
+        } else {
+            std::cerr << "tapestry: " << o.project << ": cannot verify: " << report.error() << "\n";
+        }
+        return kExitInvalid;
+    }
+
+    auto shape_of = [&](const std::string &id) {
+        const Tensor *t = g.find_tensor(TensorId(id));
+        return t ? t->range.shape() : ZPoint();
+    };
+
+    if (o.json) {
+        ordered_json j;
+        j["file"] = o.project;
+        j["name"] = g.name;
+        j["ok"] = true;
+        j["pass"] = report->pass();
+        j["sharded"] = report->sharded;
+        j["inputs"] = prepared.input_source;
+        j["threads"] = o.threads;
+        j["atol"] = o.atol;
+        j["rtol"] = o.rtol;
+        j["scale_atol"] = !o.absolute_atol;
+        j["seconds"] = seconds;
+        j["comparisons"] = ordered_json::array();
+        for (const cpu::OutputComparison &c : report->comparisons)
+            j["comparisons"].push_back(
+                {{"tensor", c.tensor},
+                 {"against", c.against},
+                 {"max_abs_error", c.max_abs_error},
+                 {"max_rel_error", c.max_rel_error},
+                 {"atol_applied", c.atol},
+                 {"worst_index", c.worst_index},
+                 {"worst_element", element_coords(std::max<std::int64_t>(c.worst_index, 0), shape_of(c.tensor))},
+                 {"pass", c.pass}});
+        std::cout << j.dump(2) << "\n";
+        return report->pass() ? kExitOk : kExitInvalid;
+    }
+
+    std::cout << "verify  " << g.name << "  (" << o.project << ")\n"
+              << "        "
+              << (report->sharded ? "sharded run vs the oracle and vs the unsharded run"
+                                  : "no shards: unsharded run vs the oracle")
+              << "; inputs " << prepared.input_source << "\n        pass when |error| <= " << sci(o.atol)
+              << (o.absolute_atol ? "" : "·max(1, max |reference|)") << " + " << sci(o.rtol) << "·|reference|\n\n";
+    std::vector<std::vector<std::string>> rows{
+        {"output", "against", "max abs", "max rel", "atol", "worst at", "result"}};
+    for (const cpu::OutputComparison &c : report->comparisons)
+        rows.push_back({c.tensor, c.against, sci(c.max_abs_error), sci(c.max_rel_error), sci(c.atol),
+                        element_string(c.worst_index, shape_of(c.tensor)), c.pass ? "pass" : "FAIL"});
+    print_rows(rows, "  ");
+    const auto failed = std::count_if(report->comparisons.begin(), report->comparisons.end(),
+                                      [](const cpu::OutputComparison &c) { return !c.pass; });
+    std::cout << "\n"
+              << (report->pass() ? "equivalent" : "NOT equivalent") << "  (" << report->comparisons.size()
+              << (report->comparisons.size() == 1 ? " comparison, " : " comparisons, ") << failed << " failed, "
+              << sci(seconds) << " s)\n";
+    return report->pass() ? kExitOk : kExitInvalid;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<VerifyCommandOptions>();
+    CLI::App *cmd = app.add_subcommand(
+        "verify",
+        "Prove a project's sharded form equivalent: run it sharded and unsharded on the CPU and with the "
+        "double-precision oracle on the same inputs; print max abs/rel error per output and pass/fail.");
+    cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
+    cmd->add_option("--inputs", o->inputs_dir,
+                    "Directory with one <tensor name>.npy per input (default: random values from --seed)");
+    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    cmd->add_option("--threads", o->threads, "Worker threads of the CPU runs")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    cmd->add_option("--atol", o->atol, "Absolute tolerance, in units of max(1, max |reference|) of each output")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd->add_flag("--absolute-atol", o->absolute_atol, "Apply --atol as it is, not scaled by the output's magnitude");
+    cmd->add_option("--rtol", o->rtol, "Relative tolerance (times |reference|)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd->add_flag("--json", o->json, "Print the comparisons as JSON");
+    cmd->footer(
+        "An element passes when |result - reference| <= atol·max(1, max |reference|) + rtol·|reference|\n"
+        "(atol unscaled with --absolute-atol).\n"
+        "Exit codes: 0 equivalent, 1 a comparison failed or the project/inputs are bad, 2 usage error.");
+    cmd->callback([o, &action] { action = [o] { return verify_command(*o); }; });
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,969 @@
+// ONNX import: parse, check the opset, list unsupported operators, fix dynamic
+// dimensions, run ONNX shape inference, then map node by node onto the op library
+// (docs/onnx.md has the table). Internally a refusal is thrown as ImportFailure and
+// caught in import_onnx, together with anything protobuf or ONNX throws, so that
+// no exception leaves this file.
+#include "io/onnx_import.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "graph/validate.h"
+#include "io/onnx_support.h"
+#include "io/onnx_tensor.h"
+#include "ops/library.h"
+
+namespace tapestry {
+
+const std::vector<std::string> &onnx_supported_operators() {
+    static const std::vector<std::string> ops = [] {
+        std::vector<std::string> v{"Add",        "AveragePool", "BatchNormalization", "Cast",      "Concat",
+                                   "Constant",   "Conv",        "Div",                "Erf",       "Exp",
+                                   "Flatten",    "Gather",      "Gemm",               "Identity",  "LayerNormalization",
+                                   "MatMul",     "MaxPool",     "Mul",                "Pow",       "ReduceMax",
+                                   "ReduceMean", "ReduceSum",   "Relu",               "Reshape",   "Sigmoid",
+                                   "Slice",      "Softmax",     "Sqrt",               "Squeeze",   "Sub",
+                                   "Tanh",       "Transpose",   "Unsqueeze"};
+        std::sort(v.begin(), v.end());
+        return v;
+    }();
+    return ops;
+}
+
+bool onnx_operator_supported(const std::string &op_type) {
+    const auto &ops = onnx_supported_operators();
+    return std::binary_search(ops.begin(), ops.end(), op_type);
+}
+
+namespace {
+
+using onnx_detail::dtype_of;
+using onnx_detail::elem_type_name;
+
+constexpr int kMinOpset = 13, kMaxOpset = 17;
+
+// A refusal: the message (without the file name) and, when the importer lacks a
+// feature the model uses, the "what (where)" entries naming it.
+struct ImportFailure {
+    std::string message;
+    std::vector<std::string> unsupported;
+};
+
+// An ONNX value mapped to a graph tensor.
+struct Value {
+    TensorId id;
+    DType dtype = DType::f32;
+    ZPoint shape;
+};
+
+using Ports = std::vector<std::pair<std::string, std::vector<Value>>>;
+
+std::string quoted(const std::string &s) { return "'" + s + "'"; }
+
+std::string safe_id(const std::string &name) {
+    std::string out;
+    for (char c : name) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                        c == '.' || c == '-';
+        out += ok ? c : '_';
+    }
+    while (!out.empty() && (out.front() == '.' || out.front() == '-')) out.erase(out.begin());
+    return out.empty() ? std::string("t") : out;
+}
+
+std::int64_t product(const std::vector<Coord> &dims, size_t from, size_t to) {
+    std::int64_t p = 1;
+    for (size_t i = from; i < to; ++i) p *= dims[i];
+    return p;
+}
+
+class Importer {
+public:
+    Importer(const OnnxImportOptions &options) : options_(options) {}
+
+    Graph run(onnx::ModelProto &model);
+
+private:
+    // ---- failures --------------------------------------------------------------------
+    [[noreturn]] void fail(const std::string &message) const { throw ImportFailure{message, {}}; }
+    // The importer does not support something this node uses.
+    [[noreturn]] void unsupported(const std::string &what) const {
+        throw ImportFailure{node_label_ + ": " + what, {node_label_}};
+    }
+
+    // ---- values ------------------------------------------------------------------------
+    std::string unique_id(const std::string &base) {
+        std::string id = safe_id(base);
+        for (int k = 2; used_ids_.count(id); ++k) id = safe_id(base) + "_" + std::to_string(k);
+        used_ids_.insert(id);
+        return id;
+    }
+    const TensorData *constant(const std::string &name) const {
+        auto it = constants_.find(name);
+        return it == constants_.end() ? nullptr : it->second.get();
+    }
+    Value operand(const std::string &name);
+    Value add_parameter(const std::string &name, std::shared_ptr<const TensorData> data);
+    Value scalar(double v, DType t, const std::string &suffix);
+    std::vector<std::int64_t> constant_ints(int input, const std::string &what) const;
+    double constant_scalar(int input, const std::string &what) const;
+    bool has_input(int i) const { return node_->input_size() > i && !node_->input(i).empty(); }
+    bool has_output(int i) const { return node_->output_size() > i && !node_->output(i).empty(); }
+    void require_float(const Value &v, const std::string &port) const {
+        if (!dtype_is_float(v.dtype))
+            unsupported(port + " is " + std::string(dtype_name(v.dtype)) + "; only floating operands are supported");
+    }
+
+    // Adds one operation of `kind` and its output tensor. `onnx_output` names the
+    // ONNX value it defines ("" for an intermediate of a multi-op mapping, named
+    // after the node and `suffix`).
+    Value emit(const std::string &kind, const Params &params, const Ports &ports, const std::string &onnx_output,
+               const std::string &suffix = "");
+    Value reshape(const Value &v, const ZPoint &shape, const std::string &onnx_output, const std::string &suffix);
+    void alias(const std::string &onnx_output, const Value &v) { values_[onnx_output] = v; }
+
+    // ---- attributes -----------------------------------------------------------------------
+    const onnx::AttributeProto *attribute(const std::string &name) const {
+        for (const auto &a : node_->attribute())
+            if (a.name() == name) return &a;
+        return nullptr;
+    }
+    std::int64_t attr_int(const std::string &name, std::int64_t fallback) const {
+        const auto *a = attribute(name);
+        return a ? a->i() : fallback;
+    }
+    double attr_float(const std::string &name, double fallback) const {
+        const auto *a = attribute(name);
+        return a ? static_cast<double>(a->f()) : fallback;
+    }
+    std::string attr_string(const std::string &name, const std::string &fallback) const {
+        const auto *a = attribute(name);
+        return a ? a->s() : fallback;
+    }
+    std::optional<std::vector<std::int64_t>> attr_ints(const std::string &name) const {
+        const auto *a = attribute(name);
+        if (!a) return std::nullopt;
+        return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+    }
+
+    // ---- nodes ------------------------------------------------------------------------
+    void map_node();
+    void map_matmul();
+    void map_gemm();
+    void map_pow();
+    void map_reduce(const std::string &kind);
+    void map_layernorm();
+    void map_batchnorm();
+    void map_reshape();
+    void map_slice();
+    void map_gather();
+    void map_conv_or_pool(const std::string &op_type);
+    void map_constant();
+    void map_cast();
+
+    const OnnxImportOptions &options_;
+    const OpLibrary &lib_ = OpLibrary::standard();
+    Graph g_;
+    std::map<std::string, Value> values_;
+    std::map<std::string, std::shared_ptr<const TensorData>> constants_;
+    std::set<std::string> used_ids_;
+    const onnx::NodeProto *node_ = nullptr;
+    std::string node_label_;  // "Gemm (fc1)"
+    std::string node_base_;   // id base of the node's operations
+};
+
+Value Importer::add_parameter(const std::string &name, std::shared_ptr<const TensorData> data) {
+    Tensor t;
+    t.id = TensorId(unique_id(name));
+    t.name = name;
+    t.dtype = data->dtype;
+    t.range = ZRange::of_shape(data->shape);
+    t.role = TensorRole::parameter;
+    t.value = std::move(data);
+    Value v{t.id, t.dtype, t.range.shape()};
+    g_.put_tensor(std::move(t));
+    return v;
+}
+
+Value Importer::operand(const std::string &name) {
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    if (auto it = constants_.find(name); it != constants_.end()) {
+        Value v = add_parameter(name, it->second);
+        values_[name] = v;
+        return v;
+    }
+    fail(node_label_ + " reads " + quoted(name) + ", which no input, initializer or earlier node defines");
+}
+
+Value Importer::scalar(double v, DType t, const std::string &suffix) {
+    return add_parameter(node_base_ + "." + suffix, std::make_shared<const TensorData>(onnx_detail::float_scalar(t, v)));
+}
+
+std::vector<std::int64_t> Importer::constant_ints(int input, const std::string &what) const {
+    const TensorData *c = has_input(input) ? constant(node_->input(input)) : nullptr;
+    if (!c) unsupported(what + " must be a constant (an initializer or a Constant node)");
+    std::vector<std::int64_t> out;
+    if (c->dtype == DType::i64)
+        for (std::int64_t v : c->as<std::int64_t>()) out.push_back(v);
+    else if (c->dtype == DType::i32)
+        for (std::int32_t v : c->as<std::int32_t>()) out.push_back(v);
+    else
+        fail(node_label_ + ": " + what + " must hold integers, got " + std::string(dtype_name(c->dtype)));
+    return out;
+}
+
+double Importer::constant_scalar(int input, const std::string &what) const {
+    const TensorData *c = has_input(input) ? constant(node_->input(input)) : nullptr;
+    if (!c || c->element_count() != 1) unsupported(what + " must be a constant holding one value");
+    switch (c->dtype) {
+        case DType::f32: return c->as<float>()[0];
+        case DType::i32: return c->as<std::int32_t>()[0];
+        case DType::i64: return static_cast<double>(c->as<std::int64_t>()[0]);
+        default: break;
+    }
+    unsupported(what + " must be an f32, i32 or i64 constant, got " + std::string(dtype_name(c->dtype)));
+}
+
+Value Importer::emit(const std::string &kind, const Params &params, const Ports &ports, const std::string &onnx_output,
+                     const std::string &suffix) {
+    std::vector<PortTypes> types;
+    Operation op;
+    for (const auto &[port, operands] : ports) {
+        PortTypes pt{port, {}};
+        PortBinding b{port, {}};
+        for (const Value &v : operands) {
+            pt.operands.push_back(OperandType{v.dtype, v.shape});
+            b.selections.push_back(TensorSelection{v.id, ZRange::of_shape(v.shape)});
+        }
+        types.push_back(std::move(pt));
+        op.inputs.push_back(std::move(b));
+    }
+    auto d = lib_.derive(kind, params, types);
+    if (!d) fail(node_label_ + ": " + d.error().message);
+    const OperandType &out = d->outputs.at(0).operands.at(0);
+
+    Tensor t;
+    const std::string tensor_name = onnx_output.empty() ? node_base_ + "." + suffix : onnx_output;
+    t.id = TensorId(unique_id(tensor_name));
+    t.name = tensor_name;
+    t.dtype = out.dtype;
+    t.range = ZRange::of_shape(out.shape);
+    t.role = TensorRole::intermediate;
+    Value v{t.id, t.dtype, out.shape};
+    g_.put_tensor(std::move(t));
+
+    op.id = OpId(unique_id(suffix.empty() ? node_base_ : node_base_ + "." + suffix));
+    op.name = suffix.empty() ? node_base_ : node_base_ + "." + suffix;
+    op.kind = kind;
+    op.params = params;
+    op.outputs.push_back(PortBinding{"y", {TensorSelection{v.id, ZRange::of_shape(v.shape)}}});
+    g_.put_op(std::move(op));
+    if (!onnx_output.empty()) values_[onnx_output] = v;
+    return v;
+}
+
+Value Importer::reshape(const Value &v, const ZPoint &shape, const std::string &onnx_output,
+                        const std::string &suffix) {
+    if (shape == v.shape && onnx_output.empty()) return v;
+    if (shape == v.shape) {
+        alias(onnx_output, v);
+        return v;
+    }
+    return emit("reshape", Params{{"shape", shape.coords()}}, {{"x", {v}}}, onnx_output, suffix);
+}
+
+// ---- node mappings ----------------------------------------------------------------------
+
+void Importer::map_node() {
+    const std::string &type = node_->op_type();
+    const std::string out = node_->output(0);
+    static const std::map<std::string, std::string> binary{{"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}};
+    static const std::map<std::string, std::string> unary{{"Sqrt", "sqrt"},       {"Exp", "exp"},   {"Erf", "erf"},
+                                                          {"Tanh", "tanh"},       {"Sigmoid", "sigmoid"},
+                                                          {"Relu", "relu"}};
+    if (auto it = binary.find(type); it != binary.end()) {
+        const Value a = operand(node_->input(0)), b = operand(node_->input(1));
+        require_float(a, "A");
+        require_float(b, "B");
+        emit(it->second, {}, {{"a", {a}}, {"b", {b}}}, out);
+    } else if (auto u = unary.find(type); u != unary.end()) {
+        const Value x = operand(node_->input(0));
+        require_float(x, "X");
+        emit(u->second, {}, {{"x", {x}}}, out);
+    } else if (type == "MatMul") {
+        map_matmul();
+    } else if (type == "Gemm") {
+        map_gemm();
+    } else if (type == "Pow") {
+        map_pow();
+    } else if (type == "Softmax") {
+        const Value x = operand(node_->input(0));
+        require_float(x, "input");
+        emit("softmax", Params{{"axis", attr_int("axis", -1)}}, {{"x", {x}}}, out);
+    } else if (type == "LayerNormalization") {
+        map_layernorm();
+    } else if (type == "BatchNormalization") {
+        map_batchnorm();
+    } else if (type == "ReduceSum") {
+        map_reduce("reduce_sum");
+    } else if (type == "ReduceMean") {
+        map_reduce("reduce_mean");
+    } else if (type == "ReduceMax") {
+        map_reduce("reduce_max");
+    } else if (type == "Transpose") {
+        const Value x = operand(node_->input(0));
+        std::vector<std::int64_t> perm = attr_ints("perm").value_or(std::vector<std::int64_t>{});
+        if (perm.empty())
+            for (int d = x.shape.rank() - 1; d >= 0; --d) perm.push_back(d);
+        emit("transpose", Params{{"perm", perm}}, {{"x", {x}}}, out);
+    } else if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") {
+        map_reshape();
+    } else if (type == "Concat") {
+        std::vector<Value> pieces;
+        for (const std::string &in : node_->input())
+            if (!in.empty()) pieces.push_back(operand(in));
+        emit("concat", Params{{"axis", attr_int("axis", 0)}}, {{"inputs", pieces}}, out);
+    } else if (type == "Slice") {
+        map_slice();
+    } else if (type == "Gather") {
+        map_gather();
+    } else if (type == "Conv" || type == "MaxPool" || type == "AveragePool") {
+        map_conv_or_pool(type);
+    } else if (type == "Constant") {
+        map_constant();
+    } else if (type == "Identity") {
+        if (constant(node_->input(0))) constants_[out] = constants_.at(node_->input(0));
+        else alias(out, operand(node_->input(0)));
+    } else if (type == "Cast") {
+        map_cast();
+    } else {
+        unsupported("the operator is not supported");  // (the pre-pass lists these)
+    }
+}
+
+void Importer::map_matmul() {
+    Value a = operand(node_->input(0)), b = operand(node_->input(1));
+    require_float(a, "A");
+    require_float(b, "B");
+    if (a.shape.rank() == 0 || b.shape.rank() == 0) fail(node_label_ + ": MatMul operands must have rank at least 1");
+    // NumPy promotion of 1-D operands: [K] → [1, K] on the left, [K] → [K, 1] on the
+    // right, and the added dimension is removed from the result.
+    const bool a_vector = a.shape.rank() == 1, b_vector = b.shape.rank() == 1;
+    // A constant 2-D right operand is a weight: linear (the executor's best path).
+    const bool weight = !b_vector && b.shape.rank() == 2 && constant(node_->input(1)) != nullptr;
+    if (weight && !a_vector) {
+        emit("linear", {}, {{"x", {a}}, {"w", {b}}}, node_->output(0));
+        return;
+    }
+    if (a_vector) a = reshape(a, ZPoint{1, a.shape[0]}, "", "a2d");
+    if (b_vector) b = reshape(b, ZPoint{b.shape[0], 1}, "", "b2d");
+    if (!a_vector && !b_vector) {
+        emit("matmul", {}, {{"a", {a}}, {"b", {b}}}, node_->output(0));
+        return;
+    }
+    const Value y = emit("matmul", {}, {{"a", {a}}, {"b", {b}}}, "", "matmul");
+    std::vector<Coord> dims = y.shape.coords();
+    if (b_vector) dims.erase(dims.end() - 1);
+    if (a_vector) dims.erase(dims.end() - 1 - (b_vector ? 0 : 1));
+    reshape(y, ZPoint(dims), node_->output(0), "");
+}
+
+void Importer::map_gemm() {
+    Value a = operand(node_->input(0));
+    require_float(a, "A");
+    const double alpha = attr_float("alpha", 1.0), beta = attr_float("beta", 1.0);
+    const bool trans_a = attr_int("transA", 0) != 0, trans_b = attr_int("transB", 0) != 0;
+    const bool has_c = has_input(2) && beta != 0.0;
+    if (a.shape.rank() != 2) fail(node_label_ + ": A must have rank 2, got " + a.shape.to_string());
+    if (trans_a) a = emit("transpose", Params{{"perm", std::vector<std::int64_t>{1, 0}}}, {{"x", {a}}}, "", "At");
+
+    Value b;
+    const TensorData *b_const = constant(node_->input(1));
+    if (trans_b && b_const && b_const->shape.rank() == 2) {
+        // Transpose a constant B once, here, so that it is the [K, N] weight of a linear.
+        auto t = std::make_shared<TensorData>(b_const->dtype, ZPoint{b_const->shape[1], b_const->shape[0]});
+        const size_t es = static_cast<size_t>(dtype_bytes(b_const->dtype));
+        const Coord rows = b_const->shape[0], cols = b_const->shape[1];
+        for (Coord r = 0; r < rows; ++r)
+            for (Coord c = 0; c < cols; ++c)
+                std::memcpy(t->bytes.data() + static_cast<size_t>(c * rows + r) * es,
+                            b_const->bytes.data() + static_cast<size_t>(r * cols + c) * es, es);
+        b = add_parameter(node_->input(1) + ".T", std::move(t));
+    } else {
+        b = operand(node_->input(1));
+        if (b.shape.rank() != 2) fail(node_label_ + ": B must have rank 2, got " + b.shape.to_string());
+        if (trans_b) b = emit("transpose", Params{{"perm", std::vector<std::int64_t>{1, 0}}}, {{"x", {b}}}, "", "Bt");
+    }
+    require_float(b, "B");
+
+    const bool last_is_product = !has_c && alpha == 1.0;
+    std::optional<Value> c;
+    if (has_c) {
+        c = operand(node_->input(2));
+        require_float(*c, "C");
+    }
+    // The bias joins a linear when it is a plain [N] vector added once.
+    const bool bias_in_linear = c && beta == 1.0 && alpha == 1.0 && c->shape.rank() == 1 && c->shape[0] == b.shape[1];
+    Value y;
+    if (bias_in_linear) {
+        emit("linear", {}, {{"x", {a}}, {"w", {b}}, {"bias", {*c}}}, node_->output(0));
+        return;
+    }
+    y = emit(b_const ? "linear" : "matmul", {},
+             b_const ? Ports{{"x", {a}}, {"w", {b}}} : Ports{{"a", {a}}, {"b", {b}}},
+             last_is_product ? node_->output(0) : "", "product");
+    if (last_is_product) return;
+    if (alpha != 1.0)
+        y = emit("mul", {}, {{"a", {y}}, {"b", {scalar(alpha, y.dtype, "alpha")}}}, c ? "" : node_->output(0),
+                 c ? "scaled" : "");
+    if (c) {
+        Value cc = *c;
+        if (beta != 1.0) cc = emit("mul", {}, {{"a", {cc}}, {"b", {scalar(beta, cc.dtype, "beta")}}}, "", "betaC");
+        emit("add", {}, {{"a", {y}}, {"b", {cc}}}, node_->output(0));
+    }
+}
+
+void Importer::map_pow() {
+    const Value x = operand(node_->input(0));
+    require_float(x, "X");
+    const TensorData *e = constant(node_->input(1));
+    if (!e || e->element_count() != 1) unsupported("the exponent Y must be a constant holding one value");
+    const double exponent = constant_scalar(1, "the exponent Y");
+    // Pow broadcasts: an exponent of shape [1] makes a scalar base [1].
+    if (e->shape.rank() > x.shape.rank()) {
+        const Value y = emit("pow", Params{{"exponent", exponent}}, {{"x", {x}}}, "", "pow");
+        reshape(y, ZPoint(std::vector<Coord>(static_cast<size_t>(e->shape.rank()), 1)), node_->output(0), "");
+        return;
+    }
+    emit("pow", Params{{"exponent", exponent}}, {{"x", {x}}}, node_->output(0));
+}
+
+void Importer::map_reduce(const std::string &kind) {
+    const Value x = operand(node_->input(0));
+    require_float(x, "data");
+    const bool keepdims = attr_int("keepdims", 1) != 0;
+    std::vector<std::int64_t> axes;
+    bool noop_when_empty = false;
+    if (kind == "reduce_sum") {  // opset 13: axes is an optional input
+        if (has_input(1)) axes = constant_ints(1, "axes");
+        noop_when_empty = attr_int("noop_with_empty_axes", 0) != 0;
+    } else {
+        axes = attr_ints("axes").value_or(std::vector<std::int64_t>{});
+    }
+    if (axes.empty()) {
+        if (noop_when_empty) {
+            alias(node_->output(0), x);
+            return;
+        }
+        for (int d = 0; d < x.shape.rank(); ++d) axes.push_back(d);
+    }
+    if (axes.empty()) {  // a scalar: nothing to reduce
+        alias(node_->output(0), x);
+        return;
+    }
+    emit(kind, Params{{"axes", axes}, {"keepdims", keepdims}}, {{"x", {x}}}, node_->output(0));
+}
+
+void Importer::map_layernorm() {
+    const Value x = operand(node_->input(0));
+    require_float(x, "X");
+    const std::int64_t axis = attr_int("axis", -1);
+    const double eps = attr_float("epsilon", 1e-5);
+    Ports ports{{"x", {x}}};
+    if (has_input(1)) ports.push_back({"gamma", {operand(node_->input(1))}});
+    if (has_input(2)) ports.push_back({"beta", {operand(node_->input(2))}});
+    emit("layernorm", Params{{"axis", axis}, {"epsilon", eps}}, ports, node_->output(0));
+    if (!has_output(1) && !has_output(2)) return;
+    // The optional Mean and InvStdDev outputs (shaped like X with the normalized
+    // axes kept as 1): reduce_mean of x, and (mean((x − mean)²) + ε)^−½.
+    const int rank = x.shape.rank();
+    const int a = static_cast<int>(axis < 0 ? axis + rank : axis);
+    std::vector<std::int64_t> axes;
+    for (int d = a; d < rank; ++d) axes.push_back(d);
+    const Params mean_params{{"axes", axes}, {"keepdims", true}};
+    const Value mean = emit("reduce_mean", mean_params, {{"x", {x}}}, has_output(1) ? node_->output(1) : "", "mean");
+    if (!has_output(2)) return;
+    const Value centred = emit("sub", {}, {{"a", {x}}, {"b", {mean}}}, "", "centred");
+    const Value square = emit("mul", {}, {{"a", {centred}}, {"b", {centred}}}, "", "square");
+    const Value var = emit("reduce_mean", mean_params, {{"x", {square}}}, "", "var");
+    const Value shifted = emit("add", {}, {{"a", {var}}, {"b", {scalar(eps, x.dtype, "epsilon")}}}, "", "var_eps");
+    emit("pow", Params{{"exponent", -0.5}}, {{"x", {shifted}}}, node_->output(2), "inv_std");
+}
+
+void Importer::map_batchnorm() {
+    if (attr_int("training_mode", 0) != 0)
+        unsupported("training_mode=1 (only inference batch normalization is supported)");
+    if (has_output(1) || has_output(2)) unsupported("the running mean/var outputs (training only)");
+    const Value x = operand(node_->input(0));
+    require_float(x, "X");
+    emit("batchnorm", Params{{"epsilon", attr_float("epsilon", 1e-5)}},
+         {{"x", {x}},
+          {"scale", {operand(node_->input(1))}},
+          {"bias", {operand(node_->input(2))}},
+          {"mean", {operand(node_->input(3))}},
+          {"var", {operand(node_->input(4))}}},
+         node_->output(0));
+}
+
+void Importer::map_reshape() {
+    const std::string &type = node_->op_type();
+    // A reshaped constant stays a constant (its bytes do not move).
+    const TensorData *c = constant(node_->input(0));
+    const ZPoint x_shape = c ? c->shape : operand(node_->input(0)).shape;
+    const std::vector<Coord> in = x_shape.coords();
+    const int rank = static_cast<int>(in.size());
+    std::vector<Coord> dims;
+    auto norm_axis = [&](std::int64_t a, int r, const std::string &what) {
+        if (a < -r || a >= r)
+            fail(node_label_ + ": " + what + " " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+        return static_cast<int>(a < 0 ? a + r : a);
+    };
+    if (type == "Reshape") {
+        const std::vector<std::int64_t> shape = constant_ints(1, "the shape input");
+        const bool allow_zero = attr_int("allowzero", 0) != 0;
+        int infer = -1;
+        for (size_t i = 0; i < shape.size(); ++i) {
+            std::int64_t s = shape[i];
+            if (s == 0 && allow_zero) unsupported("a zero-size dimension (allowzero=1 with a 0 in the shape)");
+            if (s == 0) {
+                if (static_cast<int>(i) >= rank) fail(node_label_ + ": shape entry 0 copies a dimension X lacks");
+                s = in[i];
+            }
+            if (s == -1) {
+                if (infer >= 0) fail(node_label_ + ": the shape has more than one -1");
+                infer = static_cast<int>(i);
+                s = 1;
+            } else if (s < 0) {
+                fail(node_label_ + ": shape entry " + std::to_string(s) + " is invalid");
+            }
+            dims.push_back(s);
+        }
+        const std::int64_t total = product(in, 0, in.size());
+        if (infer >= 0) {
+            const std::int64_t known = product(dims, 0, dims.size());
+            if (known == 0 || total % known != 0)
+                fail(node_label_ + ": cannot infer the -1 of the shape for " + std::to_string(total) + " elements");
+            dims[static_cast<size_t>(infer)] = total / known;
+        }
+        if (product(dims, 0, dims.size()) != total)
+            fail(node_label_ + ": the shape " + ZPoint(dims).to_string() + " does not hold the " +
+                 std::to_string(total) + " elements of X " + x_shape.to_string());
+    } else if (type == "Flatten") {
+        const std::int64_t a = attr_int("axis", 1);
+        const int axis = a == rank ? rank : norm_axis(a, rank, "axis");
+        dims = {product(in, 0, static_cast<size_t>(axis)), product(in, static_cast<size_t>(axis), in.size())};
+    } else if (type == "Squeeze") {
+        std::set<int> axes;
+        if (has_input(1))
+            for (std::int64_t a : constant_ints(1, "the axes input")) axes.insert(norm_axis(a, rank, "axis"));
+        for (int d = 0; d < rank; ++d) {
+            const bool named = axes.count(d) > 0;
+            if (named && in[static_cast<size_t>(d)] != 1)
+                fail(node_label_ + ": axis " + std::to_string(d) + " has size " +
+                     std::to_string(in[static_cast<size_t>(d)]) + ", not 1");
+            if (axes.empty() ? in[static_cast<size_t>(d)] != 1 : !named) dims.push_back(in[static_cast<size_t>(d)]);
+        }
+    } else {  // Unsqueeze
+        const std::vector<std::int64_t> axes = constant_ints(1, "the axes input");
+        const int out_rank = rank + static_cast<int>(axes.size());
+        std::set<int> at;
+        for (std::int64_t a : axes)
+            if (!at.insert(norm_axis(a, out_rank, "axis")).second) fail(node_label_ + ": an axis is named twice");
+        size_t next = 0;
+        for (int d = 0; d < out_rank; ++d) dims.push_back(at.count(d) ? 1 : in[next++]);
+    }
+    if (c) {
+        auto t = std::make_shared<TensorData>(*c);
+        t->shape = ZPoint(dims);
+        constants_[node_->output(0)] = std::move(t);
+        return;
+    }
+    reshape(operand(node_->input(0)), ZPoint(dims), node_->output(0), "");
+}
+
+void Importer::map_slice() {
+    const Value x = operand(node_->input(0));
+    Params p{{"starts", constant_ints(1, "starts")}, {"ends", constant_ints(2, "ends")}};
+    if (has_input(3)) p.set("axes", constant_ints(3, "axes"));
+    if (has_input(4)) p.set("steps", constant_ints(4, "steps"));
+    emit("slice", p, {{"x", {x}}}, node_->output(0));
+}
+
+void Importer::map_gather() {
+    const Value data = operand(node_->input(0));
+    const std::int64_t axis = attr_int("axis", 0);
+    // Constant, non-negative ids into the rows of a 2-D float table: an embedding.
+    if (const TensorData *ids = constant(node_->input(1)); ids && (axis == 0 || axis == -2) &&
+                                                            data.shape.rank() == 2 && dtype_is_float(data.dtype)) {
+        bool in_range = true;
+        for (std::int64_t k : constant_ints(1, "indices")) in_range = in_range && k >= 0 && k < data.shape[0];
+        if (in_range) {
+            emit("embedding", {}, {{"ids", {operand(node_->input(1))}}, {"table", {data}}}, node_->output(0));
+            return;
+        }
+    }
+    const Value indices = operand(node_->input(1));
+    if (indices.dtype != DType::i32 && indices.dtype != DType::i64)
+        fail(node_label_ + ": indices must be int32 or int64, got " + std::string(dtype_name(indices.dtype)));
+    emit("gather", Params{{"axis", axis}}, {{"data", {data}}, {"indices", {indices}}}, node_->output(0));
+}
+
+void Importer::map_conv_or_pool(const std::string &type) {
+    const bool conv = type == "Conv";
+    Value x = operand(node_->input(0));
+    require_float(x, "X");
+    const int spatial = x.shape.rank() - 2;
+    if (spatial != 1 && spatial != 2)
+        unsupported(std::to_string(std::max(spatial, 0)) + "-D input " + x.shape.to_string() +
+                    " (only 1-D and 2-D convolution and pooling are supported)");
+    if (!conv && attr_int("ceil_mode", 0) != 0) unsupported("ceil_mode=1 is not supported");
+    if (!conv && has_output(1)) unsupported("the Indices output is not supported");
+
+    Value w;
+    std::vector<std::int64_t> kernel;
+    if (conv) {
+        w = operand(node_->input(1));
+        if (w.shape.rank() != spatial + 2)
+            fail(node_label_ + ": W " + w.shape.to_string() + " does not match the " + std::to_string(spatial) +
+                 "-D input");
+        for (int d = 0; d < spatial; ++d) kernel.push_back(w.shape[2 + d]);
+    } else {
+        kernel = attr_ints("kernel_shape").value_or(std::vector<std::int64_t>{});
+        if (static_cast<int>(kernel.size()) != spatial)
+            fail(node_label_ + ": kernel_shape must have " + std::to_string(spatial) + " entries");
+    }
+    auto per_axis = [&](const std::string &name, std::int64_t fallback) {
+        std::vector<std::int64_t> v = attr_ints(name).value_or(std::vector<std::int64_t>{});
+        if (v.empty()) v.assign(static_cast<size_t>(spatial), fallback);
+        if (static_cast<int>(v.size()) != spatial)
+            fail(node_label_ + ": " + name + " must have " + std::to_string(spatial) + " entries");
+        return v;
+    };
+    const std::vector<std::int64_t> strides = per_axis("strides", 1), dilations = per_axis("dilations", 1);
+    if (!conv)
+        for (std::int64_t d : dilations)
+            if (d != 1) unsupported("dilations other than 1 are not supported");
+    std::vector<std::int64_t> pads = attr_ints("pads").value_or(std::vector<std::int64_t>(2 * spatial, 0));
+    if (static_cast<int>(pads.size()) != 2 * spatial)
+        fail(node_label_ + ": pads must have " + std::to_string(2 * spatial) + " entries");
+    const std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    if (auto_pad == "VALID") {
+        pads.assign(pads.size(), 0);
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        for (int d = 0; d < spatial; ++d) {
+            const std::int64_t in = x.shape[2 + d], s = strides[static_cast<size_t>(d)];
+            const std::int64_t out = (in + s - 1) / s;
+            const std::int64_t extent = dilations[static_cast<size_t>(d)] * (kernel[static_cast<size_t>(d)] - 1) + 1;
+            const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * s + extent - in);
+            const std::int64_t small = total / 2, large = total - small;
+            pads[static_cast<size_t>(d)] = auto_pad == "SAME_UPPER" ? small : large;
+            pads[static_cast<size_t>(d + spatial)] = auto_pad == "SAME_UPPER" ? large : small;
+        }
+    } else if (auto_pad != "NOTSET") {
+        fail(node_label_ + ": auto_pad \"" + auto_pad + "\" is not an ONNX value");
+    }
+
+    // 1-D as 2-D with a height of 1.
+    std::vector<std::int64_t> stride2 = strides, dilation2 = dilations, kernel2 = kernel;
+    std::vector<std::int64_t> padding{pads[0], pads.size() > 2 ? pads[1] : 0, pads.size() > 2 ? pads[2] : 0,
+                                      pads.size() > 2 ? pads[3] : 0};
+    if (spatial == 1) {
+        stride2 = {1, strides[0]};
+        dilation2 = {1, dilations[0]};
+        kernel2 = {1, kernel[0]};
+        padding = {0, pads[0], 0, pads[1]};
+        x = reshape(x, ZPoint{x.shape[0], x.shape[1], 1, x.shape[2]}, "", "x2d");
+        if (conv) w = reshape(w, ZPoint{w.shape[0], w.shape[1], 1, w.shape[2]}, "", "w2d");
+    }
+    const std::string final_out = spatial == 1 ? "" : node_->output(0);
+    Value y;
+    if (conv) {
+        Ports ports{{"x", {x}}, {"w", {w}}};
+        if (has_input(2)) ports.push_back({"bias", {operand(node_->input(2))}});
+        y = emit("conv2d",
+                 Params{{"stride", stride2}, {"padding", padding}, {"dilation", dilation2}, {"groups", attr_int("group", 1)}},
+                 ports, final_out, "conv");
+    } else if (type == "MaxPool") {
+        y = emit("max_pool2d", Params{{"kernel", kernel2}, {"stride", stride2}, {"padding", padding}}, {{"x", {x}}},
+                 final_out, "pool");
+    } else {
+        y = emit("avg_pool2d",
+                 Params{{"kernel", kernel2},
+                        {"stride", stride2},
+                        {"padding", padding},
+                        {"count_include_pad", attr_int("count_include_pad", 0) != 0}},
+                 {{"x", {x}}}, final_out, "pool");
+    }
+    if (spatial == 1) reshape(y, ZPoint{y.shape[0], y.shape[1], y.shape[3]}, node_->output(0), "");
+}
+
+void Importer::map_constant() {
+    const auto &attrs = node_->attribute();
+    if (attrs.size() != 1) fail(node_label_ + ": a Constant needs exactly one value attribute");
+    const onnx::AttributeProto &a = attrs.Get(0);
+    std::shared_ptr<TensorData> t;
+    if (a.name() == "value") {
+        auto d = onnx_detail::tensor_from_proto(a.t());
+        if (!d) unsupported(d.error());
+        t = std::make_shared<TensorData>(std::move(d).value());
+    } else if (a.name() == "value_float" || a.name() == "value_floats") {
+        const bool one = a.name() == "value_float";
+        const int n = one ? 1 : a.floats_size();
+        t = std::make_shared<TensorData>(DType::f32, one ? ZPoint{} : ZPoint{n});
+        for (int i = 0; i < n; ++i) t->as<float>()[static_cast<size_t>(i)] = one ? a.f() : a.floats(i);
+    } else if (a.name() == "value_int" || a.name() == "value_ints") {
+        const bool one = a.name() == "value_int";
+        const int n = one ? 1 : a.ints_size();
+        t = std::make_shared<TensorData>(DType::i64, one ? ZPoint{} : ZPoint{n});
+        for (int i = 0; i < n; ++i) t->as<std::int64_t>()[static_cast<size_t>(i)] = one ? a.i() : a.ints(i);
+    } else {
+        unsupported("a Constant given by attribute '" + a.name() + "'");
+    }
+    constants_[node_->output(0)] = std::move(t);
+}
+
+void Importer::map_cast() {
+    const int to = static_cast<int>(attr_int("to", 0));
+    const std::optional<DType> target = dtype_of(to);
+    if (!target) unsupported("a cast to " + elem_type_name(to));
+    if (const TensorData *c = constant(node_->input(0)); c && c->dtype == *target) {
+        constants_[node_->output(0)] = constants_.at(node_->input(0));
+        return;
+    }
+    const Value x = operand(node_->input(0));
+    if (x.dtype == *target) {
+        alias(node_->output(0), x);
+        return;
+    }
+    emit("cast", Params{{"to", std::string(dtype_name(*target))}}, {{"x", {x}}}, node_->output(0));
+}
+
+// ---- the whole model ----------------------------------------------------------------------
+
+std::string node_label(const onnx::NodeProto &n, int index) {
+    return n.op_type() + " (" + (n.name().empty() ? "node #" + std::to_string(index) : n.name()) + ")";
+}
+
+Graph Importer::run(onnx::ModelProto &model) {
+    if (!model.has_graph()) throw ImportFailure{"not an ONNX model: it has no graph", {}};
+    onnx::GraphProto &graph = *model.mutable_graph();
+
+    // Opset of the default domain.
+    int opset = -1;
+    for (const auto &o : model.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    if (opset < 0) throw ImportFailure{"not an ONNX model: it imports no opset of the default domain", {}};
+    const std::string convert = "; convert the model, e.g. with onnx.version_converter.convert_version(model, 17)";
+    if (opset > kMaxOpset || opset < 1)
+        throw ImportFailure{"opset " + std::to_string(opset) +
+                                " of the default ONNX domain is not supported (supported: opsets 13 to 17)" + convert,
+                            {"opset " + std::to_string(opset)}};
+    if (opset < kMinOpset) {
+        // An older model is read as opset 13 when none of its operators changed in
+        // between: then their definitions (and our mapping) are the same.
+        std::vector<std::string> changed;
+        const auto *registry = onnx::OpSchemaRegistry::Instance();
+        for (int i = 0; i < graph.node_size(); ++i) {
+            const onnx::NodeProto &n = graph.node(i);
+            if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+            const onnx::OpSchema *old_schema = registry->GetSchema(n.op_type(), opset, "");
+            const onnx::OpSchema *new_schema = registry->GetSchema(n.op_type(), kMinOpset, "");
+            if (!old_schema || !new_schema || old_schema->SinceVersion() != new_schema->SinceVersion())
+                changed.push_back(node_label(n, i));
+        }
+        if (!changed.empty()) {
+            std::string list;
+            for (const std::string &c : changed) list += (list.empty() ? "" : ", ") + c;
+            throw ImportFailure{"opset " + std::to_string(opset) +
+                                    " of the default ONNX domain is not supported (supported: opsets 13 to 17; an "
+                                    "older model only when its operators are unchanged up to opset 13, and " +
+                                    list + (changed.size() == 1 ? " has" : " have") + " changed since)" + convert,
+                                {"opset " + std::to_string(opset)}};
+        }
+    }
+
+    // Every unsupported operator, before anything else.
+    std::vector<std::string> missing;
+    for (int i = 0; i < graph.node_size(); ++i) {
+        const onnx::NodeProto &n = graph.node(i);
+        const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+        if (!default_domain || !onnx_operator_supported(n.op_type()))
+            missing.push_back((default_domain ? n.op_type() : n.domain() + "." + n.op_type()) + " (" +
+                              (n.name().empty() ? "node #" + std::to_string(i) : n.name()) + ")");
+    }
+    if (!missing.empty()) {
+        std::string list;
+        for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
+        throw ImportFailure{std::to_string(missing.size()) +
+                                (missing.size() == 1 ? " operator is not supported: " : " operators are not supported: ") +
+                                list,
+                            missing};
+    }
+
+    try {
+        onnx::checker::check_model(model);
+    } catch (const std::exception &e) {
+        throw ImportFailure{std::string("the model is not valid ONNX: ") + e.what(), {}};
+    }
+
+    // Initializers: constants, made graph parameters when an operation reads them.
+    std::set<std::string> initializer_names;
+    for (const onnx::TensorProto &t : graph.initializer()) {
+        auto d = onnx_detail::tensor_from_proto(t);
+        if (!d) throw ImportFailure{"initializer " + quoted(t.name()) + ": " + d.error(), {"initializer " + quoted(t.name())}};
+        constants_[t.name()] = std::make_shared<const TensorData>(std::move(d).value());
+        initializer_names.insert(t.name());
+    }
+
+    // Inputs: static shapes, with --dim values for symbolic dimensions.
+    for (onnx::ValueInfoProto &vi : *graph.mutable_input()) {
+        if (initializer_names.count(vi.name())) continue;
+        const std::string who = "input " + quoted(vi.name());
+        if (!vi.type().has_tensor_type()) throw ImportFailure{who + " is not a tensor", {who}};
+        onnx::TypeProto_Tensor &tt = *vi.mutable_type()->mutable_tensor_type();
+        const std::optional<DType> dtype = dtype_of(tt.elem_type());
+        if (!dtype)
+            throw ImportFailure{who + " has element type " + elem_type_name(tt.elem_type()) + ", which is not supported",
+                                {elem_type_name(tt.elem_type()) + " tensor (" + who + ")"}};
+        if (!tt.has_shape()) throw ImportFailure{who + " has no shape; the importer needs its rank and sizes", {}};
+        std::vector<Coord> dims;
+        for (int d = 0; d < tt.shape().dim_size(); ++d) {
+            onnx::TensorShapeProto_Dimension &dim = *tt.mutable_shape()->mutable_dim(d);
+            if (dim.has_dim_value()) {
+                if (dim.dim_value() < 0) throw ImportFailure{who + " has a negative dimension " + std::to_string(d), {}};
+                dims.push_back(dim.dim_value());
+                continue;
+            }
+            if (!dim.has_dim_param() || dim.dim_param().empty())
+                throw ImportFailure{who + " has an unnamed dynamic dimension (dimension " + std::to_string(d) +
+                                        "); the importer needs a static size for it",
+                                    {}};
+            const std::string param = dim.dim_param();
+            auto it = std::find_if(options_.dim_values.begin(), options_.dim_values.end(),
+                                   [&](const auto &p) { return p.first == param; });
+            if (it == options_.dim_values.end())
+                throw ImportFailure{who + " has a dynamic dimension " + quoted(param) + " (dimension " +
+                                        std::to_string(d) + ") without a value; give one with --dim " + param + "=N",
+                                    {}};
+            if (it->second < 1)
+                throw ImportFailure{"the value " + std::to_string(it->second) + " given for dimension " + quoted(param) +
+                                        " must be at least 1",
+                                    {}};
+            dim.set_dim_value(it->second);  // so that shape inference sees it
+            dims.push_back(it->second);
+        }
+        Tensor t;
+        t.id = TensorId(unique_id(vi.name()));
+        t.name = vi.name();
+        t.dtype = *dtype;
+        t.range = ZRange::of_shape(ZPoint(dims));
+        t.role = TensorRole::input;
+        values_[vi.name()] = Value{t.id, t.dtype, ZPoint(dims)};
+        g_.put_tensor(std::move(t));
+    }
+
+    // ONNX shape inference: its shapes are compared with ours below.
+    try {
+        onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception &e) {
+        throw ImportFailure{std::string("ONNX shape inference failed: ") + e.what(), {}};
+    }
+
+    for (int i = 0; i < graph.node_size(); ++i) {
+        node_ = &graph.node(i);
+        node_label_ = node_label(*node_, i);
+        node_base_ = node_->name().empty() ? node_->op_type() + "_" + std::to_string(i) : node_->name();
+        if (node_->output_size() < 1 || node_->output(0).empty()) fail(node_label_ + " has no output");
+        map_node();
+    }
+
+    // Graph outputs: the tensor that holds each; a copy where it is an input, a
+    // parameter or already another output.
+    std::set<TensorId> claimed;
+    for (int k = 0; k < graph.output_size(); ++k) {
+        const std::string &name = graph.output(k).name();
+        node_label_ = "output " + quoted(name);
+        node_base_ = name;
+        Value v = operand(name);
+        const Tensor *t = g_.find_tensor(v.id);
+        if (t->role == TensorRole::intermediate && !claimed.count(v.id)) {
+            Tensor out = *t;
+            out.role = TensorRole::output;
+            out.name = name;
+            g_.put_tensor(std::move(out));
+            claimed.insert(v.id);
+            continue;
+        }
+        Value copy = emit("reshape", Params{{"shape", v.shape.coords()}}, {{"x", {v}}}, name, "copy");
+        Tensor out = *g_.find_tensor(copy.id);
+        out.role = TensorRole::output;
+        out.name = name;
+        g_.put_tensor(std::move(out));
+        claimed.insert(copy.id);
+        values_[name] = copy;
+    }
+
+    // Our shapes must agree with ONNX's where it inferred static ones.
+    auto check_shape = [&](const onnx::ValueInfoProto &vi) {
+        auto it = values_.find(vi.name());
+        if (it == values_.end() || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+        const auto &shape = vi.type().tensor_type().shape();
+        if (shape.dim_size() != it->second.shape.rank()) {
+            fail("the importer computed shape " + it->second.shape.to_string() + " for " + quoted(vi.name()) +
+                 " but ONNX shape inference gives rank " + std::to_string(shape.dim_size()));
+        }
+        for (int d = 0; d < shape.dim_size(); ++d)
+            if (shape.dim(d).has_dim_value() && shape.dim(d).dim_value() != it->second.shape[d])
+                fail("the importer computed shape " + it->second.shape.to_string() + " for " + quoted(vi.name()) +
+                     " but ONNX shape inference gives " + std::to_string(shape.dim(d).dim_value()) + " for dimension " +
+                     std::to_string(d));
+    };
+    for (const auto &vi : graph.value_info()) check_shape(vi);
+    for (const auto &vi : graph.output()) check_shape(vi);
+
+    std::vector<Issue> issues = validate(g_, lib_, ValidationOptions{false, false});
+    for (const Issue &issue : issues)
+        if (issue.severity == Severity::error)
+            fail("the imported graph does not validate (an importer bug): " + issue.message);
+    return std::move(g_);
+}
+
+}  // namespace
+
+Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_path, const OnnxImportOptions &options) {
+    const std::string file = model_path.filename().string();
+    auto error = [&](const std::string &message, std::vector<std::string> unsupported = {}) {
+        return unexpected(OnnxImportError{file + ": " + message, std::move(unsupported)});
+    };
+    try {
+        std::ifstream in(model_path, std::ios::binary);
+        if (!in) return error("cannot open the file");
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        const std::string data = bytes.str();
+        if (data.empty()) return error("the file is empty; it is not an ONNX model");
+        onnx::ModelProto model;
+        if (!model.ParseFromString(data))
+            return error("not an ONNX model, or a truncated one: its protobuf data cannot be parsed");
+        Importer importer(options);
+        Graph g = importer.run(model);
+        g.name = model_path.stem().string();
+        g.description = "imported from " + file + (model.producer_name().empty() ? "" : " (" + model.producer_name() + ")");
+        return g;
+    } catch (const ImportFailure &f) {
+        return error(f.message, f.unsupported);
+    } catch (const std::exception &e) {
+        return error(std::string("cannot import the model: ") + e.what());
+    }
+}
+
+}  // namespace tapestry

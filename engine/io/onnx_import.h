@@ -1,0 +1,32 @@
+// ONNX import (opsets 13–17): reads a model with the ONNX library, runs ONNX shape
+// inference, and maps every node to operations of the op library. Initializers and
+// Constant nodes become parameter tensors carrying their values. A model with
+// unsupported operators is refused with the list of operator types and node
+// names; nothing is dropped silently.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/graph.h"
+
+namespace tapestry {
+
+struct OnnxImportOptions {
+    // Values for symbolic/unknown input dimensions, by dim_param name ("batch" → 8).
+    std::vector<std::pair<std::string, std::int64_t>> dim_values;
+};
+
+struct OnnxImportError {
+    std::string message;  // one paragraph naming the file and what is wrong
+    // For unsupported operators: "OpType (node name)" entries. Also non-empty, naming
+    // what, when a valid model uses a feature the importer lacks (an attribute value,
+    // an element type, an older opset); empty for errors in the file itself.
+    std::vector<std::string> unsupported;
+};
+
+Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model, const OnnxImportOptions &options = {});
+
+}  // namespace tapestry

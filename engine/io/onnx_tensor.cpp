@@ -1,0 +1,165 @@
+// TensorProto ↔ TensorData, and the TensorProto files of the ONNX backend tests.
+#include "io/onnx_tensor.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "io/onnx_support.h"
+
+namespace tapestry::onnx_detail {
+
+using onnx::TensorProto;
+
+std::optional<DType> dtype_of(int t) {
+    switch (t) {
+        case TensorProto::FLOAT:
+        case TensorProto::DOUBLE: return DType::f32;
+        case TensorProto::FLOAT16: return DType::f16;
+        case TensorProto::BFLOAT16: return DType::bf16;
+        case TensorProto::INT32: return DType::i32;
+        case TensorProto::INT64: return DType::i64;
+        case TensorProto::BOOL: return DType::boolean;
+        default: return std::nullopt;
+    }
+}
+
+std::string elem_type_name(int t) {
+    if (TensorProto::DataType_IsValid(t)) return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
+    return "type " + std::to_string(t);
+}
+
+std::uint16_t f16_bits(float v) {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(v);
+    const std::uint32_t sign = (x >> 16) & 0x8000u;
+    const std::uint32_t abs = x & 0x7fffffffu;
+    if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+    if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to ∞ (≥ 65520)
+    if (abs < 0x38800000u) {  // below the smallest normal f16 (2^-14): subnormal or zero
+        const float a = std::bit_cast<float>(abs);
+        // The subnormal quantum is 2^-24; nearbyint rounds ties to even.
+        return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(a * 16777216.0f)));
+    }
+    // Normal: rebias the exponent (127 → 15) and round 23 → 10 mantissa bits, ties to even.
+    const std::uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+    return static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+std::uint16_t bf16_bits(float v) {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(v);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+    return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+TensorData float_scalar(DType t, double v) {
+    TensorData d(t, ZPoint{});
+    const float f = static_cast<float>(v);
+    if (t == DType::f32) std::memcpy(d.bytes.data(), &f, 4);
+    else {
+        const std::uint16_t b = t == DType::f16 ? f16_bits(f) : bf16_bits(f);
+        std::memcpy(d.bytes.data(), &b, 2);
+    }
+    return d;
+}
+
+namespace {
+
+template <typename T> void store(TensorData &d, std::int64_t i, T v) {
+    std::memcpy(d.bytes.data() + static_cast<size_t>(i) * sizeof(T), &v, sizeof(T));
+}
+
+}  // namespace
+
+Expected<TensorData, std::string> tensor_from_proto(const TensorProto &t) {
+    const std::string what = t.name().empty() ? std::string("a tensor") : "tensor '" + t.name() + "'";
+    const std::optional<DType> dtype = dtype_of(t.data_type());
+    if (!dtype) return unexpected(what + " has element type " + elem_type_name(t.data_type()) + ", which is not supported");
+    if (t.data_location() == TensorProto::EXTERNAL)
+        return unexpected(what + " keeps its values in an external file, which is not supported");
+    std::vector<Coord> dims;
+    for (std::int64_t d : t.dims()) {
+        if (d < 0) return unexpected(what + " has a negative dimension " + std::to_string(d));
+        dims.push_back(d);
+    }
+    TensorData out(*dtype, ZPoint(dims));
+    const std::int64_t n = out.element_count();
+    const bool is_double = t.data_type() == TensorProto::DOUBLE;
+    const size_t source_size = is_double ? 8 : static_cast<size_t>(dtype_bytes(*dtype));
+    auto count_error = [&](std::int64_t have) {
+        return unexpected(what + " holds " + std::to_string(have) + " values but its shape " + out.shape.to_string() +
+                          " needs " + std::to_string(n));
+    };
+
+    if (t.has_raw_data()) {
+        const std::string &raw = t.raw_data();
+        if (raw.size() != static_cast<size_t>(n) * source_size)
+            return count_error(static_cast<std::int64_t>(raw.size() / source_size));
+        if (is_double) {
+            for (std::int64_t i = 0; i < n; ++i) {
+                double v = 0;
+                std::memcpy(&v, raw.data() + static_cast<size_t>(i) * 8, 8);
+                store(out, i, static_cast<float>(v));
+            }
+        } else {
+            std::memcpy(out.bytes.data(), raw.data(), raw.size());  // little-endian, like the host
+        }
+        return out;
+    }
+    switch (t.data_type()) {
+        case TensorProto::FLOAT:
+            if (t.float_data_size() != n) return count_error(t.float_data_size());
+            for (std::int64_t i = 0; i < n; ++i) store(out, i, t.float_data(static_cast<int>(i)));
+            break;
+        case TensorProto::DOUBLE:
+            if (t.double_data_size() != n) return count_error(t.double_data_size());
+            for (std::int64_t i = 0; i < n; ++i) store(out, i, static_cast<float>(t.double_data(static_cast<int>(i))));
+            break;
+        case TensorProto::INT64:
+            if (t.int64_data_size() != n) return count_error(t.int64_data_size());
+            for (std::int64_t i = 0; i < n; ++i) store(out, i, static_cast<std::int64_t>(t.int64_data(static_cast<int>(i))));
+            break;
+        case TensorProto::INT32:
+            if (t.int32_data_size() != n) return count_error(t.int32_data_size());
+            for (std::int64_t i = 0; i < n; ++i) store(out, i, static_cast<std::int32_t>(t.int32_data(static_cast<int>(i))));
+            break;
+        case TensorProto::FLOAT16:
+        case TensorProto::BFLOAT16:  // int32_data holds the 16-bit patterns
+            if (t.int32_data_size() != n) return count_error(t.int32_data_size());
+            for (std::int64_t i = 0; i < n; ++i)
+                store(out, i, static_cast<std::uint16_t>(t.int32_data(static_cast<int>(i)) & 0xffff));
+            break;
+        case TensorProto::BOOL:
+            if (t.int32_data_size() != n) return count_error(t.int32_data_size());
+            for (std::int64_t i = 0; i < n; ++i)
+                store(out, i, static_cast<std::uint8_t>(t.int32_data(static_cast<int>(i)) != 0 ? 1 : 0));
+            break;
+        default: break;
+    }
+    return out;
+}
+
+}  // namespace tapestry::onnx_detail
+
+namespace tapestry {
+
+Expected<OnnxTensorFile, std::string> read_onnx_tensor_file(const std::filesystem::path &path) {
+    const std::string file = path.string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return unexpected(file + ": cannot open the file");
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    onnx::TensorProto proto;
+    try {
+        if (!proto.ParseFromString(bytes.str()))
+            return unexpected(file + ": not a serialized ONNX tensor (TensorProto): the data is truncated or malformed");
+    } catch (const std::exception &e) {
+        return unexpected(file + ": cannot read the ONNX tensor: " + e.what());
+    }
+    auto data = onnx_detail::tensor_from_proto(proto);
+    if (!data) return unexpected(file + ": " + data.error());
+    return OnnxTensorFile{proto.name(), std::move(data).value()};
+}
+
+}  // namespace tapestry

@@ -1,0 +1,744 @@
+// The CPU executor (runtime/cpu/executor.h): compile = validate, order, resolve,
+// fuse epilogues, plan buffers, make kernels; run = a DAG of steps on a pool of
+// worker threads (whole operations one at a time with every thread inside
+// oneDNN, shards in parallel with one thread each).
+#include "runtime/cpu/executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "graph/resolve.h"
+#include "graph/validate.h"
+#include "runtime/cpu/dnnl_util.h"
+#include "runtime/cpu/kernel.h"
+
+namespace tapestry::cpu {
+namespace {
+
+constexpr std::size_t kAlign = 64;
+
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::string quoted(const std::string &s) { return "'" + s + "'"; }
+
+struct AlignedFree {
+    void operator()(std::byte *p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<std::byte, AlignedFree>;
+
+AlignedBuffer aligned_buffer(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    return AlignedBuffer(static_cast<std::byte *>(std::aligned_alloc(kAlign, align_up(bytes))));
+}
+
+// Where a tensor's values live during a run.
+enum class Storage { input, parameter, output, arena, none };
+
+struct TensorPlan {
+    const Tensor *tensor = nullptr;
+    Storage storage = Storage::none;
+    std::size_t arena_offset = 0;
+    std::size_t bytes = 0;
+    std::vector<std::int64_t> strides;  // row-major element strides of the tensor's range
+    int first_step = -1, last_step = -1;  // lifetime in step order
+};
+
+// One operand of a step: a box of a tensor.
+struct Access {
+    int tensor = -1;  // index into the tensor plans
+    ZRange range;     // absolute coordinates
+    bool write = false;
+};
+
+struct StepView {
+    int tensor = -1;
+    std::int64_t offset = 0;  // elements from the tensor's first element
+    ZPoint shape;
+    std::vector<std::int64_t> strides;
+    DType dtype = DType::f32;
+};
+
+struct Step {
+    std::string op;
+    std::string shard;  // "" for a whole operation
+    std::string kind;
+    bool whole = true;  // runs alone with every thread
+    std::vector<std::string> fused;  // epilogue operation ids
+    std::vector<StepView> inputs, outputs;
+    std::vector<Access> accesses;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> dependents;
+    int dependencies = 0;
+};
+
+// Operations in dependency order (producers first; file order among ready ones).
+std::vector<const Operation *> dependency_order(const Graph &g) {
+    const auto &ops = g.operations();
+    std::vector<int> pending(ops.size(), 0);
+    std::vector<std::vector<size_t>> dependents(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+        std::set<int> deps;
+        for (const TensorId &t : ops[i]->input_tensors())
+            for (const OpId &p : g.producers(t))
+                if (p != ops[i]->id) deps.insert(g.op_index(p));
+        pending[i] = static_cast<int>(deps.size());
+        for (int d : deps) dependents[static_cast<size_t>(d)].push_back(i);
+    }
+    std::vector<const Operation *> order;
+    std::set<size_t> ready;
+    for (size_t i = 0; i < ops.size(); ++i)
+        if (pending[i] == 0) ready.insert(i);
+    while (!ready.empty()) {
+        const size_t i = *ready.begin();
+        ready.erase(ready.begin());
+        order.push_back(ops[i].get());
+        for (size_t j : dependents[i])
+            if (--pending[j] == 0) ready.insert(j);
+    }
+    return order;  // validation has refused cycles
+}
+
+// Selections flattened in the op's port order (absent ports skipped).
+std::vector<TensorSelection> flatten(const std::vector<PortBinding> &bindings, const std::vector<PortSpec> &ports) {
+    std::vector<TensorSelection> out;
+    for (const PortSpec &p : ports)
+        for (const PortBinding &b : bindings)
+            if (b.name == p.name) out.insert(out.end(), b.selections.begin(), b.selections.end());
+    return out;
+}
+
+std::vector<PortTypes> in_port_order(const std::vector<PortTypes> &types, const std::vector<PortSpec> &ports) {
+    std::vector<PortTypes> out;
+    for (const PortSpec &p : ports)
+        for (const PortTypes &t : types)
+            if (t.port == p.name && !t.operands.empty()) out.push_back(t);
+    return out;
+}
+
+// What one operation resolves to.
+struct OpInfo {
+    const Operation *op = nullptr;
+    const OpDef *def = nullptr;
+    const KernelFactory *factory = nullptr;
+    Params params;
+    Derivation relative;
+    Derivation absolute;
+    std::vector<PortTypes> operands;  // port order
+    int order = 0;                    // position in dependency order
+};
+
+// A planned epilogue: the consumer op folded into its producer.
+struct PlannedEpilogue {
+    const OpInfo *consumer = nullptr;
+    Epilogue epilogue;
+    std::optional<TensorSelection> extra;  // the binary epilogue's other operand
+};
+
+class CpuProgram final : public Program {
+public:
+    ~CpuProgram() override { stop_workers(); }
+
+    static Expected<std::unique_ptr<Program>, std::string> build(const Graph &g, const OpLibrary &lib,
+                                                                 const CpuOptions &options);
+    Expected<RunResult, std::string> run(const std::map<TensorId, TensorData> &inputs,
+                                         const RunControl &control) override;
+    std::string describe() const override { return description_; }
+
+private:
+    void start_workers();
+    void stop_workers();
+    void worker_loop(int index);
+    Expected<std::monostate, std::string> plan(const Graph &g, const OpLibrary &lib);
+    void plan_buffers();
+    void plan_dependencies();
+    std::string make_description() const;
+
+    Graph graph_;
+    CpuOptions options_;
+    std::vector<TensorPlan> tensors_;
+    std::map<TensorId, int> tensor_index_;
+    std::vector<Step> steps_;
+    std::size_t arena_bytes_ = 0;
+    AlignedBuffer arena_;
+    std::string description_;
+
+    // Run state (guarded by mutex_).
+    std::mutex run_mutex_;  // one run at a time
+    std::mutex mutex_;
+    std::condition_variable work_cv_, done_cv_;
+    std::vector<std::thread> workers_;
+    bool stopping_ = false;
+    std::set<int> ready_;
+    std::vector<int> pending_;
+    int running_ = 0;
+    int finished_ = 0;
+    bool exclusive_running_ = false;
+    bool abort_ = false;
+    std::string error_;
+    bool cancelled_ = false;
+    const RunControl *control_ = nullptr;
+    std::vector<std::byte *> bases_;
+    std::vector<double> step_ms_;
+};
+
+Expected<std::unique_ptr<Program>, std::string> CpuProgram::build(const Graph &g, const OpLibrary &lib,
+                                                                  const CpuOptions &options) {
+    const std::vector<Issue> issues = validate(g, lib);
+    for (const Issue &i : issues)
+        if (i.severity == Severity::error) return unexpected(format_issue(i));
+    auto p = std::unique_ptr<CpuProgram>(new CpuProgram());
+    p->graph_ = g;
+    p->options_ = options;
+    p->options_.threads = std::max(1, options.threads);
+    auto planned = p->plan(p->graph_, lib);
+    if (!planned) return unexpected(planned.error());
+    p->description_ = p->make_description();
+    p->start_workers();
+    return std::unique_ptr<Program>(std::move(p));
+}
+
+Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpLibrary &lib) {
+    for (const TensorPtr &t : g.tensors()) {
+        TensorPlan tp;
+        tp.tensor = t.get();
+        tp.bytes = static_cast<std::size_t>(t->bytes());
+        tp.strides = dense_strides(t->shape());
+        tensor_index_[t->id] = static_cast<int>(tensors_.size());
+        tensors_.push_back(std::move(tp));
+    }
+
+    // Resolve every operation.
+    std::vector<OpInfo> infos;
+    const auto order = dependency_order(g);
+    for (const Operation *op : order) {
+        OpInfo info;
+        info.op = op;
+        info.def = lib.find(op->kind);
+        info.factory = find_kernel(op->kind);
+        if (!info.def || !info.factory)
+            return unexpected("operation " + quoted(op->id.value) + ": no CPU kernel for kind " + quoted(op->kind));
+        auto types = operand_types(g, *op);
+        if (!types) return unexpected("operation " + quoted(op->id.value) + ": " + types.error().message);
+        info.operands = in_port_order(*types, info.def->input_ports());
+        auto rel = lib.derive(op->kind, op->params, *types);
+        if (!rel) return unexpected("operation " + quoted(op->id.value) + ": " + rel.error().message);
+        info.relative = std::move(rel).value();
+        auto abs = resolve(g, *op, lib);
+        if (!abs) return unexpected("operation " + quoted(op->id.value) + ": " + abs.error().message);
+        info.absolute = std::move(abs).value();
+        info.params = lib.with_defaults(*info.def, op->params);
+        info.order = static_cast<int>(infos.size());
+        infos.push_back(std::move(info));
+    }
+    std::map<OpId, const OpInfo *> by_id;
+    for (const OpInfo &i : infos) by_id[i.op->id] = &i;
+    auto sharded = [&](const OpInfo &i) { return options_.run_shards && !i.op->shards.empty(); };
+
+    // Epilogue fusion: producer → its chain of folded consumers.
+    std::map<const OpInfo *, std::vector<PlannedEpilogue>> epilogues;
+    std::set<const OpInfo *> folded;
+    if (options_.fuse_epilogues) {
+        for (const OpInfo &p : infos) {
+            if (sharded(p) || folded.count(&p)) continue;
+            const auto p_outs = flatten(p.op->outputs, p.def->output_ports());
+            if (p_outs.size() != 1) continue;
+            TensorSelection current = p_outs[0];
+            std::vector<PlannedEpilogue> chain;
+            while (true) {
+                const Tensor *t = g.find_tensor(current.tensor);
+                if (!t || t->role == TensorRole::output) break;
+                const auto consumers = g.consumers(current.tensor);
+                const auto producers = g.producers(current.tensor);
+                if (consumers.size() != 1 || producers.size() != 1) break;
+                const OpInfo *c = by_id.at(consumers[0]);
+                if (sharded(*c) || c->def->category() != "elementwise") break;
+                // The consumer reads exactly the produced selection, once, without broadcasting it.
+                const auto c_ins = flatten(c->op->inputs, c->def->input_ports());
+                const auto c_outs = flatten(c->op->outputs, c->def->output_ports());
+                if (c_outs.size() != 1 || c_outs[0].range.shape() != current.range.shape()) break;
+                int uses = 0, at = -1;
+                for (size_t i = 0; i < c_ins.size(); ++i)
+                    if (c_ins[i].tensor == current.tensor) {
+                        ++uses;
+                        at = static_cast<int>(i);
+                    }
+                if (uses != 1 || !(c_ins[static_cast<size_t>(at)].range == current.range)) break;
+                if (c_outs[0].tensor == current.tensor) break;
+                PlannedEpilogue pe;
+                pe.consumer = c;
+                pe.epilogue.kind = c->op->kind;
+                pe.epilogue.params = c->params;
+                if (c_ins.size() == 2) {
+                    // sub/div are not commutative: the producer must be the left operand.
+                    if (at != 0 && (c->op->kind == "sub" || c->op->kind == "div")) break;
+                    const TensorSelection &other = c_ins[static_cast<size_t>(1 - at)];
+                    // Its producer must come before the fused step.
+                    bool early = true;
+                    for (const OpId &q : g.producers(other.tensor))
+                        if (by_id.at(q)->order > p.order || folded.count(by_id.at(q))) early = false;
+                    if (!early) break;
+                    pe.extra = other;
+                    const std::string port = at == 0 ? "b" : "a";
+                    if (const OperandProjection *proj = c->relative.signature.input(port, 0)) pe.epilogue.projection = *proj;
+                } else if (c_ins.size() != 1) {
+                    break;
+                }
+                // Ask the producer's kernel, with the extra operands so far.
+                KernelSpec probe;
+                probe.def = p.def;
+                probe.params = p.params;
+                probe.derivation = p.relative;
+                probe.operands = p.operands;
+                probe.index_range = p.absolute.signature.index_space;
+                const auto sel = derive_shard_selections(g, *p.op, p.absolute.signature, probe.index_range);
+                for (const TensorSelection &s : flatten(sel.inputs, p.def->input_ports())) probe.input_shapes.push_back(s.range.shape());
+                for (const TensorSelection &s : flatten(sel.outputs, p.def->output_ports())) probe.output_shapes.push_back(s.range.shape());
+                int extras = 0;
+                for (const PlannedEpilogue &e : chain) {
+                    probe.epilogues.push_back(e.epilogue);
+                    if (e.extra) {
+                        probe.input_shapes.push_back(e.extra->range.shape());
+                        ++extras;
+                    }
+                }
+                if (pe.extra) {
+                    pe.epilogue.extra_input = extras;
+                    probe.input_shapes.push_back(pe.extra->range.shape());
+                }
+                if (!epilogue_supported(pe.epilogue) || !p.factory->can_fuse || !p.factory->can_fuse(probe, pe.epilogue)) break;
+                chain.push_back(pe);
+                folded.insert(c);
+                current = c_outs[0];
+            }
+            if (!chain.empty()) epilogues[&p] = std::move(chain);
+        }
+    }
+
+    // Steps.
+    std::set<int> eliminated;  // intermediates folded away
+    for (const auto &[p, chain] : epilogues) {
+        const auto p_outs = flatten(p->op->outputs, p->def->output_ports());
+        eliminated.insert(tensor_index_.at(p_outs[0].tensor));
+        for (size_t i = 0; i + 1 < chain.size(); ++i) {
+            const auto outs = flatten(chain[i].consumer->op->outputs, chain[i].consumer->def->output_ports());
+            eliminated.insert(tensor_index_.at(outs[0].tensor));
+        }
+    }
+    auto make_view = [&](const TensorSelection &s, Step &step, bool write) {
+        const int ti = tensor_index_.at(s.tensor);
+        const TensorPlan &tp = tensors_[static_cast<size_t>(ti)];
+        StepView v;
+        v.tensor = ti;
+        v.shape = s.range.shape();
+        v.strides = tp.strides;
+        v.dtype = tp.tensor->dtype;
+        if (!s.range.empty())
+            for (int d = 0; d < s.range.rank(); ++d)
+                v.offset += (s.range.start()[d] - tp.tensor->range.start()[d]) * tp.strides[static_cast<size_t>(d)];
+        step.accesses.push_back({ti, s.range, write});
+        return v;
+    };
+    for (const OpInfo &info : infos) {
+        if (folded.count(&info)) continue;
+        const auto ep_it = epilogues.find(&info);
+        std::vector<ZRange> ranges;
+        std::vector<std::string> shard_ids;
+        if (sharded(info)) {
+            for (const Shard &s : info.op->shards) {
+                ranges.push_back(s.index);
+                shard_ids.push_back(s.id.value);
+            }
+        } else {
+            ranges.push_back(info.absolute.signature.index_space);
+            shard_ids.emplace_back();
+        }
+        for (size_t r = 0; r < ranges.size(); ++r) {
+            if (ranges[r].empty() && ranges[r].rank() > 0) continue;  // touches nothing
+            Step step;
+            step.op = info.op->id.value;
+            step.shard = shard_ids[r];
+            step.kind = info.op->kind;
+            step.whole = shard_ids[r].empty();
+            const auto sel = derive_shard_selections(g, *info.op, info.absolute.signature, ranges[r]);
+            for (const TensorSelection &s : flatten(sel.inputs, info.def->input_ports()))
+                step.inputs.push_back(make_view(s, step, false));
+            std::vector<TensorSelection> outs = flatten(sel.outputs, info.def->output_ports());
+            KernelSpec spec;
+            spec.def = info.def;
+            spec.params = info.params;
+            spec.derivation = info.relative;
+            spec.operands = info.operands;
+            spec.index_range = ranges[r];
+            spec.threads = step.whole ? options_.threads : 1;
+            if (ep_it != epilogues.end()) {
+                for (const PlannedEpilogue &e : ep_it->second) {
+                    spec.epilogues.push_back(e.epilogue);
+                    step.fused.push_back(e.consumer->op->id.value);
+                    if (e.extra) step.inputs.push_back(make_view(*e.extra, step, false));
+                }
+                const PlannedEpilogue &last = ep_it->second.back();
+                outs = flatten(last.consumer->op->outputs, last.consumer->def->output_ports());
+            }
+            for (const TensorSelection &s : outs) step.outputs.push_back(make_view(s, step, true));
+            for (const StepView &v : step.inputs) {
+                spec.input_shapes.push_back(v.shape);
+                spec.input_strides.push_back(v.strides);
+            }
+            for (const StepView &v : step.outputs) {
+                spec.output_shapes.push_back(v.shape);
+                spec.output_strides.push_back(v.strides);
+            }
+            auto kernel = info.factory->make(spec);
+            if (!kernel)
+                return unexpected("operation " + quoted(step.op) + (step.shard.empty() ? "" : " shard " + quoted(step.shard)) +
+                                  ": " + kernel.error());
+            step.kernel = std::move(kernel).value();
+            steps_.push_back(std::move(step));
+        }
+    }
+
+    // Storage of each tensor.
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+        TensorPlan &tp = tensors_[i];
+        switch (tp.tensor->role) {
+            case TensorRole::input: tp.storage = Storage::input; break;
+            case TensorRole::parameter: tp.storage = Storage::parameter; break;
+            case TensorRole::output: tp.storage = Storage::output; break;
+            case TensorRole::intermediate:
+                tp.storage = eliminated.count(static_cast<int>(i)) ? Storage::none : Storage::arena;
+                break;
+        }
+    }
+    for (size_t s = 0; s < steps_.size(); ++s)
+        for (const Access &a : steps_[s].accesses) {
+            TensorPlan &tp = tensors_[static_cast<size_t>(a.tensor)];
+            if (tp.first_step < 0) tp.first_step = static_cast<int>(s);
+            tp.last_step = static_cast<int>(s);
+            if (tp.storage == Storage::arena && !a.write && tp.first_step == static_cast<int>(s)) {
+                // Read before any step writes it.
+                bool written = false;
+                for (const Access &b : steps_[s].accesses) written = written || (b.tensor == a.tensor && b.write);
+                if (!written)
+                    return unexpected("tensor " + quoted(tp.tensor->id.value) +
+                                      " has no value: it is an intermediate that no operation writes before " +
+                                      quoted(steps_[s].op) + " reads it");
+            }
+        }
+    plan_buffers();
+    plan_dependencies();
+    return std::monostate{};
+}
+
+// Greedy interval allocation: largest first, each at the lowest offset that does
+// not collide with an already placed tensor whose lifetime overlaps.
+void CpuProgram::plan_buffers() {
+    std::vector<int> arena;
+    for (size_t i = 0; i < tensors_.size(); ++i)
+        if (tensors_[i].storage == Storage::arena && tensors_[i].first_step >= 0) arena.push_back(static_cast<int>(i));
+    std::stable_sort(arena.begin(), arena.end(), [&](int a, int b) {
+        return tensors_[static_cast<size_t>(a)].bytes > tensors_[static_cast<size_t>(b)].bytes;
+    });
+    std::vector<int> placed;
+    std::size_t total = 0;
+    for (int i : arena) {
+        TensorPlan &t = tensors_[static_cast<size_t>(i)];
+        std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) of live neighbours
+        for (int j : placed) {
+            const TensorPlan &u = tensors_[static_cast<size_t>(j)];
+            if (u.first_step <= t.last_step && t.first_step <= u.last_step)
+                busy.emplace_back(u.arena_offset, u.arena_offset + align_up(u.bytes));
+        }
+        std::sort(busy.begin(), busy.end());
+        std::size_t offset = 0;
+        const std::size_t need = align_up(t.bytes);
+        for (const auto &[b, e] : busy) {
+            if (offset + need <= b) break;
+            offset = std::max(offset, e);
+        }
+        t.arena_offset = offset;
+        total = std::max(total, offset + need);
+        placed.push_back(i);
+    }
+    arena_bytes_ = total;
+    arena_ = aligned_buffer(total);
+}
+
+// Step j waits for an earlier step i when they touch intersecting boxes of one
+// tensor (or overlapping arena bytes of two tensors) and one of them writes.
+void CpuProgram::plan_dependencies() {
+    auto arena_overlap = [&](int a, int b) {
+        const TensorPlan &x = tensors_[static_cast<size_t>(a)];
+        const TensorPlan &y = tensors_[static_cast<size_t>(b)];
+        if (x.storage != Storage::arena || y.storage != Storage::arena) return false;
+        return x.arena_offset < y.arena_offset + align_up(y.bytes) && y.arena_offset < x.arena_offset + align_up(x.bytes);
+    };
+    for (size_t j = 0; j < steps_.size(); ++j) {
+        for (size_t i = 0; i < j; ++i) {
+            bool dep = false;
+            for (const Access &a : steps_[i].accesses) {
+                for (const Access &b : steps_[j].accesses) {
+                    if (!a.write && !b.write) continue;
+                    if (a.tensor == b.tensor ? a.range.intersects(b.range) || a.range.rank() == 0
+                                             : arena_overlap(a.tensor, b.tensor)) {
+                        dep = true;
+                        break;
+                    }
+                }
+                if (dep) break;
+            }
+            if (dep) {
+                steps_[i].dependents.push_back(static_cast<int>(j));
+                ++steps_[j].dependencies;
+            }
+        }
+    }
+}
+
+std::string CpuProgram::make_description() const {
+    std::ostringstream o;
+    o << "CPU program: " << steps_.size() << " steps, " << options_.threads << " threads"
+      << (options_.run_shards ? ", shards" : ", whole operations") << (options_.fuse_epilogues ? ", fused epilogues" : "")
+      << "\n";
+    for (size_t s = 0; s < steps_.size(); ++s) {
+        const Step &st = steps_[s];
+        o << "  step " << s << ": " << st.kind << " " << st.op;
+        if (!st.shard.empty()) o << " shard " << st.shard;
+        if (!st.fused.empty()) {
+            o << " + fused";
+            for (const std::string &f : st.fused) o << " " << f;
+        }
+        o << (st.whole ? " [all threads]" : " [1 thread]");
+        if (st.dependencies > 0) o << " after " << st.dependencies << " step(s)";
+        if (st.kernel->scratch_bytes() > 0) o << ", scratch " << st.kernel->scratch_bytes() << " B";
+        o << "\n";
+    }
+    o << "buffers:\n";
+    std::size_t intermediate_sum = 0;
+    for (const TensorPlan &t : tensors_) {
+        o << "  " << t.tensor->id.value << " (" << role_name(t.tensor->role) << ", " << t.bytes << " B): ";
+        switch (t.storage) {
+            case Storage::input: o << "caller's input"; break;
+            case Storage::parameter: o << (t.tensor->value ? "parameter value" : "caller's parameter"); break;
+            case Storage::output: o << "output buffer"; break;
+            case Storage::arena:
+                if (t.first_step < 0) o << "unused";
+                else o << "arena @" << t.arena_offset << ", steps " << t.first_step << "-" << t.last_step;
+                intermediate_sum += t.bytes;
+                break;
+            case Storage::none: o << "fused away (no buffer)"; break;
+        }
+        o << "\n";
+    }
+    o << "arena: " << arena_bytes_ << " B for " << intermediate_sum << " B of intermediates\n";
+    return o.str();
+}
+
+void CpuProgram::start_workers() {
+    for (int i = 0; i < options_.threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+void CpuProgram::stop_workers() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread &t : workers_) t.join();
+    workers_.clear();
+}
+
+void CpuProgram::worker_loop(int index) {
+    int omp_threads = -1;
+    std::unique_lock lock(mutex_);
+    while (true) {
+        // Pick a runnable step: whole-operation steps only on worker 0 and only alone.
+        int pick = -1;
+        if (!stopping_ && !abort_ && !exclusive_running_) {
+            for (int s : ready_) {
+                const Step &st = steps_[static_cast<size_t>(s)];
+                if (st.whole) {
+                    if (index == 0 && running_ == 0) {
+                        pick = s;
+                        break;
+                    }
+                } else {
+                    pick = s;
+                    break;
+                }
+            }
+        }
+        if (stopping_) return;
+        if (pick < 0) {
+            work_cv_.wait(lock);
+            continue;
+        }
+        Step &st = steps_[static_cast<size_t>(pick)];
+        if (control_ && control_->cancelled && control_->cancelled()) {
+            cancelled_ = true;
+            abort_ = true;
+            done_cv_.notify_all();
+            continue;
+        }
+        ready_.erase(pick);
+        ++running_;
+        if (st.whole) exclusive_running_ = true;
+        lock.unlock();
+
+        const int want = st.whole ? options_.threads : 1;
+        if (want != omp_threads) {
+            set_omp_threads(want);
+            omp_threads = want;
+        }
+        std::vector<View> ins, outs;
+        ins.reserve(st.inputs.size());
+        outs.reserve(st.outputs.size());
+        auto view = [&](const StepView &v) {
+            View out;
+            out.data = bases_[static_cast<size_t>(v.tensor)] + v.offset * dtype_bytes(v.dtype);
+            out.dtype = v.dtype;
+            out.shape = v.shape;
+            out.strides = v.strides;
+            return out;
+        };
+        for (const StepView &v : st.inputs) ins.push_back(view(v));
+        for (const StepView &v : st.outputs) outs.push_back(view(v));
+        std::string failure;
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            st.kernel->run(ins, outs);
+        } catch (const dnnl::error &e) {
+            failure = dnnl_error_text(e);
+        } catch (const std::exception &e) {
+            failure = e.what();
+        }
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+        lock.lock();
+        step_ms_[static_cast<size_t>(pick)] = ms;
+        --running_;
+        if (st.whole) exclusive_running_ = false;
+        ++finished_;
+        if (!failure.empty() && error_.empty()) {
+            error_ = "operation " + quoted(st.op) + (st.shard.empty() ? "" : " shard " + quoted(st.shard)) + ": " + failure;
+            abort_ = true;
+        }
+        for (int d : st.dependents)
+            if (--pending_[static_cast<size_t>(d)] == 0) ready_.insert(d);
+        const int done = finished_;
+        const int total = static_cast<int>(steps_.size());
+        if (control_ && control_->progress) {
+            lock.unlock();
+            control_->progress(done, total);
+            lock.lock();
+        }
+        work_cv_.notify_all();
+        done_cv_.notify_all();
+    }
+}
+
+Expected<RunResult, std::string> CpuProgram::run(const std::map<TensorId, TensorData> &inputs,
+                                                 const RunControl &control) {
+    std::lock_guard run_lock(run_mutex_);
+    const auto t0 = std::chrono::steady_clock::now();
+    RunResult result;
+    result.arena_bytes = arena_bytes_;
+    // Buffers of this run.
+    bases_.assign(tensors_.size(), nullptr);
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+        TensorPlan &tp = tensors_[i];
+        const Tensor &t = *tp.tensor;
+        auto given = [&]() -> Expected<std::byte *, std::string> {
+            auto it = inputs.find(t.id);
+            if (it == inputs.end())
+                return unexpected("tensor " + quoted(t.id.value) + " has no value: it is not given and no operation writes it");
+            if (it->second.dtype != t.dtype || it->second.shape != t.shape() ||
+                it->second.bytes.size() != static_cast<size_t>(t.bytes()))
+                return unexpected("the value given for tensor " + quoted(t.id.value) + " is " +
+                                  std::string(dtype_name(it->second.dtype)) + " " + it->second.shape.to_string() +
+                                  " but the tensor is " + std::string(dtype_name(t.dtype)) + " " + t.shape().to_string());
+            return const_cast<std::byte *>(it->second.bytes.data());
+        };
+        switch (tp.storage) {
+            case Storage::input: {
+                if (tp.first_step < 0) break;
+                auto p = given();
+                if (!p) return unexpected(p.error());
+                bases_[i] = *p;
+                break;
+            }
+            case Storage::parameter: {
+                if (tp.first_step < 0) break;
+                if (inputs.count(t.id) || !t.value) {
+                    auto p = given();
+                    if (!p) return unexpected(p.error());
+                    bases_[i] = *p;
+                } else {
+                    if (t.value->dtype != t.dtype || t.value->shape != t.shape())
+                        return unexpected("the value of parameter " + quoted(t.id.value) + " is " +
+                                          std::string(dtype_name(t.value->dtype)) + " " + t.value->shape.to_string() +
+                                          " but the tensor is " + std::string(dtype_name(t.dtype)) + " " +
+                                          t.shape().to_string());
+                    bases_[i] = const_cast<std::byte *>(t.value->bytes.data());
+                }
+                break;
+            }
+            case Storage::output: {
+                TensorData &out = result.outputs[t.id];
+                out = TensorData(t.dtype, t.shape());
+                bases_[i] = out.bytes.data();
+                break;
+            }
+            case Storage::arena: bases_[i] = arena_.get() + tp.arena_offset; break;
+            case Storage::none: break;
+        }
+    }
+    {
+        std::unique_lock lock(mutex_);
+        control_ = &control;
+        pending_.assign(steps_.size(), 0);
+        ready_.clear();
+        for (size_t s = 0; s < steps_.size(); ++s) {
+            pending_[s] = steps_[s].dependencies;
+            if (pending_[s] == 0) ready_.insert(static_cast<int>(s));
+        }
+        step_ms_.assign(steps_.size(), 0.0);
+        running_ = 0;
+        finished_ = 0;
+        exclusive_running_ = false;
+        abort_ = false;
+        cancelled_ = false;
+        error_.clear();
+        work_cv_.notify_all();
+        done_cv_.wait(lock, [&] { return running_ == 0 && (abort_ || finished_ == static_cast<int>(steps_.size())); });
+        control_ = nullptr;
+        if (!error_.empty()) return unexpected(error_);
+        if (cancelled_) return unexpected(std::string("cancelled"));
+    }
+    for (size_t s = 0; s < steps_.size(); ++s) result.steps.push_back({steps_[s].op, steps_[s].shard, step_ms_[s]});
+    result.wall_milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return result;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Program>, std::string> Program::compile(const Graph &g, const OpLibrary &lib,
+                                                                const CpuOptions &options) {
+    try {
+        return CpuProgram::build(g, lib, options);
+    } catch (const dnnl::error &e) {
+        return unexpected(dnnl_error_text(e));
+    } catch (const std::exception &e) {
+        return unexpected(std::string("CPU compile failed: ") + e.what());
+    }
+}
+
+}  // namespace tapestry::cpu

@@ -1,0 +1,59 @@
+// The CPU executor: compiles a graph into prepared kernels (one per operation, or
+// one per shard), plans buffers once from tensor lifetimes, and runs it — shards
+// of independent operations in parallel on a thread pool, each worker a virtual
+// device (DESIGN.md §7).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/graph.h"
+#include "graph/tensor_data.h"
+#include "ops/library.h"
+
+namespace tapestry::cpu {
+
+struct CpuOptions {
+    int threads = 2;               // worker threads (virtual devices)
+    bool run_shards = true;        // run sharded operations shard by shard (else as whole ops)
+    bool fuse_epilogues = true;    // fold single-use elementwise consumers into matmul/conv post-ops
+};
+
+struct RunControl {
+    std::function<bool()> cancelled;                   // polled between steps
+    std::function<void(int done, int total)> progress; // called from worker threads
+};
+
+struct StepTiming {
+    std::string op;     // operation id
+    std::string shard;  // shard id, or "" for a whole operation
+    double milliseconds = 0;
+};
+
+struct RunResult {
+    std::map<TensorId, TensorData> outputs;  // every tensor with role output
+    std::vector<StepTiming> steps;
+    double wall_milliseconds = 0;
+    std::size_t arena_bytes = 0;  // the one allocation holding intermediates
+};
+
+class Program {
+public:
+    // Fails with a message naming the operation when an op has no CPU kernel or
+    // the graph does not validate.
+    static Expected<std::unique_ptr<Program>, std::string> compile(const Graph &g, const OpLibrary &lib,
+                                                                  const CpuOptions &options = {});
+    virtual ~Program() = default;
+    // `inputs` holds every input tensor (and parameters without Tensor::value).
+    // Returns "cancelled" when RunControl::cancelled said so.
+    virtual Expected<RunResult, std::string> run(const std::map<TensorId, TensorData> &inputs,
+                                                 const RunControl &control = {}) = 0;
+    virtual std::string describe() const = 0;  // steps, fusions, buffer plan — for `tapestry run -v`
+};
+
+}  // namespace tapestry::cpu

@@ -1,0 +1,93 @@
+// The CPU kernel interface: one factory per op kind turns an operation (or one
+// shard of it: an index sub-range) into a prepared kernel — usually oneDNN
+// primitives — that reads strided views of its input selections and writes
+// views of its output selections, in place in the aggregate tensors' buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/dtype.h"
+#include "graph/signature.h"
+#include "ops/op_def.h"
+
+namespace tapestry::cpu {
+
+// A strided box of a tensor buffer. Strides are in elements; shape[d] may be 0.
+struct View {
+    std::byte *data = nullptr;
+    DType dtype = DType::f32;
+    ZPoint shape;
+    std::vector<std::int64_t> strides;
+
+    float *f32() const { return reinterpret_cast<float *>(data); }
+    std::int64_t elements() const { return shape.product(); }
+    bool dense() const;  // C-contiguous
+};
+
+// An elementwise operation applied to a kernel's output before it is stored
+// (oneDNN post-ops): an activation, or a binary op with a second operand.
+struct Epilogue {
+    std::string kind;  // an elementwise kind of the op library: "relu", "gelu", "add", "mul", …
+    Params params;     // with defaults filled
+    // For a binary epilogue: which extra kernel input (index into the inputs after the
+    // op's own) holds the other operand, and its projection relative to the index space.
+    int extra_input = -1;
+    OperandProjection projection;
+};
+
+struct KernelSpec {
+    const OpDef *def = nullptr;
+    Params params;                     // defaults filled in
+    Derivation derivation;             // whole op, relative (zero-origin operands)
+    std::vector<PortTypes> operands;   // whole-op input types, in port order
+    ZRange index_range;                // the points this kernel computes (a shard, or the whole space)
+    // Shapes of the views the kernel will get, inputs then outputs, flattened in
+    // port order; these are the selections of index_range (clipped ones clipped).
+    // input_shapes also holds the epilogues' extra operands, after the op's own.
+    std::vector<ZPoint> input_shapes;
+    std::vector<ZPoint> output_shapes;
+    // Element strides of those views as the executor will pass them (so primitives
+    // can be built for them at make time); a missing or empty entry means dense C
+    // order (see spec_input_strides in runtime/cpu/dnnl_util.h).
+    std::vector<std::vector<std::int64_t>> input_strides;
+    std::vector<std::vector<std::int64_t>> output_strides;
+    std::vector<Epilogue> epilogues;   // fused after the op (empty unless the kernel said it can fuse)
+    int threads = 1;                   // threads this kernel may use
+};
+
+class Kernel {
+public:
+    virtual ~Kernel() = default;
+    // inputs: the op's operands flattened in port order, then the epilogues' extra
+    // operands; outputs: flattened in port order. Views match KernelSpec's shapes.
+    virtual void run(std::span<const View> inputs, std::span<const View> outputs) = 0;
+    // Bytes of scratch memory the kernel holds (reported in run statistics).
+    virtual std::size_t scratch_bytes() const { return 0; }
+};
+
+struct KernelFactory {
+    std::string kind;
+    // Can this kernel fuse `epilogue` (an elementwise op consuming its only output)?
+    std::function<bool(const KernelSpec &, const Epilogue &)> can_fuse;
+    std::function<Expected<std::unique_ptr<Kernel>, std::string>(const KernelSpec &)> make;
+};
+
+// Every kernel factory, by op kind (built once; thread-safe to read).
+const KernelFactory *find_kernel(const std::string &kind);
+std::vector<std::string> kernel_kinds();
+
+// Registration, one function per family file (runtime/cpu/kernels_<family>.cpp).
+void register_kernels_matmul(std::vector<KernelFactory> &out);       // matmul linear
+void register_kernels_elementwise(std::vector<KernelFactory> &out);  // unary/binary elementwise, cast
+void register_kernels_normalization(std::vector<KernelFactory> &out);  // softmax layernorm rmsnorm batchnorm
+void register_kernels_convolution(std::vector<KernelFactory> &out);  // conv2d pools
+void register_kernels_data(std::vector<KernelFactory> &out);  // reductions, shape ops, gather/embedding, attention
+
+}  // namespace tapestry::cpu

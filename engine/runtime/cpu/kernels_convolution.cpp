@@ -1,0 +1,522 @@
+// CPU kernels of the convolution family: conv2d (oneDNN convolution_forward with
+// groups, dilation, bias and fused epilogues as post-ops) and max/avg pooling
+// (oneDNN pooling_v2_forward). A shard gets the clipped input selection of its
+// output rows/columns (its halo included); the padding it needs is local to the
+// shard: the part of its unclipped image that the clipped selection cuts off.
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+#include "common/check.h"
+#include "ops/op_util.h"
+#include "runtime/cpu/dnnl_util.h"
+
+namespace tapestry::cpu {
+
+namespace {
+
+using Strides = std::vector<std::int64_t>;
+using dims = dnnl::memory::dims;
+
+Strides canonical(const ZPoint &shape, Strides s) {
+    for (int d = 0; d < shape.rank(); ++d)
+        if (shape[d] == 1) s[static_cast<size_t>(d)] = 0;
+    return s;
+}
+
+class NoopKernel final : public Kernel {
+public:
+    void run(std::span<const View>, std::span<const View>) override {}
+};
+
+// The padding of one spatial axis local to a shard: how far the unclipped image
+// of the shard's index range reaches before and after the clipped selection.
+struct LocalPadding {
+    std::int64_t before = 0, after = 0;
+    std::int64_t extent = 0;  // the clipped selection's extent
+};
+
+LocalPadding local_padding(const OperandProjection &px, const ZRange &index_range, const ZPoint &x_shape, int dim) {
+    const ZRange image = px.projection.image(index_range);
+    const ZRange clipped = image.intersect(ZRange::of_shape(x_shape));
+    LocalPadding p;
+    p.extent = clipped.extent(dim);
+    if (p.extent <= 0) {
+        p.extent = 0;
+        p.before = 0;
+        p.after = image.extent(dim);
+    } else {
+        p.before = clipped.start()[dim] - image.start()[dim];
+        p.after = image.end()[dim] - clipped.end()[dim];
+    }
+    return p;
+}
+
+dnnl::primitive_attr user_scratchpad() {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+}
+
+// ---- conv2d --------------------------------------------------------------------------
+
+// The geometry of one conv2d kernel (a shard, or the whole op).
+struct ConvPlan {
+    bool grouped = false;
+    std::int64_t groups = 1, cg = 1, kg = 1;  // whole-op groups, channels and filters per group
+    std::int64_t g_local = 1, k_local = 1;    // the shard's groups and filters per group
+    bool one_grouped_primitive = false;       // g_local > 1 groups with all their filters
+    int loops = 1;                            // primitives runs (one per group when filters are split)
+    LocalPadding ph, pw;
+    std::int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+};
+
+ConvPlan conv_plan(const KernelSpec &spec) {
+    ConvPlan c;
+    const ZPoint &xs = spec.operands.at(0).operands.at(0).shape;
+    const ZPoint &ws = spec.operands.at(1).operands.at(0).shape;
+    c.groups = spec.params.get_int("groups", 1);
+    c.grouped = c.groups > 1;
+    c.cg = ws[1];
+    c.kg = ws[0] / c.groups;
+    const ZRange &r = spec.index_range;
+    if (c.grouped) {
+        c.g_local = r.extent(1);
+        c.k_local = r.extent(2);
+    } else {
+        c.g_local = 1;
+        c.k_local = r.extent(1);
+    }
+    c.one_grouped_primitive = c.grouped && c.g_local > 1 && c.k_local == c.kg;
+    c.loops = (c.grouped && c.g_local > 1 && !c.one_grouped_primitive) ? static_cast<int>(c.g_local) : 1;
+    const OperandProjection &px = *spec.derivation.signature.input("x", 0);
+    c.ph = local_padding(px, r, xs, 2);
+    c.pw = local_padding(px, r, xs, 3);
+    const auto stride = spec.params.get_ints("stride", {1, 1});
+    const auto dilation = spec.params.get_ints("dilation", {1, 1});
+    c.stride_h = stride.at(0);
+    c.stride_w = stride.at(1);
+    c.dil_h = dilation.at(0);
+    c.dil_w = dilation.at(1);
+    return c;
+}
+
+// The 4-D descriptor of an epilogue's extra operand as the destination sees it:
+// each operand dim whose projection row equals a row of y's projection follows
+// that destination dim; zero rows must have extent 1 (broadcast). `dst_dims` is
+// the destination of one primitive run. Also returns the operand's stride along
+// the destination's channel dim (to step it per group).
+struct ExtraLayout {
+    dnnl::memory::desc md;
+    std::int64_t channel_stride = 0;
+};
+
+std::optional<ExtraLayout> extra_layout(const IndexProjection &py, const OperandProjection &pe, const ZPoint &shape,
+                                        const Strides &strides, const dims &dst_dims, DType t) {
+    const ZMatrix &ay = py.map().matrix(), &ae = pe.projection.map().matrix();
+    if (pe.clipped || ae.cols() != ay.cols() || ae.rows() != shape.rank()) return std::nullopt;
+    ZPoint md_shape = ZPoint::filled(4, 1);
+    Strides md_strides(4, 0);
+    std::array<bool, 4> used{};
+    for (int r = 0; r < ae.rows(); ++r) {
+        const std::vector<Coord> row = ae.row(r);
+        if (std::all_of(row.begin(), row.end(), [](Coord v) { return v == 0; })) {
+            if (shape[r] != 1) return std::nullopt;
+            continue;
+        }
+        int match = -1;
+        for (int j = 0; j < ay.rows() && match < 0; ++j)
+            if (ay.row(j) == row && !used[static_cast<size_t>(j)]) match = j;
+        if (match < 0) return std::nullopt;
+        used[static_cast<size_t>(match)] = true;
+        md_shape[match] = dst_dims[static_cast<size_t>(match)];
+        md_strides[static_cast<size_t>(match)] = strides[static_cast<size_t>(r)];
+    }
+    ExtraLayout out;
+    out.channel_stride = md_strides[1];
+    for (int j = 0; j < 4; ++j)
+        if (md_shape[j] == 1) md_strides[static_cast<size_t>(j)] = 0;
+    auto md = make_md(md_shape, md_strides, t);
+    if (!md) return std::nullopt;
+    out.md = *md;
+    return out;
+}
+
+class Conv2dKernel final : public Kernel {
+public:
+    static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec) {
+        return dnnl_guard("conv2d", [&]() -> Expected<std::unique_ptr<Kernel>, std::string> {
+            auto k = std::unique_ptr<Conv2dKernel>(new Conv2dKernel());
+            if (auto e = k->build(spec); !e) return unexpected(e.error());
+            return std::unique_ptr<Kernel>(std::move(k));
+        });
+    }
+
+    void run(std::span<const View> inputs, std::span<const View> outputs) override {
+        for (size_t i = 0; i < in_strides_.size(); ++i)
+            TAPESTRY_CHECK(canonical(inputs[i].shape, inputs[i].strides) == canonical(inputs[i].shape, in_strides_[i]),
+                           "conv2d: input view strides differ from the spec");
+        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, out_strides_),
+                       "conv2d: output view strides differ from the spec");
+        set_omp_threads(threads_);
+        dnnl::stream &s = thread_stream();
+        const size_t esz = static_cast<size_t>(dtype_bytes(dtype_));
+        for (int g = 0; g < plan_.loops; ++g) {
+            auto at = [&](const View &v, std::int64_t step) {
+                return static_cast<void *>(v.data + static_cast<size_t>(g * step) * esz);
+            };
+            if (stage_src_) {
+                src_view_.set_data_handle(at(inputs[0], step_x_));
+                src_in_.execute(s, src_view_, args_.at(DNNL_ARG_SRC));
+            } else if (!zero_src_) {
+                args_.at(DNNL_ARG_SRC).set_data_handle(at(inputs[0], step_x_));
+            }
+            args_.at(DNNL_ARG_WEIGHTS).set_data_handle(at(inputs[1], step_w_));
+            if (has_bias_) args_.at(DNNL_ARG_BIAS).set_data_handle(at(inputs[2], step_b_));
+            if (!stage_dst_) args_.at(DNNL_ARG_DST).set_data_handle(at(outputs[0], step_y_));
+            for (const Extra &e : extras_) args_.at(e.arg).set_data_handle(at(inputs[e.view], e.step));
+            primitive_.execute(s, args_);
+            if (stage_dst_) {
+                dst_view_.set_data_handle(at(outputs[0], step_y_));
+                dst_out_.execute(s, args_.at(DNNL_ARG_DST), dst_view_);
+            }
+        }
+        s.wait();
+    }
+    std::size_t scratch_bytes() const override {
+        return scratchpad_.size() + zeros_.size() * sizeof(float) + src_stage_.size() + dst_stage_.size();
+    }
+
+private:
+    struct Extra {
+        int arg;
+        size_t view;
+        std::int64_t step;
+    };
+
+    Expected<bool, std::string> build(const KernelSpec &spec) {
+        plan_ = conv_plan(spec);
+        threads_ = spec.threads;
+        dtype_ = spec.operands.at(0).operands.at(0).dtype;
+        has_bias_ = spec.derivation.signature.input("bias", 0) != nullptr;
+        const size_t own_inputs = has_bias_ ? 3 : 2;
+        for (size_t i = 0; i < spec.input_shapes.size(); ++i) in_strides_.push_back(spec_input_strides(spec, i));
+        out_strides_ = spec_output_strides(spec, 0);
+        const ZPoint &xv = spec.input_shapes.at(0), &wv = spec.input_shapes.at(1), &yv = spec.output_shapes.at(0);
+        const Strides &xst = in_strides_[0], &wst = in_strides_[1];
+        const std::int64_t n = xv[0];
+        const std::int64_t ic = plan_.grouped ? plan_.cg * (plan_.one_grouped_primitive ? plan_.g_local : 1) : xv[1];
+        const std::int64_t oc = plan_.one_grouped_primitive ? plan_.g_local * plan_.kg : plan_.k_local;
+        const std::int64_t oh = yv[2], ow = yv[3];
+        const std::int64_t r = wv[2], s = wv[3];
+        // Per-group steps through the views (only used when loops > 1).
+        step_x_ = plan_.cg * xst[1];
+        step_w_ = plan_.kg * wst[0];
+        step_y_ = plan_.kg * out_strides_[1];
+        step_b_ = has_bias_ ? plan_.kg * in_strides_[2][0] : 0;
+
+        // Source: the clipped selection, or zeros when the shard reads only padding.
+        zero_src_ = plan_.ph.extent == 0 || plan_.pw.extent == 0;
+        dnnl::memory::desc src_md;
+        std::int64_t pad_t = plan_.ph.before, pad_b = plan_.ph.after, pad_l = plan_.pw.before, pad_r = plan_.pw.after;
+        if (zero_src_) {
+            // One zero row/column stands in for the empty selection; the padding
+            // keeps the image's extent.
+            const std::int64_t h = std::max<std::int64_t>(plan_.ph.extent, 1),
+                               w = std::max<std::int64_t>(plan_.pw.extent, 1);
+            if (plan_.ph.extent == 0) {
+                pad_t = 0;
+                pad_b = plan_.ph.after - 1;
+            }
+            if (plan_.pw.extent == 0) {
+                pad_l = 0;
+                pad_r = plan_.pw.after - 1;
+            }
+            zeros_.assign(static_cast<size_t>(n * ic * h * w), 0.0f);
+            if (dtype_ != DType::f32) return unexpected(std::string("a shard reading only padding needs f32"));
+            auto md = dense_md(ZPoint{n, ic, h, w}, dtype_);
+            if (!md) return unexpected(md.error());
+            src_md = *md;
+        } else {
+            auto md = make_md(ZPoint{n, ic, xv[2], xv[3]}, Strides{xst[0], xst[1], xst[2], xst[3]}, dtype_);
+            if (!md) return unexpected(md.error());
+            src_md = *md;
+        }
+        const std::int64_t pg = plan_.one_grouped_primitive ? plan_.g_local : 1;
+        dnnl::memory::desc w_md;
+        if (plan_.one_grouped_primitive) {
+            const auto t = dnnl_dtype(dtype_);
+            if (!t) return unexpected("no oneDNN type for " + std::string(dtype_name(dtype_)));
+            w_md = dnnl::memory::desc(dims{pg, plan_.kg, plan_.cg, r, s}, *t,
+                                      dims{plan_.kg * wst[0], wst[0], wst[1], wst[2], wst[3]});
+        } else {
+            auto md = make_md(ZPoint{oc, ic, r, s}, Strides{wst[0], wst[1], wst[2], wst[3]}, dtype_);
+            if (!md) return unexpected(md.error());
+            w_md = *md;
+        }
+        auto dst_md = make_md(ZPoint{n, oc, oh, ow}, out_strides_, dtype_);
+        if (!dst_md) return unexpected(dst_md.error());
+        dnnl::memory::desc bias_md;
+        if (has_bias_) {
+            auto md = make_md(ZPoint{oc}, Strides{in_strides_[2][0]}, dtype_);
+            if (!md) return unexpected(md.error());
+            bias_md = *md;
+        }
+
+        // Epilogues: extra operands as the destination sees them.
+        std::vector<dnnl::memory::desc> extra_mds(spec.input_shapes.size() - own_inputs);
+        const IndexProjection &py = spec.derivation.signature.outputs.at(0).operands.at(0).projection;
+        const dims dst_dims{n, oc, oh, ow};
+        for (const Epilogue &e : spec.epilogues) {
+            if (e.extra_input < 0) continue;
+            const size_t view = own_inputs + static_cast<size_t>(e.extra_input);
+            if (view >= spec.input_shapes.size()) return unexpected(std::string("epilogue operand missing"));
+            auto lay = extra_layout(py, e.projection, spec.input_shapes[view], in_strides_[view], dst_dims, dtype_);
+            if (!lay) return unexpected("epilogue '" + e.kind + "': its operand does not map onto the output");
+            extra_mds[static_cast<size_t>(e.extra_input)] = lay->md;
+            extra_steps_.push_back({static_cast<size_t>(e.extra_input), plan_.kg * lay->channel_stride});
+        }
+        auto post = make_post_ops(spec.epilogues, extra_mds);
+        if (!post) return unexpected(post.error());
+        dnnl::primitive_attr attr = user_scratchpad();
+        attr.set_post_ops(post->ops);
+
+        const dims strides{plan_.stride_h, plan_.stride_w}, dil{plan_.dil_h - 1, plan_.dil_w - 1};
+        const dims pl{pad_t, pad_l}, pr{pad_b, pad_r};
+        const auto prop = dnnl::prop_kind::forward_inference;
+        const auto alg = dnnl::algorithm::convolution_direct;
+        auto desc =
+            has_bias_ ? dnnl::convolution_forward::desc(prop, alg, src_md, w_md, bias_md, *dst_md, strides, dil, pl, pr)
+                      : dnnl::convolution_forward::desc(prop, alg, src_md, w_md, *dst_md, strides, dil, pl, pr);
+        dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+        const auto &eng = cpu_engine();
+        // Strided (sharded) views often leave oneDNN only its reference
+        // convolution; staging them through dense buffers (one reorder in, one
+        // out) is far cheaper than that.
+        const bool src_dense = zero_src_ || src_md == dense_md(ZPoint{n, ic, xv[2], xv[3]}, dtype_).value();
+        const dnnl::memory::desc dense_dst = dense_md(ZPoint{n, oc, oh, ow}, dtype_).value();
+        const bool dst_dense = *dst_md == dense_dst;
+        if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && (!src_dense || !dst_dense)) {
+            const dnnl::memory::desc s2 = src_dense ? src_md : dense_md(ZPoint{n, ic, xv[2], xv[3]}, dtype_).value();
+            auto d2 = has_bias_ ? dnnl::convolution_forward::desc(prop, alg, s2, w_md, bias_md, dense_dst, strides, dil,
+                                                                  pl, pr)
+                                : dnnl::convolution_forward::desc(prop, alg, s2, w_md, dense_dst, strides, dil, pl, pr);
+            dnnl::convolution_forward::primitive_desc pd2(d2, attr, cpu_engine(), true);
+            if (pd2 && std::string(pd2.impl_info_str()).rfind("ref", 0) != 0) {
+                stage_src_ = !src_dense;
+                stage_dst_ = !dst_dense;
+                if (stage_src_) {
+                    src_stage_.resize(s2.get_size());
+                    src_view_ = dnnl::memory(src_md, eng, DNNL_MEMORY_NONE);
+                    src_in_ = dnnl::reorder(src_view_, dnnl::memory(s2, eng, src_stage_.data()));
+                    src_md = s2;
+                }
+                if (stage_dst_) {
+                    dst_stage_.resize(dense_dst.get_size());
+                    dst_view_ = dnnl::memory(*dst_md, eng, DNNL_MEMORY_NONE);
+                    dst_out_ = dnnl::reorder(dnnl::memory(dense_dst, eng, dst_stage_.data()), dst_view_);
+                    *dst_md = dense_dst;
+                }
+                pd = pd2;
+            }
+        }
+        primitive_ = dnnl::convolution_forward(pd);
+        args_[DNNL_ARG_SRC] = dnnl::memory(src_md, eng,
+                                           zero_src_    ? static_cast<void *>(zeros_.data())
+                                           : stage_src_ ? static_cast<void *>(src_stage_.data())
+                                                        : DNNL_MEMORY_NONE);
+        args_[DNNL_ARG_WEIGHTS] = dnnl::memory(w_md, eng, DNNL_MEMORY_NONE);
+        if (has_bias_) args_[DNNL_ARG_BIAS] = dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE);
+        args_[DNNL_ARG_DST] =
+            dnnl::memory(*dst_md, eng, stage_dst_ ? static_cast<void *>(dst_stage_.data()) : DNNL_MEMORY_NONE);
+        for (const auto &[post_index, extra] : post->binary_args) {
+            const int arg = post_op_arg(post_index);
+            args_[arg] = dnnl::memory(extra_mds[static_cast<size_t>(extra)], eng, DNNL_MEMORY_NONE);
+            std::int64_t step = 0;
+            for (const auto &[e, st] : extra_steps_)
+                if (static_cast<int>(e) == extra) step = st;
+            extras_.push_back({arg, own_inputs + static_cast<size_t>(extra), step});
+        }
+        const dnnl::memory::desc sp = pd.scratchpad_desc();
+        scratchpad_.resize(sp.get_size());
+        args_[DNNL_ARG_SCRATCHPAD] = dnnl::memory(sp, eng, scratchpad_.empty() ? DNNL_MEMORY_NONE : scratchpad_.data());
+        return true;
+    }
+
+    ConvPlan plan_;
+    int threads_ = 1;
+    DType dtype_ = DType::f32;
+    bool has_bias_ = false, zero_src_ = false;
+    std::vector<Strides> in_strides_;
+    Strides out_strides_;
+    std::int64_t step_x_ = 0, step_w_ = 0, step_y_ = 0, step_b_ = 0;
+    std::vector<std::pair<size_t, std::int64_t>> extra_steps_;
+    std::vector<Extra> extras_;
+    dnnl::primitive primitive_;
+    std::unordered_map<int, dnnl::memory> args_;
+    std::vector<std::uint8_t> scratchpad_;
+    std::vector<float> zeros_;
+    // Staging of strided views through dense buffers (see build()).
+    bool stage_src_ = false, stage_dst_ = false;
+    std::vector<std::uint8_t> src_stage_, dst_stage_;
+    dnnl::memory src_view_, dst_view_;
+    dnnl::reorder src_in_, dst_out_;
+};
+
+// Whether conv2d can take `e` as a post-op: a supported eltwise, or a binary
+// whose operand maps onto the output; decided by building the primitive.
+bool conv_can_fuse(const KernelSpec &spec, const Epilogue &e) {
+    if (!epilogue_supported(e) || spec.epilogues.size() >= 8) return false;
+    if (spec.operands.at(0).operands.at(0).dtype != DType::f32) return false;
+    KernelSpec trial = spec;
+    trial.epilogues.push_back(e);
+    const size_t own = spec.derivation.signature.input("bias", 0) ? 3 : 2;
+    if (e.extra_input >= 0) {
+        const size_t view = own + static_cast<size_t>(e.extra_input);
+        if (e.projection.clipped) return false;
+        // The operand's view as the executor would cut it: the image of the index range.
+        const ZPoint shape = e.projection.projection.image(spec.index_range).shape();
+        if (trial.input_shapes.size() <= view) {
+            trial.input_shapes.resize(view + 1);
+            trial.input_strides.resize(view + 1);
+            trial.input_shapes[view] = shape;
+            trial.input_strides[view] = {};
+        }
+    }
+    return static_cast<bool>(Conv2dKernel::make(trial));
+}
+
+KernelFactory conv2d_factory() {
+    KernelFactory f;
+    f.kind = "conv2d";
+    f.can_fuse = conv_can_fuse;
+    f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
+        if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        return Conv2dKernel::make(spec);
+    };
+    return f;
+}
+
+// ---- pools ----------------------------------------------------------------------------
+
+class Pool2dKernel final : public Kernel {
+public:
+    static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec, bool max) {
+        return dnnl_guard(max ? "max_pool2d" : "avg_pool2d", [&]() -> Expected<std::unique_ptr<Kernel>, std::string> {
+            auto k = std::unique_ptr<Pool2dKernel>(new Pool2dKernel());
+            k->threads_ = spec.threads;
+            k->x_strides_ = spec_input_strides(spec, 0);
+            k->y_strides_ = spec_output_strides(spec, 0);
+            const DType t = spec.operands.at(0).operands.at(0).dtype;
+            auto xmd = make_md(spec.input_shapes.at(0), k->x_strides_, t);
+            if (!xmd) return unexpected(xmd.error());
+            auto ymd = make_md(spec.output_shapes.at(0), k->y_strides_, t);
+            if (!ymd) return unexpected(ymd.error());
+            const auto kernel = spec.params.get_ints("kernel", {1, 1});
+            auto stride = spec.params.get_ints("stride", {});
+            if (stride.empty()) stride = kernel;
+            const OperandProjection &px = *spec.derivation.signature.input("x", 0);
+            const ZPoint &xs = spec.operands.at(0).operands.at(0).shape;
+            const LocalPadding ph = local_padding(px, spec.index_range, xs, 2);
+            const LocalPadding pw = local_padding(px, spec.index_range, xs, 3);
+            const auto alg =
+                max ? dnnl::algorithm::pooling_max
+                    : (spec.params.get_bool("count_include_pad", false) ? dnnl::algorithm::pooling_avg_include_padding
+                                                                        : dnnl::algorithm::pooling_avg_exclude_padding);
+            auto pool_pd = [&](const dnnl::memory::desc &x, const dnnl::memory::desc &y, bool allow_empty) {
+                const dnnl::pooling_v2_forward::desc d(
+                    dnnl::prop_kind::forward_inference, alg, x, y, dims{stride.at(0), stride.at(1)},
+                    dims{kernel.at(0), kernel.at(1)}, dims{0, 0}, dims{ph.before, pw.before}, dims{ph.after, pw.after});
+                return dnnl::pooling_v2_forward::primitive_desc(d, user_scratchpad(), cpu_engine(), allow_empty);
+            };
+            dnnl::pooling_v2_forward::primitive_desc pd = pool_pd(*xmd, *ymd, false);
+            const auto &eng = cpu_engine();
+            // As for conv2d: strided views that leave only the reference pooling
+            // are staged through dense buffers.
+            const dnnl::memory::desc xd = dense_md(spec.input_shapes.at(0), t).value();
+            const dnnl::memory::desc yd = dense_md(spec.output_shapes.at(0), t).value();
+            if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && (*xmd != xd || *ymd != yd)) {
+                auto pd2 = pool_pd(xd, yd, true);
+                if (pd2 && std::string(pd2.impl_info_str()).rfind("ref", 0) != 0) {
+                    if (*xmd != xd) {
+                        k->x_stage_.resize(xd.get_size());
+                        k->x_view_ = dnnl::memory(*xmd, eng, DNNL_MEMORY_NONE);
+                        k->x_in_ = dnnl::reorder(k->x_view_, dnnl::memory(xd, eng, k->x_stage_.data()));
+                        *xmd = xd;
+                    }
+                    if (*ymd != yd) {
+                        k->y_stage_.resize(yd.get_size());
+                        k->y_view_ = dnnl::memory(*ymd, eng, DNNL_MEMORY_NONE);
+                        k->y_out_ = dnnl::reorder(dnnl::memory(yd, eng, k->y_stage_.data()), k->y_view_);
+                        *ymd = yd;
+                    }
+                    pd = pd2;
+                }
+            }
+            k->primitive_ = dnnl::pooling_v2_forward(pd);
+            k->args_[DNNL_ARG_SRC] =
+                dnnl::memory(*xmd, eng, k->x_stage_.empty() ? DNNL_MEMORY_NONE : k->x_stage_.data());
+            k->args_[DNNL_ARG_DST] =
+                dnnl::memory(*ymd, eng, k->y_stage_.empty() ? DNNL_MEMORY_NONE : k->y_stage_.data());
+            const dnnl::memory::desc sp = pd.scratchpad_desc();
+            k->scratchpad_.resize(sp.get_size());
+            k->args_[DNNL_ARG_SCRATCHPAD] =
+                dnnl::memory(sp, eng, k->scratchpad_.empty() ? DNNL_MEMORY_NONE : k->scratchpad_.data());
+            return std::unique_ptr<Kernel>(std::move(k));
+        });
+    }
+
+    void run(std::span<const View> inputs, std::span<const View> outputs) override {
+        TAPESTRY_CHECK(canonical(inputs[0].shape, inputs[0].strides) == canonical(inputs[0].shape, x_strides_),
+                       "pool: input view strides differ from the spec");
+        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, y_strides_),
+                       "pool: output view strides differ from the spec");
+        set_omp_threads(threads_);
+        dnnl::stream &s = thread_stream();
+        if (x_stage_.empty()) {
+            args_.at(DNNL_ARG_SRC).set_data_handle(static_cast<void *>(inputs[0].data));
+        } else {
+            x_view_.set_data_handle(static_cast<void *>(inputs[0].data));
+            x_in_.execute(s, x_view_, args_.at(DNNL_ARG_SRC));
+        }
+        if (y_stage_.empty()) args_.at(DNNL_ARG_DST).set_data_handle(static_cast<void *>(outputs[0].data));
+        primitive_.execute(s, args_);
+        if (!y_stage_.empty()) {
+            y_view_.set_data_handle(static_cast<void *>(outputs[0].data));
+            y_out_.execute(s, args_.at(DNNL_ARG_DST), y_view_);
+        }
+        s.wait();
+    }
+    std::size_t scratch_bytes() const override { return scratchpad_.size() + x_stage_.size() + y_stage_.size(); }
+
+private:
+    std::vector<std::uint8_t> x_stage_, y_stage_;
+    dnnl::memory x_view_, y_view_;
+    dnnl::reorder x_in_, y_out_;
+    int threads_ = 1;
+    Strides x_strides_, y_strides_;
+    dnnl::primitive primitive_;
+    std::unordered_map<int, dnnl::memory> args_;
+    std::vector<std::uint8_t> scratchpad_;
+};
+
+KernelFactory pool_factory(bool max) {
+    KernelFactory f;
+    f.kind = max ? "max_pool2d" : "avg_pool2d";
+    f.can_fuse = [](const KernelSpec &, const Epilogue &) { return false; };
+    f.make = [max](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
+        if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        return Pool2dKernel::make(spec, max);
+    };
+    return f;
+}
+
+}  // namespace
+
+void register_kernels_convolution(std::vector<KernelFactory> &out) {
+    out.push_back(conv2d_factory());
+    out.push_back(pool_factory(true));
+    out.push_back(pool_factory(false));
+}
+
+}  // namespace tapestry::cpu

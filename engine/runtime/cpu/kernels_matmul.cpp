@@ -1,0 +1,238 @@
+// CPU kernels of matmul and linear: one oneDNN matmul primitive per kernel,
+// reading and writing strided views in place, with bias and fused epilogues
+// (activations, residual add/mul/sub/div) as post-ops.
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/cpu/dnnl_util.h"
+
+namespace tapestry::cpu {
+namespace {
+
+using dims = dnnl::memory::dims;
+
+// A view's shape and strides, right-aligned to `rank` with leading size-1 dims.
+struct Box {
+    std::vector<std::int64_t> shape;
+    std::vector<std::int64_t> strides;
+};
+
+Box aligned(const ZPoint &shape, const std::vector<std::int64_t> &strides, int rank) {
+    Box b;
+    b.shape.assign(static_cast<size_t>(rank), 1);
+    b.strides.assign(static_cast<size_t>(rank), 0);
+    const int own = shape.rank();
+    for (int d = 0; d < own; ++d) {
+        b.shape[static_cast<size_t>(rank - own + d)] = shape[d];
+        b.strides[static_cast<size_t>(rank - own + d)] = strides[static_cast<size_t>(d)];
+    }
+    return b;
+}
+
+// Merges dims [0, lead) of a box into one dim, if its elements there are evenly
+// strided. A box whose lead dims are all 1 merges to size 1.
+std::optional<Box> collapse(const Box &b, int lead) {
+    Box out;
+    std::int64_t size = 1;
+    std::int64_t stride = 1;
+    bool first = true;
+    for (int d = lead - 1; d >= 0; --d) {
+        const auto k = static_cast<size_t>(d);
+        if (b.shape[k] == 1) continue;
+        if (first) {
+            stride = b.strides[k];
+            first = false;
+        } else if (b.strides[k] != stride * size) {
+            return std::nullopt;  // not evenly strided
+        }
+        size *= b.shape[k];
+    }
+    // The merged dim: the product of the sizes, the stride of the innermost non-1 dim.
+    out.shape.push_back(size);
+    out.strides.push_back(first ? 1 : stride);
+    for (size_t k = static_cast<size_t>(lead); k < b.shape.size(); ++k) {
+        out.shape.push_back(b.shape[k]);
+        out.strides.push_back(b.strides[k]);
+    }
+    return out;
+}
+
+Expected<dnnl::memory::desc, std::string> md_of(const Box &b, DType t) {
+    return make_md(ZPoint(b.shape), b.strides, t);
+}
+
+size_t own_input_count(const KernelSpec &spec) {
+    size_t n = 0;
+    for (const PortTypes &p : spec.operands) n += p.operands.size();
+    return n;
+}
+
+bool has_port(const KernelSpec &spec, const std::string &port) {
+    return std::any_of(spec.operands.begin(), spec.operands.end(),
+                       [&](const PortTypes &p) { return p.port == port && !p.operands.empty(); });
+}
+
+// An extra operand is broadcastable to the output when, right-aligned, each of its
+// dims is 1 or the output's.
+bool broadcastable(const ZPoint &extra, const ZPoint &out) {
+    if (extra.rank() > out.rank()) return false;
+    for (int d = 0; d < extra.rank(); ++d) {
+        const Coord e = extra[d];
+        const Coord o = out[out.rank() - extra.rank() + d];
+        if (e != 1 && e != o) return false;
+    }
+    return true;
+}
+
+bool matmul_can_fuse(const KernelSpec &spec, const Epilogue &e) {
+    if (!epilogue_supported(e)) return false;
+    if (spec.output_shapes.size() != 1) return false;
+    if (e.extra_input >= 0) {
+        const size_t k = own_input_count(spec) + static_cast<size_t>(e.extra_input);
+        if (k >= spec.input_shapes.size()) return false;
+        if (!broadcastable(spec.input_shapes[k], spec.output_shapes[0])) return false;
+    }
+    return true;
+}
+
+class MatmulKernel final : public Kernel {
+public:
+    static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec, bool linear) {
+        const std::string what = std::string(linear ? "linear" : "matmul") + " kernel";
+        return dnnl_guard(what, [&]() -> Expected<std::unique_ptr<Kernel>, std::string> {
+            auto k = std::unique_ptr<MatmulKernel>(new MatmulKernel());
+            const size_t own = own_input_count(spec);
+            const bool has_bias = linear && has_port(spec, "bias");
+            if (spec.output_shapes.size() != 1 || own != (has_bias ? 3u : 2u) || spec.input_shapes.size() < own)
+                return unexpected(what + ": unexpected operands");
+            const ZPoint &ys = spec.output_shapes[0];
+            const int rank = std::max(2, ys.rank());
+            DType dtype = spec.operands[0].operands[0].dtype;
+            if (dtype != DType::f32 && dtype != DType::bf16)
+                return unexpected(what + ": no CPU kernel for dtype " + std::string(dtype_name(dtype)));
+            k->empty_ = ys.product() == 0;
+            if (k->empty_) return std::unique_ptr<Kernel>(std::move(k));
+
+            const Box a = aligned(spec.input_shapes[0], spec_input_strides(spec, 0), rank);
+            Box y = aligned(ys, spec_output_strides(spec, 0), rank);
+            // linear's w is [in, out]; matmul's b is [*bb, k, n].
+            const Box b = aligned(spec.input_shapes[1], spec_input_strides(spec, 1), rank);
+            std::vector<Box> extra;
+            for (size_t i = own; i < spec.input_shapes.size(); ++i)
+                extra.push_back(aligned(spec.input_shapes[i], spec_input_strides(spec, i), rank));
+            const std::int64_t K = a.shape.back();
+            if (K == 0) return unexpected(what + ": an empty contraction (k = 0) is not supported");
+
+            // A 2-D GEMM when b has no batch and the lead dims (batch and m) of a, y
+            // and every full-size extra operand merge evenly.
+            bool gemm = true;
+            for (int d = 0; d + 2 < rank; ++d)
+                if (b.shape[static_cast<size_t>(d)] != 1) gemm = false;
+            for (const Box &e : extra) {
+                bool all_one = true, all_full = true;
+                for (int d = 0; d + 1 < rank; ++d) {
+                    all_one = all_one && e.shape[static_cast<size_t>(d)] == 1;
+                    all_full = all_full && e.shape[static_cast<size_t>(d)] == y.shape[static_cast<size_t>(d)];
+                }
+                if (!all_one && !all_full) gemm = false;
+            }
+            std::optional<Box> a2, y2;
+            std::vector<Box> e2;
+            if (gemm) {
+                // a's lead dims must equal y's (no batch broadcast of a).
+                for (int d = 0; d + 1 < rank; ++d)
+                    if (a.shape[static_cast<size_t>(d)] != y.shape[static_cast<size_t>(d)]) gemm = false;
+            }
+            if (gemm) {
+                a2 = collapse(a, rank - 1);
+                y2 = collapse(y, rank - 1);
+                gemm = a2 && y2;
+                for (const Box &e : extra) {
+                    auto c = collapse(e, rank - 1);
+                    if (!c) gemm = false;
+                    else e2.push_back(*c);
+                }
+            }
+            dnnl::memory::desc a_md, b_md, y_md, bias_md;
+            std::vector<dnnl::memory::desc> extra_mds;
+            auto take = [&](Expected<dnnl::memory::desc, std::string> m, dnnl::memory::desc &out) -> std::optional<std::string> {
+                if (!m) return m.error();
+                out = *m;
+                return std::nullopt;
+            };
+            std::optional<std::string> err;
+            if (gemm) {
+                Box b2{{b.shape[static_cast<size_t>(rank - 2)], b.shape.back()},
+                       {b.strides[static_cast<size_t>(rank - 2)], b.strides.back()}};
+                if ((err = take(md_of(*a2, dtype), a_md))) return unexpected(what + ": " + *err);
+                if ((err = take(md_of(b2, dtype), b_md))) return unexpected(what + ": " + *err);
+                if ((err = take(md_of(*y2, dtype), y_md))) return unexpected(what + ": " + *err);
+                for (const Box &e : e2) {
+                    extra_mds.emplace_back();
+                    if ((err = take(md_of(e, dtype), extra_mds.back()))) return unexpected(what + ": " + *err);
+                }
+            } else {
+                if ((err = take(md_of(a, dtype), a_md))) return unexpected(what + ": " + *err);
+                if ((err = take(md_of(b, dtype), b_md))) return unexpected(what + ": " + *err);
+                if ((err = take(md_of(y, dtype), y_md))) return unexpected(what + ": " + *err);
+                for (const Box &e : extra) {
+                    extra_mds.emplace_back();
+                    if ((err = take(md_of(e, dtype), extra_mds.back()))) return unexpected(what + ": " + *err);
+                }
+            }
+            const int md_rank = gemm ? 2 : rank;
+            if (has_bias) {
+                const ZPoint &bs = spec.input_shapes[2];
+                if ((err = take(make_md(bs, spec_input_strides(spec, 2), dtype, md_rank), bias_md)))
+                    return unexpected(what + ": " + *err);
+            }
+            auto post = make_post_ops(spec.epilogues, extra_mds);
+            if (!post) return unexpected(what + ": " + post.error());
+            const dnnl::primitive_attr attr = make_attr(&post->ops);
+            const auto desc = has_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md) : dnnl::matmul::desc(a_md, b_md, y_md);
+            const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+            k->impl_ = pd.impl_info_str();
+            k->prim_.init(pd, dnnl::matmul(pd));
+            k->prim_.bind(DNNL_ARG_SRC, a_md);
+            k->prim_.bind(DNNL_ARG_WEIGHTS, b_md);
+            k->prim_.bind(DNNL_ARG_DST, y_md);
+            if (has_bias) k->prim_.bind(DNNL_ARG_BIAS, bias_md);
+            k->has_bias_ = has_bias;
+            for (const auto &[index, input] : post->binary_args) {
+                k->prim_.bind(post_op_arg(index), extra_mds[static_cast<size_t>(input)]);
+                k->binary_.emplace_back(post_op_arg(index), own + static_cast<size_t>(input));
+            }
+            return std::unique_ptr<Kernel>(std::move(k));
+        });
+    }
+
+    void run(std::span<const View> inputs, std::span<const View> outputs) override {
+        if (empty_) return;
+        prim_.set(DNNL_ARG_SRC, inputs[0].data);
+        prim_.set(DNNL_ARG_WEIGHTS, inputs[1].data);
+        if (has_bias_) prim_.set(DNNL_ARG_BIAS, inputs[2].data);
+        for (const auto &[arg, input] : binary_) prim_.set(arg, inputs[input].data);
+        prim_.set(DNNL_ARG_DST, outputs[0].data);
+        prim_.execute();
+    }
+    std::size_t scratch_bytes() const override { return prim_.scratch_bytes(); }
+
+private:
+    MatmulKernel() = default;
+    PreparedPrimitive prim_;
+    bool empty_ = false;
+    bool has_bias_ = false;
+    std::vector<std::pair<int, size_t>> binary_;  // (execute argument, input index)
+    std::string impl_;
+};
+
+}  // namespace
+
+void register_kernels_matmul(std::vector<KernelFactory> &out) {
+    out.push_back({"matmul", matmul_can_fuse,
+                   [](const KernelSpec &spec) { return MatmulKernel::make(spec, false); }});
+    out.push_back({"linear", matmul_can_fuse,
+                   [](const KernelSpec &spec) { return MatmulKernel::make(spec, true); }});
+}
+
+}  // namespace tapestry::cpu

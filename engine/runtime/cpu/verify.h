@@ -1,0 +1,64 @@
+// Numeric proof of equivalence (issue 3): run a graph's sharded form on the CPU
+// executor, its unsharded form, and the double-precision oracle
+// (ops/evaluate.h) on the same inputs, and compare every output.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/graph.h"
+#include "graph/tensor_data.h"
+#include "ops/library.h"
+#include "runtime/cpu/executor.h"
+
+namespace tapestry::cpu {
+
+struct VerifyOptions {
+    int threads = 2;
+    double atol = 1e-4;  // pass when |a-b| <= atol + rtol·|oracle| for every element
+    double rtol = 1e-3;
+    // Measure atol in units of the output's scale, max(1, max |reference|): an
+    // output whose values reach 400 (random weights, no normalisation) carries f32
+    // rounding errors of ~1e-3 in elements that cancel to near zero, which say
+    // nothing about equivalence. Off: atol is absolute.
+    bool scale_atol = true;
+    RunControl control;
+};
+
+struct OutputComparison {
+    std::string tensor;
+    std::string against;  // "oracle" or "unsharded"
+    double max_abs_error = 0;
+    double max_rel_error = 0;
+    std::int64_t worst_index = -1;  // flat index of the worst element
+    bool pass = false;
+    double atol = 0;  // the absolute tolerance applied (atol × the output's scale with scale_atol)
+};
+
+struct VerifyReport {
+    std::vector<OutputComparison> comparisons;  // per output: sharded vs oracle, sharded vs unsharded
+    bool sharded = false;                       // whether the graph had shards to run
+    bool pass() const;
+};
+
+// The comparison behind verify(), element by element: error |a-b|, relative error
+// |a-b| / max(|b|, atol, 1e-30) (a reference below atol counts in units of atol),
+// pass when |a-b| <= atol + rtol·|b| everywhere (b is the `expected` side; atol
+// as given, unscaled). NaN equals NaN; a NaN on one side only fails. The worst index
+// is the failing element with the largest error or, when all pass, the element
+// closest to its tolerance. `tensor` and `against` are left empty. Requires equal
+// element counts.
+OutputComparison compare_values(const TensorData &actual, std::span<const double> expected, double atol, double rtol);
+OutputComparison compare_values(const TensorData &actual, const TensorData &expected, double atol, double rtol);
+
+// `inputs`: every input tensor (see make_random_inputs in io/random_inputs.h).
+Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
+                                           const std::map<TensorId, TensorData> &inputs,
+                                           const VerifyOptions &options = {});
+
+}  // namespace tapestry::cpu

@@ -1,0 +1,549 @@
+// The CPU executor and its matmul/elementwise kernels: each kernel against the
+// reference kernel (broadcast, batch broadcast, strided selection views, uneven
+// shard sub-ranges, bf16), fused epilogues against unfused runs, the example
+// projects sharded vs unsharded vs the oracle, the buffer plan, cancellation,
+// progress and error messages.
+#include <QtTest/QtTest>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+
+#include "graph/validate.h"
+#include "io/project_file.h"
+#include "io/random_inputs.h"
+#include "kernel_check.h"
+#include "ops/evaluate.h"
+#include "runtime/cpu/executor.h"
+
+using namespace tapestry;
+using tapestry::test::KernelCase;
+using tapestry::cpu::Epilogue;
+
+Q_DECLARE_METATYPE(tapestry::test::KernelCase)
+
+namespace {
+
+std::pair<std::string, std::vector<ZPoint>> port(std::string name, ZPoint shape) {
+    return {std::move(name), {std::move(shape)}};
+}
+
+KernelCase kcase(std::string kind, std::vector<std::pair<std::string, std::vector<ZPoint>>> inputs, Params params = {}) {
+    KernelCase c;
+    c.kind = std::move(kind);
+    c.inputs = std::move(inputs);
+    c.params = std::move(params);
+    return c;
+}
+
+KernelCase with_range(KernelCase c, ZRange r) {
+    c.index_range = std::move(r);
+    return c;
+}
+
+// Graph building.
+void add_tensor(Graph &g, const std::string &id, ZPoint shape, TensorRole role) {
+    Tensor t;
+    t.id = TensorId(id);
+    t.name = id;
+    t.range = ZRange::of_shape(shape);
+    t.role = role;
+    g.put_tensor(std::move(t));
+}
+
+TensorSelection whole(const Graph &g, const std::string &id) {
+    return TensorSelection{TensorId(id), g.find_tensor(TensorId(id))->range};
+}
+
+void add_op(Graph &g, const std::string &id, const std::string &kind, std::vector<std::pair<std::string, std::string>> ins,
+            const std::string &out, Params params = {}) {
+    Operation op;
+    op.id = OpId(id);
+    op.name = id;
+    op.kind = kind;
+    op.params = std::move(params);
+    for (const auto &[port, tensor] : ins) op.inputs.push_back(PortBinding{port, {whole(g, tensor)}});
+    op.outputs.push_back(PortBinding{"y", {whole(g, out)}});
+    g.put_op(std::move(op));
+}
+
+// Splits an operation's index space along `dim` into `parts` (uneven allowed).
+void shard(Graph &g, const std::string &id, int dim, int parts) {
+    const OpLibrary &lib = OpLibrary::standard();
+    Operation op = *g.find_op(OpId(id));
+    auto d = resolve(g, op, lib);
+    QVERIFY(d.has_value());
+    int n = 0;
+    for (const ZRange &r : d->signature.index_space.split(dim, parts)) {
+        Shard s;
+        s.id = ShardId(id + "_s" + std::to_string(n++));
+        s.index = r;
+        op.shards.push_back(s);
+    }
+    g.put_op(std::move(op));
+}
+
+// The largest difference relative to the reference's largest magnitude (at least
+// 1): f32 sums of many terms err in proportion to the terms, not to the result.
+double rel_diff(const TensorData &a, const TensorData &b) {
+    double worst = 0, scale = 1;
+    for (std::int64_t i = 0; i < a.element_count(); ++i) {
+        const double x = a.get(i), y = b.get(i);
+        worst = std::max(worst, std::isnan(x - y) ? INFINITY : std::abs(x - y));
+        scale = std::max(scale, std::abs(y));
+    }
+    return worst / scale;
+}
+
+double rel_diff(const TensorData &a, const RefArray &b) {
+    double worst = 0, scale = 1;
+    for (std::int64_t i = 0; i < a.element_count(); ++i) {
+        const double x = a.get(i), y = b.data[static_cast<size_t>(i)];
+        worst = std::max(worst, std::isnan(x - y) ? INFINITY : std::abs(x - y));
+        scale = std::max(scale, std::abs(y));
+    }
+    return worst / scale;
+}
+
+Expected<cpu::RunResult, std::string> run_graph(const Graph &g, const std::map<TensorId, TensorData> &inputs,
+                                                cpu::CpuOptions options = {}, const cpu::RunControl &control = {}) {
+    auto p = cpu::Program::compile(g, OpLibrary::standard(), options);
+    if (!p) return unexpected(p.error());
+    return (*p)->run(inputs, control);
+}
+
+std::map<TensorId, RefArray> to_ref_inputs(const Graph &g, const std::map<TensorId, TensorData> &inputs) {
+    std::map<TensorId, RefArray> out;
+    for (const auto &[id, d] : inputs) {
+        RefArray a(g.find_tensor(id)->range);
+        for (std::int64_t i = 0; i < d.element_count(); ++i) a.data[static_cast<size_t>(i)] = d.get(i);
+        out[id] = std::move(a);
+    }
+    for (const TensorPtr &t : g.tensors())
+        if (t->value && !out.count(t->id)) {
+            RefArray a(t->range);
+            for (std::int64_t i = 0; i < t->value->element_count(); ++i) a.data[static_cast<size_t>(i)] = t->value->get(i);
+            out[t->id] = std::move(a);
+        }
+    return out;
+}
+
+// make_random_inputs, except that big float tensors are filled by a cheap
+// xorshift generator (uniform in [-1, 1)): the examples hold ~50M parameters,
+// which the element-by-element generator takes seconds for in a debug build.
+std::map<TensorId, TensorData> quick_inputs(const Graph &g, std::uint64_t seed) {
+    std::int64_t total = 0;
+    bool floats_only = true;
+    for (const TensorPtr &t : g.tensors())
+        if ((t->role == TensorRole::input || t->role == TensorRole::parameter) && !t->value) {
+            total += t->range.size();
+            floats_only = floats_only && t->dtype == DType::f32;
+        }
+    if (total < (1 << 20) || !floats_only) return make_random_inputs(g, seed);
+    std::map<TensorId, TensorData> out;
+    std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (const TensorPtr &t : g.tensors()) {
+        if ((t->role != TensorRole::input && t->role != TensorRole::parameter) || t->value) continue;
+        TensorData d(t->dtype, t->shape());
+        auto v = d.as<float>();
+        for (float &x : v) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            x = static_cast<float>(static_cast<double>(state >> 40) / static_cast<double>(1ull << 23) - 1.0);
+        }
+        out[t->id] = std::move(d);
+    }
+    return out;
+}
+
+// A small MLP: x[b, d] → linear+gelu → linear+relu → linear (+ residual add).
+Graph small_mlp(Coord b, Coord d, Coord h, bool residual) {
+    Graph g;
+    add_tensor(g, "x", {b, d}, TensorRole::input);
+    add_tensor(g, "w1", {d, h}, TensorRole::parameter);
+    add_tensor(g, "b1", {h}, TensorRole::parameter);
+    add_tensor(g, "h1", {b, h}, TensorRole::intermediate);
+    add_tensor(g, "a1", {b, h}, TensorRole::intermediate);
+    add_tensor(g, "w2", {h, h}, TensorRole::parameter);
+    add_tensor(g, "b2", {h}, TensorRole::parameter);
+    add_tensor(g, "h2", {b, h}, TensorRole::intermediate);
+    add_tensor(g, "a2", {b, h}, TensorRole::intermediate);
+    add_tensor(g, "w3", {h, d}, TensorRole::parameter);
+    add_tensor(g, "h3", {b, d}, residual ? TensorRole::intermediate : TensorRole::output);
+    add_op(g, "fc1", "linear", {{"x", "x"}, {"w", "w1"}, {"bias", "b1"}}, "h1");
+    add_op(g, "gelu1", "gelu", {{"x", "h1"}}, "a1");
+    add_op(g, "fc2", "linear", {{"x", "a1"}, {"w", "w2"}, {"bias", "b2"}}, "h2");
+    add_op(g, "relu2", "relu", {{"x", "h2"}}, "a2");
+    add_op(g, "fc3", "matmul", {{"a", "a2"}, {"b", "w3"}}, "h3");
+    if (residual) {
+        add_tensor(g, "y", {b, d}, TensorRole::output);
+        add_op(g, "res", "add", {{"a", "h3"}, {"b", "x"}}, "y");
+    }
+    return g;
+}
+
+// An op kind with no CPU kernel (the op library knows it, the executor does not).
+class MysteryOp : public OpDef {
+public:
+    std::string_view kind() const override { return "mystery"; }
+    std::string_view category() const override { return "elementwise"; }
+    std::string_view summary() const override { return "y = x"; }
+    std::vector<PortSpec> input_ports() const override { return {{"x", "", false, false}}; }
+    std::vector<PortSpec> output_ports() const override { return {{"y", "", false, false}}; }
+    std::vector<ParamSpec> params() const override { return {}; }
+    Expected<Derivation, DerivationError> derive(const Params &, const std::vector<PortTypes> &in) const override {
+        const OperandType &x = in[0].operands[0];
+        Derivation d;
+        d.outputs.push_back({"y", {x}});
+        d.signature.index_space = ZRange::of_shape(x.shape);
+        d.signature.inputs.push_back({"x", {{IndexProjection::identity(x.shape.rank()), false}}});
+        d.signature.outputs.push_back({"y", {{IndexProjection::identity(x.shape.rank()), false}}});
+        return d;
+    }
+    double flops_per_point(const Params &, const Derivation &) const override { return 0; }
+    void reference(const RefContext &ctx) const override {
+        ctx.index_range.for_each_point([&](const ZPoint &p) { ctx.write(0, p, ctx.read(0, p)); });
+    }
+};
+
+}  // namespace
+
+class TestCpuExecutor : public QObject {
+    Q_OBJECT
+
+private slots:
+    void kernel_matches_reference_data() {
+        QTest::addColumn<KernelCase>("c");
+        const Params tanh_gelu{{"approximate", std::string("tanh")}};
+        QTest::newRow("matmul") << kcase("matmul", {port("a", {7, 5}), port("b", {5, 9})});
+        QTest::newRow("matmul/batch") << kcase("matmul", {port("a", {3, 4, 6}), port("b", {3, 6, 5})});
+        QTest::newRow("matmul/batch-broadcast")
+            << kcase("matmul", {port("a", {2, 1, 4, 6}), port("b", {3, 6, 5})});
+        QTest::newRow("matmul/weights-shared") << kcase("matmul", {port("a", {2, 3, 4, 6}), port("b", {6, 5})});
+        QTest::newRow("matmul/uneven-shard")
+            << with_range(kcase("matmul", {port("a", {3, 11, 6}), port("b", {3, 6, 13})}), ZRange({1, 2, 3}, {3, 7, 12}));
+        QTest::newRow("matmul/shard-of-broadcast")
+            << with_range(kcase("matmul", {port("a", {2, 4, 6}), port("b", {6, 9})}), ZRange({1, 1, 0}, {2, 4, 5}));
+        QTest::newRow("linear") << kcase("linear", {port("x", {6, 8}), port("w", {8, 5}), port("bias", {5})});
+        QTest::newRow("linear/no-bias") << kcase("linear", {port("x", {2, 3, 8}), port("w", {8, 5})});
+        QTest::newRow("linear/3d-shard")
+            << with_range(kcase("linear", {port("x", {3, 5, 8}), port("w", {8, 7}), port("bias", {7})}),
+                          ZRange({0, 1, 2}, {3, 4, 7}));
+        QTest::newRow("linear/moderate")
+            << kcase("linear", {port("x", {64, 256}), port("w", {256, 192}), port("bias", {192})});
+        for (const char *k : {"relu", "sigmoid", "tanh", "exp", "erf"}) {
+            QTest::newRow(k) << kcase(k, {port("x", {4, 5, 6})});
+            QTest::newRow((std::string(k) + "/strided").c_str())
+                << with_range(kcase(k, {port("x", {5, 9})}), ZRange({1, 2}, {4, 7}));
+        }
+        QTest::newRow("gelu") << kcase("gelu", {port("x", {3, 70})});
+        QTest::newRow("gelu/tanh") << kcase("gelu", {port("x", {3, 70})}, tanh_gelu);
+        QTest::newRow("gelu/strided") << with_range(kcase("gelu", {port("x", {6, 8})}), ZRange({0, 3}, {6, 8}));
+        {
+            KernelCase c = kcase("sqrt", {port("x", {4, 9})});
+            c.lo = 0.1;
+            c.hi = 4;
+            QTest::newRow("sqrt") << c;
+            KernelCase p = kcase("pow", {port("x", {4, 9})}, Params{{"exponent", 1.5}});
+            p.lo = 0.1;
+            p.hi = 3;
+            QTest::newRow("pow") << p;
+            QTest::newRow("pow/strided") << with_range(p, ZRange({1, 1}, {3, 8}));
+        }
+        for (const char *k : {"add", "sub", "mul", "div"}) {
+            KernelCase c = kcase(k, {port("a", {4, 6}), port("b", {4, 6})});
+            if (std::string(k) == "div") c.rtol = 1e-3;
+            QTest::newRow(k) << c;
+            KernelCase row = kcase(k, {port("a", {3, 4, 6}), port("b", {6})});
+            if (std::string(k) == "div") row.rtol = 1e-3;
+            QTest::newRow((std::string(k) + "/broadcast-b").c_str()) << row;
+            KernelCase left = kcase(k, {port("a", {1, 6}), port("b", {5, 6})});
+            if (std::string(k) == "div") left.rtol = 1e-3;
+            QTest::newRow((std::string(k) + "/broadcast-a").c_str()) << left;
+        }
+        QTest::newRow("add/both-broadcast") << kcase("add", {port("a", {4, 1}), port("b", {1, 5})});
+        QTest::newRow("mul/broadcast-shard")
+            << with_range(kcase("mul", {port("a", {5, 7}), port("b", {5, 1})}), ZRange({1, 2}, {4, 7}));
+        QTest::newRow("add/3d-shard")
+            << with_range(kcase("add", {port("a", {2, 5, 7}), port("b", {1, 5, 7})}), ZRange({1, 0, 3}, {2, 5, 6}));
+        {
+            KernelCase c = kcase("linear", {port("x", {5, 16}), port("w", {16, 8}), port("bias", {8})});
+            c.dtype = DType::bf16;
+            c.rtol = 2e-2;
+            c.atol = 2e-2;
+            QTest::newRow("linear/bf16") << c;
+            KernelCase r = kcase("relu", {port("x", {4, 33})});
+            r.dtype = DType::bf16;
+            QTest::newRow("relu/bf16") << r;
+            KernelCase a = kcase("add", {port("a", {4, 6}), port("b", {6})});
+            a.dtype = DType::bf16;
+            a.rtol = 1e-2;
+            QTest::newRow("add/bf16") << a;
+        }
+        {
+            KernelCase c = kcase("cast", {port("x", {3, 7})}, Params{{"to", std::string("bf16")}});
+            QTest::newRow("cast/f32-bf16") << c;
+            KernelCase i = kcase("cast", {port("x", {3, 7})}, Params{{"to", std::string("i32")}});
+            i.lo = -50;
+            i.hi = 50;
+            QTest::newRow("cast/f32-i32") << i;
+        }
+    }
+    void kernel_matches_reference() {
+        QFETCH(KernelCase, c);
+        if (c.kind == "cast" || c.kind == "erf")
+            if (!OpLibrary::standard().find(c.kind)) QSKIP("kind not in this op library");
+        const auto r = test::check_kernel(c);
+        QVERIFY2(r.ok, r.message.c_str());
+        QVERIFY(r.compared > 0);
+    }
+
+    void fused_kernel_matches_reference_data() {
+        QTest::addColumn<KernelCase>("c");
+        Epilogue gelu{"gelu", Params{{"approximate", std::string("none")}}, -1, {}};
+        Epilogue gelu_tanh{"gelu", Params{{"approximate", std::string("tanh")}}, -1, {}};
+        Epilogue relu{"relu", Params{}, -1, {}};
+        KernelCase lin = kcase("linear", {port("x", {6, 8}), port("w", {8, 5}), port("bias", {5})});
+        KernelCase a = lin;
+        a.epilogues = {gelu};
+        QTest::newRow("linear+gelu") << a;
+        KernelCase b = lin;
+        b.epilogues = {relu};
+        QTest::newRow("linear+relu") << b;
+        KernelCase t = lin;
+        t.epilogues = {gelu_tanh};
+        QTest::newRow("linear+gelu_tanh") << t;
+        // matmul + residual: the extra operand projects identically from the index space.
+        KernelCase m = kcase("matmul", {port("a", {7, 4}), port("b", {4, 9})});
+        m.epilogues = {Epilogue{"add", Params{}, 0, {IndexProjection::identity(2), false}}};
+        m.epilogue_shapes = {ZPoint{7, 9}};
+        QTest::newRow("matmul+add") << m;
+        KernelCase ms = m;
+        ms.index_range = ZRange({2, 1}, {6, 8});
+        QTest::newRow("matmul+add/shard") << ms;
+        KernelCase big = kcase("linear", {port("x", {64, 128}), port("w", {128, 256}), port("bias", {256})});
+        big.epilogues = {gelu};
+        QTest::newRow("linear+gelu/moderate") << big;
+        KernelCase bigm = kcase("matmul", {port("a", {64, 256}), port("b", {256, 128})});
+        bigm.lo = -8;
+        bigm.hi = 8;
+        bigm.atol = 2e-4;  // |partial sums| reach ~300: f32 rounding of the sum, not of the result
+        QTest::newRow("matmul/moderate-large-values") << bigm;
+        KernelCase chain = lin;
+        chain.epilogues = {Epilogue{"mul", Params{}, 0, {IndexProjection::identity(2), false}}, relu};
+        chain.epilogue_shapes = {ZPoint{6, 5}};
+        QTest::newRow("linear+mul+relu") << chain;
+    }
+    void fused_kernel_matches_reference() {
+        QFETCH(KernelCase, c);
+        const auto r = test::check_kernel(c);
+        QVERIFY2(r.ok, r.message.c_str());
+    }
+
+    void fused_graph_equals_unfused() {
+        const Graph g = small_mlp(9, 12, 20, true);
+        const auto inputs = make_random_inputs(g, 7);
+        cpu::CpuOptions fused, plain;
+        plain.fuse_epilogues = false;
+        auto pf = cpu::Program::compile(g, OpLibrary::standard(), fused);
+        QVERIFY2(pf.has_value(), pf ? "" : pf.error().c_str());
+        const std::string text = (*pf)->describe();
+        QVERIFY2(text.find("fused gelu1") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("fused relu2") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("fused res") != std::string::npos, text.c_str());
+        auto a = (*pf)->run(inputs);
+        auto b = run_graph(g, inputs, plain);
+        QVERIFY2(a.has_value(), a ? "" : a.error().c_str());
+        QVERIFY2(b.has_value(), b ? "" : b.error().c_str());
+        QCOMPARE(a->steps.size(), size_t{3});
+        QCOMPARE(b->steps.size(), size_t{6});
+        const TensorData &ya = a->outputs.at(TensorId("y"));
+        const TensorData &yb = b->outputs.at(TensorId("y"));
+        QVERIFY(rel_diff(ya, yb) < 1e-5);
+        // Fusion removes the folded intermediates from the buffer plan.
+        QVERIFY(a->arena_bytes <= b->arena_bytes);
+        QVERIFY2(text.find("h1 (intermediate, 720 B): fused away") != std::string::npos, text.c_str());
+    }
+
+    void sharded_equals_unsharded_equals_oracle_data() {
+        QTest::addColumn<int>("which");
+        QTest::newRow("mlp rows") << 0;
+        QTest::newRow("mlp cols uneven") << 1;
+        QTest::newRow("mlp moderate") << 2;
+    }
+    void sharded_equals_unsharded_equals_oracle() {
+        QFETCH(int, which);
+        Graph g = which == 2 ? small_mlp(48, 96, 192, true) : small_mlp(10, 12, 21, true);
+        if (which == 0) {
+            shard(g, "fc1", 0, 3);
+            shard(g, "gelu1", 0, 2);
+            shard(g, "fc2", 0, 4);
+            shard(g, "res", 1, 3);
+        } else {
+            shard(g, "fc1", 1, 4);
+            shard(g, "relu2", 1, 5);
+            shard(g, "fc3", 1, 3);
+        }
+        if (which == 2) shard(g, "fc2", 0, 2);
+        const auto issues = validate(g, OpLibrary::standard());
+        QVERIFY2(!has_errors(issues), issues.empty() ? "" : format_issue(issues[0]).c_str());
+        const auto inputs = make_random_inputs(g, 11);
+        cpu::CpuOptions sharded, whole;
+        whole.run_shards = false;
+        auto a = run_graph(g, inputs, sharded);
+        auto b = run_graph(g, inputs, whole);
+        QVERIFY2(a.has_value(), a ? "" : a.error().c_str());
+        QVERIFY2(b.has_value(), b ? "" : b.error().c_str());
+        QVERIFY(a->steps.size() > b->steps.size());
+        auto oracle = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
+        QVERIFY2(oracle.has_value(), oracle ? "" : oracle.error().c_str());
+        const TensorData &ya = a->outputs.at(TensorId("y"));
+        QVERIFY(rel_diff(ya, b->outputs.at(TensorId("y"))) < 1e-5);
+        const double err = rel_diff(ya, oracle->at(TensorId("y")));
+        QVERIFY2(err < 1e-4, std::to_string(err).c_str());
+    }
+
+    void example_projects_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<bool>("oracle");
+        // The oracle (naive double loops) is too slow for the big examples within
+        // the suite's budget; they compare sharded with unsharded runs only.
+        QTest::newRow("convnet") << "convnet.tapestry.json" << false;
+        QTest::newRow("mlp") << "mlp.tapestry.json" << false;
+        QTest::newRow("attention") << "attention.tapestry.json" << false;
+        QTest::newRow("gpt2_block") << "gpt2_block.tapestry.json" << false;
+    }
+    void example_projects() {
+        QFETCH(QString, file);
+        QFETCH(bool, oracle);
+        const char *root = std::getenv("TAPESTRY_SOURCE_DIR");
+        QVERIFY(root);
+        const auto loaded = load_project(std::filesystem::path(root) / "projects" / file.toStdString());
+        QVERIFY(loaded.ok());
+        const Graph &g = loaded.graph;
+        const auto inputs = quick_inputs(g, 3);
+        cpu::CpuOptions whole;
+        whole.run_shards = false;
+        auto a = run_graph(g, inputs);
+        if (!a && a.error().find("no CPU kernel") != std::string::npos) QSKIP(a.error().c_str());
+        QVERIFY2(a.has_value(), a ? "" : a.error().c_str());
+        auto b = run_graph(g, inputs, whole);
+        QVERIFY2(b.has_value(), b ? "" : b.error().c_str());
+        QVERIFY(!a->outputs.empty());
+        for (const auto &[id, data] : a->outputs) QVERIFY2(rel_diff(data, b->outputs.at(id)) < 1e-5, id.value.c_str());
+        if (oracle) {
+            auto ref = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
+            QVERIFY2(ref.has_value(), ref ? "" : ref.error().c_str());
+            for (const auto &[id, data] : a->outputs) QVERIFY2(rel_diff(data, ref->at(id)) < 1e-4, id.value.c_str());
+        }
+    }
+
+    void arena_reuses_memory_along_a_chain() {
+        Graph g;
+        const int n = 6;
+        add_tensor(g, "t0", {32, 32}, TensorRole::input);
+        for (int i = 1; i <= n; ++i)
+            add_tensor(g, "t" + std::to_string(i), {32, 32}, i == n ? TensorRole::output : TensorRole::intermediate);
+        for (int i = 1; i <= n; ++i)
+            add_op(g, "op" + std::to_string(i), i % 2 ? "relu" : "tanh", {{"x", "t" + std::to_string(i - 1)}},
+                   "t" + std::to_string(i));
+        const auto inputs = make_random_inputs(g, 5);
+        auto p = cpu::Program::compile(g, OpLibrary::standard());
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        auto r = (*p)->run(inputs);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        const std::size_t each = 32 * 32 * 4;
+        QCOMPARE(r->arena_bytes, 2 * each);  // two live intermediates at a time, not five
+        QVERIFY(r->arena_bytes < (n - 1) * each);
+        // And the values are right despite the reuse.
+        const TensorData &x = inputs.at(TensorId("t0"));
+        const TensorData &y = r->outputs.at(TensorId("t" + std::to_string(n)));
+        for (std::int64_t i = 0; i < x.element_count(); ++i) {
+            double v = x.get(i);
+            for (int k = 1; k <= n; ++k) v = k % 2 ? std::max(v, 0.0) : std::tanh(v);
+            QVERIFY(std::abs(y.get(i) - v) < 1e-5);
+        }
+        QVERIFY((*p)->describe().find("arena") != std::string::npos);
+        // A second run of the same program gives the same result.
+        auto again = (*p)->run(inputs);
+        QVERIFY(again.has_value());
+        QVERIFY(again->outputs.at(TensorId("t" + std::to_string(n))) == y);
+    }
+
+    void cancellation_stops_the_run() {
+        Graph g = small_mlp(8, 8, 8, false);
+        shard(g, "fc1", 0, 4);
+        const auto inputs = make_random_inputs(g, 1);
+        std::atomic<int> polls{0};
+        cpu::RunControl control;
+        control.cancelled = [&] { return ++polls > 2; };
+        auto r = run_graph(g, inputs, {}, control);
+        QVERIFY(!r.has_value());
+        QCOMPARE(QString::fromStdString(r.error()), QString("cancelled"));
+        QVERIFY(polls >= 3);
+    }
+
+    void progress_reports_every_step() {
+        Graph g = small_mlp(8, 8, 8, false);
+        shard(g, "fc2", 0, 3);
+        const auto inputs = make_random_inputs(g, 1);
+        std::mutex m;
+        std::vector<std::pair<int, int>> seen;
+        cpu::RunControl control;
+        control.progress = [&](int done, int total) {
+            std::lock_guard lock(m);
+            seen.emplace_back(done, total);
+        };
+        cpu::CpuOptions options;
+        options.threads = 2;
+        auto r = run_graph(g, inputs, options, control);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        QCOMPARE(seen.size(), r->steps.size());
+        std::sort(seen.begin(), seen.end());
+        for (size_t i = 0; i < seen.size(); ++i) {
+            QCOMPARE(seen[i].first, static_cast<int>(i + 1));
+            QCOMPARE(seen[i].second, static_cast<int>(seen.size()));
+        }
+        // Shards are reported as steps of their own.
+        int shards = 0;
+        for (const auto &s : r->steps) shards += s.shard.empty() ? 0 : 1;
+        QCOMPARE(shards, 3);
+    }
+
+    void op_without_kernel_is_refused() {
+        OpLibrary lib;
+        register_elementwise_ops(lib);
+        lib.add(std::make_unique<MysteryOp>());
+        Graph g;
+        add_tensor(g, "x", {4}, TensorRole::input);
+        add_tensor(g, "y", {4}, TensorRole::output);
+        add_op(g, "x2", "mystery", {{"x", "x"}}, "y");
+        auto p = cpu::Program::compile(g, lib);
+        QVERIFY(!p.has_value());
+        QCOMPARE(QString::fromStdString(p.error()), QString("operation 'x2': no CPU kernel for kind 'mystery'"));
+    }
+
+    void invalid_graph_is_refused_with_the_first_issue() {
+        Graph g;
+        add_tensor(g, "x", {4, 3}, TensorRole::input);
+        add_tensor(g, "w", {5, 2}, TensorRole::parameter);
+        add_tensor(g, "y", {4, 2}, TensorRole::output);
+        add_op(g, "mm", "matmul", {{"a", "x"}, {"b", "w"}}, "y");
+        auto p = cpu::Program::compile(g, OpLibrary::standard());
+        QVERIFY(!p.has_value());
+        QVERIFY2(p.error().find("mm") != std::string::npos, p.error().c_str());
+    }
+
+    void missing_input_is_an_error() {
+        const Graph g = small_mlp(4, 4, 4, false);
+        auto inputs = make_random_inputs(g, 1);
+        inputs.erase(TensorId("x"));
+        auto r = run_graph(g, inputs);
+        QVERIFY(!r.has_value());
+        QVERIFY2(r.error().find("'x' has no value") != std::string::npos, r.error().c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCpuExecutor)
+#include "test_cpu_executor.moc"

@@ -1,0 +1,686 @@
+// GUI tests of running in the studio (label gui, offscreen): Run on the example
+// projects fills the Outputs dock with every output and statistics equal to a
+// direct engine run with the same seed; Verify of a sharded graph shows the table
+// and a PASS badge; a run cancelled in the middle (or at once) returns to idle and
+// says "cancelled"; a run that fails says why in the issues and the status bar;
+// File ▸ Import ONNX asks for a symbolic dimension, opens the model like a
+// project, runs it and saves it; refused models are explained. With
+// TAPESTRY_SCREENSHOT_DIR set, the run and verify windows are saved there.
+#include <QAction>
+#include <QApplication>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSet>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeWidget>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "app/studio/main_window.h"
+#include "io/npy.h"
+#include "io/project_file.h"
+#include "io/random_inputs.h"
+#include "io/tensor_values.h"
+#include "ops/library.h"
+#include "runtime/cpu/executor.h"
+#include "views/histogram_widget.h"
+#include "views/issues_panel.h"
+#include "views/onnx_import_worker.h"
+#include "views/outputs_panel.h"
+#include "views/project_locator.h"
+#include "views/run_panel.h"
+#include "views/run_worker.h"
+#include "views/studio_resources.h"
+#include "views/tensor_stats.h"
+
+using tapestry::studio::MainWindow;
+using namespace tapestry;
+using namespace tapestry::views;
+
+namespace {
+
+constexpr int kLayoutTimeoutMs = 20000;
+constexpr int kRunTimeoutMs = 120000;
+
+// A linear layer in three uneven shards (one along the batch, two along the
+// outputs) followed by a relu: small enough for the oracle, sharded enough to
+// compare the shard-by-shard run with the whole one.
+const char *kShardedProject = R"({
+  "format": "tapestry-project", "version": 1, "name": "sharded",
+  "tensors": [
+    {"id": "x", "dtype": "f32", "shape": [12, 20], "role": "input"},
+    {"id": "w", "dtype": "f32", "shape": [20, 10], "role": "parameter"},
+    {"id": "b", "dtype": "f32", "shape": [10], "role": "parameter"},
+    {"id": "h", "dtype": "f32", "shape": [12, 10], "role": "intermediate"},
+    {"id": "y", "dtype": "f32", "shape": [12, 10], "role": "output"}
+  ],
+  "operations": [
+    {"id": "fc", "kind": "linear", "inputs": {"x": "x", "w": "w", "bias": "b"}, "outputs": {"y": "h"},
+     "shards": [
+       {"id": "fc/0", "index": {"start": [0, 0], "end": [5, 10]}},
+       {"id": "fc/1", "index": {"start": [5, 0], "end": [12, 4]}},
+       {"id": "fc/2", "index": {"start": [5, 4], "end": [12, 10]}}
+     ]},
+    {"id": "act", "kind": "relu", "inputs": {"x": "h"}, "outputs": {"y": "y"}}
+  ]
+}
+)";
+
+// A matmul whose inner dimensions disagree: it opens (with an issue) but cannot run.
+const char *kBrokenProject = R"({
+  "format": "tapestry-project", "version": 1, "name": "broken",
+  "tensors": [
+    {"id": "a", "dtype": "f32", "shape": [4, 8], "role": "input"},
+    {"id": "b", "dtype": "f32", "shape": [7, 3], "role": "parameter"},
+    {"id": "c", "dtype": "f32", "shape": [4, 3], "role": "output"}
+  ],
+  "operations": [{"id": "mm", "kind": "matmul", "inputs": {"a": "a", "b": "b"}, "outputs": {"y": "c"}}]
+}
+)";
+
+// ---- a tiny protobuf writer, enough for ONNX test models ----------------------
+
+struct Pb {
+    std::string s;
+    void varint(std::uint64_t v) {
+        while (v >= 0x80) {
+            s += static_cast<char>((v & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        s += static_cast<char>(v);
+    }
+    void tag(int field, int type) {
+        varint((static_cast<std::uint64_t>(field) << 3) | static_cast<std::uint64_t>(type));
+    }
+    Pb &u(int field, std::uint64_t v) {
+        tag(field, 0);
+        varint(v);
+        return *this;
+    }
+    Pb &str(int field, std::string_view v) {
+        tag(field, 2);
+        varint(v.size());
+        s.append(v);
+        return *this;
+    }
+    Pb &msg(int field, const Pb &m) { return str(field, m.s); }
+    Pb &floats(int field, const std::vector<float> &v) {
+        std::string bytes(v.size() * 4, '\0');
+        std::memcpy(bytes.data(), v.data(), bytes.size());
+        return str(field, bytes);
+    }
+};
+
+// ValueInfoProto of a float tensor; a dim < 0 is the symbolic "batch".
+Pb valueInfo(const std::string &name, const std::vector<std::int64_t> &dims) {
+    Pb shape;
+    for (std::int64_t d : dims) {
+        Pb dim;
+        if (d < 0)
+            dim.str(2, "batch");
+        else
+            dim.u(1, static_cast<std::uint64_t>(d));
+        shape.msg(1, dim);
+    }
+    Pb tensor_type;
+    tensor_type.u(1, 1).msg(2, shape);  // elem_type FLOAT
+    Pb type;
+    type.msg(1, tensor_type);
+    Pb info;
+    info.str(1, name).msg(2, type);
+    return info;
+}
+
+Pb initializer(const std::string &name, const std::vector<std::int64_t> &dims, const std::vector<float> &values) {
+    Pb t;
+    for (std::int64_t d : dims) t.u(1, static_cast<std::uint64_t>(d));
+    t.u(2, 1).floats(4, values).str(8, name);
+    return t;
+}
+
+Pb node(const std::string &op, const std::string &name, const std::vector<std::string> &in, const std::string &out) {
+    Pb n;
+    for (const std::string &i : in) n.str(1, i);
+    n.str(2, out).str(3, name).str(4, op);
+    return n;
+}
+
+// y = relu(x·W + B) with x [batch, 4], W [4, 3], B [3]; or, with `unsupported`,
+// a Hardmax after it (an operator the importer refuses).
+std::string onnxModel(bool unsupported) {
+    std::vector<float> w(12), bias{0.5f, -0.25f, 0.125f};
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.1f - 0.6f;
+    Pb graph;
+    graph.msg(1, node("MatMul", "mm", {"x", "W"}, "h"));
+    graph.msg(1, node("Add", "add_bias", {"h", "B"}, "z"));
+    graph.msg(1, node("Relu", "act", {"z"}, unsupported ? "r" : "y"));
+    if (unsupported) graph.msg(1, node("Hardmax", "hm", {"r"}, "y"));
+    graph.str(2, "tiny");
+    graph.msg(5, initializer("W", {4, 3}, w));
+    graph.msg(5, initializer("B", {3}, bias));
+    graph.msg(11, valueInfo("x", {-1, 4}));
+    graph.msg(12, valueInfo("y", {-1, 3}));
+    Pb opset;
+    opset.str(1, "").u(2, 13);
+    Pb model;
+    model.u(1, 8).str(2, "test_studio_run").msg(7, graph).msg(8, opset);
+    return model.s;
+}
+
+bool writeFile(const QString &path, const std::string &bytes) {
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) &&
+           f.write(bytes.data(), static_cast<qint64>(bytes.size())) == static_cast<qint64>(bytes.size());
+}
+
+QString sourceDir() {
+    const QString env = qEnvironmentVariable("TAPESTRY_SOURCE_DIR");
+    if (!env.isEmpty()) return env;
+    const QString mlp = findExampleProject();
+    return mlp.isEmpty() ? QString() : QFileInfo(mlp).dir().absoluteFilePath(QStringLiteral(".."));
+}
+
+QString examplePath(const QString &name) {
+    return QDir(sourceDir()).filePath(QStringLiteral("projects/%1.tapestry.json").arg(name));
+}
+
+bool openAndWait(MainWindow &w, const QString &path) {
+    QSignalSpy ready(&w, &MainWindow::layoutReady);
+    w.openProject(path);
+    return ready.wait(kLayoutTimeoutMs) || ready.count() > 0;
+}
+
+bool waitRun(QSignalSpy &spy) {
+    return spy.count() > 0 || spy.wait(kRunTimeoutMs);
+}
+
+void screenshot(MainWindow &w, const QString &name) {
+    const QString dir = qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR");
+    if (dir.isEmpty()) return;
+    QTest::qWait(200);  // let the docks settle
+    QVERIFY(w.grab().save(QDir(dir).filePath(name)));
+}
+
+bool close(double a, double b) {
+    return std::abs(a - b) <= 1e-5 + 1e-4 * std::abs(b);
+}
+
+}  // namespace
+
+class TestStudioRun : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void cleanupTestCase();
+    void init();
+
+    void summarizeTensor_data();
+    void summarizeTensor();
+    void imagePreview();
+    void onnxDimParams();
+
+    void runShowsOutputs_data();
+    void runShowsOutputs();
+    void verifyShowsPass();
+    void cancelInTheMiddle();
+    void cancelAtOnce();
+    void runErrorIsReported();
+    void importOnnxAsksDimensionRunsAndSaves();
+    void importRefusedModels_data();
+    void importRefusedModels();
+
+private:
+    QString writeProject(const char *name, const char *text) {
+        const QString path = tmp_.filePath(QString::fromLatin1(name));
+        return writeFile(path, text) ? path : QString();
+    }
+    QTemporaryDir tmp_;
+};
+
+void TestStudioRun::initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("TapestryTests"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_studio_run"));
+    QSettings().clear();
+    QVERIFY(tmp_.isValid());
+    QVERIFY2(!sourceDir().isEmpty(), "TAPESTRY_SOURCE_DIR is not set and no projects/ folder was found");
+    if (!qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR").isEmpty()) {
+        // Screenshots for the documentation look like the application does.
+        QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+        initResources();
+        qApp->setStyleSheet(studioStyleSheet());
+    }
+}
+
+void TestStudioRun::cleanupTestCase() {
+    QSettings().clear();
+}
+
+void TestStudioRun::init() {
+    QSettings().clear();
+    QSettings().setValue(QStringLiteral("window/geometry"), QByteArray());
+}
+
+// ---- summaries -----------------------------------------------------------------
+
+void TestStudioRun::summarizeTensor_data() {
+    QTest::addColumn<QList<double>>("values");
+    QTest::addColumn<double>("min");
+    QTest::addColumn<double>("max");
+    QTest::addColumn<double>("mean");
+    QTest::addColumn<double>("stddev");
+    QTest::addColumn<int>("nans");
+    QTest::addColumn<int>("infs");
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+    QTest::newRow("plain") << QList<double>{1, 2, 3, 4} << 1.0 << 4.0 << 2.5 << std::sqrt(1.25) << 0 << 0;
+    QTest::newRow("constant") << QList<double>{7, 7, 7} << 7.0 << 7.0 << 7.0 << 0.0 << 0 << 0;
+    QTest::newRow("nan and inf are counted, not averaged")
+        << QList<double>{nan, -2, inf, 2, -inf} << -2.0 << 2.0 << 0.0 << 2.0 << 1 << 2;
+    QTest::newRow("nothing finite") << QList<double>{nan, inf} << 0.0 << 0.0 << 0.0 << 0.0 << 1 << 1;
+}
+
+void TestStudioRun::summarizeTensor() {
+    QFETCH(QList<double>, values);
+    QFETCH(double, min);
+    QFETCH(double, max);
+    QFETCH(double, mean);
+    QFETCH(double, stddev);
+    QFETCH(int, nans);
+    QFETCH(int, infs);
+    TensorData t(DType::f32, ZPoint({static_cast<Coord>(values.size())}));
+    for (qsizetype i = 0; i < values.size(); ++i) t.set(i, values[i]);
+    const TensorSummary s = summarize_tensor(t, 8);
+    QCOMPARE(s.count, values.size());
+    QCOMPARE(s.nan_count, nans);
+    QCOMPARE(s.inf_count, infs);
+    QCOMPARE(s.finite_count, values.size() - nans - infs);
+    QVERIFY(close(s.min, min));
+    QVERIFY(close(s.max, max));
+    QVERIFY(close(s.mean, mean));
+    QVERIFY2(close(s.stddev, stddev), qPrintable(QString::number(s.stddev)));
+    std::int64_t binned = 0;
+    for (std::int64_t c : s.histogram) binned += c;
+    QCOMPARE(binned, s.finite_count);
+    QCOMPARE(s.histogram.empty(), s.finite_count == 0);
+    QVERIFY(s.preview.isNull());  // rank 1 is not image-shaped
+}
+
+void TestStudioRun::imagePreview() {
+    QVERIFY(is_image_shaped({8, 3, 32, 32}));
+    QVERIFY(is_image_shaped({1, 1, 4, 4}));
+    QVERIFY(is_image_shaped({16, 16}));
+    QVERIFY(!is_image_shaped({8, 16, 32, 32}));  // 16 channels
+    QVERIFY(!is_image_shaped({4, 128, 512}));
+    QVERIFY(!is_image_shaped({10}));
+
+    // Two RGB items of 2×3; only the first is drawn, scaled so its range is 0..255.
+    TensorData t(DType::f32, ZPoint({2, 3, 2, 3}));
+    for (std::int64_t i = 0; i < t.element_count(); ++i) t.set(i, i < 18 ? static_cast<double>(i) : 1000.0);
+    const TensorSummary s = summarize_tensor(t);
+    QCOMPARE(s.preview.size(), QSize(3, 2));
+    QCOMPARE(QColor(s.preview.pixel(0, 0)), QColor(0, qRound(6 / 17.0 * 255), qRound(12 / 17.0 * 255)));
+    QCOMPARE(QColor(s.preview.pixel(2, 1)), QColor(qRound(5 / 17.0 * 255), qRound(11 / 17.0 * 255), 255));
+    QVERIFY2(s.preview_note.contains(QStringLiteral("item 0 of 2")), qPrintable(s.preview_note));
+
+    TensorData grey(DType::f32, ZPoint({2, 2}));
+    grey.set(0, -1);
+    grey.set(1, std::nan(""));
+    grey.set(2, 0);
+    grey.set(3, 1);
+    const TensorSummary g = summarize_tensor(grey);
+    QCOMPARE(QColor(g.preview.pixel(0, 0)), QColor(0, 0, 0));
+    QCOMPARE(QColor(g.preview.pixel(1, 0)), QColor(255, 0, 255));  // NaN stands out
+    QCOMPARE(QColor(g.preview.pixel(1, 1)), QColor(255, 255, 255));
+}
+
+void TestStudioRun::onnxDimParams() {
+    const auto names = onnx_input_dim_params(onnxModel(false));
+    QVERIFY(names.has_value());
+    QCOMPARE(*names, QStringList{QStringLiteral("batch")});
+    QVERIFY(!onnx_input_dim_params("this is not a protobuf at all").has_value());
+    const std::string model = onnxModel(false);
+    QVERIFY(!onnx_input_dim_params(std::string_view(model).substr(0, model.size() / 2)).has_value());
+}
+
+// ---- running -------------------------------------------------------------------
+
+void TestStudioRun::runShowsOutputs_data() {
+    QTest::addColumn<QString>("project");
+    QTest::addColumn<quint64>("seed");
+    QTest::newRow("mlp") << QStringLiteral("mlp") << quint64(7);
+    QTest::newRow("convnet") << QStringLiteral("convnet") << quint64(11);
+}
+
+void TestStudioRun::runShowsOutputs() {
+    QFETCH(QString, project);
+    QFETCH(quint64, seed);
+    MainWindow w;
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(project)));
+    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(!w.cancelRunAction()->isEnabled());
+    w.runPanel()->setRandomInputs();
+    w.runPanel()->setSeed(seed);
+    w.runPanel()->setThreads(2);
+
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.runAction()->trigger();
+    QVERIFY(w.isRunning());  // the result comes later, through the event loop
+    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("running"));
+    QVERIFY(!w.runAction()->isEnabled());
+    QVERIFY(w.cancelRunAction()->isEnabled());
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
+    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("finished"));
+    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(w.saveOutputsAction()->isEnabled());
+
+    // The same graph, seed and inputs straight through the engine.
+    const Graph &g = w.graph();
+    const auto inputs = make_random_inputs(g, seed);
+    cpu::CpuOptions options;
+    options.threads = 2;
+    auto program = cpu::Program::compile(g, OpLibrary::standard(), options);
+    QVERIFY2(program.has_value(), program ? "" : program.error().c_str());
+    auto direct = (*program)->run(inputs);
+    QVERIFY2(direct.has_value(), direct ? "" : direct.error().c_str());
+
+    OutputsPanel *panel = w.outputsPanel();
+    QVERIFY(panel->hasOutputs());
+    int outputs = 0;
+    for (const TensorPtr &t : g.tensors()) {
+        if (t->role != TensorRole::output) continue;
+        ++outputs;
+        const QString id = QString::fromStdString(t->id.value);
+        QVERIFY2(panel->selectTensor(id), qPrintable(id));
+        const TensorSummary &shown = panel->summaries()[static_cast<size_t>(panel->selectedTensor())];
+        QCOMPARE(shown.role, QStringLiteral("output"));
+        QCOMPARE(shown.shape, t->shape().coords());
+        QCOMPARE(shown.nan_count, 0);
+        QCOMPARE(shown.inf_count, 0);
+        QCOMPARE(shown.finite_count, t->range.size());
+        QVERIFY(std::isfinite(shown.mean) && std::isfinite(shown.stddev));
+        QVERIFY(shown.max > shown.min);
+        const TensorSummary expected = summarize_tensor(direct->outputs.at(t->id));
+        QVERIFY2(close(shown.min, expected.min),
+                 qPrintable(QStringLiteral("%1 vs %2").arg(shown.min).arg(expected.min)));
+        QVERIFY(close(shown.max, expected.max));
+        QVERIFY2(close(shown.mean, expected.mean),
+                 qPrintable(QStringLiteral("%1 vs %2").arg(shown.mean).arg(expected.mean)));
+        QVERIFY(close(shown.stddev, expected.stddev));
+        // The row says the same, and the histogram shows this tensor.
+        QTreeWidgetItem *row = panel->tensorTree()->currentItem();
+        QVERIFY(row);
+        QCOMPARE(row->text(OutputsPanel::NameColumn), QString::fromStdString(t->name.empty() ? t->id.value : t->name));
+        QCOMPARE(row->text(OutputsPanel::ShapeColumn), shown.shapeText());
+        QCOMPARE(row->text(OutputsPanel::MeanColumn), QString::number(shown.mean, 'g', 5));
+        std::int64_t binned = 0;
+        for (std::int64_t c : panel->histogram()->bins()) binned += c;
+        QCOMPARE(binned, t->range.size());
+    }
+    QVERIFY(outputs > 0);
+    // Inputs are listed too; an image-shaped one shows its first item.
+    for (const TensorPtr &t : g.tensors()) {
+        if (t->role != TensorRole::input) continue;
+        QVERIFY(panel->selectTensor(QString::fromStdString(t->id.value)));
+        const bool image = is_image_shaped(t->shape().coords());
+        QCOMPARE(panel->previewLabel()->isVisibleTo(panel), image);
+        if (image) QVERIFY(!panel->previewLabel()->pixmap().isNull());
+    }
+    // One timing row per operation the engine timed (epilogues fused into their
+    // producer have no step of their own), each an operation of the graph.
+    QTreeWidget *timings = panel->timingsTree();
+    QSet<QString> timed;
+    for (const cpu::StepTiming &step : w.lastOutcome().steps) timed.insert(QString::fromStdString(step.op));
+    QVERIFY(!timed.isEmpty());
+    QCOMPARE(timings->topLevelItemCount(), static_cast<int>(timed.size()));
+    for (int i = 0; i < timings->topLevelItemCount(); ++i) {
+        const QString op = timings->topLevelItem(i)->text(0);
+        QVERIFY2(g.find_op(OpId(op.toStdString())), qPrintable(op));
+        QVERIFY(timed.contains(op));
+    }
+    QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("Ran")));
+
+    if (project == QLatin1String("convnet")) {
+        panel->selectTensor(QStringLiteral("x"));
+        screenshot(w, QStringLiteral("studio-run-outputs.png"));
+    }
+
+    // Save Outputs writes one .npy file per output, holding the values of the run.
+    const QString out_dir = tmp_.filePath(QStringLiteral("outputs-") + project);
+    QSignalSpy saved(&w, &MainWindow::outputsSaved);
+    w.saveOutputs(out_dir);
+    QVERIFY(saved.wait(20000) || saved.count() > 0);
+    QCOMPARE(saved.front().at(1).toString(), QString());
+    const QStringList files = QDir(out_dir).entryList({QStringLiteral("*.npy")}, QDir::Files);
+    QCOMPARE(files.size(), outputs);
+    for (const QString &file : files) {
+        auto value = read_npy(std::filesystem::path(QDir(out_dir).filePath(file).toStdString()));
+        QVERIFY2(value.has_value(), qPrintable(file));
+        bool matches = false;
+        for (const auto &[id, shown] : w.lastOutcome().output_values) matches = matches || shown == *value;
+        QVERIFY2(matches, qPrintable(file));
+    }
+}
+
+void TestStudioRun::verifyShowsPass() {
+    const QString path = writeProject("sharded.tapestry.json", kShardedProject);
+    MainWindow w;
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.verifyAction()->trigger();
+    QVERIFY(w.isRunning());
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
+    const cpu::VerifyReport &report = w.lastOutcome().report;
+    QVERIFY(report.sharded);
+    QVERIFY(report.pass());
+
+    OutputsPanel *panel = w.outputsPanel();
+    QCOMPARE(panel->tabs()->currentIndex(), int(OutputsPanel::VerificationTab));
+    QVERIFY(panel->verdictLabel()->isVisibleTo(panel));
+    QVERIFY2(panel->verdictLabel()->text().contains(QStringLiteral("PASS")), qPrintable(panel->verdictLabel()->text()));
+    QTreeWidget *table = panel->verifyTree();
+    QCOMPARE(table->topLevelItemCount(), static_cast<int>(report.comparisons.size()));
+    QStringList against;
+    for (int i = 0; i < table->topLevelItemCount(); ++i) {
+        QTreeWidgetItem *row = table->topLevelItem(i);
+        QCOMPARE(row->text(OutputsPanel::VerifyOutputColumn), QStringLiteral("y"));
+        QCOMPARE(row->text(OutputsPanel::VerifyResultColumn), QStringLiteral("pass"));
+        bool ok = false;
+        QVERIFY(row->text(OutputsPanel::VerifyMaxAbsColumn).toDouble(&ok) <= 1e-4 && ok);
+        against << row->text(OutputsPanel::VerifyAgainstColumn);
+    }
+    QVERIFY2(against.join(QLatin1Char(',')).contains(QStringLiteral("oracle")), qPrintable(against.join(',')));
+    QVERIFY2(against.join(QLatin1Char(',')).contains(QStringLiteral("unsharded")), qPrintable(against.join(',')));
+    QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("passed")));
+    screenshot(w, QStringLiteral("studio-verify.png"));
+}
+
+void TestStudioRun::cancelInTheMiddle() {
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
+    // The executor reports progress between steps; the first report cancels the
+    // job, as a user pressing Cancel during the run would.
+    auto reports = std::make_shared<std::atomic<int>>(0);
+    w.runWorker()->setProgressHook([reports](int, int) { return ++*reports == 1; });
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QCOMPARE(finished.front().front().toBool(), false);
+    QVERIFY(*reports >= 1);
+    QVERIFY(w.lastOutcome().cancelled);
+    QVERIFY(w.lastOutcome().error.isEmpty());
+    QVERIFY(!w.isRunning());
+    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(w.runPanel()->statusLine().contains(QStringLiteral("Cancelled")));
+    QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("cancelled")));
+    QVERIFY(!w.outputsPanel()->hasOutputs());
+    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(!w.cancelRunAction()->isEnabled());
+
+    // Idle again: the next run goes through.
+    w.runWorker()->setProgressHook({});
+    finished.clear();
+    w.runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
+    QVERIFY(w.outputsPanel()->hasOutputs());
+}
+
+void TestStudioRun::cancelAtOnce() {
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.runAction()->trigger();
+    QVERIFY(w.cancelRunAction()->isEnabled());
+    w.cancelRunAction()->trigger();  // before the worker got far
+    QVERIFY(!w.cancelRunAction()->isEnabled());
+    QVERIFY(waitRun(finished));
+    QVERIFY(w.lastOutcome().cancelled);
+    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(!w.isRunning());
+    QVERIFY(w.runAction()->isEnabled());
+}
+
+void TestStudioRun::runErrorIsReported() {
+    const QString path = writeProject("broken.tapestry.json", kBrokenProject);
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QCOMPARE(finished.front().front().toBool(), false);
+    QVERIFY(!w.lastOutcome().cancelled);
+    QVERIFY(!w.lastOutcome().error.isEmpty());
+    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("failed"));
+    QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Run failed")));
+    bool found = false;
+    for (const Issue &i : w.issuesPanel()->issues()) found = found || i.code == "run-failed";
+    QVERIFY(found);
+    QVERIFY(w.runAction()->isEnabled());
+}
+
+// ---- ONNX import ---------------------------------------------------------------
+
+void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
+    const QString model = tmp_.filePath(QStringLiteral("tiny.onnx"));
+    QVERIFY(writeFile(model, onnxModel(false)));
+    MainWindow w;
+    w.show();
+    QSignalSpy imported(&w, &MainWindow::importFinished);
+    QSignalSpy ready(&w, &MainWindow::layoutReady);
+    w.importOnnx(model);
+    // The model's batch is symbolic: the window asks for it.
+    QDialog *dialog = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT((dialog = w.findChild<QDialog *>(QStringLiteral("dimensionDialog"))) != nullptr, 20000);
+    QCOMPARE(imported.count(), 0);
+    auto *batch = dialog->findChild<QSpinBox *>(QStringLiteral("dim_batch"));
+    QVERIFY(batch);
+    batch->setValue(5);
+    dialog->findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok)->click();
+    QVERIFY(imported.count() > 0 || imported.wait(20000));
+    QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
+    QVERIFY(ready.count() > 0 || ready.wait(kLayoutTimeoutMs));
+    QVERIFY(w.isImported());
+    QCOMPARE(w.displayName(), QStringLiteral("tiny.onnx (imported)"));
+    QVERIFY2(w.windowTitle().startsWith(QStringLiteral("tiny.onnx (imported)")), qPrintable(w.windowTitle()));
+    const Graph graph = w.graph();
+    const Tensor *x = nullptr;
+    for (const TensorPtr &t : graph.tensors())
+        if (t->role == TensorRole::input) x = t.get();
+    QVERIFY(x);
+    QCOMPARE(x->shape().coords(), (std::vector<Coord>{5, 4}));
+
+    // It runs like a project.
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
+    QCOMPARE(w.lastOutcome().outputs.size(), size_t(1));
+    const TensorSummary &y = w.lastOutcome().outputs.front();
+    QCOMPARE(y.shape, (std::vector<std::int64_t>{5, 3}));
+    QVERIFY(y.min >= 0);  // after the relu
+
+    // Save As writes a project with the weights; it opens again with the same values.
+    const QString saved_path = tmp_.filePath(QStringLiteral("tiny.tapestry.json"));
+    QSignalSpy saved(&w, &MainWindow::projectSaved);
+    QVERIFY(w.saveAsAction()->isEnabled());
+    w.saveProjectAs(saved_path);
+    QVERIFY(saved.count() > 0 || saved.wait(20000));
+    QCOMPARE(saved.front().at(1).toString(), QString());
+    QCOMPARE(w.displayName(), QStringLiteral("tiny.tapestry.json"));
+    QVERIFY(!w.isImported());
+    LoadResult loaded = load_project(std::filesystem::path(saved_path.toStdString()));
+    QVERIFY(!has_errors(loaded.issues));
+    QVERIFY(!has_errors(load_tensor_values(loaded.graph, std::filesystem::path(tmp_.path().toStdString()))));
+    int parameters = 0;
+    for (const TensorPtr &t : graph.tensors()) {
+        if (t->role != TensorRole::parameter) continue;
+        ++parameters;
+        const Tensor *back = loaded.graph.find_tensor(t->id);
+        QVERIFY(back && back->value && t->value);
+        QVERIFY(*back->value == *t->value);
+    }
+    QCOMPARE(parameters, 2);
+}
+
+void TestStudioRun::importRefusedModels_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("expected");  // in the message box
+    QTest::newRow("unsupported operator") << QByteArray::fromStdString(onnxModel(true)) << QStringLiteral("Hardmax");
+    QTest::newRow("not onnx") << QByteArray("definitely not a model") << QStringLiteral("bad.onnx");
+    const std::string full = onnxModel(false);
+    QTest::newRow("truncated") << QByteArray::fromStdString(full.substr(0, full.size() * 2 / 3))
+                               << QStringLiteral("bad.onnx");
+}
+
+void TestStudioRun::importRefusedModels() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, expected);
+    const QString model = tmp_.filePath(QStringLiteral("bad.onnx"));
+    QVERIFY(writeFile(model, bytes.toStdString()));
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
+    const QString title = w.windowTitle();
+    QSettings().setValue(QStringLiteral("onnx/dims/batch"), 2);
+    QSignalSpy imported(&w, &MainWindow::importFinished);
+    w.importOnnx(model);
+    // A symbolic batch is asked first (the truncated and unsupported models have one).
+    QTRY_VERIFY_WITH_TIMEOUT(imported.count() > 0 || w.findChild<QDialog *>(QStringLiteral("dimensionDialog")), 20000);
+    if (QDialog *dialog = w.findChild<QDialog *>(QStringLiteral("dimensionDialog")))
+        dialog->findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok)->click();
+    QVERIFY(imported.count() > 0 || imported.wait(20000));
+    QCOMPARE(imported.front().front().toBool(), false);
+    QMessageBox *box = nullptr;
+    QTRY_VERIFY((box = w.findChild<QMessageBox *>(QStringLiteral("importErrorBox"))) != nullptr);
+    const QString all = box->text() + QLatin1Char('\n') + box->informativeText();
+    QVERIFY2(all.contains(expected), qPrintable(all));
+    QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Could not import bad.onnx")));
+    // The project shown stays.
+    QCOMPARE(w.windowTitle(), title);
+    QVERIFY(!w.isImported());
+    box->close();
+}
+
+QTEST_MAIN(TestStudioRun)
+#include "test_studio_run.moc"

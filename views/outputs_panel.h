@@ -1,0 +1,98 @@
+// The Outputs dock: what the last run produced and how long it took. "Tensors"
+// lists every input and output with shape, dtype, min/max/mean/std and NaN/Inf
+// counts; the selected one shows its histogram and, when image-shaped, a preview
+// of its first item. "Timings" lists the per-operation (and per-shard) times;
+// "Verification" shows the equivalence table with a pass/fail badge.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <vector>
+
+#include "views/run_worker.h"
+#include "views/tensor_stats.h"
+
+class QLabel;
+class QPushButton;
+class QTabWidget;
+class QTreeWidget;
+
+namespace tapestry::views {
+
+class HistogramWidget;
+
+class OutputsPanel : public QWidget {
+    Q_OBJECT
+public:
+    enum TensorColumn {
+        NameColumn,
+        RoleColumn,
+        ShapeColumn,
+        DTypeColumn,
+        MinColumn,
+        MaxColumn,
+        MeanColumn,
+        StdColumn,
+        NanColumn,
+        InfColumn,
+        TensorColumnCount
+    };
+    enum VerifyColumn {
+        VerifyOutputColumn,
+        VerifyAgainstColumn,
+        VerifyMaxAbsColumn,
+        VerifyMaxRelColumn,
+        VerifyResultColumn,
+        VerifyColumnCount
+    };
+    enum Tab { TensorsTab, TimingsTab, VerificationTab };
+
+    explicit OutputsPanel(QWidget *parent = nullptr);
+
+    // Shows a finished run (tensors and timings) or verification (the table).
+    void showOutcome(const RunOutcome &outcome);
+    void showError(const QString &message);  // a failed run: a red line, tables kept
+    void clear();
+
+    // The tensor summaries shown (inputs then outputs) and the row selected.
+    const std::vector<TensorSummary> &summaries() const { return summaries_; }
+    bool selectTensor(const QString &id);
+    int selectedTensor() const { return selected_; }
+
+    QTabWidget *tabs() const { return tabs_; }
+    QTreeWidget *tensorTree() const { return tensors_; }
+    QTreeWidget *timingsTree() const { return timings_; }
+    QTreeWidget *verifyTree() const { return verify_; }
+    QLabel *verdictLabel() const { return verdict_; }
+    QLabel *headline() const { return headline_; }
+    HistogramWidget *histogram() const { return histogram_; }
+    QLabel *previewLabel() const { return preview_; }
+    QPushButton *saveButton() const { return save_; }
+    bool hasOutputs() const { return has_outputs_; }
+
+signals:
+    void saveRequested();
+
+private:
+    void showTensor(int index);
+
+    QLabel *headline_ = nullptr;
+    QTabWidget *tabs_ = nullptr;
+    QTreeWidget *tensors_ = nullptr;
+    QLabel *detail_title_ = nullptr;
+    QLabel *detail_stats_ = nullptr;
+    HistogramWidget *histogram_ = nullptr;
+    QLabel *preview_ = nullptr;
+    QLabel *preview_note_ = nullptr;
+    QTreeWidget *timings_ = nullptr;
+    QLabel *timings_total_ = nullptr;
+    QLabel *verdict_ = nullptr;
+    QLabel *verify_summary_ = nullptr;
+    QTreeWidget *verify_ = nullptr;
+    QPushButton *save_ = nullptr;
+    std::vector<TensorSummary> summaries_;
+    int selected_ = -1;
+    bool has_outputs_ = false;
+};
+
+}  // namespace tapestry::views

@@ -1,0 +1,224 @@
+#include "views/run_worker.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "graph/issue.h"
+#include "io/random_inputs.h"
+#include "io/tensor_values.h"
+#include "ops/library.h"
+
+namespace tapestry::views {
+
+namespace {
+
+std::filesystem::path toPath(const QString &s) {
+    return std::filesystem::path(s.toStdString());
+}
+
+QString joinErrors(const std::vector<Issue> &issues) {
+    QStringList lines;
+    for (const Issue &i : issues)
+        if (i.severity == Severity::error) lines << QString::fromStdString(format_issue(i));
+    return lines.join(QLatin1Char('\n'));
+}
+
+// Summaries of the tensors with `role` that `values` holds, in graph order.
+std::vector<TensorSummary> summarize(const Graph &g, const std::map<TensorId, TensorData> &values, TensorRole role) {
+    std::vector<TensorSummary> out;
+    for (const TensorPtr &t : g.tensors()) {
+        if (t->role != role) continue;
+        const auto it = values.find(t->id);
+        if (it == values.end()) continue;
+        TensorSummary s = summarize_tensor(it->second);
+        s.id = QString::fromStdString(t->id.value);
+        s.name = QString::fromStdString(t->name.empty() ? t->id.value : t->name);
+        s.role = QString::fromLatin1(role_name(role).data(), static_cast<qsizetype>(role_name(role).size()));
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+}  // namespace
+
+RunWorker::RunWorker(QObject *parent) : QObject(parent) {
+    qRegisterMetaType<tapestry::views::RunOutcome>();
+    // One job at a time, on a thread of its own: a long verification never
+    // starves the loader and layout workers of the global pool.
+    pool_.setMaxThreadCount(1);
+}
+
+RunWorker::~RunWorker() {
+    cancel();
+    pool_.waitForDone();
+}
+
+RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &control,
+                              const std::function<void(const QString &)> &phase) {
+    QElapsedTimer total;
+    total.start();
+    RunOutcome out;
+    out.mode = request.mode;
+    out.source_name = request.source_name;
+    out.threads = request.threads;
+    out.use_shards = request.use_shards;
+    auto enter = [&](const QString &name) {
+        if (phase) phase(name);
+    };
+    auto stopped = [&] {
+        if (control.cancelled && control.cancelled()) {
+            out.cancelled = true;
+            return true;
+        }
+        return false;
+    };
+    auto finish = [&] {
+        out.total_ms = static_cast<double>(total.nsecsElapsed()) / 1e6;
+        return out;
+    };
+    // No exception may cross into the GUI (STYLE.md); the engine promises none,
+    // this guards against allocation failures on absurd graphs.
+    try {
+        Graph g = request.graph;
+        enter(QObject::tr("Preparing inputs"));
+        if (!request.project_dir.isEmpty()) {
+            const std::vector<Issue> issues = load_tensor_values(g, toPath(request.project_dir));
+            if (has_errors(issues)) {
+                out.error = QObject::tr("Parameter values could not be loaded:\n%1").arg(joinErrors(issues));
+                return finish();
+            }
+        }
+        // Parameters without values are random in every case; inputs come from the
+        // folder when one is chosen.
+        std::map<TensorId, TensorData> inputs = make_random_inputs(g, request.seed);
+        if (request.inputs_dir.isEmpty()) {
+            out.inputs_text = QObject::tr("random inputs, seed %1").arg(request.seed);
+        } else {
+            auto read = read_inputs_dir(g, toPath(request.inputs_dir));
+            if (!read) {
+                out.error =
+                    QObject::tr("Inputs from %1: %2")
+                        .arg(QDir::toNativeSeparators(request.inputs_dir), QString::fromStdString(read.error()));
+                return finish();
+            }
+            for (auto &[id, value] : *read) inputs[id] = std::move(value);
+            out.inputs_text = QObject::tr("inputs from %1").arg(QDir(request.inputs_dir).dirName());
+        }
+        out.inputs = summarize(g, inputs, TensorRole::input);
+        if (stopped()) return finish();
+
+        const OpLibrary &lib = OpLibrary::standard();
+        if (request.mode == RunMode::verify) {
+            enter(QObject::tr("Verifying"));
+            cpu::VerifyOptions options;
+            options.threads = request.threads;
+            options.atol = request.atol;
+            options.rtol = request.rtol;
+            options.control = control;
+            auto report = cpu::verify(g, lib, inputs, options);
+            if (!report) {
+                if (report.error() == "cancelled" || stopped())
+                    out.cancelled = true;
+                else
+                    out.error = QString::fromStdString(report.error());
+                return finish();
+            }
+            out.report = std::move(*report);
+            out.ok = true;
+            return finish();
+        }
+
+        enter(QObject::tr("Compiling"));
+        cpu::CpuOptions options;
+        options.threads = request.threads;
+        options.run_shards = request.use_shards;
+        options.fuse_epilogues = request.fuse_epilogues;
+        QElapsedTimer compile;
+        compile.start();
+        auto program = cpu::Program::compile(g, lib, options);
+        out.compile_ms = static_cast<double>(compile.nsecsElapsed()) / 1e6;
+        if (!program) {
+            out.error = QString::fromStdString(program.error());
+            return finish();
+        }
+        if (stopped()) return finish();
+        enter(QObject::tr("Running"));
+        auto result = (*program)->run(inputs, control);
+        if (!result) {
+            if (result.error() == "cancelled" || stopped())
+                out.cancelled = true;
+            else
+                out.error = QString::fromStdString(result.error());
+            return finish();
+        }
+        enter(QObject::tr("Summarising outputs"));
+        out.outputs = summarize(g, result->outputs, TensorRole::output);
+        out.output_values = std::move(result->outputs);
+        out.steps = std::move(result->steps);
+        out.run_ms = result->wall_milliseconds;
+        out.arena_bytes = result->arena_bytes;
+        out.ok = true;
+    } catch (const std::exception &e) {
+        out.ok = false;
+        out.error = QObject::tr("internal error: %1").arg(QString::fromUtf8(e.what()));
+    }
+    return finish();
+}
+
+quint64 RunWorker::start(RunRequest request) {
+    if (running_) return 0;
+    const quint64 job = ++job_;
+    running_ = true;
+    auto state = std::make_shared<Job>();
+    current_ = state;
+
+    // Progress comes from the executor's worker threads, possibly several at
+    // once; forward at most ~30 reports a second plus the last one, by queued
+    // calls (dropped by Qt if this object is gone).
+    auto forward = [this, job](int done, int total, const QString &phase) {
+        QMetaObject::invokeMethod(
+            this, [this, job, done, total, phase] { emit progress(job, done, total, phase); }, Qt::QueuedConnection);
+    };
+    const std::function<bool(int, int)> hook = hook_;
+    cpu::RunControl control;
+    control.cancelled = [state] { return state->cancel.load(std::memory_order_relaxed); };
+    auto clock = std::make_shared<QElapsedTimer>();
+    clock->start();
+    auto phase_name = std::make_shared<QString>();
+    control.progress = [state, hook, forward, clock, phase_name](int done, int total) {
+        if (hook && hook(done, total)) state->cancel.store(true);
+        const qint64 now = clock->elapsed();
+        qint64 last = state->last_report_ms.load();
+        if (done < total && now - last < 33) return;
+        if (!state->last_report_ms.compare_exchange_strong(last, now) && done < total) return;
+        forward(done, total, *phase_name);
+    };
+    auto phase = [forward, phase_name](const QString &name) {
+        *phase_name = name;  // written before any progress of the phase, on the same thread
+        forward(0, 0, name);
+    };
+
+    auto *watcher = new QFutureWatcher<RunOutcome>(this);
+    connect(watcher, &QFutureWatcher<RunOutcome>::finished, this, [this, watcher, job] {
+        watcher->deleteLater();
+        RunOutcome outcome = watcher->result();
+        outcome.job = job;
+        if (job == job_) {
+            running_ = false;
+            current_.reset();
+        }
+        emit finished(job, outcome);
+    });
+    watcher->setFuture(QtConcurrent::run(
+        &pool_, [request = std::move(request), control, phase] { return execute(request, control, phase); }));
+    return job;
+}
+
+void RunWorker::cancel() {
+    if (current_) current_->cancel.store(true);
+}
+
+}  // namespace tapestry::views

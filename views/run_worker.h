@@ -1,0 +1,104 @@
+// Runs or verifies a graph on the CPU executor off the GUI thread (DESIGN.md §2,
+// §9): inputs (seeded random, or a folder of .npy files), Program::compile + run
+// or cpu::verify, and the summaries the outputs panel shows — all on a worker
+// thread of its own. Progress arrives on the GUI thread through queued calls; a
+// run can be cancelled at any step and then reports `cancelled`.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/tensor_data.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cpu/verify.h"
+#include "views/tensor_stats.h"
+
+namespace tapestry::views {
+
+enum class RunMode { run, verify };
+
+struct RunRequest {
+    RunMode mode = RunMode::run;
+    Graph graph;
+    QString source_name;  // what the window shows ("mlp.tapestry.json")
+    QString project_dir;  // where parameters' .npy files live ("" for none)
+    QString inputs_dir;   // a folder of <name>.npy inputs; "" = random inputs
+    quint64 seed = 1;
+    int threads = 2;
+    bool use_shards = true;
+    bool fuse_epilogues = true;
+    double atol = 1e-4, rtol = 1e-3;  // verify tolerances
+};
+
+struct RunOutcome {
+    quint64 job = 0;
+    RunMode mode = RunMode::run;
+    bool ok = false;
+    bool cancelled = false;
+    QString error;  // why it failed (empty when ok or cancelled)
+    QString source_name;
+    QString inputs_text;  // "random inputs, seed 1" or "inputs from /x/y"
+    int threads = 0;
+    bool use_shards = false;
+    std::vector<TensorSummary> inputs;   // role input, in graph order
+    std::vector<TensorSummary> outputs;  // role output, in graph order
+    std::map<TensorId, TensorData> output_values;
+    std::vector<cpu::StepTiming> steps;
+    double run_ms = 0;  // the executor's wall time
+    double compile_ms = 0;
+    double total_ms = 0;  // request to outcome, everything included
+    std::size_t arena_bytes = 0;
+    cpu::VerifyReport report;  // verify mode
+};
+
+class RunWorker : public QObject {
+    Q_OBJECT
+public:
+    explicit RunWorker(QObject *parent = nullptr);
+    // Cancels the running job and waits for it to stop.
+    ~RunWorker() override;
+
+    // Starts a job; refused (returns 0) while one is running.
+    quint64 start(RunRequest request);
+    // Asks the running job to stop at its next step; it then reports cancelled.
+    void cancel();
+    bool isRunning() const { return running_; }
+    quint64 currentJob() const { return job_; }
+
+    // Test hook for jobs started afterwards: called on the worker thread with each
+    // progress report of the executor; returning true cancels the job there, as
+    // Cancel pressed at that moment would.
+    void setProgressHook(std::function<bool(int done, int total)> hook) { hook_ = std::move(hook); }
+
+    // Synchronous form of a job (used by the worker thread and by tests).
+    static RunOutcome execute(const RunRequest &request, const cpu::RunControl &control,
+                              const std::function<void(const QString &phase)> &phase = {});
+
+signals:
+    // `total` 0 means indeterminate (a phase without steps).
+    void progress(quint64 job, int done, int total, const QString &phase);
+    void finished(quint64 job, const tapestry::views::RunOutcome &outcome);
+
+private:
+    struct Job {
+        std::atomic_bool cancel{false};
+        std::atomic<qint64> last_report_ms{-1000};
+        std::atomic<int> last_done{-1};
+    };
+    QThreadPool pool_;
+    std::shared_ptr<Job> current_;
+    std::function<bool(int, int)> hook_;
+    quint64 job_ = 0;
+    bool running_ = false;
+};
+
+}  // namespace tapestry::views
+
+Q_DECLARE_METATYPE(tapestry::views::RunOutcome)
