@@ -18,6 +18,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "graph/validate.h"
+#include "io/onnx_gelu.h"
 #include "io/onnx_support.h"
 #include "io/onnx_tensor.h"
 #include "ops/library.h"
@@ -157,6 +158,8 @@ private:
 
     // ---- nodes ------------------------------------------------------------------------
     void map_node();
+    void map_gelu(const onnx_detail::GeluMatch &m, const onnx::GraphProto &graph);
+    void map_at(const onnx::GraphProto &graph, int index);
     void map_matmul();
     void map_gemm();
     void map_pow();
@@ -282,6 +285,51 @@ Value Importer::reshape(const Value &v, const ZPoint &shape, const std::string &
 }
 
 // ---- node mappings ----------------------------------------------------------------------
+
+std::string node_label(const onnx::NodeProto &n, int index) {
+    return n.op_type() + " (" + (n.name().empty() ? "node #" + std::to_string(index) : n.name()) + ")";
+}
+
+void Importer::map_at(const onnx::GraphProto &graph, int index) {
+    node_ = &graph.node(index);
+    node_label_ = node_label(*node_, index);
+    node_base_ = node_->name().empty() ? node_->op_type() + "_" + std::to_string(index) : node_->name();
+    if (node_->output_size() < 1 || node_->output(0).empty()) fail(node_label_ + " has no output");
+    map_node();
+}
+
+// A matched GELU subgraph (io/onnx_gelu.h) as one `gelu` operation named after its
+// final Mul. Its other nodes were skipped; they read only x and constants, so when
+// the fused form does not fit (a constant of another dtype than x) they are mapped
+// one by one here instead, still after x and before every consumer of the result.
+void Importer::map_gelu(const onnx_detail::GeluMatch &m, const onnx::GraphProto &graph) {
+    const Value x = values_.count(m.x) ? values_.at(m.x) : Value{};
+    bool fits = values_.count(m.x) && dtype_is_float(x.dtype);
+    int rank = x.shape.rank();
+    for (const std::string &c : m.constants) {
+        const TensorData *t = constant(c);
+        // (an integer constant can only be Pow's exponent, which may differ from x)
+        if (!t || (dtype_is_float(t->dtype) && t->dtype != x.dtype)) fits = false;
+        else rank = std::max(rank, t->shape.rank());
+    }
+    if (!fits) {
+        for (int k : m.nodes) map_at(graph, k);
+        return;
+    }
+    node_ = &graph.node(m.root);
+    node_label_ = node_label(*node_, m.root);
+    node_base_ = node_->name().empty() ? node_->op_type() + "_" + std::to_string(m.root) : node_->name();
+    const Params params{{"approximate", m.approximate}};
+    if (rank == x.shape.rank()) {
+        emit("gelu", params, {{"x", {x}}}, node_->output(0));
+        return;
+    }
+    // Constants of a higher rank (all their dimensions are 1) broadcast x up to it.
+    const Value y = emit("gelu", params, {{"x", {x}}}, "", "gelu");
+    std::vector<Coord> dims(static_cast<size_t>(rank - x.shape.rank()), 1);
+    for (Coord d : x.shape.coords()) dims.push_back(d);
+    reshape(y, ZPoint(dims), node_->output(0), "");
+}
 
 void Importer::map_node() {
     const std::string &type = node_->op_type();
@@ -749,10 +797,6 @@ void Importer::map_cast() {
 
 // ---- the whole model ----------------------------------------------------------------------
 
-std::string node_label(const onnx::NodeProto &n, int index) {
-    return n.op_type() + " (" + (n.name().empty() ? "node #" + std::to_string(index) : n.name()) + ")";
-}
-
 Graph Importer::run(onnx::ModelProto &model) {
     if (!model.has_graph()) throw ImportFailure{"not an ONNX model: it has no graph", {}};
     onnx::GraphProto &graph = *model.mutable_graph();
@@ -878,12 +922,20 @@ Graph Importer::run(onnx::ModelProto &model) {
         throw ImportFailure{std::string("ONNX shape inference failed: ") + e.what(), {}};
     }
 
+    // Match, then rewrite: the GELU subgraphs become one operation each at their
+    // final node; their other nodes are skipped.
+    const auto gelus = onnx_detail::find_gelu_patterns(graph, [&](const std::string &name) -> const TensorData * {
+        return initializer_names.count(name) ? constant(name) : nullptr;
+    });
+    std::map<int, const onnx_detail::GeluMatch *> gelu_at;
+    std::set<int> inside_gelu;
+    for (const auto &m : gelus) {
+        gelu_at[m.root] = &m;
+        inside_gelu.insert(m.nodes.begin(), m.nodes.end());
+    }
     for (int i = 0; i < graph.node_size(); ++i) {
-        node_ = &graph.node(i);
-        node_label_ = node_label(*node_, i);
-        node_base_ = node_->name().empty() ? node_->op_type() + "_" + std::to_string(i) : node_->name();
-        if (node_->output_size() < 1 || node_->output(0).empty()) fail(node_label_ + " has no output");
-        map_node();
+        if (auto it = gelu_at.find(i); it != gelu_at.end()) map_gelu(*it->second, graph);
+        else if (!inside_gelu.count(i)) map_at(graph, i);
     }
 
     // Graph outputs: the tensor that holds each; a copy where it is an input, a

@@ -157,6 +157,10 @@ std::vector<std::string> kinds(const Graph &g) {
     return k;
 }
 
+bool contains(const std::vector<std::string> &v, const std::string &s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
 bool close(const std::vector<double> &a, const std::vector<double> &b, double tol = 1e-5) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i)
@@ -167,6 +171,109 @@ bool close(const std::vector<double> &a, const std::vector<double> &b, double to
 std::string data_dir() {
     const char *root = std::getenv("TAPESTRY_SOURCE_DIR");
     return (fs::path(root ? root : ".") / "tests" / "data" / "onnx").string();
+}
+
+
+// ---- GELU subgraphs ---------------------------------------------------------------------
+
+// How a test model states a constant: an initializer or a Constant node.
+void scalar_operand(ModelBuilder &b, bool as_node, const std::string &name, float v) {
+    if (as_node) constant_scalar(b, name, v);
+    else b.floats(name, {}, {v});
+}
+
+// The GELU variants exporters emit, on x [3, 5] → y. `variant` picks the form and the
+// operand order; `as_node` gives the constants as Constant nodes instead of
+// initializers; `leak` also makes one intermediate a graph output (`leaked`), or
+// feeds it to a second consumer (`leak_to_node`), which must stop the fusion.
+enum class Leak { none, graph_output, second_consumer };
+void build_gelu(ModelBuilder &b, int variant, bool as_node, Leak leak) {
+    const float sqrt2 = static_cast<float>(std::numbers::sqrt2), inv_sqrt2 = static_cast<float>(1 / std::numbers::sqrt2);
+    const float k = static_cast<float>(std::sqrt(2 / std::numbers::pi));
+    b.input("x", {3, 5}).output("y", {3, 5});
+    scalar_operand(b, as_node, "half", 0.5f);
+    scalar_operand(b, as_node, "one", 1.0f);
+    std::string leaked;  // the intermediate that `leak` exposes
+    switch (variant) {
+        case 0:  // torch: Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5)
+            scalar_operand(b, as_node, "sqrt2", sqrt2);
+            b.node("Div", {"x", "sqrt2"}, {"d"}, "div");
+            b.node("Erf", {"d"}, {"e"}, "erf");
+            b.node("Add", {"e", "one"}, {"a"}, "add");
+            b.node("Mul", {"x", "a"}, {"m"}, "mul");
+            b.node("Mul", {"m", "half"}, {"y"}, "mul_half");
+            leaked = "e";
+            break;
+        case 1:  // (x · 0.5) · (1 + erf(x · 1/√2)), constants first
+            scalar_operand(b, as_node, "inv_sqrt2", inv_sqrt2);
+            b.node("Mul", {"inv_sqrt2", "x"}, {"d"}, "scale");
+            b.node("Erf", {"d"}, {"e"}, "erf");
+            b.node("Add", {"one", "e"}, {"a"}, "add");
+            b.node("Mul", {"x", "half"}, {"h"}, "halve");
+            b.node("Mul", {"h", "a"}, {"y"}, "mul");
+            leaked = "h";
+            break;
+        case 2:  // x · (0.5 · (1 + erf(x / √2)))
+            scalar_operand(b, as_node, "sqrt2", sqrt2);
+            b.node("Div", {"x", "sqrt2"}, {"d"}, "div");
+            b.node("Erf", {"d"}, {"e"}, "erf");
+            b.node("Add", {"e", "one"}, {"a"}, "add");
+            b.node("Mul", {"half", "a"}, {"h"}, "halve");
+            b.node("Mul", {"x", "h"}, {"y"}, "mul");
+            leaked = "a";
+            break;
+        case 3:  // (0.5 · x) · (1 + erf(x / √2))
+            scalar_operand(b, as_node, "sqrt2", sqrt2);
+            b.node("Div", {"x", "sqrt2"}, {"d"}, "div");
+            b.node("Erf", {"d"}, {"e"}, "erf");
+            b.node("Add", {"e", "one"}, {"a"}, "add");
+            b.node("Mul", {"half", "x"}, {"h"}, "halve");
+            b.node("Mul", {"a", "h"}, {"y"}, "mul");
+            leaked = "d";
+            break;
+        case 4:    // GPT-2 (as tests/bench/onnx_peer/generate_models.py emits it): Pow(x, 3)
+        case 5: {  // x³ as Mul(x, Mul(x, x)), other operand orders
+            scalar_operand(b, as_node, "c", 0.044715f);
+            scalar_operand(b, as_node, "k", k);
+            if (variant == 4) {
+                scalar_operand(b, as_node, "three", 3.0f);
+                b.node("Pow", {"x", "three"}, {"cube"}, "pow");
+                b.node("Mul", {"cube", "c"}, {"cc"}, "mul_c");
+                b.node("Add", {"x", "cc"}, {"inner"}, "add_inner");
+                b.node("Mul", {"inner", "k"}, {"scaled"}, "mul_k");
+            } else {
+                b.node("Mul", {"x", "x"}, {"sq"}, "square");
+                b.node("Mul", {"sq", "x"}, {"cube"}, "cube");
+                b.node("Mul", {"c", "cube"}, {"cc"}, "mul_c");
+                b.node("Add", {"cc", "x"}, {"inner"}, "add_inner");
+                b.node("Mul", {"k", "inner"}, {"scaled"}, "mul_k");
+            }
+            b.node("Tanh", {"scaled"}, {"t"}, "tanh");
+            b.node("Add", {"t", "one"}, {"a"}, "add_one");
+            if (variant == 4) {
+                b.node("Mul", {"x", "a"}, {"xm"}, "mul_x");
+                b.node("Mul", {"xm", "half"}, {"y"}, "mul_half");
+            } else {
+                b.node("Mul", {"half", "x"}, {"xm"}, "mul_x");
+                b.node("Mul", {"a", "xm"}, {"y"}, "mul_half");
+            }
+            leaked = variant == 4 ? "cube" : "sq";
+            break;
+        }
+        default: qFatal("no GELU variant %d", variant);
+    }
+    if (leak == Leak::graph_output) {
+        b.output(leaked, {3, 5});
+    } else if (leak == Leak::second_consumer) {
+        b.output("z", {3, 5});
+        b.node("Relu", {leaked}, {"z"}, "other");
+    }
+}
+
+std::vector<float> gelu_inputs() {
+    std::vector<float> v;
+    for (int i = 0; i < 15; ++i) v.push_back(static_cast<float>(-3.5 + 0.5 * i));
+    return v;
 }
 
 }  // namespace
@@ -260,7 +367,7 @@ private slots:
         QVERIFY(close(run_oracle(*g, {{"x", x}})["y"], want));
     }
 
-    // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5)
+    // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5, imported as one gelu)
     // → Reshape [2, 2, 3] → Transpose [1, 0, 2] → ReduceMean axis 2 → y [2, 2];
     // and Gather (x, indices [-1, 0], axis 1) → picked [2, 2] (negative indices wrap).
     void transformer_piece_matches_hand_computation() {
@@ -288,8 +395,9 @@ private slots:
         attr(b.node("Gather", {"x", "idx"}, {"picked"}, "pick"), "axis", std::int64_t{1});
         auto g = import_onnx(b.save(dir(), "block.onnx"));
         QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
-        QCOMPARE(kinds(*g), (std::vector<std::string>{"layernorm", "linear", "div", "erf", "add", "mul", "mul",
-                                                      "reshape", "transpose", "reduce_mean", "gather"}));
+        // The five GELU nodes are one operation (gelu_tests below cover the patterns).
+        QCOMPARE(kinds(*g), (std::vector<std::string>{"layernorm", "linear", "gelu", "reshape", "transpose",
+                                                      "reduce_mean", "gather"}));
         QVERIFY(validate(*g, OpLibrary::standard()).empty());
         QVERIFY(named(*g, "shape") == nullptr);  // a shape operand stays a constant, not a tensor
 
@@ -317,6 +425,164 @@ private slots:
         auto out = run_oracle(*g, {{"x", x}});
         QVERIFY(close(out["y"], want_y));
         QVERIFY(close(out["picked"], want_picked, 0));
+    }
+
+    // ---- GELU subgraphs -------------------------------------------------------------------
+    void gelu_subgraph_becomes_one_operation_data() {
+        QTest::addColumn<int>("variant");
+        QTest::addColumn<bool>("as_node");
+        QTest::addColumn<QString>("approximate");
+        const char *names[] = {"erf-torch", "erf-x-half-first-mul-inv-sqrt2", "erf-x-times-half-one-plus",
+                               "erf-half-x-first", "tanh-gpt2-pow", "tanh-mul-cube"};
+        for (int v = 0; v < 6; ++v)
+            for (bool as_node : {false, true})
+                QTest::newRow((std::string(names[v]) + (as_node ? "-constant-nodes" : "-initializers")).c_str())
+                    << v << as_node << QString(v >= 4 ? "tanh" : "none");
+    }
+    void gelu_subgraph_becomes_one_operation() {
+        QFETCH(int, variant);
+        QFETCH(bool, as_node);
+        QFETCH(QString, approximate);
+        ModelBuilder fused_model, plain_model;
+        build_gelu(fused_model, variant, as_node, Leak::none);
+        // The same GELU with an intermediate also a graph output: imported node by node.
+        build_gelu(plain_model, variant, as_node, Leak::graph_output);
+        auto fused = import_onnx(fused_model.save(dir(), "gelu.onnx"));
+        auto plain = import_onnx(plain_model.save(dir(), "gelu_plain.onnx"));
+        QVERIFY2(fused.has_value(), fused ? "" : fused.error().message.c_str());
+        QVERIFY2(plain.has_value(), plain ? "" : plain.error().message.c_str());
+
+        QCOMPARE(kinds(*fused), (std::vector<std::string>{"gelu"}));
+        const Operation &op = *fused->operations().front();
+        QCOMPARE(QString::fromStdString(op.params.get_string("approximate", "")), approximate);
+        QCOMPARE(op.inputs.at(0).selections.at(0).tensor, named(*fused, "x")->id);
+        QCOMPARE(named(*fused, "y")->role, TensorRole::output);
+        QVERIFY(validate(*fused, OpLibrary::standard()).empty());
+        QVERIFY(plain->operations().size() >= 5);
+        QVERIFY(!contains(kinds(*plain), "gelu"));
+
+        const std::vector<float> x = gelu_inputs();
+        const std::vector<double> got = run_oracle(*fused, {{"x", x}})["y"], want = run_oracle(*plain, {{"x", x}})["y"];
+        QVERIFY(close(got, want, 1e-6));
+        // And the formula itself, so that a wrong `approximate` cannot pass.
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double v = x[i];
+            const double exact = approximate == "tanh"
+                                     ? 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)))
+                                     : 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2));
+            QVERIFY2(std::fabs(got[i] - exact) <= 1e-12 * (1 + std::fabs(exact)), std::to_string(v).c_str());
+        }
+    }
+
+    // An intermediate of the pattern that something else also reads (a graph output or
+    // a second node) keeps the nodes as they are.
+    void gelu_with_a_shared_intermediate_is_not_fused_data() {
+        QTest::addColumn<int>("variant");
+        QTest::addColumn<int>("leak");
+        for (int v = 0; v < 6; ++v) {
+            QTest::newRow(("variant-" + std::to_string(v) + "-graph-output").c_str()) << v << int(Leak::graph_output);
+            QTest::newRow(("variant-" + std::to_string(v) + "-second-consumer").c_str()) << v << int(Leak::second_consumer);
+        }
+    }
+    void gelu_with_a_shared_intermediate_is_not_fused() {
+        QFETCH(int, variant);
+        QFETCH(int, leak);
+        ModelBuilder b;
+        build_gelu(b, variant, false, Leak(leak));
+        auto g = import_onnx(b.save(dir(), "gelu_shared.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QVERIFY(!contains(kinds(*g), "gelu"));
+        QVERIFY(validate(*g, OpLibrary::standard()).empty());
+        const std::vector<float> x = gelu_inputs();
+        const std::vector<double> y = run_oracle(*g, {{"x", x}})["y"];
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double v = x[i];
+            const double exact = variant >= 4
+                                     ? 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)))
+                                     : 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2));
+            QVERIFY(std::fabs(y[i] - exact) <= 1e-5 * (1 + std::fabs(exact)));
+        }
+    }
+
+    // Near misses: a constant off by more than 1e-6, or the wrong variable in the
+    // erf argument, are ordinary nodes.
+    void gelu_near_misses_are_not_fused_data() {
+        QTest::addColumn<int>("which");
+        QTest::newRow("half-is-0.5001") << 0;
+        QTest::newRow("sqrt2-is-1.4142") << 1;
+        QTest::newRow("tanh-coefficient-0.0447") << 2;
+        QTest::newRow("erf-reads-another-value") << 3;
+        QTest::newRow("cube-is-x-squared") << 4;
+    }
+    void gelu_near_misses_are_not_fused() {
+        QFETCH(int, which);
+        ModelBuilder b;
+        b.input("x", {3, 5}).input("w", {3, 5}).output("y", {3, 5});
+        b.floats("half", {}, {which == 0 ? 0.5001f : 0.5f}).floats("one", {}, {1.0f});
+        if (which <= 1 || which == 3) {
+            b.floats("sqrt2", {}, {which == 1 ? 1.4142f : static_cast<float>(std::numbers::sqrt2)});
+            b.node("Div", {which == 3 ? "w" : "x", "sqrt2"}, {"d"});
+            b.node("Erf", {"d"}, {"e"});
+            b.node("Add", {"e", "one"}, {"a"});
+        } else {
+            b.floats("c", {}, {which == 2 ? 0.0447f : 0.044715f})
+                .floats("k", {}, {static_cast<float>(std::sqrt(2 / std::numbers::pi))})
+                .floats("p", {}, {which == 4 ? 2.0f : 3.0f});
+            b.node("Pow", {"x", "p"}, {"cube"});
+            b.node("Mul", {"cube", "c"}, {"cc"});
+            b.node("Add", {"x", "cc"}, {"inner"});
+            b.node("Mul", {"inner", "k"}, {"scaled"});
+            b.node("Tanh", {"scaled"}, {"t"});
+            b.node("Add", {"t", "one"}, {"a"});
+        }
+        b.node("Mul", {"x", "a"}, {"m"});
+        b.node("Mul", {"m", "half"}, {"y"});
+        auto g = import_onnx(b.save(dir(), "near_miss.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QVERIFY(!contains(kinds(*g), "gelu"));
+        QCOMPARE(g->operations().size(), size_t(which <= 1 || which == 3 ? 5 : 8));
+    }
+
+    // Two GELUs in a row, sharing their constant initializers (as the benchmark MLP
+    // does), and a GELU whose constants have rank 1 ([1]) on a rank-0 x.
+    void gelus_sharing_constants_and_broadcasting_constants() {
+        {
+            ModelBuilder b;
+            b.input("x", {4}).output("y", {4});
+            b.floats("sqrt2", {}, {static_cast<float>(std::numbers::sqrt2)}).floats("one", {}, {1.0f}).floats("half", {}, {0.5f});
+            for (const std::string p : {"g1", "g2"}) {
+                const std::string in = p == "g1" ? "x" : "g1_out", out = p == "g1" ? "g1_out" : "y";
+                b.node("Div", {in, "sqrt2"}, {p + "_d"});
+                b.node("Erf", {p + "_d"}, {p + "_e"});
+                b.node("Add", {p + "_e", "one"}, {p + "_a"});
+                b.node("Mul", {in, p + "_a"}, {p + "_m"});
+                b.node("Mul", {p + "_m", "half"}, {out}, p);
+            }
+            auto g = import_onnx(b.save(dir(), "two_gelus.onnx"));
+            QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+            QCOMPARE(kinds(*g), (std::vector<std::string>{"gelu", "gelu"}));
+            QVERIFY(validate(*g, OpLibrary::standard()).empty());
+            const std::vector<double> y = run_oracle(*g, {{"x", {-1.f, 0.f, 0.5f, 2.f}}})["y"];
+            auto gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2)); };
+            QVERIFY(close(y, {gelu(gelu(-1)), 0, gelu(gelu(0.5)), gelu(gelu(2))}, 1e-12));
+        }
+        {
+            ModelBuilder b;
+            b.input("x", {}).output("y", {1});
+            b.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();  // rank 0
+            b.floats("sqrt2", {1}, {static_cast<float>(std::numbers::sqrt2)}).floats("one", {}, {1.0f}).floats("half", {1}, {0.5f});
+            b.node("Div", {"x", "sqrt2"}, {"d"});
+            b.node("Erf", {"d"}, {"e"});
+            b.node("Add", {"e", "one"}, {"a"});
+            b.node("Mul", {"x", "a"}, {"m"});
+            b.node("Mul", {"m", "half"}, {"y"}, "gelu");
+            auto g = import_onnx(b.save(dir(), "gelu_rank.onnx"));
+            QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+            QCOMPARE(kinds(*g), (std::vector<std::string>{"gelu", "reshape"}));
+            QCOMPARE(named(*g, "y")->shape(), (ZPoint{1}));
+            QVERIFY(validate(*g, OpLibrary::standard()).empty());
+            QVERIFY(close(run_oracle(*g, {{"x", {1.5f}}})["y"], {0.5 * 1.5 * (1 + std::erf(1.5 / std::numbers::sqrt2))}, 1e-12));
+        }
     }
 
     // A symbolic dimension takes its value from the options (--dim batch=3).
