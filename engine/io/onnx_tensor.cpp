@@ -103,7 +103,8 @@ Expected<TensorData, std::string> tensor_from_proto(const TensorProto &t) {
                 store(out, i, static_cast<float>(v));
             }
         } else {
-            std::memcpy(out.bytes.data(), raw.data(), raw.size());  // little-endian, like the host
+            // little-endian, like the host; an empty tensor has no buffer to copy into
+            if (!raw.empty()) std::memcpy(out.bytes.data(), raw.data(), raw.size());
         }
         return out;
     }
