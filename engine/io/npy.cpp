@@ -7,6 +7,8 @@
 // anything is allocated, with overflow-safe arithmetic.
 #include "io/npy.h"
 
+#include "io/atomic_file.h"
+
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -475,34 +477,9 @@ std::string to_npy(const TensorData &t) {
 }
 
 std::string write_npy(const TensorData &t, const std::filesystem::path &path) {
-    std::filesystem::path temporary = path;
-    temporary += ".tmp";
     try {
-        const std::string bytes = to_npy(t);
-        {
-            std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-            if (!out) return path.string() + ": cannot write " + temporary.string() + ": " + std::strerror(errno);
-            out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-            out.flush();
-            if (!out) {
-                const std::string why = std::strerror(errno);
-                out.close();
-                std::error_code ignored;
-                std::filesystem::remove(temporary, ignored);
-                return path.string() + ": cannot write " + temporary.string() + ": " + why;
-            }
-        }
-        std::error_code ec;
-        std::filesystem::rename(temporary, path, ec);
-        if (ec) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            return path.string() + ": cannot replace the file: " + ec.message();
-        }
-        return "";
-    } catch (const std::exception &e) {
-        std::error_code ignored;
-        std::filesystem::remove(temporary, ignored);
+        return write_file_atomically(path, to_npy(t));
+    } catch (const std::exception &e) {  // e.g. out of memory while serialising
         return path.string() + ": cannot write: " + e.what();
     }
 }

@@ -5,6 +5,8 @@
 // constructor sees it.
 #include "io/project_file.h"
 
+#include "io/atomic_file.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -1426,35 +1428,10 @@ std::string serialize_project(const Graph &g) {
 }
 
 std::string save_project(const Graph &g, const std::filesystem::path &path) {
-    std::filesystem::path temporary = path;
-    temporary += ".tmp";
     try {
-        const std::string text = serialize_project(g);
-        {
-            std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-            if (!out) return path.string() + ": cannot write " + temporary.string() + ": " + std::strerror(errno);
-            out.write(text.data(), static_cast<std::streamsize>(text.size()));
-            out.flush();
-            if (!out) {
-                const std::string why = std::strerror(errno);
-                out.close();
-                std::error_code ignored;
-                std::filesystem::remove(temporary, ignored);
-                return path.string() + ": cannot write " + temporary.string() + ": " + why;
-            }
-        }
-        std::error_code ec;
-        std::filesystem::rename(temporary, path, ec);
-        if (ec) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            return path.string() + ": cannot replace the file: " + ec.message();
-        }
-        return "";
-    } catch (const std::exception &e) {
-        std::error_code ignored;
-        std::filesystem::remove(temporary, ignored);
-        return path.string() + ": cannot save: " + e.what();
+        return write_file_atomically(path, serialize_project(g));
+    } catch (const std::exception &e) {  // e.g. out of memory while serialising
+        return path.string() + ": cannot write: " + e.what();
     }
 }
 
