@@ -58,23 +58,6 @@ std::string human_bytes(double bytes) {
     return fixed(bytes, u == 0 ? "%.0f" : "%.1f") + " " + units[u];
 }
 
-void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
-    std::vector<size_t> width;
-    for (const auto &row : rows)
-        for (size_t c = 0; c < row.size(); ++c) {
-            if (width.size() <= c) width.push_back(0);
-            width[c] = std::max(width[c], row[c].size());
-        }
-    for (const auto &row : rows) {
-        std::string line = indent;
-        for (size_t c = 0; c < row.size(); ++c) {
-            line += row[c];
-            if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-        }
-        std::cout << line << "\n";
-    }
-}
-
 int run_command(const RunCommandOptions &o) {
     PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
     if (!prepared.ok()) {

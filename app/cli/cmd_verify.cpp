@@ -35,23 +35,6 @@ std::string sci(double v) {
     return buf;
 }
 
-void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
-    std::vector<size_t> width;
-    for (const auto &row : rows)
-        for (size_t c = 0; c < row.size(); ++c) {
-            if (width.size() <= c) width.push_back(0);
-            width[c] = std::max(width[c], row[c].size());
-        }
-    for (const auto &row : rows) {
-        std::string line = indent;
-        for (size_t c = 0; c < row.size(); ++c) {
-            line += row[c];
-            if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-        }
-        std::cout << line << "\n";
-    }
-}
-
 int verify_command(const VerifyCommandOptions &o) {
     PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
     if (!prepared.ok()) {

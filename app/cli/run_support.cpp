@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -147,6 +148,23 @@ std::vector<std::int64_t> element_coords(std::int64_t flat, const ZPoint &shape)
 std::string element_string(std::int64_t flat, const ZPoint &shape) {
     if (flat < 0) return "-";
     return ZPoint(element_coords(flat, shape)).to_string();
+}
+
+void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
+    std::vector<size_t> width;
+    for (const auto &row : rows)
+        for (size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], row[c].size());
+        }
+    for (const auto &row : rows) {
+        std::string line = indent;
+        for (size_t c = 0; c < row.size(); ++c) {
+            line += row[c];
+            if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+        }
+        std::cout << line << "\n";
+    }
 }
 
 }  // namespace tapestry::cli

@@ -65,4 +65,7 @@ ValueSummary summarize_values(const TensorData &t);
 std::string element_string(std::int64_t flat, const ZPoint &shape);
 std::vector<std::int64_t> element_coords(std::int64_t flat, const ZPoint &shape);
 
+// Prints rows as left-aligned columns two spaces apart, each line prefixed by `indent`.
+void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
+
 }  // namespace tapestry::cli
