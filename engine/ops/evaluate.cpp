@@ -1,6 +1,8 @@
 // The graph-level reference evaluator (the numeric oracle).
 #include "ops/evaluate.h"
 
+#include "graph/order.h"
+
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -15,40 +17,13 @@ constexpr double kUnwritten = std::numeric_limits<double>::quiet_NaN();
 
 std::string quoted(const std::string &s) { return "'" + s + "'"; }
 
-// Operations in dependency order (producers before consumers); an error names a
-// cycle's operations.
-Expected<std::vector<const Operation *>, std::string> dependency_order(const Graph &g) {
-    const auto &ops = g.operations();
-    std::vector<int> pending(ops.size(), 0);
-    std::vector<std::vector<size_t>> dependents(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-        std::set<int> deps;
-        for (const TensorId &t : ops[i]->input_tensors())
-            for (const OpId &p : g.producers(t))
-                if (p != ops[i]->id) deps.insert(g.op_index(p));
-        pending[i] = static_cast<int>(deps.size());
-        for (int d : deps) dependents[static_cast<size_t>(d)].push_back(i);
-    }
-    std::vector<const Operation *> order;
-    std::vector<size_t> ready;
-    for (size_t i = 0; i < ops.size(); ++i)
-        if (pending[i] == 0) ready.push_back(i);
-    // Keep file order among ready operations, for stable results and messages.
-    while (!ready.empty()) {
-        std::sort(ready.begin(), ready.end(), std::greater<>());
-        const size_t i = ready.back();
-        ready.pop_back();
-        order.push_back(ops[i].get());
-        for (size_t j : dependents[i])
-            if (--pending[j] == 0) ready.push_back(j);
-    }
-    if (order.size() != ops.size()) {
-        std::string names;
-        for (size_t i = 0; i < ops.size(); ++i)
-            if (pending[i] > 0) names += (names.empty() ? "" : ", ") + quoted(ops[i]->id.value);
-        return unexpected("the operations " + names + " form a cycle");
-    }
-    return order;
+// Operations in dependency order; an error names a cycle's operations.
+Expected<std::vector<const Operation *>, std::string> ordered_operations(const Graph &g) {
+    DependencyOrder d = dependency_order(g);
+    if (d.cyclic.empty()) return std::move(d.order);
+    std::string names;
+    for (const Operation *op : d.cyclic) names += (names.empty() ? "" : ", ") + quoted(op->id.value);
+    return unexpected("the operations " + names + " form a cycle");
 }
 
 // Copies `region` (relative to the selection) of a selection of `tensor` into a
@@ -84,7 +59,7 @@ Expected<std::map<TensorId, RefArray>, std::string> evaluate_reference(
         if (!values.count(t->id) && g.producers(t->id).empty())
             return unexpected("tensor " + quoted(t->id.value) + " has no value: it is not given and no operation writes it");
 
-    auto order = dependency_order(g);
+    auto order = ordered_operations(g);
     if (!order) return unexpected(order.error());
 
     for (const Operation *op : *order) {

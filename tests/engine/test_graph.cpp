@@ -3,6 +3,7 @@
 #include <QtTest/QtTest>
 
 #include "graph/graph.h"
+#include "graph/order.h"
 
 using namespace tapestry;
 
@@ -83,6 +84,32 @@ private slots:
         QVERIFY(g.remove_tensor(TensorId("a")));
         QCOMPARE(g.tensor_index(TensorId("c")), 1);
         QVERIFY(g.find_op(OpId("g")) != nullptr);
+    }
+
+    void dependencyOrderPutsProducersFirstAndKeepsFileOrder() {
+        Graph g;
+        for (const char *t : {"a", "b", "c", "d"}) g.put_tensor(make_tensor(t, {4}));
+        g.put_op(make_relu("late", "b", "c"));   // reads b, written below
+        g.put_op(make_relu("early", "a", "b"));
+        g.put_op(make_relu("free", "a", "d"));   // ready at once, but after "late" in file order
+        DependencyOrder d = dependency_order(g);
+        QVERIFY(d.cyclic.empty());
+        QStringList ids;
+        for (const Operation *op : d.order) ids << QString::fromStdString(op->id.value);
+        // "late" becomes ready after "early" and precedes "free" in the file.
+        QCOMPARE(ids, (QStringList{"early", "late", "free"}));
+    }
+
+    void dependencyOrderReportsCycles() {
+        Graph g;
+        for (const char *t : {"a", "b", "c"}) g.put_tensor(make_tensor(t, {4}));
+        g.put_op(make_relu("f", "a", "b"));
+        g.put_op(make_relu("g", "b", "a"));
+        g.put_op(make_relu("h", "c", "c"));  // reads what it writes: a self-dependency is not a cycle here
+        DependencyOrder d = dependency_order(g);
+        QCOMPARE(d.order.size(), size_t(1));
+        QCOMPARE(QString::fromStdString(d.order[0]->id.value), QString("h"));
+        QCOMPARE(d.cyclic.size(), size_t(2));
     }
 
     void operationPortAccess() {

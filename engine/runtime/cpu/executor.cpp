@@ -4,6 +4,8 @@
 // oneDNN, shards in parallel with one thread each).
 #include "runtime/cpu/executor.h"
 
+#include "graph/order.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -80,32 +82,6 @@ struct Step {
     int dependencies = 0;
 };
 
-// Operations in dependency order (producers first; file order among ready ones).
-std::vector<const Operation *> dependency_order(const Graph &g) {
-    const auto &ops = g.operations();
-    std::vector<int> pending(ops.size(), 0);
-    std::vector<std::vector<size_t>> dependents(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-        std::set<int> deps;
-        for (const TensorId &t : ops[i]->input_tensors())
-            for (const OpId &p : g.producers(t))
-                if (p != ops[i]->id) deps.insert(g.op_index(p));
-        pending[i] = static_cast<int>(deps.size());
-        for (int d : deps) dependents[static_cast<size_t>(d)].push_back(i);
-    }
-    std::vector<const Operation *> order;
-    std::set<size_t> ready;
-    for (size_t i = 0; i < ops.size(); ++i)
-        if (pending[i] == 0) ready.insert(i);
-    while (!ready.empty()) {
-        const size_t i = *ready.begin();
-        ready.erase(ready.begin());
-        order.push_back(ops[i].get());
-        for (size_t j : dependents[i])
-            if (--pending[j] == 0) ready.insert(j);
-    }
-    return order;  // validation has refused cycles
-}
 
 // Selections flattened in the op's port order (absent ports skipped).
 std::vector<TensorSelection> flatten(const std::vector<PortBinding> &bindings, const std::vector<PortSpec> &ports) {
@@ -218,7 +194,7 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
 
     // Resolve every operation.
     std::vector<OpInfo> infos;
-    const auto order = dependency_order(g);
+    const auto order = dependency_order(g).order;  // validation has refused cycles
     for (const Operation *op : order) {
         OpInfo info;
         info.op = op;
