@@ -5,6 +5,7 @@
 
 #include "graph/validate.h"
 #include "index/index_set.h"
+#include "ops/library.h"
 
 using namespace tapestry;
 
@@ -290,6 +291,11 @@ private slots:
         }
         {
             Graph g = copy_graph();
+            g.put_tensor(tensor("", ZRange::of_shape({2})));
+            QTest::newRow("missing-id") << g << "missing-id" << "tensor has an empty id" << "" << "$.tensors[2].id";
+        }
+        {
+            Graph g = copy_graph();
             g.put_tensor(tensor("lonely", ZRange::of_shape({2})));
             QTest::newRow("unused-tensor") << g << "unused-tensor" << "tensor 'lonely' is neither read nor written"
                                            << "lonely" << "$.tensors[2]";
@@ -360,6 +366,46 @@ private slots:
         int overlaps = 0;
         for (const Issue &i : issues) overlaps += i.code == "shard-overlap";
         QCOMPARE(overlaps, 8);
+    }
+
+    // Parameter errors come from the real op library, named by the validator.
+    void parameterErrors_data() {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("param");
+        QTest::addColumn<QString>("value");  // "" = leave the parameter out
+        QTest::addColumn<QString>("code");
+        QTest::addColumn<QString>("message");
+        QTest::addColumn<QString>("path");
+        QTest::newRow("unknown-param") << "relu" << "alpha" << "0.1" << "unknown-param"
+                                       << "relu 'r': relu has no parameter 'alpha'" << "$.operations[0].params.alpha";
+        QTest::newRow("bad-param") << "gelu" << "approximate" << "5" << "bad-param"
+                                   << "gelu 'r': parameter 'approximate' of gelu must be string, got int 5"
+                                   << "$.operations[0].params.approximate";
+        QTest::newRow("missing-param") << "pow" << "exponent" << "" << "missing-param"
+                                       << "pow 'r': pow needs parameter 'exponent'" << "$.operations[0].params.exponent";
+    }
+
+    void parameterErrors() {
+        QFETCH(QString, kind);
+        QFETCH(QString, param);
+        QFETCH(QString, value);
+        QFETCH(QString, code);
+        QFETCH(QString, message);
+        QFETCH(QString, path);
+        Graph g;
+        g.put_tensor(tensor("x", ZRange::of_shape({4}), TensorRole::input));
+        g.put_tensor(tensor("y", ZRange::of_shape({4}), TensorRole::output));
+        Operation o = op("r", kind.toStdString(), "x", ZRange::of_shape({4}), "y", ZRange::of_shape({4}));
+        if (!value.isEmpty()) {
+            if (value.contains('.')) o.params.set(param.toStdString(), value.toDouble());
+            else o.params.set(param.toStdString(), std::int64_t{value.toLongLong()});
+        }
+        g.put_op(o);
+        auto issues = validate(g, OpLibrary::standard());
+        const Issue *i = find_code(issues, code.toStdString());
+        QVERIFY2(i, qPrintable("no " + code + " among:\n" + dump(issues)));
+        QCOMPARE(QString::fromStdString(i->message), message);
+        QCOMPARE(QString::fromStdString(i->json_path), path);
     }
 
     // An error is reported once: a dangling operand does not also produce a
