@@ -11,6 +11,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QMessageBox>
@@ -24,6 +25,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <QTreeWidget>
 #include <atomic>
 #include <cmath>
@@ -549,9 +551,21 @@ void TestStudioRun::cancelAtOnce() {
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
     QSignalSpy finished(&w, &MainWindow::runFinished);
+    // Hold the worker at its first progress report until Cancel has been pressed:
+    // on a loaded machine the GUI thread can otherwise lose the race to a run this
+    // small, which then (rightly) completes instead of cancelling.
+    auto pressed = std::make_shared<std::atomic_bool>(false);
+    w.runWorker()->setProgressHook([pressed](int, int) {
+        QElapsedTimer waited;
+        waited.start();
+        while (!pressed->load() && waited.elapsed() < 10000) QThread::msleep(1);
+        return false;
+    });
     w.runAction()->trigger();
     QVERIFY(w.cancelRunAction()->isEnabled());
     w.cancelRunAction()->trigger();  // before the worker got far
+    pressed->store(true);
+    w.runWorker()->setProgressHook({});
     QVERIFY(!w.cancelRunAction()->isEnabled());
     QVERIFY(waitRun(finished));
     QVERIFY(w.lastOutcome().cancelled);
