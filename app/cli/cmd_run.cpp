@@ -60,14 +60,7 @@ std::string human_bytes(double bytes) {
 
 int run_command(const RunCommandOptions &o) {
     PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
-    if (!prepared.ok()) {
-        if (o.json)
-            std::cout << problems_json(o.project, prepared).dump(2) << "\n";
-        else
-            report_problems(o.project, prepared);
-        return kExitInvalid;
-    }
-    if (!o.json) report_problems(o.project, prepared);  // warnings
+    if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
     const Graph &g = *prepared.graph;
 
     auto fail = [&](const std::string &message) {

@@ -37,14 +37,7 @@ std::string sci(double v) {
 
 int verify_command(const VerifyCommandOptions &o) {
     PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
-    if (!prepared.ok()) {
-        if (o.json)
-            std::cout << problems_json(o.project, prepared).dump(2) << "\n";
-        else
-            report_problems(o.project, prepared);
-        return kExitInvalid;
-    }
-    if (!o.json) report_problems(o.project, prepared);  // warnings
+    if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
     const Graph &g = *prepared.graph;
 
     // The executor reports progress run by run; a run that completes moves the

@@ -167,4 +167,16 @@ void print_rows(const std::vector<std::vector<std::string>> &rows, const std::st
     }
 }
 
+bool report_preparation(const std::string &project, const PreparedRun &prepared, bool json) {
+    if (prepared.ok()) {
+        if (!json) report_problems(project, prepared);  // warnings
+        return true;
+    }
+    if (json)
+        std::cout << problems_json(project, prepared).dump(2) << "\n";
+    else
+        report_problems(project, prepared);
+    return false;
+}
+
 }  // namespace tapestry::cli

@@ -65,6 +65,10 @@ ValueSummary summarize_values(const TensorData &t);
 std::string element_string(std::int64_t flat, const ZPoint &shape);
 std::vector<std::int64_t> element_coords(std::int64_t flat, const ZPoint &shape);
 
+// Reports what preparing the run found — problems as JSON on stdout with `json`,
+// else errors and warnings on stderr. False when the run cannot go ahead.
+bool report_preparation(const std::string &project, const PreparedRun &prepared, bool json);
+
 // Prints rows as left-aligned columns two spaces apart, each line prefixed by `indent`.
 void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
 
