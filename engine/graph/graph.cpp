@@ -1,5 +1,7 @@
 #include "graph/graph.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 
 namespace tapestry {
@@ -108,6 +110,22 @@ bool Graph::remove_op(const OpId &id) {
     ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(it->second));
     reindex();
     return true;
+}
+
+void Graph::insert_tensor(size_t index, TensorPtr t) {
+    TAPESTRY_CHECK(t != nullptr, "Graph::insert_tensor: null tensor");
+    TAPESTRY_CHECK(tensor_pos_.count(t->id) == 0, "Graph::insert_tensor: id already present");
+    index = std::min(index, tensors_.size());
+    tensors_.insert(tensors_.begin() + static_cast<std::ptrdiff_t>(index), std::move(t));
+    reindex();
+}
+
+void Graph::insert_op(size_t index, OpPtr op) {
+    TAPESTRY_CHECK(op != nullptr, "Graph::insert_op: null operation");
+    TAPESTRY_CHECK(op_pos_.count(op->id) == 0, "Graph::insert_op: id already present");
+    index = std::min(index, ops_.size());
+    ops_.insert(ops_.begin() + static_cast<std::ptrdiff_t>(index), std::move(op));
+    reindex();
 }
 
 void Graph::reindex() {

@@ -40,6 +40,10 @@ public:
     void put_op(Operation op) { put_op(std::make_shared<const Operation>(std::move(op))); }
     bool remove_tensor(const TensorId &id);
     bool remove_op(const OpId &id);
+    // Inserts a node whose id is not in the graph at `index` (clamped to the end);
+    // undo uses it to put a removed node back where it was.
+    void insert_tensor(size_t index, TensorPtr t);
+    void insert_op(size_t index, OpPtr op);
 
     // Operations writing / reading a tensor, in operation order.
     std::vector<OpId> producers(const TensorId &id) const;
