@@ -39,5 +39,6 @@ int run_ops(const std::string &kind, bool json);
 void add_run_command(CLI::App &app, std::function<int()> &action);     // cmd_run.cpp
 void add_verify_command(CLI::App &app, std::function<int()> &action);  // cmd_verify.cpp
 void add_import_command(CLI::App &app, std::function<int()> &action);  // cmd_import.cpp
+void add_session_command(CLI::App &app, std::function<int()> &action);  // cmd_session.cpp
 
 }  // namespace tapestry::cli

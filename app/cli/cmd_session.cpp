@@ -1,0 +1,253 @@
+// `tapestry session list|export|import`: moves projects in and out of a session
+// file (store/session.h, docs/sessions.md) as *.tapestry.json. list and export
+// open the session read-only (they work while the studio has it open); import
+// opens it read-write and is refused, exit 1, while another process holds it.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "graph/issue.h"
+#include "io/project_file.h"
+#include "io/tensor_values.h"
+#include "store/session.h"
+
+namespace tapestry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+struct SessionCommandOptions {
+    std::string session;
+    bool json = false;
+    // export
+    std::string project;
+    std::string output;
+    int version = 0;
+    // import
+    std::string file;
+    std::string name;
+};
+
+int store_failure(const store::StoreError &e) {
+    std::cerr << "tapestry: " << e.message << "\n";
+    return kExitInvalid;
+}
+
+// A portable file name for a project name: "GPT-2 block" → "GPT-2_block".
+std::string file_name_for(const std::string &name) {
+    std::string s;
+    for (char c : name) {
+        const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                          c == '_' || c == '.';
+        s += keep ? c : '_';
+    }
+    if (s.empty() || s[0] == '.') s.insert(s.begin(), '_');
+    return s;
+}
+
+int list_command(const SessionCommandOptions &o) {
+    auto session = store::Session::open(o.session, store::OpenMode::read_only);
+    if (!session) return store_failure(session.error());
+    auto projects = (*session)->projects();
+    if (!projects) return store_failure(projects.error());
+    ordered_json list = ordered_json::array();
+    std::vector<std::string> lines;
+    for (const store::ProjectInfo &p : *projects) {
+        std::string latest_saved;
+        int latest_number = 0;
+        if (p.latest_version_id != 0) {
+            auto versions = (*session)->versions(p.id);
+            if (!versions) return store_failure(versions.error());
+            if (!versions->empty()) {
+                latest_saved = versions->back().saved_at;
+                latest_number = versions->back().number;
+            }
+        }
+        list.push_back(ordered_json{{"id", p.id},
+                                    {"name", p.name},
+                                    {"versions", p.version_count},
+                                    {"latest_version", latest_number},
+                                    {"latest_saved_at", latest_saved}});
+        lines.push_back(
+            "  " + std::to_string(p.id) + "  " + p.name + "  " + std::to_string(p.version_count) +
+            (p.version_count == 1 ? " version" : " versions") +
+            (latest_saved.empty() ? "" : ", latest v" + std::to_string(latest_number) + " saved " + latest_saved));
+    }
+    if (o.json) {
+        std::cout << ordered_json{{"session", o.session},
+                                  {"schema_version", (*session)->schema_version()},
+                                  {"projects", std::move(list)}}
+                         .dump(2)
+                  << "\n";
+        return kExitOk;
+    }
+    std::cout << o.session << ": " << projects->size() << (projects->size() == 1 ? " project" : " projects")
+              << " (schema " << (*session)->schema_version() << ")\n";
+    for (const std::string &line : lines) std::cout << line << "\n";
+    return kExitOk;
+}
+
+// The project named (or numbered) `wanted`; exit code when there is none or several.
+int find_project(const std::vector<store::ProjectInfo> &projects, const std::string &session, const std::string &wanted,
+                 store::ProjectInfo &out) {
+    std::vector<const store::ProjectInfo *> named;
+    for (const store::ProjectInfo &p : projects)
+        if (p.name == wanted) named.push_back(&p);
+    if (named.size() == 1) {
+        out = *named.front();
+        return kExitOk;
+    }
+    if (named.size() > 1) {
+        std::cerr << "tapestry: " << session << ": " << named.size() << " projects are named '" << wanted
+                  << "'; name one by its id:";
+        for (const auto *p : named) std::cerr << " " << p->id;
+        std::cerr << "\n";
+        return kExitInvalid;
+    }
+    for (const store::ProjectInfo &p : projects)
+        if (std::to_string(p.id) == wanted) {
+            out = p;
+            return kExitOk;
+        }
+    std::cerr << "tapestry: " << session << ": no project named '" << wanted << "'";
+    if (!projects.empty()) {
+        std::cerr << " (it has";
+        for (size_t i = 0; i < projects.size(); ++i) std::cerr << (i == 0 ? ": '" : ", '") << projects[i].name << "'";
+        std::cerr << ")";
+    }
+    std::cerr << "\n";
+    return kExitInvalid;
+}
+
+int export_command(const SessionCommandOptions &o) {
+    auto session = store::Session::open(o.session, store::OpenMode::read_only);
+    if (!session) return store_failure(session.error());
+    auto projects = (*session)->projects();
+    if (!projects) return store_failure(projects.error());
+
+    std::vector<store::ProjectInfo> chosen;
+    if (!o.project.empty()) {
+        store::ProjectInfo p;
+        if (int code = find_project(*projects, o.session, o.project, p); code != kExitOk) return code;
+        chosen.push_back(p);
+    } else {
+        chosen = *projects;
+        if (o.version != 0) {
+            std::cerr << "tapestry: --version needs a PROJECT\n";
+            return kExitUsage;
+        }
+    }
+
+    // -o names a file for one project (a path ending in .json or not a folder),
+    // else the folder the projects go to (default: the current folder).
+    std::error_code ec;
+    const bool output_is_file = chosen.size() == 1 && !o.project.empty() && !o.output.empty() &&
+                                (o.output.ends_with(".json") || !fs::is_directory(o.output, ec));
+    if (!output_is_file && !o.output.empty()) {
+        fs::create_directories(o.output, ec);
+        if (ec) {
+            std::cerr << "tapestry: " << o.output << ": cannot create the folder: " << ec.message() << "\n";
+            return kExitInvalid;
+        }
+    }
+    const fs::path dir = o.output.empty() ? fs::path(".") : fs::path(o.output);
+
+    int exported = 0;
+    for (const store::ProjectInfo &p : chosen) {
+        if (p.latest_version_id == 0 && o.version == 0) {
+            std::cerr << "tapestry: " << o.session << ": project '" << p.name << "' has no saved version; skipped\n";
+            if (!o.project.empty()) return kExitInvalid;
+            continue;
+        }
+        store::VersionId version_id = p.latest_version_id;
+        int number = 0;
+        if (o.version != 0) {
+            auto v = (*session)->version_by_number(p.id, o.version);
+            if (!v) return store_failure(v.error());
+            version_id = v->id;
+        }
+        auto graph = (*session)->load_version(version_id);
+        if (!graph) return store_failure(graph.error());
+        auto versions = (*session)->versions(p.id, true);
+        if (versions)
+            for (const store::VersionInfo &v : *versions)
+                if (v.id == version_id) number = v.number;
+        const fs::path target = output_is_file ? fs::path(o.output) : dir / (file_name_for(p.name) + ".tapestry.json");
+        if (std::string error = save_project_with_values(*graph, target); !error.empty()) {
+            std::cerr << "tapestry: " << error << "\n";
+            return kExitInvalid;
+        }
+        std::cout << "exported '" << p.name << "' version " << number << " → " << target.string() << " ("
+                  << graph->node_count() << " nodes)\n";
+        ++exported;
+    }
+    if (chosen.empty()) std::cout << o.session << ": no projects to export\n";
+    return exported == 0 && !chosen.empty() ? kExitInvalid : kExitOk;
+}
+
+int import_command(const SessionCommandOptions &o) {
+    LoadResult loaded = load_project(o.file);
+    if (loaded.ok()) {
+        const std::vector<Issue> value_issues = load_tensor_values(loaded.graph, fs::path(o.file).parent_path());
+        loaded.issues.insert(loaded.issues.end(), value_issues.begin(), value_issues.end());
+    }
+    for (const Issue &issue : loaded.issues) std::cerr << "tapestry: " << o.file << ": " << format_issue(issue) << "\n";
+    if (!loaded.ok()) return kExitInvalid;
+
+    std::string name = o.name;
+    if (name.empty()) name = loaded.graph.name;
+    if (name.empty()) {
+        name = fs::path(o.file).filename().string();
+        for (std::string_view suffix : {".json", ".tapestry"})
+            if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+    }
+
+    auto session = store::Session::open(o.session, store::OpenMode::read_write);
+    if (!session) return store_failure(session.error());
+    auto project = (*session)->create_project(name);
+    if (!project) return store_failure(project.error());
+    auto version = (*session)->save_version(*project, loaded.graph, "import");
+    if (!version) return store_failure(version.error());
+    std::cout << "imported " << o.file << " → " << o.session << ": project '" << name << "' (id " << *project
+              << "), version " << version->number << ", " << version->node_count << " nodes\n";
+    return kExitOk;
+}
+
+}  // namespace
+
+void add_session_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<SessionCommandOptions>();
+    CLI::App *cmd = app.add_subcommand(
+        "session", "Move projects in and out of a session file (*.tapestry-session): list, export, import.");
+    cmd->require_subcommand(1);
+    cmd->footer(
+        "Exit codes: 0 done, 1 the session or project cannot be read or written (the message says why: "
+        "damaged, locked, read-only, newer version, not found), 2 usage error.");
+
+    CLI::App *list = cmd->add_subcommand("list", "List the projects of a session: versions and latest save time.");
+    list->add_option("SESSION", o->session, "Session file")->required();
+    list->add_flag("--json", o->json, "Print {session, schema_version, projects[]} as JSON");
+    list->callback([o, &action] { action = [o] { return list_command(*o); }; });
+
+    CLI::App *exporter = cmd->add_subcommand(
+        "export", "Write projects of a session as *.tapestry.json (large values as .npy files beside them).");
+    exporter->add_option("SESSION", o->session, "Session file")->required();
+    exporter->add_option("PROJECT", o->project, "Project name or id (default: every project)");
+    exporter->add_option("-o,--output", o->output,
+                         "Output file (one project) or folder (default: the current folder, NAME.tapestry.json)");
+    exporter->add_option("--version", o->version, "Version number to export (default: the latest)")
+        ->check(CLI::PositiveNumber);
+    exporter->callback([o, &action] { action = [o] { return export_command(*o); }; });
+
+    CLI::App *importer = cmd->add_subcommand(
+        "import", "Add a project file to a session as a new project (creates the session if missing).");
+    importer->add_option("SESSION", o->session, "Session file")->required();
+    importer->add_option("FILE", o->file, "Project file (*.tapestry.json)")->required();
+    importer->add_option("--name", o->name, "Project name (default: the project's own name)");
+    importer->callback([o, &action] { action = [o] { return import_command(*o); }; });
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,1034 @@
+// The session store over the SQLite C API. Three things here are subtle; each is
+// explained where it happens:
+//  * a refused file must stay byte-identical, so it is examined through an
+//    `immutable=1` read-only connection before any read-write connection exists;
+//  * the session lock is flock() on our own descriptor of the file, and POSIX
+//    record locks (which SQLite uses) are dropped by ANY close() of that file in
+//    the process, so descriptors are parked while SQLite connections remain;
+//  * tensor values are stored once per content and referenced from versions; a
+//    per-session cache keyed by TensorData pointer makes unchanged values free.
+#include "store/session.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "io/project_file.h"
+#include "store/content_hash.h"
+#include "store/schema.h"
+
+namespace tapestry::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBusyTimeoutMs = 250;
+constexpr const char *kNow = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
+
+StoreError make_error(std::string code, std::string message) {
+    return {std::move(code), std::move(message)};
+}
+
+// ---- the process-wide registry of session files in use ----------------------
+//
+// Per inode: whether a read-write Session holds it, how many SQLite connections
+// of this process are open on it, and descriptors whose close() must wait until
+// those connections are gone (closing one would silently drop SQLite's locks).
+struct InodeKey {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    friend auto operator<=>(const InodeKey &, const InodeKey &) = default;
+};
+struct InodeUse {
+    int writers = 0;
+    int connections = 0;
+    std::vector<int> parked;
+};
+std::mutex g_registry_mutex;
+std::map<InodeKey, InodeUse> g_registry;
+
+// Releases our descriptor (and its flock). Caller holds g_registry_mutex.
+void release_fd(const InodeKey &key, int fd) {
+    if (fd < 0) return;
+    ::flock(fd, LOCK_UN);
+    auto it = g_registry.find(key);
+    if (it != g_registry.end() && it->second.connections > 0) {
+        it->second.parked.push_back(fd);
+        return;
+    }
+    ::close(fd);
+}
+
+// One SQLite connection of this process on `key` is gone. Caller holds the mutex.
+void connection_closed(const InodeKey &key) {
+    auto it = g_registry.find(key);
+    if (it == g_registry.end()) return;
+    if (--it->second.connections <= 0 && it->second.writers <= 0) {
+        for (int fd : it->second.parked) ::close(fd);
+        g_registry.erase(it);
+    }
+}
+
+std::string uri_of(const fs::path &path, std::string_view query) {
+    static const char hex[] = "0123456789ABCDEF";
+    std::error_code ec;
+    fs::path absolute = fs::absolute(path, ec);
+    const std::string p = ec ? path.string() : absolute.string();
+    std::string uri = "file:";
+    for (unsigned char c : p) {
+        const bool plain = std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
+        if (plain) {
+            uri += static_cast<char>(c);
+        } else {
+            uri += '%';
+            uri += hex[c >> 4];
+            uri += hex[c & 15];
+        }
+    }
+    uri += '?';
+    uri += query;
+    return uri;
+}
+
+// ---- prepared statements ------------------------------------------------------
+
+class Stmt {
+public:
+    Stmt() = default;
+    explicit Stmt(sqlite3_stmt *s) : s_(s) {}
+    Stmt(Stmt &&o) noexcept : s_(std::exchange(o.s_, nullptr)), owned_(o.owned_) {}
+    Stmt &operator=(Stmt &&) = delete;
+    ~Stmt() {
+        if (s_ && owned_)
+            sqlite3_finalize(s_);
+        else if (s_) {
+            sqlite3_reset(s_);
+            sqlite3_clear_bindings(s_);
+        }
+    }
+    static Stmt borrowed(sqlite3_stmt *s) {
+        Stmt st(s);
+        st.owned_ = false;
+        return st;
+    }
+    bool ok() const { return s_ != nullptr; }
+    Stmt &bind(int i, std::int64_t v) {
+        sqlite3_bind_int64(s_, i, v);
+        return *this;
+    }
+    Stmt &bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+    Stmt &bind(int i, double v) {
+        sqlite3_bind_double(s_, i, v);
+        return *this;
+    }
+    Stmt &bind(int i, std::string_view v) {
+        sqlite3_bind_text64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+        return *this;
+    }
+    Stmt &bind_static(int i, std::string_view v) {  // v outlives the statement's execution
+        sqlite3_bind_text64(s_, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
+        return *this;
+    }
+    Stmt &bind_blob(int i, std::span<const std::byte> v) {
+        sqlite3_bind_blob64(s_, i, v.data(), v.size(), SQLITE_STATIC);
+        return *this;
+    }
+    int step() { return sqlite3_step(s_); }
+    std::int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+    double real(int c) const { return sqlite3_column_double(s_, c); }
+    std::string text(int c) const {
+        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(s_, c));
+        return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string();
+    }
+    std::span<const std::byte> blob(int c) const {
+        const void *p = sqlite3_column_blob(s_, c);
+        return {static_cast<const std::byte *>(p), static_cast<size_t>(sqlite3_column_bytes(s_, c))};
+    }
+    bool is_null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+
+private:
+    sqlite3_stmt *s_ = nullptr;
+    bool owned_ = true;
+};
+
+// The user_version and quick_check of a connection, as a refusal or nothing.
+std::optional<StoreError> examine(sqlite3 *db, const std::string &file, int &version_out, bool quick_check) {
+    auto damaged = [&](const std::string &why) {
+        return make_error("damaged", "session " + file + " is damaged or not a Tapestry session (" + why +
+                                         "); it was left unchanged");
+    };
+    sqlite3_stmt *raw = nullptr;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &raw, nullptr);
+    Stmt version(raw);
+    if (rc == SQLITE_OK) rc = version.step();
+    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT || (rc != SQLITE_ROW && rc != SQLITE_BUSY && rc != SQLITE_LOCKED))
+        return damaged(sqlite3_errmsg(db));
+    if (rc != SQLITE_ROW)
+        return make_error("locked", "session " + file + " is busy in another process: " + sqlite3_errmsg(db));
+    version_out = static_cast<int>(version.i64(0));
+    if (version_out > current_schema_version())
+        return make_error("newer-version", "session " + file + " was written by a newer Tapestry (schema version " +
+                                               std::to_string(version_out) + "; this build reads up to " +
+                                               std::to_string(current_schema_version()) + "); it was left unchanged");
+    if (version_out < 0) return damaged("schema version " + std::to_string(version_out));
+    if (!quick_check) return std::nullopt;
+    raw = nullptr;
+    rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(5)", -1, &raw, nullptr);
+    Stmt check(raw);
+    if (rc != SQLITE_OK) return damaged(sqlite3_errmsg(db));
+    std::string problems;
+    while ((rc = check.step()) == SQLITE_ROW) {
+        const std::string line = check.text(0);
+        if (line != "ok") problems += (problems.empty() ? "" : "; ") + line;
+    }
+    if (rc != SQLITE_DONE) return damaged(sqlite3_errmsg(db));
+    if (!problems.empty()) return damaged("integrity check: " + problems);
+    // A file that SQLite reads but that is not ours (another application's
+    // database) is refused too: a session has our tables or no tables at all.
+    if (version_out == 0) {
+        raw = nullptr;
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema", -1, &raw, nullptr);
+        Stmt tables(raw);
+        if (tables.ok() && tables.step() == SQLITE_ROW && tables.i64(0) > 0)
+            return make_error("invalid", "session " + file +
+                                             " is an SQLite database but not a Tapestry session (it has tables "
+                                             "and no schema version); it was left unchanged");
+    }
+    return std::nullopt;
+}
+
+std::string shape_text(const ZPoint &shape) {
+    std::string s;
+    for (size_t i = 0; i < shape.coords().size(); ++i) s += (i ? "," : "") + std::to_string(shape.coords()[i]);
+    return s;
+}
+
+std::optional<ZPoint> parse_shape(const std::string &text) {
+    std::vector<Coord> coords;
+    const char *p = text.data(), *end = text.data() + text.size();
+    while (p < end) {
+        Coord c = 0;
+        auto [next, ec] = std::from_chars(p, end, c);
+        if (ec != std::errc() || c < 0) return std::nullopt;
+        coords.push_back(c);
+        p = next;
+        if (p < end && *p++ != ',') return std::nullopt;
+    }
+    return ZPoint(std::move(coords));
+}
+
+bool editor_kind(std::string_view kind) {
+    return kind == "save" || kind == "autosave" || kind == "import";
+}
+
+}  // namespace
+
+// ---- Session::Impl ---------------------------------------------------------------
+
+struct Session::Impl {
+    sqlite3 *db = nullptr;
+    int lock_fd = -1;
+    InodeKey key;
+    bool writer = false;
+    int schema = 0;
+    std::string file;  // the path as the user named it, for messages
+    mutable std::mutex mutex;
+    mutable std::unordered_map<std::string, sqlite3_stmt *> statements;
+
+    struct CachedValue {
+        std::weak_ptr<const TensorData> ref;
+        std::int64_t value_id = 0;
+    };
+    // TensorData (immutable, shared) → its row. Entries whose TensorData died are
+    // dropped on sight (the address may be reused by another value).
+    mutable std::unordered_map<const TensorData *, CachedValue> value_cache;
+    // Rows → TensorData loaded by this session, so that two loads share values.
+    mutable std::unordered_map<std::int64_t, std::weak_ptr<const TensorData>> loaded;
+
+    ~Impl() {
+        std::lock_guard registry(g_registry_mutex);
+        for (auto &[sql, s] : statements) sqlite3_finalize(s);
+        if (db) {
+            sqlite3_close_v2(db);
+            if (writer) --g_registry[key].writers;
+            connection_closed(key);
+        }
+        release_fd(key, lock_fd);
+    }
+
+    StoreError sql_error(const std::string &what) const {
+        const int rc = sqlite3_extended_errcode(db);
+        const std::string detail = file + ": " + what + ": " + sqlite3_errmsg(db);
+        switch (rc & 0xff) {
+            case SQLITE_BUSY:
+            case SQLITE_LOCKED: return make_error("locked", "session " + detail);
+            case SQLITE_READONLY: return make_error("read-only", "session " + detail);
+            case SQLITE_CORRUPT:
+            case SQLITE_NOTADB: return make_error("damaged", "session " + detail);
+            case SQLITE_CONSTRAINT: return make_error("invalid", "session " + detail);
+            default: return make_error("io", "session " + detail);
+        }
+    }
+
+    // A cached statement, reset on release. Caller holds `mutex`.
+    Stmt prepare(const char *sql) const {
+        auto it = statements.find(sql);
+        if (it == statements.end()) {
+            sqlite3_stmt *s = nullptr;
+            if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) return Stmt();
+            it = statements.emplace(sql, s).first;
+        }
+        return Stmt::borrowed(it->second);
+    }
+
+    bool exec(const char *sql) const { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
+
+    std::optional<StoreError> require_writer() const {
+        if (writer) return std::nullopt;
+        return make_error("read-only", "session " + file + " was opened read-only");
+    }
+
+    std::optional<StoreError> migrate(int target) {
+        for (const Migration &m : migrations()) {
+            if (m.version <= schema || m.version > target) continue;
+            if (!exec("BEGIN IMMEDIATE"))
+                return sql_error("cannot start the migration to schema " + std::to_string(m.version));
+            const std::string sql = std::string(m.sql) + "\nPRAGMA user_version = " + std::to_string(m.version) + ";";
+            if (!exec(sql.c_str())) {
+                StoreError e = sql_error("migration to schema " + std::to_string(m.version) + " failed");
+                exec("ROLLBACK");
+                return e;
+            }
+            if (!exec("COMMIT")) {
+                StoreError e = sql_error("cannot commit the migration to schema " + std::to_string(m.version));
+                exec("ROLLBACK");
+                return e;
+            }
+            schema = m.version;
+        }
+        return std::nullopt;
+    }
+
+    // RAII transaction: BEGIN IMMEDIATE now, ROLLBACK unless committed.
+    struct Transaction {
+        const Impl &impl;
+        bool active = false;
+        explicit Transaction(const Impl &i) : impl(i) { active = impl.exec("BEGIN IMMEDIATE"); }
+        bool commit() {
+            if (!active) return false;
+            if (!impl.exec("COMMIT")) return false;
+            active = false;
+            return true;
+        }
+        ~Transaction() {
+            if (active) impl.exec("ROLLBACK");
+        }
+    };
+
+    // Does the project exist? Caller holds `mutex`.
+    bool has_project(ProjectId id) const {
+        Stmt s = prepare("SELECT 1 FROM projects WHERE id = ?");
+        return s.ok() && s.bind(1, id).step() == SQLITE_ROW;
+    }
+
+    StoreError no_project(ProjectId id) const {
+        return make_error("not-found", "session " + file + " has no project with id " + std::to_string(id));
+    }
+
+    // Are the stored bytes of row `id` equal to `value`'s? Read in chunks.
+    bool same_bytes(std::int64_t id, const TensorData &value) const {
+        sqlite3_blob *blob = nullptr;
+        if (sqlite3_blob_open(db, "main", "tensor_values", "bytes", id, 0, &blob) != SQLITE_OK) {
+            sqlite3_blob_close(blob);
+            return false;
+        }
+        const size_t size = static_cast<size_t>(sqlite3_blob_bytes(blob));
+        bool same = size == value.bytes.size();
+        std::vector<std::byte> buffer(std::min<size_t>(size, size_t{1} << 20));
+        for (size_t at = 0; same && at < size; at += buffer.size()) {
+            const size_t n = std::min(buffer.size(), size - at);
+            same = sqlite3_blob_read(blob, buffer.data(), static_cast<int>(n), static_cast<int>(at)) == SQLITE_OK &&
+                   std::memcmp(buffer.data(), value.bytes.data() + at, n) == 0;
+        }
+        sqlite3_blob_close(blob);
+        return same;
+    }
+
+    // The row holding `value`, inserted if no row has its content. New cache
+    // entries go to `pending` and become visible only when the transaction commits.
+    std::optional<std::int64_t> value_row(const std::shared_ptr<const TensorData> &value,
+                                          std::vector<std::pair<const TensorData *, CachedValue>> &pending) const {
+        auto cached = value_cache.find(value.get());
+        if (cached != value_cache.end()) {
+            if (!cached->second.ref.expired()) return cached->second.value_id;
+            value_cache.erase(cached);
+        }
+        const std::string hash = content_hash(*value).hex();
+        const std::string dtype(dtype_name(value->dtype));
+        const std::string shape = shape_text(value->shape);
+        std::optional<std::int64_t> row;
+        {
+            Stmt find = prepare("SELECT id, dtype, shape, byte_count FROM tensor_values WHERE hash = ?");
+            if (!find.ok()) return std::nullopt;
+            find.bind_static(1, hash);
+            while (!row && find.step() == SQLITE_ROW) {
+                if (find.text(1) == dtype && find.text(2) == shape &&
+                    find.i64(3) == static_cast<std::int64_t>(value->bytes.size()) && same_bytes(find.i64(0), *value))
+                    row = find.i64(0);
+            }
+        }
+        if (!row) {
+            Stmt insert =
+                prepare("INSERT INTO tensor_values (hash, dtype, shape, byte_count, bytes) VALUES (?, ?, ?, ?, ?)");
+            if (!insert.ok()) return std::nullopt;
+            insert.bind_static(1, hash).bind_static(2, dtype).bind_static(3, shape);
+            insert.bind(4, static_cast<std::int64_t>(value->bytes.size())).bind_blob(5, value->bytes);
+            if (insert.step() != SQLITE_DONE) return std::nullopt;
+            row = sqlite3_last_insert_rowid(db);
+        }
+        pending.emplace_back(value.get(), CachedValue{value, *row});
+        return row;
+    }
+
+    // Inserts `g` as the project's next version (inside the caller's transaction).
+    Expected<VersionInfo, StoreError> insert_version(
+        ProjectId project, const Graph &g, std::string_view kind,
+        std::vector<std::pair<const TensorData *, CachedValue>> &pending) const {
+        // The graph JSON without values: they live in tensor_values, once.
+        Graph bare = g;
+        for (const TensorPtr &t : g.tensors()) {
+            if (!t->value) continue;
+            Tensor copy = *t;
+            copy.value = nullptr;
+            bare.put_tensor(std::move(copy));
+        }
+        std::string json;
+        try {
+            json = serialize_project(bare);
+        } catch (const std::exception &e) {
+            return unexpected(make_error("io", "session " + file + ": cannot serialise the graph: " + e.what()));
+        }
+        Stmt next = prepare("SELECT COALESCE(MAX(number), 0) + 1 FROM graph_versions WHERE project_id = ?");
+        if (!next.ok() || next.bind(1, project).step() != SQLITE_ROW)
+            return unexpected(sql_error("cannot number the version"));
+        VersionInfo info;
+        info.project_id = project;
+        info.number = static_cast<int>(next.i64(0));
+        info.kind = std::string(kind);
+        info.node_count = static_cast<int>(g.node_count());
+        {
+            Stmt insert = prepare(
+                "INSERT INTO graph_versions (project_id, number, kind, saved_at, node_count, graph_json) "
+                "VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?, ?) RETURNING id, saved_at");
+            if (!insert.ok()) return unexpected(sql_error("cannot save the version"));
+            insert.bind(1, project).bind(2, info.number).bind_static(3, info.kind).bind(4, info.node_count);
+            insert.bind_static(5, json);
+            if (insert.step() != SQLITE_ROW) return unexpected(sql_error("cannot save the version"));
+            info.id = insert.i64(0);
+            info.saved_at = insert.text(1);
+            if (insert.step() != SQLITE_DONE) return unexpected(sql_error("cannot save the version"));
+        }
+        for (const TensorPtr &t : g.tensors()) {
+            if (!t->value) continue;
+            const auto row = value_row(t->value, pending);
+            if (!row) return unexpected(sql_error("cannot store the value of tensor '" + t->id.value + "'"));
+            Stmt link = prepare("INSERT INTO version_values (version_id, tensor_id, value_id) VALUES (?, ?, ?)");
+            if (!link.ok()) return unexpected(sql_error("cannot store the value of tensor '" + t->id.value + "'"));
+            link.bind(1, info.id).bind_static(2, t->id.value).bind(3, *row);
+            if (link.step() != SQLITE_DONE)
+                return unexpected(sql_error("cannot store the value of tensor '" + t->id.value + "'"));
+        }
+        return info;
+    }
+
+    void adopt(std::vector<std::pair<const TensorData *, CachedValue>> &pending) const {
+        for (auto &[ptr, entry] : pending) value_cache[ptr] = std::move(entry);
+        // Keep the cache from growing without bound over a long autosave stream.
+        if (value_cache.size() > 4096) std::erase_if(value_cache, [](const auto &e) { return e.second.ref.expired(); });
+    }
+
+    VersionInfo version_from(const Stmt &s) const {  // columns: id, project_id, number, kind, saved_at, node_count
+        VersionInfo v;
+        v.id = s.i64(0);
+        v.project_id = s.i64(1);
+        v.number = static_cast<int>(s.i64(2));
+        v.kind = s.text(3);
+        v.saved_at = s.text(4);
+        v.node_count = static_cast<int>(s.i64(5));
+        return v;
+    }
+
+    Expected<Graph, StoreError> load(VersionId version) const {
+        std::string json;
+        int number = 0;
+        {
+            Stmt s = prepare("SELECT graph_json, number FROM graph_versions WHERE id = ?");
+            if (!s.ok()) return unexpected(sql_error("cannot read version " + std::to_string(version)));
+            const int rc = s.bind(1, version).step();
+            if (rc == SQLITE_DONE)
+                return unexpected(make_error(
+                    "not-found", "session " + file + " has no graph version with id " + std::to_string(version)));
+            if (rc != SQLITE_ROW) return unexpected(sql_error("cannot read version " + std::to_string(version)));
+            json = s.text(0);
+            number = static_cast<int>(s.i64(1));
+        }
+        const std::string source = file + " (version " + std::to_string(number) + ")";
+        LoadResult parsed = parse_project(json, source);
+        if (!parsed.ok()) {
+            std::string why = parsed.issues.empty() ? "unreadable graph" : parsed.issues.front().message;
+            return unexpected(make_error("damaged", "session " + file + ": graph version " + std::to_string(number) +
+                                                        " cannot be read: " + why));
+        }
+        Graph g = std::move(parsed.graph);
+        Stmt values = prepare(
+            "SELECT vv.tensor_id, tv.id, tv.dtype, tv.shape, tv.byte_count, tv.bytes FROM version_values vv "
+            "JOIN tensor_values tv ON tv.id = vv.value_id WHERE vv.version_id = ?");
+        if (!values.ok()) return unexpected(sql_error("cannot read the values of version " + std::to_string(number)));
+        values.bind(1, version);
+        int rc = 0;
+        while ((rc = values.step()) == SQLITE_ROW) {
+            const TensorId id(values.text(0));
+            const std::int64_t row = values.i64(1);
+            const Tensor *t = g.find_tensor(id);
+            auto bad = [&](const std::string &why) {
+                return make_error("damaged", "session " + file + ": value of tensor '" + id.value + "' in version " +
+                                                 std::to_string(number) + " " + why);
+            };
+            if (!t) return unexpected(bad("names no tensor of the graph"));
+            std::shared_ptr<const TensorData> data;
+            if (auto it = loaded.find(row); it != loaded.end()) data = it->second.lock();
+            if (!data) {
+                const auto dtype = parse_dtype(values.text(2));
+                const auto shape = parse_shape(values.text(3));
+                if (!dtype || !shape) return unexpected(bad("has a bad dtype or shape"));
+                auto fresh = std::make_shared<TensorData>();
+                fresh->dtype = *dtype;
+                fresh->shape = *shape;
+                const auto bytes = values.blob(5);
+                const auto expected = static_cast<size_t>(shape->product()) * static_cast<size_t>(dtype_bytes(*dtype));
+                if (bytes.size() != expected || values.i64(4) != static_cast<std::int64_t>(expected))
+                    return unexpected(
+                        bad("holds " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(expected)));
+                fresh->bytes.assign(bytes.begin(), bytes.end());
+                data = std::move(fresh);
+                loaded[row] = data;
+                value_cache[data.get()] = CachedValue{data, row};
+            }
+            Tensor copy = *t;
+            copy.value = std::move(data);
+            g.put_tensor(std::move(copy));
+        }
+        if (rc != SQLITE_DONE)
+            return unexpected(sql_error("cannot read the values of version " + std::to_string(number)));
+        return g;
+    }
+};
+
+// ---- opening ---------------------------------------------------------------------
+
+namespace {
+
+struct OpenRequest {
+    fs::path path;
+    OpenMode mode = OpenMode::read_write;
+    int target_version = 0;  // schema to migrate to
+    bool must_create = false;
+};
+
+std::string locked_message(const std::string &file, bool readers_only) {
+    if (readers_only)
+        return "session " + file +
+               " is being read by another Tapestry process (session list or export); try again when it has finished";
+    return "session " + file + " is open in another Tapestry window or process";
+}
+
+}  // namespace
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+namespace {
+
+// Opens `impl` as the request says; returns why not. On failure the caller
+// destroys `impl` (after the registry lock taken here is released).
+std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *impl) {
+    impl->file = request.path.string();
+    const std::string &file = impl->file;
+    const bool write = request.mode == OpenMode::read_write;
+
+    std::lock_guard registry(g_registry_mutex);
+    std::error_code ec;
+    const bool exists = fs::exists(request.path, ec);
+    if (ec) return make_error("io", "session " + file + ": " + ec.message());
+    if (exists && request.must_create) return make_error("invalid", "session " + file + " already exists");
+    if (exists && fs::is_directory(request.path, ec))
+        return make_error("invalid", "session " + file + " is a folder, not a session file");
+
+    // Our descriptor of the file: its flock is the session lock.
+    int fd = -1;
+    bool created = false, writable = write;
+    if (!exists) {
+        if (!write) return make_error("not-found", "session " + file + " does not exist");
+        fd = ::open(request.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) {
+            const int err = errno;
+            if (err == EACCES || err == EROFS || err == EPERM)
+                return make_error("read-only", "session " + file + " cannot be created: its folder is read-only");
+            return make_error("io", "session " + file + " cannot be created: " + std::strerror(err));
+        }
+        created = fd >= 0;
+    }
+    if (fd < 0) {
+        fd = write ? ::open(request.path.c_str(), O_RDWR | O_CLOEXEC) : -1;
+        if (fd < 0 && (!write || errno == EACCES || errno == EROFS || errno == EPERM)) {
+            writable = false;
+            fd = ::open(request.path.c_str(), O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0) {
+            const int err = errno;
+            if (err == ENOENT) return make_error("not-found", "session " + file + " does not exist");
+            return make_error("io", "session " + file + " cannot be opened: " + std::strerror(err));
+        }
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return make_error("io", "session " + file + ": " + std::strerror(err));
+    }
+    impl->key = {st.st_dev, st.st_ino};
+    InodeUse &use = g_registry[impl->key];
+    auto fail = [&](StoreError e) {
+        release_fd(impl->key, fd);
+        if (use.connections <= 0 && use.writers <= 0) g_registry.erase(impl->key);
+        return e;
+    };
+    const bool in_use_here = use.connections > 0;
+
+    // The lock. A read-write session takes it exclusively. A read-only one reads
+    // beside a writer through SQLite (WAL); with no writer, it reads the file as
+    // immutable and holds a shared lock meanwhile so that no writer starts under it.
+    bool immutable = false;
+    if (write) {
+        if (use.writers > 0) return fail(make_error("locked", locked_message(file, false)));
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const bool readers_only = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+            return fail(make_error("locked", locked_message(file, readers_only)));
+        }
+    } else if (!in_use_here && use.writers == 0 && ::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        immutable = true;
+    }
+
+    // A WAL left by a writer that was killed holds committed transactions that
+    // only SQLite's recovery can read; the main file alone may then be mid-checkpoint.
+    const fs::path wal = request.path.string() + "-wal";
+    const bool pending_wal = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
+    if (pending_wal) immutable = false;
+    const bool empty_file = st.st_size == 0;
+
+    // Examine the file before any read-write connection exists: an immutable
+    // connection reads without locks, journal or shared-memory files, and so
+    // cannot change anything, even for a file we end up refusing.
+    int version = 0;
+    bool examined = false;
+    if (!created && !empty_file && !pending_wal && !in_use_here) {
+        sqlite3 *probe = nullptr;
+        const int rc = sqlite3_open_v2(uri_of(request.path, "immutable=1").c_str(), &probe,
+                                       SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+        std::optional<StoreError> refused;
+        if (rc != SQLITE_OK)
+            refused = make_error("io", "session " + file + " cannot be read: " + sqlite3_errmsg(probe));
+        else
+            refused = examine(probe, file, version, true);
+        sqlite3_close_v2(probe);  // no other connection of ours is on the file: closing its descriptor is safe
+        if (refused) return fail(*refused);
+        examined = true;
+    }
+    if (write && !writable)
+        return fail(make_error("read-only", "session " + file +
+                                                " is read-only on disk; Tapestry will not write to it (it was left "
+                                                "unchanged)"));
+    if (!write && empty_file) return fail(make_error("damaged", "session " + file + " is empty"));
+
+    // The connection the session uses.
+    sqlite3 *db = nullptr;
+    std::string uri = uri_of(request.path, write ? "mode=rw" : immutable ? "immutable=1" : "mode=ro");
+    const int flags = (write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX;
+    const int rc = sqlite3_open_v2(uri.c_str(), &db, flags, nullptr);
+    ++use.connections;
+    impl->db = db;  // closed by ~Impl from here on
+    if (rc != SQLITE_OK) {
+        StoreError e = make_error("io", "session " + file + " cannot be opened: " + sqlite3_errmsg(db));
+        impl->lock_fd = fd;
+        return e;
+    }
+    // Until the file is accepted, closing must not checkpoint into it.
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    impl->lock_fd = fd;
+    if (!examined && !created && !empty_file) {
+        if (auto refused = examine(db, file, version, true)) return *refused;
+    }
+    impl->schema = version;
+    impl->writer = write;
+    if (!write) {
+        if (!immutable) impl->exec("PRAGMA query_only = ON");
+        return std::nullopt;
+    }
+    ++use.writers;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+    // WAL: readers never block the writer and a killed writer loses nothing it
+    // committed. synchronous=NORMAL: a power cut may lose the last commits, never
+    // the file's consistency (docs/sessions.md).
+    if (!impl->exec("PRAGMA journal_mode = WAL") || !impl->exec("PRAGMA foreign_keys = ON") ||
+        !impl->exec("PRAGMA synchronous = NORMAL"))
+        return impl->sql_error("cannot configure the session");
+    return impl->migrate(request.target_version);
+}
+
+Expected<std::unique_ptr<Session::Impl>, StoreError> open_impl(const OpenRequest &request) {
+    auto impl = std::make_unique<Session::Impl>();
+    if (auto error = open_into(request, impl.get())) return unexpected(std::move(*error));
+    return impl;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Session>, StoreError> Session::open(const std::filesystem::path &path, OpenMode mode) {
+    OpenRequest request{path, mode, current_schema_version(), false};
+    auto impl = open_impl(request);
+    if (!impl) return unexpected(impl.error());
+    std::unique_ptr<Session> s(new Session(std::move(impl).value()));
+    s->path_ = path;
+    s->mode_ = mode;
+    return s;
+}
+
+Expected<std::unique_ptr<Session>, StoreError> create_session_at_version(const std::filesystem::path &path,
+                                                                         int version) {
+    if (version < 1 || version > current_schema_version())
+        return unexpected(make_error("invalid", "no schema version " + std::to_string(version)));
+    OpenRequest request{path, OpenMode::read_write, version, true};
+    auto impl = open_impl(request);
+    if (!impl) return unexpected(impl.error());
+    std::unique_ptr<Session> s(new Session(std::move(impl).value()));
+    s->path_ = path;
+    s->mode_ = OpenMode::read_write;
+    return s;
+}
+
+int Session::schema_version() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->schema;
+}
+
+// ---- projects ----------------------------------------------------------------------
+
+Expected<std::vector<ProjectInfo>, StoreError> Session::projects() const {
+    std::lock_guard lock(impl_->mutex);
+    Stmt s = impl_->prepare(
+        "SELECT p.id, p.name, p.updated_at, "
+        "(SELECT count(*) FROM graph_versions v WHERE v.project_id = p.id AND v.kind <> 'stage'), "
+        "(SELECT v.id FROM graph_versions v WHERE v.project_id = p.id AND v.kind <> 'stage' "
+        " ORDER BY v.number DESC LIMIT 1) "
+        "FROM projects p ORDER BY p.id");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot list projects"));
+    std::vector<ProjectInfo> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        ProjectInfo p;
+        p.id = s.i64(0);
+        p.name = s.text(1);
+        p.updated_at = s.text(2);
+        p.version_count = static_cast<int>(s.i64(3));
+        p.latest_version_id = s.is_null(4) ? 0 : s.i64(4);
+        out.push_back(std::move(p));
+    }
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot list projects"));
+    return out;
+}
+
+Expected<ProjectInfo, StoreError> Session::project(ProjectId id) const {
+    auto all = projects();
+    if (!all) return unexpected(all.error());
+    for (ProjectInfo &p : *all)
+        if (p.id == id) return std::move(p);
+    return unexpected(impl_->no_project(id));
+}
+
+Expected<ProjectId, StoreError> Session::create_project(std::string_view name) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (name.empty()) return unexpected(make_error("invalid", "a project needs a name"));
+    Stmt s = impl_->prepare(
+        "INSERT INTO projects (name, created_at, updated_at) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ','now'), "
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now'))");
+    if (!s.ok() || s.bind(1, name).step() != SQLITE_DONE)
+        return unexpected(impl_->sql_error("cannot create project '" + std::string(name) + "'"));
+    return static_cast<ProjectId>(sqlite3_last_insert_rowid(impl_->db));
+}
+
+Status Session::rename_project(ProjectId id, std::string_view name) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (name.empty()) return unexpected(make_error("invalid", "a project needs a name"));
+    Stmt s =
+        impl_->prepare("UPDATE projects SET name = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id = ?");
+    if (!s.ok() || s.bind(1, name).bind(2, id).step() != SQLITE_DONE)
+        return unexpected(impl_->sql_error("cannot rename project " + std::to_string(id)));
+    if (sqlite3_changes(impl_->db) == 0) return unexpected(impl_->no_project(id));
+    return Done{};
+}
+
+Status Session::delete_project(ProjectId id) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    {
+        Stmt s = impl_->prepare("DELETE FROM projects WHERE id = ?");
+        if (!s.ok() || s.bind(1, id).step() != SQLITE_DONE)
+            return unexpected(impl_->sql_error("cannot delete project " + std::to_string(id)));
+    }
+    if (sqlite3_changes(impl_->db) == 0) return unexpected(impl_->no_project(id));
+    // Values only this project's versions referred to.
+    if (!impl_->exec("DELETE FROM tensor_values WHERE id NOT IN (SELECT value_id FROM version_values)"))
+        return unexpected(impl_->sql_error("cannot remove unused values"));
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the deletion"));
+    impl_->value_cache.clear();
+    impl_->loaded.clear();
+    return Done{};
+}
+
+// ---- versions ------------------------------------------------------------------------
+
+Expected<VersionInfo, StoreError> Session::save_version(ProjectId project, const Graph &g, std::string_view kind,
+                                                        const Placements *placements) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (!editor_kind(kind))
+        return unexpected(
+            make_error("invalid", "version kind '" + std::string(kind) + "' is not one of save, autosave, import"));
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    std::vector<std::pair<const TensorData *, Impl::CachedValue>> pending;
+    auto info = impl_->insert_version(project, g, kind, pending);
+    if (!info) return unexpected(info.error());
+    if (placements) {
+        Stmt clear = impl_->prepare("DELETE FROM placements WHERE project_id = ?");
+        if (!clear.ok() || clear.bind(1, project).step() != SQLITE_DONE)
+            return unexpected(impl_->sql_error("cannot save placements"));
+        for (const auto &[node, p] : *placements) {
+            Stmt put =
+                impl_->prepare("INSERT INTO placements (project_id, node_id, x, y, pinned) VALUES (?, ?, ?, ?, ?)");
+            if (!put.ok()) return unexpected(impl_->sql_error("cannot save placements"));
+            put.bind(1, project).bind_static(2, node).bind(3, p.x).bind(4, p.y).bind(5, p.pinned ? 1 : 0);
+            if (put.step() != SQLITE_DONE) return unexpected(impl_->sql_error("cannot save the placement of " + node));
+        }
+    }
+    {
+        Stmt touch = impl_->prepare("UPDATE projects SET updated_at = ? WHERE id = ?");
+        if (!touch.ok() || touch.bind(1, info->saved_at).bind(2, project).step() != SQLITE_DONE)
+            return unexpected(impl_->sql_error("cannot update the project"));
+    }
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the save"));
+    impl_->adopt(pending);
+    return info;
+}
+
+Expected<std::vector<VersionInfo>, StoreError> Session::versions(ProjectId project, bool include_stages) const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    Stmt s = impl_->prepare(
+        "SELECT id, project_id, number, kind, saved_at, node_count FROM graph_versions "
+        "WHERE project_id = ? AND (? OR kind <> 'stage') ORDER BY number");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot list versions"));
+    s.bind(1, project).bind(2, include_stages ? 1 : 0);
+    std::vector<VersionInfo> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(impl_->version_from(s));
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot list versions"));
+    return out;
+}
+
+Expected<VersionInfo, StoreError> Session::version_by_number(ProjectId project, int number) const {
+    std::lock_guard lock(impl_->mutex);
+    Stmt s = impl_->prepare(
+        "SELECT id, project_id, number, kind, saved_at, node_count FROM graph_versions WHERE project_id = ? AND "
+        "number = ?");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read versions"));
+    const int rc = s.bind(1, project).bind(2, number).step();
+    if (rc == SQLITE_ROW) return impl_->version_from(s);
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read versions"));
+    return unexpected(make_error("not-found", "session " + impl_->file + ": project " + std::to_string(project) +
+                                                  " has no version " + std::to_string(number)));
+}
+
+Expected<Graph, StoreError> Session::load_version(VersionId version) const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->load(version);
+}
+
+Expected<Graph, StoreError> Session::load_latest(ProjectId project) const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    Stmt s = impl_->prepare(
+        "SELECT id FROM graph_versions WHERE project_id = ? AND kind <> 'stage' ORDER BY number DESC LIMIT 1");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read versions"));
+    const int rc = s.bind(1, project).step();
+    if (rc == SQLITE_DONE)
+        return unexpected(make_error(
+            "not-found", "session " + impl_->file + ": project " + std::to_string(project) + " has no saved version"));
+    if (rc != SQLITE_ROW) return unexpected(impl_->sql_error("cannot read versions"));
+    const VersionId id = s.i64(0);
+    return impl_->load(id);
+}
+
+Expected<Placements, StoreError> Session::placements(ProjectId project) const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    Stmt s = impl_->prepare("SELECT node_id, x, y, pinned FROM placements WHERE project_id = ?");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read placements"));
+    s.bind(1, project);
+    Placements out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) out[s.text(0)] = NodePlacement{s.real(1), s.real(2), s.i64(3) != 0};
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read placements"));
+    return out;
+}
+
+// ---- studio state ----------------------------------------------------------------------
+
+Status Session::set_state(StateScope scope, std::string_view key, std::string_view json) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (key.empty()) return unexpected(make_error("invalid", "a state entry needs a key"));
+    if (!nlohmann::json::accept(json))
+        return unexpected(make_error("invalid", "state '" + std::string(key) + "' is not valid JSON"));
+    if (scope && !impl_->has_project(*scope)) return unexpected(impl_->no_project(*scope));
+    Stmt s = scope ? impl_->prepare(
+                         "INSERT INTO project_state (project_id, key, json, updated_at) VALUES (?, ?, ?, "
+                         "strftime('%Y-%m-%dT%H:%M:%fZ','now')) ON CONFLICT (project_id, key) DO UPDATE SET "
+                         "json = excluded.json, updated_at = excluded.updated_at")
+                   : impl_->prepare(
+                         "INSERT INTO session_state (key, json, updated_at) VALUES (?, ?, "
+                         "strftime('%Y-%m-%dT%H:%M:%fZ','now')) ON CONFLICT (key) DO UPDATE SET "
+                         "json = excluded.json, updated_at = excluded.updated_at");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot save state"));
+    int i = 1;
+    if (scope) s.bind(i++, *scope);
+    s.bind(i, key);
+    s.bind(i + 1, json);
+    if (s.step() != SQLITE_DONE) return unexpected(impl_->sql_error("cannot save state '" + std::string(key) + "'"));
+    return Done{};
+}
+
+Expected<std::optional<std::string>, StoreError> Session::state(StateScope scope, std::string_view key) const {
+    std::lock_guard lock(impl_->mutex);
+    Stmt s = scope ? impl_->prepare("SELECT json FROM project_state WHERE project_id = ? AND key = ?")
+                   : impl_->prepare("SELECT json FROM session_state WHERE key = ?");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read state"));
+    int i = 1;
+    if (scope) s.bind(i++, *scope);
+    s.bind(i, key);
+    const int rc = s.step();
+    if (rc == SQLITE_ROW) return std::optional<std::string>(s.text(0));
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read state"));
+    return std::optional<std::string>();
+}
+
+// ---- stages ------------------------------------------------------------------------------
+
+Expected<StageRecord, StoreError> Session::add_stage(const StageRecord &stage, const Graph &stage_graph) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (impl_->schema < 2)
+        return unexpected(make_error("invalid", "session " + impl_->file + " is at schema " +
+                                                    std::to_string(impl_->schema) + "; stages need schema 2"));
+    if (stage.pass_name.empty()) return unexpected(make_error("invalid", "a stage needs a pass name"));
+    for (const auto &[what, text] : {std::pair{"options", &stage.options_json},
+                                     {"diff", &stage.diff_json},
+                                     {"certificate", &stage.certificate_json}})
+        if (!nlohmann::json::accept(*text))
+            return unexpected(make_error("invalid", "stage " + stage.pass_name + ": " + what + " is not valid JSON"));
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    ProjectId project = 0;
+    {
+        Stmt s = impl_->prepare("SELECT project_id FROM graph_versions WHERE id = ?");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot read versions"));
+        if (s.bind(1, stage.version_id).step() != SQLITE_ROW)
+            return unexpected(make_error("not-found", "session " + impl_->file + " has no graph version with id " +
+                                                          std::to_string(stage.version_id)));
+        project = s.i64(0);
+    }
+    std::vector<std::pair<const TensorData *, Impl::CachedValue>> pending;
+    auto graph_version = impl_->insert_version(project, stage_graph, "stage", pending);
+    if (!graph_version) return unexpected(graph_version.error());
+    StageRecord out = stage;
+    out.graph_version_id = graph_version->id;
+    {
+        Stmt s = impl_->prepare(
+            "INSERT INTO stages (version_id, ordinal, pass_name, options_json, summary, diff_json, certificate_json, "
+            "graph_version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot save stage"));
+        s.bind(1, out.version_id).bind(2, out.ordinal).bind_static(3, out.pass_name).bind_static(4, out.options_json);
+        s.bind_static(5, out.summary).bind_static(6, out.diff_json).bind_static(7, out.certificate_json);
+        s.bind(8, out.graph_version_id);
+        if (s.step() != SQLITE_DONE)
+            return unexpected(
+                impl_->sql_error("cannot save stage " + std::to_string(out.ordinal) + " (" + out.pass_name + ")"));
+        out.id = sqlite3_last_insert_rowid(impl_->db);
+    }
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the stage"));
+    impl_->adopt(pending);
+    return out;
+}
+
+Expected<std::vector<StageRecord>, StoreError> Session::stages(VersionId version) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 2) return std::vector<StageRecord>{};
+    Stmt s = impl_->prepare(
+        "SELECT id, version_id, ordinal, pass_name, options_json, summary, diff_json, certificate_json, "
+        "graph_version_id FROM stages WHERE version_id = ? ORDER BY ordinal");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read stages"));
+    s.bind(1, version);
+    std::vector<StageRecord> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        StageRecord r;
+        r.id = s.i64(0);
+        r.version_id = s.i64(1);
+        r.ordinal = static_cast<int>(s.i64(2));
+        r.pass_name = s.text(3);
+        r.options_json = s.text(4);
+        r.summary = s.text(5);
+        r.diff_json = s.text(6);
+        r.certificate_json = s.text(7);
+        r.graph_version_id = s.i64(8);
+        out.push_back(std::move(r));
+    }
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read stages"));
+    return out;
+}
+
+Expected<std::int64_t, StoreError> Session::value_count() const {
+    std::lock_guard lock(impl_->mutex);
+    Stmt s = impl_->prepare("SELECT count(*) FROM tensor_values");
+    if (!s.ok() || s.step() != SQLITE_ROW) return unexpected(impl_->sql_error("cannot count values"));
+    return s.i64(0);
+}
+
+}  // namespace tapestry::store
