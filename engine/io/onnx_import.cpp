@@ -18,6 +18,8 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "graph/validate.h"
+#include "io/onnx_attention.h"
+#include "io/onnx_conv_bn.h"
 #include "io/onnx_gelu.h"
 #include "io/onnx_support.h"
 #include "io/onnx_tensor.h"
@@ -160,6 +162,9 @@ private:
     void map_node();
     void map_gelu(const onnx_detail::GeluMatch &m, const onnx::GraphProto &graph);
     void map_at(const onnx::GraphProto &graph, int index);
+    void map_attention(const onnx_detail::AttentionMatch &m, const onnx::GraphProto &graph);
+    bool fused_attention(const onnx_detail::AttentionMatch &m);
+    std::optional<std::vector<std::int64_t>> reshape_target(const std::string &shape_input, const ZPoint &in) const;
     void map_matmul();
     void map_gemm();
     void map_pow();
@@ -181,6 +186,12 @@ private:
     std::set<std::string> used_ids_;
     const onnx::NodeProto *node_ = nullptr;
     std::string node_label_;  // "Gemm (fc1)"
+    int node_index_ = -1;
+    const onnx::GraphProto *graph_ = nullptr;
+    // Conv → BatchNormalization pairs folded into one conv2d (io/onnx_conv_bn.h),
+    // by Conv node index; the BatchNormalization nodes are skipped.
+    std::map<int, onnx_detail::ConvBnMatch> conv_bn_at_;
+    std::set<int> folded_bn_;
     std::string node_base_;   // id base of the node's operations
 };
 
@@ -293,6 +304,7 @@ std::string node_label(const onnx::NodeProto &n, int index) {
 void Importer::map_at(const onnx::GraphProto &graph, int index) {
     node_ = &graph.node(index);
     node_label_ = node_label(*node_, index);
+    node_index_ = index;
     node_base_ = node_->name().empty() ? node_->op_type() + "_" + std::to_string(index) : node_->name();
     if (node_->output_size() < 1 || node_->output(0).empty()) fail(node_label_ + " has no output");
     map_node();
@@ -329,6 +341,104 @@ void Importer::map_gelu(const onnx_detail::GeluMatch &m, const onnx::GraphProto 
     std::vector<Coord> dims(static_cast<size_t>(rank - x.shape.rank()), 1);
     for (Coord d : x.shape.coords()) dims.push_back(d);
     reshape(y, ZPoint(dims), node_->output(0), "");
+}
+
+// A matched attention subgraph (io/onnx_attention.h) as one `attention` operation
+// named after its final Reshape, when its shapes and constants fit the op (q, k, v
+// f32 [B, S, H·E] cut into H heads, a scalar scale, a mask [Sq, Sk] up to leading
+// 1s); otherwise its nodes are mapped one by one here, still after q, k, v and the
+// mask and before every consumer of the result.
+void Importer::map_attention(const onnx_detail::AttentionMatch &m, const onnx::GraphProto &graph) {
+    node_ = &graph.node(m.root);
+    node_label_ = node_label(*node_, m.root);
+    node_index_ = m.root;
+    node_base_ = node_->name().empty() ? node_->op_type() + "_" + std::to_string(m.root) : node_->name();
+    if (fused_attention(m)) return;
+    for (int k : m.nodes) map_at(graph, k);
+}
+
+// The shape a Reshape with constant shape input `shape_input` gives a value of
+// shape `in` (0 copies the input's dim, one −1 is inferred); none when it is not a
+// constant or does not fit.
+std::optional<std::vector<std::int64_t>> Importer::reshape_target(const std::string &shape_input,
+                                                                  const ZPoint &in) const {
+    const TensorData *c = constant(shape_input);
+    if (!c || c->dtype != DType::i64 || c->shape.rank() != 1) return std::nullopt;
+    std::vector<std::int64_t> dims(c->as<std::int64_t>().begin(), c->as<std::int64_t>().end());
+    std::int64_t known = 1;
+    int infer = -1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] == 0) {
+            if (static_cast<int>(d) >= in.rank()) return std::nullopt;
+            dims[d] = in[static_cast<int>(d)];
+        }
+        if (dims[d] == -1) {
+            if (infer >= 0) return std::nullopt;
+            infer = static_cast<int>(d);
+        } else if (dims[d] < 1) {
+            return std::nullopt;
+        } else {
+            known *= dims[d];
+        }
+    }
+    if (infer >= 0) {
+        if (known == 0 || in.product() % known != 0) return std::nullopt;
+        dims[static_cast<size_t>(infer)] = in.product() / known;
+    }
+    std::int64_t total = 1;
+    for (std::int64_t d : dims) total *= d;
+    if (total != in.product()) return std::nullopt;
+    return dims;
+}
+
+bool Importer::fused_attention(const onnx_detail::AttentionMatch &m) {
+    if (!values_.count(m.q) || !values_.count(m.k) || !values_.count(m.v)) return false;
+    const Value q = values_.at(m.q), k = values_.at(m.k), v = values_.at(m.v);
+    for (const Value *x : {&q, &k, &v})
+        if (x->dtype != DType::f32 || x->shape.rank() != 3) return false;
+    const std::int64_t b = q.shape[0], sq = q.shape[1], d = q.shape[2], sk = k.shape[1];
+    if (k.shape[0] != b || v.shape[0] != b || v.shape[1] != sk || k.shape[2] != d) return false;
+    const auto qh = reshape_target(m.q_heads_shape, q.shape), kh = reshape_target(m.k_heads_shape, k.shape),
+               vh = reshape_target(m.v_heads_shape, v.shape);
+    if (!qh || !kh || !vh || qh->size() != 4 || kh->size() != 4 || vh->size() != 4) return false;
+    const std::int64_t heads = (*qh)[2], e = (*qh)[3], ev = (*vh)[3];
+    if (*qh != std::vector<std::int64_t>{b, sq, heads, e} || *kh != std::vector<std::int64_t>{b, sk, heads, e} ||
+        *vh != std::vector<std::int64_t>{b, sk, heads, ev})
+        return false;
+    const auto merged = reshape_target(m.merge_shape, ZPoint{b, sq, heads, ev});
+    if (!merged || *merged != std::vector<std::int64_t>{b, sq, heads * ev}) return false;
+    double scale = 1.0;
+    if (!m.scale.empty()) {
+        const TensorData *c = constant(m.scale);
+        if (!c || c->dtype != DType::f32 || c->element_count() != 1) return false;
+        const double value = c->get(0);
+        scale = m.scale_divides ? 1.0 / value : value;
+        if (!std::isfinite(scale) || scale == 0.0) return false;  // (0 would mean the op's default 1/√E)
+    }
+    std::optional<ZPoint> mask_shape;
+    if (!m.mask.empty()) {
+        if (const TensorData *c = constant(m.mask)) {
+            if (c->dtype != DType::f32) return false;
+            mask_shape = c->shape;
+        } else if (values_.count(m.mask) && values_.at(m.mask).dtype == DType::f32) {
+            mask_shape = values_.at(m.mask).shape;
+        } else {
+            return false;
+        }
+        // [Sq, Sk] with any leading 1s (they broadcast over batch and heads).
+        const int r = mask_shape->rank();
+        if (r < 2 || r > 4 || (*mask_shape)[r - 2] != sq || (*mask_shape)[r - 1] != sk) return false;
+        for (int i = 0; i + 2 < r; ++i)
+            if ((*mask_shape)[i] != 1) return false;
+    }
+    Ports ports{{"q", {q}}, {"k", {k}}, {"v", {v}}};
+    if (mask_shape) {
+        Value mask = operand(m.mask);
+        if (mask.shape.rank() != 2) mask = reshape(mask, ZPoint{sq, sk}, "", "mask2d");
+        ports.push_back({"mask", {mask}});
+    }
+    emit("attention", Params{{"heads", heads}, {"scale", scale}}, ports, node_->output(0));
+    return true;
 }
 
 void Importer::map_node() {
@@ -677,9 +787,26 @@ void Importer::map_conv_or_pool(const std::string &type) {
     if (!conv && has_output(1)) unsupported("the Indices output is not supported");
 
     Value w;
+    std::optional<Value> folded_bias;
+    std::string final_out = node_->output(0);
     std::vector<std::int64_t> kernel;
+    const auto fold = conv ? conv_bn_at_.find(node_index_) : conv_bn_at_.end();
+    if (fold != conv_bn_at_.end()) {
+        // Conv + BatchNormalization as one conv2d with folded parameters: new tensors
+        // named after the originals and the folded node, the BatchNormalization's
+        // output its output.
+        const onnx::NodeProto &bn = graph_->node(fold->second.batchnorm);
+        const std::string bn_name = bn.name().empty() ? "batchnorm_" + std::to_string(fold->second.batchnorm) : bn.name();
+        const auto f = onnx_detail::fold_conv_batchnorm(
+            *constant(node_->input(1)), has_input(2) ? constant(node_->input(2)) : nullptr, *constant(bn.input(1)),
+            *constant(bn.input(2)), *constant(bn.input(3)), *constant(bn.input(4)), fold->second.epsilon);
+        w = add_parameter(node_->input(1) + ".folded_" + bn_name, f.weight);
+        folded_bias = add_parameter((has_input(2) ? node_->input(2) : node_base_ + ".bias") + ".folded_" + bn_name, f.bias);
+        final_out = bn.output(0);
+        node_base_ = node_base_ + "_" + bn_name;
+    }
     if (conv) {
-        w = operand(node_->input(1));
+        if (!folded_bias) w = operand(node_->input(1));
         if (w.shape.rank() != spatial + 2)
             fail(node_label_ + ": W " + w.shape.to_string() + " does not match the " + std::to_string(spatial) +
                  "-D input");
@@ -732,11 +859,13 @@ void Importer::map_conv_or_pool(const std::string &type) {
         x = reshape(x, ZPoint{x.shape[0], x.shape[1], 1, x.shape[2]}, "", "x2d");
         if (conv) w = reshape(w, ZPoint{w.shape[0], w.shape[1], 1, w.shape[2]}, "", "w2d");
     }
-    const std::string final_out = spatial == 1 ? "" : node_->output(0);
+    const std::string onnx_out = final_out;
+    if (spatial == 1) final_out = "";
     Value y;
     if (conv) {
         Ports ports{{"x", {x}}, {"w", {w}}};
-        if (has_input(2)) ports.push_back({"bias", {operand(node_->input(2))}});
+        if (folded_bias) ports.push_back({"bias", {*folded_bias}});
+        else if (has_input(2)) ports.push_back({"bias", {operand(node_->input(2))}});
         y = emit("conv2d",
                  Params{{"stride", stride2}, {"padding", padding}, {"dilation", dilation2}, {"groups", attr_int("group", 1)}},
                  ports, final_out, "conv");
@@ -751,7 +880,7 @@ void Importer::map_conv_or_pool(const std::string &type) {
                         {"count_include_pad", attr_int("count_include_pad", 0) != 0}},
                  {{"x", {x}}}, final_out, "pool");
     }
-    if (spatial == 1) reshape(y, ZPoint{y.shape[0], y.shape[1], y.shape[3]}, node_->output(0), "");
+    if (spatial == 1) reshape(y, ZPoint{y.shape[0], y.shape[1], y.shape[3]}, onnx_out, "");
 }
 
 void Importer::map_constant() {
@@ -933,9 +1062,27 @@ Graph Importer::run(onnx::ModelProto &model) {
         gelu_at[m.root] = &m;
         inside_gelu.insert(m.nodes.begin(), m.nodes.end());
     }
+    graph_ = &graph;
+    if (options_.fold_batchnorm)
+        for (const auto &m : onnx_detail::find_conv_batchnorm(graph, [&](const std::string &name) -> const TensorData * {
+                 return initializer_names.count(name) ? constant(name) : nullptr;
+             })) {
+            if (inside_gelu.count(m.conv) || inside_gelu.count(m.batchnorm)) continue;
+            conv_bn_at_[m.conv] = m;
+            folded_bn_.insert(m.batchnorm);
+        }
+    std::map<int, onnx_detail::AttentionMatch> attention_at;
+    std::set<int> inside_attention;
+    if (options_.fuse_attention)
+        for (auto &m : onnx_detail::find_attention_patterns(graph)) {
+            if (std::any_of(m.nodes.begin(), m.nodes.end(), [&](int k) { return inside_gelu.count(k) > 0; })) continue;
+            inside_attention.insert(m.nodes.begin(), m.nodes.end());
+            attention_at[m.root] = std::move(m);
+        }
     for (int i = 0; i < graph.node_size(); ++i) {
         if (auto it = gelu_at.find(i); it != gelu_at.end()) map_gelu(*it->second, graph);
-        else if (!inside_gelu.count(i)) map_at(graph, i);
+        else if (auto at = attention_at.find(i); at != attention_at.end()) map_attention(at->second, graph);
+        else if (!inside_gelu.count(i) && !folded_bn_.count(i) && !inside_attention.count(i)) map_at(graph, i);
     }
 
     // Graph outputs: the tensor that holds each; a copy where it is an input, a

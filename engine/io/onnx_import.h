@@ -17,6 +17,12 @@ namespace tapestry {
 struct OnnxImportOptions {
     // Values for symbolic/unknown input dimensions, by dim_param name ("batch" → 8).
     std::vector<std::pair<std::string, std::int64_t>> dim_values;
+    // Fold an inference BatchNormalization that is a Conv's only consumer into that
+    // conv2d (new parameter tensors "<W>.folded_<bn>", "<B>.folded_<bn>").
+    bool fold_batchnorm = true;
+    // Map the exported multi-head attention subgraph (head Reshape/Transpose, MatMul,
+    // scale, additive mask, Softmax, MatMul, merge) onto one `attention` operation.
+    bool fuse_attention = true;
 };
 
 struct OnnxImportError {

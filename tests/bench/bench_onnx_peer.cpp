@@ -5,7 +5,7 @@
 // run. A program, not a test.
 //
 //   bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR]
-//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] PROJECT...
+//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--steps] PROJECT...
 //
 // With --inputs-root, a project's inputs are read from DIR/<project stem>/ (one
 // <tensor name>.npy each, as written by the peer script); otherwise they are
@@ -44,6 +44,7 @@ struct Options {
     int warmup = 3;
     bool peak = false;
     bool shards = true;
+    bool steps = false;  // print each step's median time (where the time goes)
     std::string inputs_root, outputs_root, json;
     std::vector<std::string> projects;
 };
@@ -122,7 +123,7 @@ int usage(const char *why) {
     std::fprintf(
         stderr,
         "bench_onnx_peer: %s\nusage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] PROJECT...\n",
+        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--steps] PROJECT...\n",
         why);
     return 2;
 }
@@ -156,10 +157,12 @@ int main(int argc, char **argv) {
             o.peak = true;
         else if (a == "--no-shards")
             o.shards = false;
+        else if (a == "--steps")
+            o.steps = true;
         else if (a == "--help" || a == "-h") {
             std::printf(
                 "usage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] PROJECT...\n");
+                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--steps] PROJECT...\n");
             return 0;
         } else if (!a.empty() && a[0] == '-')
             return usage(("unknown option " + a).c_str());
@@ -242,6 +245,8 @@ int main(int argc, char **argv) {
         }
         const double compile_ms = ms_since(compile_start);
         std::vector<double> times;
+        std::map<std::string, std::vector<double>> step_ms;
+        std::vector<std::string> step_order;
         std::map<TensorId, TensorData> last_outputs;
         bool ok = true;
         for (int i = 0; i < o.warmup + o.runs && ok; ++i) {
@@ -253,7 +258,14 @@ int main(int argc, char **argv) {
                 ok = false;
                 break;
             }
-            if (i >= o.warmup) times.push_back(ms);
+            if (i >= o.warmup) {
+                times.push_back(ms);
+                for (size_t k = 0; k < result->steps.size(); ++k) {
+                    const auto &st = result->steps[k];
+                    step_ms[st.op + (st.shard.empty() ? "" : "/" + st.shard)].push_back(st.milliseconds);
+                    if (step_order.size() < result->steps.size()) step_order.push_back(st.op + (st.shard.empty() ? "" : "/" + st.shard));
+                }
+            }
             if (i + 1 == o.warmup + o.runs) last_outputs = std::move(result->outputs);
         }
         if (!ok) {
@@ -266,6 +278,10 @@ int main(int argc, char **argv) {
                 std::fprintf(stderr, "bench_onnx_peer: %s: %s\n", project.c_str(), error.c_str());
                 ++failures;
             }
+        }
+        if (o.steps) {
+            std::printf("steps of %s (median ms over the timed runs):\n", name.c_str());
+            for (const std::string &st : step_order) std::printf("  %-32s %9.3f\n", st.c_str(), median(step_ms[st]));
         }
         const double flops = total_flops(g);
         const double med = median(times);

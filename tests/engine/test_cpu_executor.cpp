@@ -341,6 +341,94 @@ private slots:
         QVERIFY2(r.ok, r.message.c_str());
     }
 
+    // Constant parameters (with values) are prepacked at compile: conv2d and linear
+    // weights in oneDNN's chosen layout, and the 4-D intermediates between conv2d
+    // and pool steps stored channels-last. Runs match the oracle; a caller's value
+    // for a constant parameter overrides it (and the next run without one is back
+    // on the prepacked weights); channels_last off gives the same values.
+    void prepacked_weights_and_channels_last_match_the_oracle() {
+        Graph g;
+        add_tensor(g, "x", ZPoint{4, 3, 12, 12}, TensorRole::input);
+        auto param = [&](const std::string &id, ZPoint shape, double phase) {
+            add_tensor(g, id, shape, TensorRole::parameter);
+            Tensor t = *g.find_tensor(TensorId(id));
+            auto v = std::make_shared<TensorData>(DType::f32, shape);
+            auto f = v->as<float>();
+            for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(0.4 * std::sin(0.37 * double(i) + phase));
+            t.value = v;
+            g.put_tensor(std::move(t));
+        };
+        param("w1", ZPoint{16, 3, 3, 3}, 0.1);
+        param("b1", ZPoint{16}, 0.2);
+        param("w2", ZPoint{8, 16, 3, 3}, 0.3);
+        param("wl", ZPoint{72, 5}, 0.4);
+        add_tensor(g, "c1", ZPoint{4, 16, 12, 12}, TensorRole::intermediate);
+        add_tensor(g, "r1", ZPoint{4, 16, 12, 12}, TensorRole::intermediate);
+        add_tensor(g, "p1", ZPoint{4, 16, 6, 6}, TensorRole::intermediate);
+        add_tensor(g, "c2", ZPoint{4, 8, 6, 6}, TensorRole::intermediate);
+        add_tensor(g, "p2", ZPoint{4, 8, 3, 3}, TensorRole::intermediate);
+        add_tensor(g, "f", ZPoint{4, 72}, TensorRole::intermediate);
+        add_tensor(g, "y", ZPoint{4, 5}, TensorRole::output);
+        const Params conv{{"padding", std::vector<std::int64_t>{1, 1, 1, 1}}};
+        add_op(g, "conv1", "conv2d", {{"x", "x"}, {"w", "w1"}, {"bias", "b1"}}, "c1", conv);
+        add_op(g, "relu1", "relu", {{"x", "c1"}}, "r1");
+        add_op(g, "pool1", "max_pool2d", {{"x", "r1"}}, "p1", Params{{"kernel", std::vector<std::int64_t>{2, 2}}});
+        add_op(g, "conv2", "conv2d", {{"x", "p1"}, {"w", "w2"}}, "c2", conv);
+        add_op(g, "pool2", "avg_pool2d", {{"x", "c2"}}, "p2", Params{{"kernel", std::vector<std::int64_t>{2, 2}}});
+        add_op(g, "flat", "reshape", {{"x", "p2"}}, "f", Params{{"shape", std::vector<std::int64_t>{4, 72}}});
+        add_op(g, "fc", "linear", {{"x", "f"}, {"w", "wl"}}, "y");
+        QVERIFY(validate(g, OpLibrary::standard()).empty());
+
+        auto inputs = make_random_inputs(g, 3);
+        QVERIFY(inputs.count(TensorId("x")) && !inputs.count(TensorId("w1")));
+        auto oracle = [&](const std::map<TensorId, TensorData> &given) {
+            auto out = evaluate_reference(g, to_ref_inputs(g, given), OpLibrary::standard());
+            if (!out) qFatal("oracle: %s", out.error().c_str());
+            return out->at(TensorId("y"));
+        };
+        auto p = cpu::Program::compile(g, OpLibrary::standard());
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        const std::string text = (*p)->describe();
+        for (const char *t : {"p1 (intermediate", "c2 (intermediate"}) {
+            const auto at = text.find(t);
+            QVERIFY2(at != std::string::npos && text.find("channels-last", at) < text.find('\n', at), text.c_str());
+        }
+        // The prepacked weights are the kernels' own memory (counted as their scratch).
+        auto scratch_of = [&](const std::string &step) -> long long {
+            const auto at = text.find(step + " [all threads]");
+            const auto line_end = text.find('\n', at);
+            const auto sc = text.find("scratch ", at);
+            if (at == std::string::npos || sc == std::string::npos || sc > line_end) return 0;
+            return std::stoll(text.substr(sc + 8));
+        };
+        QVERIFY2(scratch_of("linear fc") >= 72 * 5 * 4, text.c_str());
+        QVERIFY2(scratch_of("conv2d conv2") >= 8 * 16 * 9 * 4, text.c_str());
+        auto first = (*p)->run(inputs);
+        QVERIFY2(first.has_value(), first ? "" : first.error().c_str());
+        QVERIFY(rel_diff(first->outputs.at(TensorId("y")), oracle(inputs)) < 1e-5);
+
+        // The caller's values for the constant weights win over the prepacked ones.
+        auto overridden = inputs;
+        for (const char *id : {"w1", "w2", "wl"}) {
+            TensorData d = *g.find_tensor(TensorId(id))->value;
+            for (float &v : d.as<float>()) v = -0.5f * v + 0.01f;
+            overridden[TensorId(id)] = std::move(d);
+        }
+        auto second = (*p)->run(overridden);
+        QVERIFY2(second.has_value(), second ? "" : second.error().c_str());
+        QVERIFY(rel_diff(second->outputs.at(TensorId("y")), oracle(overridden)) < 1e-5);
+        QVERIFY(rel_diff(second->outputs.at(TensorId("y")), first->outputs.at(TensorId("y"))) > 1e-3);
+        auto third = (*p)->run(inputs);
+        QVERIFY2(third.has_value(), third ? "" : third.error().c_str());
+        QCOMPARE(third->outputs.at(TensorId("y")).bytes, first->outputs.at(TensorId("y")).bytes);
+
+        cpu::CpuOptions plain;
+        plain.channels_last = false;
+        auto fourth = run_graph(g, inputs, plain);
+        QVERIFY2(fourth.has_value(), fourth ? "" : fourth.error().c_str());
+        QVERIFY(rel_diff(fourth->outputs.at(TensorId("y")), first->outputs.at(TensorId("y"))) < 1e-5);
+    }
+
     void fused_graph_equals_unfused() {
         const Graph g = small_mlp(9, 12, 20, true);
         const auto inputs = make_random_inputs(g, 7);

@@ -17,6 +17,7 @@
 #include "io/project_file.h"
 #include "io/tensor_values.h"
 #include "ops/evaluate.h"
+#include "runtime/cpu/executor.h"
 
 using namespace tapestry;
 namespace fs = std::filesystem;
@@ -326,7 +327,16 @@ private slots:
 
     // x [1, 2, 4, 4] → Conv (3×3, pad 1, stride 2, bias) → BatchNormalization → Relu
     // → AveragePool 2×2 → Flatten → y [1, 3].
+    // With folding (the default) Conv + BatchNormalization import as one conv2d with
+    // new parameter tensors named after the fold; without, as two operations. Both
+    // match the hand computation.
+    void conv_block_matches_hand_computation_data() {
+        QTest::addColumn<bool>("fold");
+        QTest::newRow("batchnorm folded into the conv") << true;
+        QTest::newRow("batchnorm kept") << false;
+    }
     void conv_block_matches_hand_computation() {
+        QFETCH(bool, fold);
         const std::vector<float> x = values(32, 0.3), w = values(54, 1.1), bias = {0.1f, -0.2f, 0.3f};
         const std::vector<float> scale = {1.5f, 0.5f, -1.0f}, shift = {0.0f, 0.25f, 0.5f}, mean = {0.1f, -0.1f, 0.2f},
                                  var = {0.5f, 1.0f, 2.0f};
@@ -341,9 +351,19 @@ private slots:
         b.node("Relu", {"n"}, {"r"}, "act");
         attr(b.node("AveragePool", {"r"}, {"p"}, "pool"), "kernel_shape", std::vector<std::int64_t>{2, 2});
         b.node("Flatten", {"p"}, {"y"}, "flat");
-        auto g = import_onnx(b.save(dir(), "conv.onnx"));
+        OnnxImportOptions options;
+        options.fold_batchnorm = fold;
+        auto g = import_onnx(b.save(dir(), "conv.onnx"), options);
         QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
-        QCOMPARE(kinds(*g), (std::vector<std::string>{"conv2d", "batchnorm", "relu", "avg_pool2d", "reshape"}));
+        if (fold) {
+            QCOMPARE(kinds(*g), (std::vector<std::string>{"conv2d", "relu", "avg_pool2d", "reshape"}));
+            QVERIFY(named(*g, "W.folded_bn") && named(*g, "W.folded_bn")->value);
+            QVERIFY(named(*g, "B.folded_bn") && named(*g, "B.folded_bn")->value);
+            QVERIFY(!named(*g, "W") && !named(*g, "scale"));  // the originals are not read
+            QVERIFY(named(*g, "n"));                          // the BatchNormalization's output, the conv's
+        } else {
+            QCOMPARE(kinds(*g), (std::vector<std::string>{"conv2d", "batchnorm", "relu", "avg_pool2d", "reshape"}));
+        }
         QVERIFY(validate(*g, OpLibrary::standard()).empty());
 
         std::vector<double> want;
@@ -365,6 +385,113 @@ private slots:
             want.push_back(pooled);
         }
         QVERIFY(close(run_oracle(*g, {{"x", x}})["y"], want));
+    }
+
+    // Conv → BatchNormalization is folded only when the BatchNormalization is the
+    // conv's only consumer and every parameter is a constant.
+    void conv_batchnorm_near_misses_are_not_folded_data() {
+        QTest::addColumn<int>("variant");
+        QTest::newRow("conv output read twice") << 0;
+        QTest::newRow("scale is a graph input") << 1;
+        QTest::newRow("conv without bias is folded") << 2;
+    }
+    void conv_batchnorm_near_misses_are_not_folded() {
+        QFETCH(int, variant);
+        const std::vector<float> x = values(16, 0.2), w = values(8, 0.9);
+        ModelBuilder b;
+        b.input("x", {1, 2, 2, 4}).output("y", {1, 4, 2, 4});
+        b.floats("W", {4, 2, 1, 1}, w).floats("shift", {4}, {0.f, 0.1f, 0.2f, 0.3f});
+        b.floats("mean", {4}, {0.f, 0.5f, -0.5f, 1.f}).floats("var", {4}, {1.f, 2.f, 0.5f, 1.f});
+        if (variant == 1) b.input("scale", {4});
+        else b.floats("scale", {4}, {1.f, -1.f, 2.f, 0.5f});
+        b.node("Conv", {"x", "W"}, {"c"}, "conv");
+        b.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {variant == 0 ? "n" : "y"}, "bn");
+        if (variant == 0) b.node("Add", {"n", "c"}, {"y"}, "again");
+        auto g = import_onnx(b.save(dir(), "conv_bn.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QCOMPARE(contains(kinds(*g), "batchnorm"), variant != 2);
+        QCOMPARE(named(*g, "conv.bias.folded_bn") != nullptr, variant == 2);
+        QVERIFY(validate(*g, OpLibrary::standard()).empty());
+        // Folded or not, the values are the BatchNormalization's of the convolution.
+        const std::vector<float> scale = {1.f, -1.f, 2.f, 0.5f}, shift = {0.f, 0.1f, 0.2f, 0.3f},
+                                 mean = {0.f, 0.5f, -0.5f, 1.f}, var = {1.f, 2.f, 0.5f, 1.f};
+        std::vector<double> want;
+        for (int k = 0; k < 4; ++k)
+            for (int p = 0; p < 8; ++p) {
+                const double c = double(x[p]) * w[k * 2] + double(x[8 + p]) * w[k * 2 + 1];
+                const double n = (c - mean[k]) / std::sqrt(double(var[k]) + 1e-5) * scale[k] + shift[k];
+                want.push_back(variant == 0 ? n + c : n);
+            }
+        std::map<std::string, std::vector<float>> inputs{{"x", x}};
+        if (variant == 1) inputs["scale"] = scale;
+        QVERIFY(close(run_oracle(*g, inputs)["y"], want));
+    }
+
+    // The exported attention subgraph (head Reshape/Transpose of q, k, v; MatMul;
+    // Mul or Div by a scale; an additive mask; Softmax; MatMul; Transpose; Reshape)
+    // becomes one `attention` operation; the values equal the node-by-node import's,
+    // through the oracle and the CPU executor. A near miss (Softmax over axis 2, the
+    // queries, which computes something else) stays node by node.
+    void attention_subgraph_becomes_one_operation_data() {
+        QTest::addColumn<int>("variant");
+        QTest::newRow("mul scale and mask") << 0;
+        QTest::newRow("div scale, no mask") << 1;
+        QTest::newRow("mask [1, 1, S, S]") << 2;
+        QTest::newRow("near miss: softmax over the queries") << 3;
+    }
+    void attention_subgraph_becomes_one_operation() {
+        QFETCH(int, variant);
+        const std::int64_t B = 2, S = 3, H = 2, E = 2, D = H * E;
+        ModelBuilder b;
+        b.input("q", {B, S, D}).input("k", {B, S, D}).input("v", {B, S, D}).output("y", {B, S, D});
+        b.ints("heads", {4}, {B, S, H, E}).ints("merge", {3}, {0, 0, -1});
+        std::vector<float> mask(S * S, 0.f);
+        for (int i = 0; i < S; ++i)
+            for (int j = i + 1; j < S; ++j) mask[static_cast<size_t>(i * S + j)] = -1e4f;
+        if (variant == 2) b.floats("mask", {1, 1, S, S}, mask);
+        else b.floats("mask", {S, S}, mask);
+        b.floats("c", {}, {variant == 1 ? 1.4142135f : 0.7071068f});
+        for (const char *x : {"q", "k", "v"}) b.node("Reshape", {x, "heads"}, {std::string(x) + "h"});
+        attr(b.node("Transpose", {"qh"}, {"qt"}), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+        attr(b.node("Transpose", {"kh"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+        attr(b.node("Transpose", {"vh"}, {"vt"}), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+        b.node("MatMul", {"qt", "kt"}, {"s"});
+        b.node(variant == 1 ? "Div" : "Mul", {"s", "c"}, {"ss"});
+        if (variant != 1) b.node("Add", {"ss", "mask"}, {"sm"});
+        attr(b.node("Softmax", {variant == 1 ? "ss" : "sm"}, {"p"}), "axis", std::int64_t{variant == 3 ? 2 : -1});
+        b.node("MatMul", {"p", "vt"}, {"ctx"});
+        attr(b.node("Transpose", {"ctx"}, {"ctxt"}), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+        b.node("Reshape", {"ctxt", "merge"}, {"y"}, "merge_heads");
+        const std::string path = b.save(dir(), "attention.onnx");
+        auto fused = import_onnx(path);
+        OnnxImportOptions plain_options;
+        plain_options.fuse_attention = false;
+        auto plain = import_onnx(path, plain_options);
+        QVERIFY2(fused.has_value(), fused ? "" : fused.error().message.c_str());
+        QVERIFY2(plain.has_value(), plain ? "" : plain.error().message.c_str());
+        QCOMPARE(contains(kinds(*fused), "attention"), variant != 3);
+        QVERIFY(!contains(kinds(*plain), "attention"));
+        if (variant != 3) QCOMPARE(kinds(*fused).size(), size_t{variant == 2 ? 2u : 1u});  // (+ the mask's reshape)
+        QVERIFY(validate(*fused, OpLibrary::standard()).empty());
+        const std::map<std::string, std::vector<float>> inputs{
+            {"q", values(int(B * S * D), 0.1)}, {"k", values(int(B * S * D), 0.5)}, {"v", values(int(B * S * D), 0.9)}};
+        const auto want = run_oracle(*plain, inputs)["y"];
+        QVERIFY(close(run_oracle(*fused, inputs)["y"], want));
+        // The CPU executor on the fused graph.
+        std::map<TensorId, TensorData> given;
+        for (const auto &[name, v] : inputs) {
+            TensorData d(DType::f32, ZPoint{B, S, D});
+            std::copy(v.begin(), v.end(), d.as<float>().begin());
+            given[named(*fused, name)->id] = std::move(d);
+        }
+        auto program = cpu::Program::compile(*fused, OpLibrary::standard());
+        QVERIFY2(program.has_value(), program ? "" : program.error().c_str());
+        auto run = (*program)->run(given);
+        QVERIFY2(run.has_value(), run ? "" : run.error().c_str());
+        const TensorData &y = run->outputs.at(named(*fused, "y")->id);
+        std::vector<double> got;
+        for (std::int64_t i = 0; i < y.element_count(); ++i) got.push_back(y.get(i));
+        QVERIFY(close(got, want, 1e-5));
     }
 
     // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5, imported as one gelu)

@@ -50,7 +50,8 @@ struct TensorPlan {
     Storage storage = Storage::none;
     std::size_t arena_offset = 0;
     std::size_t bytes = 0;
-    std::vector<std::int64_t> strides;  // row-major element strides of the tensor's range
+    std::vector<std::int64_t> strides;  // element strides of the tensor's range (row-major unless channels_last)
+    bool channels_last = false;         // a 4-D [N, C, H, W] intermediate stored NHWC
     int first_step = -1, last_step = -1;  // lifetime in step order
 };
 
@@ -299,6 +300,39 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
         }
     }
 
+    // Channels-last intermediates: a 4-D intermediate that only whole conv2d and
+    // pool steps write and read (as their x) is laid out NHWC — what oneDNN's
+    // direct convolutions and pools run fastest on — so that no step reorders it.
+    if (options_.channels_last) {
+        std::map<const OpInfo *, const OpInfo *> head;  // op → the step that runs it
+        for (const OpInfo &i : infos) head[&i] = &i;
+        for (const auto &[p, chain] : epilogues)
+            for (const PlannedEpilogue &e : chain) head[e.consumer] = p;
+        auto spatial = [](const std::string &k) { return k == "conv2d" || k == "max_pool2d" || k == "avg_pool2d"; };
+        for (TensorPlan &tp : tensors_) {
+            const Tensor &t = *tp.tensor;
+            if (t.role != TensorRole::intermediate || t.range.rank() != 4) continue;
+            const auto producers = g.producers(t.id), consumers = g.consumers(t.id);
+            if (producers.empty() || consumers.empty()) continue;
+            bool ok = true;
+            for (const OpId &q : producers) {
+                const OpInfo *h = head.at(by_id.at(q));
+                ok = ok && !sharded(*h) && spatial(h->op->kind);
+            }
+            for (const OpId &q : consumers) {
+                const OpInfo *c = by_id.at(q);
+                ok = ok && !folded.count(c) && !sharded(*c) && spatial(c->op->kind);
+                for (const PortBinding &b : c->op->inputs)
+                    for (const TensorSelection &sel : b.selections)
+                        if (sel.tensor == t.id && b.name != "x") ok = false;
+            }
+            if (!ok) continue;
+            const ZPoint sh = t.range.shape();
+            tp.strides = {sh[1] * sh[2] * sh[3], 1, sh[3] * sh[1], sh[1]};
+            tp.channels_last = true;
+        }
+    }
+
     // Steps.
     std::set<int> eliminated;  // intermediates folded away
     for (const auto &[p, chain] : epilogues) {
@@ -368,6 +402,12 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
             for (const StepView &v : step.inputs) {
                 spec.input_shapes.push_back(v.shape);
                 spec.input_strides.push_back(v.strides);
+                // A parameter's own value (run() binds it unless the caller overrides it).
+                const Tensor &t = *tensors_[static_cast<size_t>(v.tensor)].tensor;
+                const bool constant = t.role == TensorRole::parameter && t.value && t.value->dtype == t.dtype &&
+                                      t.value->shape == t.shape();
+                spec.constant_inputs.push_back(constant ? t.value->bytes.data() + v.offset * dtype_bytes(v.dtype)
+                                                        : nullptr);
             }
             for (const StepView &v : step.outputs) {
                 spec.output_shapes.push_back(v.shape);
@@ -507,7 +547,8 @@ std::string CpuProgram::make_description() const {
             case Storage::output: o << "output buffer"; break;
             case Storage::arena:
                 if (t.first_step < 0) o << "unused";
-                else o << "arena @" << t.arena_offset << ", steps " << t.first_step << "-" << t.last_step;
+                else o << "arena @" << t.arena_offset << ", steps " << t.first_step << "-" << t.last_step
+                       << (t.channels_last ? ", channels-last (NHWC)" : "");
                 intermediate_sum += t.bytes;
                 break;
             case Storage::none: o << "fused away (no buffer)"; break;

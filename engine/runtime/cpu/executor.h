@@ -22,6 +22,7 @@ struct CpuOptions {
     int threads = 2;               // worker threads (virtual devices)
     bool run_shards = true;        // run sharded operations shard by shard (else as whole ops)
     bool fuse_epilogues = true;    // fold single-use elementwise consumers into matmul/conv post-ops
+    bool channels_last = true;     // store 4-D intermediates between conv2d/pool steps NHWC
 };
 
 struct RunControl {

@@ -59,6 +59,13 @@ struct KernelSpec {
     std::vector<std::vector<std::int64_t>> input_strides;
     std::vector<std::vector<std::int64_t>> output_strides;
     std::vector<Epilogue> epilogues;   // fused after the op (empty unless the kernel said it can fuse)
+    // Per input view (same order as input_shapes): the first byte of that view when
+    // it is a constant — a parameter's own value, which the program holds for its
+    // lifetime — else nullptr (missing entries too). Kernels may prepack such an
+    // input once at make time (weights in oneDNN's preferred layout); a run whose
+    // view points elsewhere (the caller gave the parameter a value) must still be
+    // honoured, so they compare the run's pointer with this one.
+    std::vector<const std::byte *> constant_inputs;
     int threads = 1;                   // threads this kernel may use
 };
 

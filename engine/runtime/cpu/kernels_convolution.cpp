@@ -171,7 +171,11 @@ public:
             } else if (!zero_src_) {
                 args_.at(DNNL_ARG_SRC).set_data_handle(at(inputs[0], step_x_));
             }
-            args_.at(DNNL_ARG_WEIGHTS).set_data_handle(at(inputs[1], step_w_));
+            if (w_packed_.empty()) {
+                args_.at(DNNL_ARG_WEIGHTS).set_data_handle(at(inputs[1], step_w_));
+            } else if (inputs[1].data != constant_w_ || packed_from_ != constant_w_) {
+                pack_weights(inputs[1].data);  // (loops == 1 on this path)
+            }
             if (has_bias_) args_.at(DNNL_ARG_BIAS).set_data_handle(at(inputs[2], step_b_));
             if (!stage_dst_) args_.at(DNNL_ARG_DST).set_data_handle(at(outputs[0], step_y_));
             for (const Extra &e : extras_) args_.at(e.arg).set_data_handle(at(inputs[e.view], e.step));
@@ -184,7 +188,8 @@ public:
         s.wait();
     }
     std::size_t scratch_bytes() const override {
-        return scratchpad_.size() + zeros_.size() * sizeof(float) + src_stage_.size() + dst_stage_.size();
+        return scratchpad_.size() + zeros_.size() * sizeof(float) + src_stage_.size() + dst_stage_.size() +
+               w_packed_.size();
     }
 
 private:
@@ -290,13 +295,54 @@ private:
                       : dnnl::convolution_forward::desc(prop, alg, src_md, w_md, *dst_md, strides, dil, pl, pr);
         dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
         const auto &eng = cpu_engine();
+        if (!zero_src_ && plan_.loops == 1 && !plan_.grouped && dtype_ == DType::f32 && post->binary_args.empty()) {
+            // Let oneDNN choose blocked layouts for src, weights and dst (its direct
+            // convolutions want them): the views are reordered in and out around the
+            // primitive, and constant weights reordered once, now.
+            const auto blocked = [](const dnnl::memory::desc &md) {
+                return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
+            };
+            auto d3 = has_bias_ ? dnnl::convolution_forward::desc(prop, alg, blocked(src_md), blocked(w_md), bias_md,
+                                                                  blocked(*dst_md), strides, dil, pl, pr)
+                                : dnnl::convolution_forward::desc(prop, alg, blocked(src_md), blocked(w_md),
+                                                                  blocked(*dst_md), strides, dil, pl, pr);
+            dnnl::convolution_forward::primitive_desc pd3(d3, attr, cpu_engine(), true);
+            if (pd3 && std::string(pd3.impl_info_str()).rfind("ref", 0) != 0 &&
+                std::string(pd3.impl_info_str()).find("gemm") == std::string::npos) {
+                if (pd3.src_desc() != src_md) {
+                    stage_src_ = true;
+                    src_stage_.resize(pd3.src_desc().get_size());
+                    src_view_ = dnnl::memory(src_md, eng, DNNL_MEMORY_NONE);
+                    src_in_ = dnnl::reorder(src_view_, dnnl::memory(pd3.src_desc(), eng, src_stage_.data()));
+                    src_md = pd3.src_desc();
+                }
+                if (pd3.dst_desc() != *dst_md) {
+                    stage_dst_ = true;
+                    dst_stage_.resize(pd3.dst_desc().get_size());
+                    dst_view_ = dnnl::memory(*dst_md, eng, DNNL_MEMORY_NONE);
+                    dst_out_ = dnnl::reorder(dnnl::memory(pd3.dst_desc(), eng, dst_stage_.data()), dst_view_);
+                    *dst_md = pd3.dst_desc();
+                }
+                if (pd3.weights_desc() != w_md) {
+                    w_packed_.resize(pd3.weights_desc().get_size());
+                    w_source_ = dnnl::memory(w_md, eng, DNNL_MEMORY_NONE);
+                    w_packed_mem_ = dnnl::memory(pd3.weights_desc(), eng, w_packed_.data());
+                    w_reorder_ = dnnl::reorder(w_source_, w_packed_mem_);
+                    constant_w_ = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
+                    if (constant_w_) pack_weights(constant_w_);
+                    w_md = pd3.weights_desc();
+                }
+                pd = pd3;
+            }
+        }
         // Strided (sharded) views often leave oneDNN only its reference
         // convolution; staging them through dense buffers (one reorder in, one
         // out) is far cheaper than that.
         const bool src_dense = zero_src_ || src_md == dense_md(ZPoint{n, ic, xv[2], xv[3]}, dtype_).value();
         const dnnl::memory::desc dense_dst = dense_md(ZPoint{n, oc, oh, ow}, dtype_).value();
         const bool dst_dense = *dst_md == dense_dst;
-        if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && (!src_dense || !dst_dense)) {
+        if (!stage_src_ && !stage_dst_ && w_packed_.empty() && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 &&
+            (!src_dense || !dst_dense)) {
             const dnnl::memory::desc s2 = src_dense ? src_md : dense_md(ZPoint{n, ic, xv[2], xv[3]}, dtype_).value();
             auto d2 = has_bias_ ? dnnl::convolution_forward::desc(prop, alg, s2, w_md, bias_md, dense_dst, strides, dil,
                                                                   pl, pr)
@@ -325,7 +371,8 @@ private:
                                            zero_src_    ? static_cast<void *>(zeros_.data())
                                            : stage_src_ ? static_cast<void *>(src_stage_.data())
                                                         : DNNL_MEMORY_NONE);
-        args_[DNNL_ARG_WEIGHTS] = dnnl::memory(w_md, eng, DNNL_MEMORY_NONE);
+        args_[DNNL_ARG_WEIGHTS] =
+            dnnl::memory(w_md, eng, w_packed_.empty() ? DNNL_MEMORY_NONE : static_cast<void *>(w_packed_.data()));
         if (has_bias_) args_[DNNL_ARG_BIAS] = dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE);
         args_[DNNL_ARG_DST] =
             dnnl::memory(*dst_md, eng, stage_dst_ ? static_cast<void *>(dst_stage_.data()) : DNNL_MEMORY_NONE);
@@ -356,7 +403,21 @@ private:
     std::unordered_map<int, dnnl::memory> args_;
     std::vector<std::uint8_t> scratchpad_;
     std::vector<float> zeros_;
-    // Staging of strided views through dense buffers (see build()).
+    // Reorders the weights (at `from`) into the layout the primitive chose.
+    void pack_weights(const std::byte *from) {
+        w_source_.set_data_handle(const_cast<std::byte *>(from));
+        dnnl::stream &s = thread_stream();
+        w_reorder_.execute(s, w_source_, w_packed_mem_);
+        s.wait();
+        packed_from_ = from;
+    }
+    // Weights in the primitive's layout (empty when read in place), and which bytes
+    // they were reordered from (constant_w_: the constant parameter's own).
+    std::vector<std::uint8_t> w_packed_;
+    dnnl::memory w_source_, w_packed_mem_;
+    dnnl::reorder w_reorder_;
+    const std::byte *constant_w_ = nullptr, *packed_from_ = nullptr;
+    // Staging of strided views (and blocked layouts) through buffers (see build()).
     bool stage_src_ = false, stage_dst_ = false;
     std::vector<std::uint8_t> src_stage_, dst_stage_;
     dnnl::memory src_view_, dst_view_;

@@ -189,12 +189,34 @@ public:
             auto post = make_post_ops(spec.epilogues, extra_mds);
             if (!post) return unexpected(what + ": " + post.error());
             const dnnl::primitive_attr attr = make_attr(&post->ops);
-            const auto desc = has_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md) : dnnl::matmul::desc(a_md, b_md, y_md);
-            const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+            auto make_pd = [&](const dnnl::memory::desc &weights) {
+                const auto desc = has_bias ? dnnl::matmul::desc(a_md, weights, bias_md, y_md)
+                                           : dnnl::matmul::desc(a_md, weights, y_md);
+                return dnnl::matmul::primitive_desc(desc, attr, cpu_engine());
+            };
+            dnnl::matmul::primitive_desc pd = make_pd(b_md);
+            // Constant 2-D weights: let oneDNN choose their layout and reorder them
+            // once, now (runs that bind another b reorder that one instead).
+            const std::byte *constant_b = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
+            if (gemm && constant_b && dtype == DType::f32) {
+                const dnnl::memory::desc b_any(b_md.dims(), b_md.data_type(), dnnl::memory::format_tag::any);
+                const dnnl::matmul::primitive_desc packed = make_pd(b_any);
+                if (packed.weights_desc() != b_md && std::string(packed.impl_info_str()).rfind("ref", 0) != 0) {
+                    pd = packed;
+                    const auto &eng = cpu_engine();
+                    k->packed_md_ = pd.weights_desc();
+                    k->packed_.resize(k->packed_md_.get_size());
+                    k->b_source_ = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
+                    k->b_packed_ = dnnl::memory(k->packed_md_, eng, k->packed_.data());
+                    k->b_reorder_ = dnnl::reorder(k->b_source_, k->b_packed_);
+                    k->constant_b_ = constant_b;
+                    k->pack(constant_b);
+                }
+            }
             k->impl_ = pd.impl_info_str();
             k->prim_.init(pd, dnnl::matmul(pd));
             k->prim_.bind(DNNL_ARG_SRC, a_md);
-            k->prim_.bind(DNNL_ARG_WEIGHTS, b_md);
+            k->prim_.bind(DNNL_ARG_WEIGHTS, k->packed_.empty() ? b_md : k->packed_md_);
             k->prim_.bind(DNNL_ARG_DST, y_md);
             if (has_bias) k->prim_.bind(DNNL_ARG_BIAS, bias_md);
             k->has_bias_ = has_bias;
@@ -209,19 +231,39 @@ public:
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
         if (empty_) return;
         prim_.set(DNNL_ARG_SRC, inputs[0].data);
-        prim_.set(DNNL_ARG_WEIGHTS, inputs[1].data);
+        if (packed_.empty()) {
+            prim_.set(DNNL_ARG_WEIGHTS, inputs[1].data);
+        } else {
+            if (inputs[1].data != constant_b_ || packed_from_ != constant_b_) pack(inputs[1].data);
+            prim_.set(DNNL_ARG_WEIGHTS, packed_.data());
+        }
         if (has_bias_) prim_.set(DNNL_ARG_BIAS, inputs[2].data);
         for (const auto &[arg, input] : binary_) prim_.set(arg, inputs[input].data);
         prim_.set(DNNL_ARG_DST, outputs[0].data);
         prim_.execute();
     }
-    std::size_t scratch_bytes() const override { return prim_.scratch_bytes(); }
+    std::size_t scratch_bytes() const override { return prim_.scratch_bytes() + packed_.size(); }
     // oneDNN's naive fallback ("ref:any"), which it picks silently for some post-op sets.
     bool uses_reference_implementation() const { return impl_.rfind("ref", 0) == 0; }
 
 private:
     MatmulKernel() = default;
+    // Reorders b (at `from`) into the packed layout.
+    void pack(const std::byte *from) {
+        b_source_.set_data_handle(const_cast<std::byte *>(from));
+        dnnl::stream &s = thread_stream();
+        b_reorder_.execute(s, b_source_, b_packed_);
+        s.wait();
+        packed_from_ = from;
+    }
     PreparedPrimitive prim_;
+    // Prepacked constant weights (empty when b is used in place).
+    std::vector<std::byte> packed_;
+    dnnl::memory::desc packed_md_;
+    dnnl::memory b_source_, b_packed_;
+    dnnl::reorder b_reorder_;
+    const std::byte *constant_b_ = nullptr;   // the constant b's bytes
+    const std::byte *packed_from_ = nullptr;  // what packed_ holds (constant_b_ when prepacked)
     bool empty_ = false;
     bool has_bias_ = false;
     std::vector<std::pair<int, size_t>> binary_;  // (execute argument, input index)
