@@ -1,6 +1,8 @@
 #include "views/graph_scene.h"
 
 #include <QFontMetricsF>
+#include <QGraphicsSceneHoverEvent>
+#include <QGraphicsSceneMouseEvent>
 #include <QGraphicsView>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
@@ -107,6 +109,8 @@ QColor roleColor(TensorRole role) {
 
 NodeItem::NodeItem(QString id, NodeKind kind, const QRectF &box) : id_(std::move(id)), kind_(kind), box_(box) {
     setFlag(ItemIsSelectable);
+    setFlag(ItemIsMovable);
+    setFlag(ItemSendsScenePositionChanges);
     setAcceptHoverEvents(true);
     setZValue(2);
     setData(kNodeIdRole, id_);
@@ -117,6 +121,46 @@ void NodeItem::setBox(const QRectF &box) {
     if (box == box_) return;
     prepareGeometryChange();
     box_ = box;
+}
+
+const NodeItem::Port *NodeItem::portAt(const QPointF &local) const {
+    const Port *best = nullptr;
+    double best_d = 9.0;
+    for (const Port &p : ports_) {
+        const double d = std::hypot(p.pos.x() - local.x(), p.pos.y() - local.y());
+        if (d <= best_d) {
+            best_d = d;
+            best = &p;
+        }
+    }
+    return best;
+}
+
+QPointF NodeItem::portPos(const QString &name, bool output) const {
+    for (const Port &p : ports_)
+        if (p.output == output && p.name == name) return p.pos;
+    return output ? QPointF(box_.center().x(), box_.bottom()) : QPointF(box_.center().x(), box_.top());
+}
+
+QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant &value) {
+    if (change == ItemScenePositionHasChanged)
+        if (auto *s = qobject_cast<GraphScene *>(scene())) s->nodeMoved(this);
+    return QGraphicsItem::itemChange(change, value);
+}
+
+void NodeItem::hoverMoveEvent(QGraphicsSceneHoverEvent *event) {
+    if (base_tooltip_.isEmpty()) base_tooltip_ = toolTip();
+    const Port *p = portAt(event->pos());
+    QString tip = base_tooltip_;
+    if (p && kind_ == NodeKind::operation)
+        tip = QStringLiteral("<b>%1</b> port <b>%2</b><br/>%3")
+                  .arg(p->output ? QStringLiteral("output") : QStringLiteral("input"), p->name,
+                       p->output ? QStringLiteral("Drag to an input port to connect")
+                                 : QStringLiteral("Drop a tensor or an output here"));
+    else if (p && p->output)
+        tip = base_tooltip_ + QStringLiteral("<br/><i>Drag from here to an input port to connect</i>");
+    if (tip != toolTip()) setToolTip(tip);
+    QGraphicsItem::hoverMoveEvent(event);
 }
 
 void NodeItem::setHealth(NodeHealth health, int issue_count) {
@@ -136,6 +180,13 @@ QPainterPath NodeItem::shape() const {
 
 void NodeItem::paintDecorations(QPainter *p, double lod) const {
     const QPainterPath ring = outline();
+    if (lod >= kLabelLevelOfDetail) {
+        for (const Port &port : ports_) {
+            p->setPen(QPen(QColor(0x47, 0x55, 0x69), 1.2));
+            p->setBrush(port.output ? QColor(0xf8, 0xfa, 0xfc) : QColor(0xe2, 0xe8, 0xf0));
+            p->drawEllipse(port.pos, 4.0, 4.0);
+        }
+    }
     p->setBrush(Qt::NoBrush);
     if (health_ != NodeHealth::ok) {
         const QColor c = health_ == NodeHealth::error ? kError : kWarning;
@@ -175,6 +226,10 @@ TensorItem::TensorItem(const Tensor &tensor, const QRectF &box)
     setToolTip(QStringLiteral("<b>%1</b> (%2)<br/>%3<br/>range %4")
                    .arg(title_.toHtmlEscaped(), qs(std::string(role_name(tensor.role))), detail_,
                         qs(tensor.range.to_string())));
+    QList<Port> ports{Port{QString(), true, QPointF(box.center().x(), box.bottom())}};
+    if (tensor.role == TensorRole::intermediate || tensor.role == TensorRole::output)
+        ports.append(Port{QString(), false, QPointF(box.center().x(), box.top())});
+    setPorts(ports);
 }
 
 QPainterPath TensorItem::outline() const {
@@ -228,6 +283,21 @@ OperationItem::OperationItem(const Operation &op, const QString &category, const
     QString tip = QStringLiteral("<b>%1</b> — %2").arg(name_.toHtmlEscaped(), kind_.toHtmlEscaped());
     if (shard_count_ > 0) tip += QStringLiteral("<br/>%1 shards").arg(shard_count_);
     setToolTip(tip);
+    // Input ports spread along the top edge, outputs along the bottom, in the
+    // library's order.
+    QList<Port> ports;
+    if (const OpDef *def = OpLibrary::standard().find(op.kind)) {
+        auto spread = [&](const std::vector<PortSpec> &specs, bool output) {
+            const double n = static_cast<double>(specs.size());
+            for (size_t i = 0; i < specs.size(); ++i) {
+                const double x = box.left() + box.width() * (static_cast<double>(i) + 1) / (n + 1);
+                ports.append(Port{qs(specs[i].name), output, QPointF(x, output ? box.bottom() : box.top())});
+            }
+        };
+        spread(def->input_ports(), false);
+        spread(def->output_ports(), true);
+    }
+    setPorts(ports);
 }
 
 QPainterPath OperationItem::outline() const {
@@ -287,6 +357,17 @@ EdgeItem::EdgeItem(QString from, QString to, const QPainterPath &path, const QPo
     : from_(std::move(from)), to_(std::move(to)), path_(path), tip_(tip), direction_(direction) {
     setZValue(0);
     setFlag(ItemIsSelectable, false);
+}
+
+void EdgeItem::reroute(const QPointF &start, const QPointF &end) {
+    prepareGeometryChange();
+    const double bend = std::clamp(std::abs(end.y() - start.y()) * 0.5, 24.0, 120.0);
+    QPainterPath path(start);
+    path.cubicTo(start + QPointF(0, bend), end - QPointF(0, bend), end);
+    path_ = path;
+    tip_ = end;
+    direction_ = end - path.pointAtPercent(0.97);
+    update();
 }
 
 void EdgeItem::setHighlighted(bool on) {
@@ -367,6 +448,8 @@ void GraphScene::clearGraph() {
     clear();  // deletes every item, the halo included
     nodes_.clear();
     edges_.clear();
+    edges_at_.clear();
+    drag_line_ = nullptr;
     halo_ = nullptr;
     marked_.clear();
     graph_ = Graph();
@@ -392,6 +475,34 @@ QString GraphScene::canvasNodeFor(const QString &issue_node) const {
     return shard_owner_.value(issue_node);
 }
 
+NodeItem *GraphScene::makeNodeItem(const QString &id, const QRectF &local) {
+    NodeItem *item = nullptr;
+    if (const Tensor *t = graph_.find_tensor(TensorId(id.toStdString()))) {
+        item = new TensorItem(*t, local);
+    } else if (const Operation *op = graph_.find_op(OpId(id.toStdString()))) {
+        const OpDef *def = OpLibrary::standard().find(op->kind);
+        item = new OperationItem(*op, def ? qs(std::string(def->category())) : QString(), local);
+    }
+    if (item) item->setFlag(QGraphicsItem::ItemIsMovable, editable_);
+    return item;
+}
+
+QRectF GraphScene::defaultBox(const Graph &graph, const QString &id) {
+    QStringList lines;
+    if (const Tensor *t = graph.find_tensor(TensorId(id.toStdString()))) {
+        lines << qs(t->name.empty() ? t->id.value : t->name)
+              << qs(std::string(dtype_name(t->dtype))) + QLatin1Char(' ') + shapeText(t->shape());
+    } else if (const Operation *op = graph.find_op(OpId(id.toStdString()))) {
+        lines << qs(op->kind) << qs(op->name.empty() ? op->id.value : op->name);
+    }
+    qsizetype longest = 0;
+    for (const QString &l : lines) longest = std::max(longest, l.size());
+    // The layout's estimate (io/graphviz.cpp): Helvetica 11pt, about 6.2pt a character.
+    const double w = std::max(54.0, static_cast<double>(longest) * 6.2 + 20.0) * kSceneScale;
+    const double h = std::max(28.0, static_cast<double>(lines.size()) * 14.0 + 12.0) * kSceneScale;
+    return QRectF(-w / 2, -h / 2, w, h);
+}
+
 void GraphScene::setLayout(const Layout &layout) {
     {
         const QSignalBlocker block(this);
@@ -399,21 +510,18 @@ void GraphScene::setLayout(const Layout &layout) {
     }
     nodes_.clear();
     edges_.clear();
+    edges_at_.clear();
     halo_ = nullptr;
+    drag_line_ = nullptr;
     marked_.clear();
 
-    const OpLibrary &lib = OpLibrary::standard();
+    rerouting_blocked_ = true;
     for (const NodeBox &box : layout.nodes) {
         const QString id = qs(box.id);
+        if (nodes_.contains(id)) continue;
         const QRectF local(-box.width * kSceneScale / 2, -box.height * kSceneScale / 2, box.width * kSceneScale,
                            box.height * kSceneScale);
-        NodeItem *item = nullptr;
-        if (const Tensor *t = graph_.find_tensor(TensorId(box.id)); t && !nodes_.contains(id)) {
-            item = new TensorItem(*t, local);
-        } else if (const Operation *op = graph_.find_op(OpId(box.id)); op && !nodes_.contains(id)) {
-            const OpDef *def = lib.find(op->kind);
-            item = new OperationItem(*op, def ? qs(std::string(def->category())) : QString(), local);
-        }
+        NodeItem *item = makeNodeItem(id, local);
         if (!item) continue;  // a layout node the graph does not know (stale layout)
         item->setPos(box.x * kSceneScale, box.y * kSceneScale);
         addItem(item);
@@ -438,18 +546,284 @@ void GraphScene::setLayout(const Layout &layout) {
         const QPointF tip = path.pointAtPercent(end_t);
         const QPointF before = path.pointAtPercent(std::max(0.0, end_t - 0.02));
         auto *edge = new EdgeItem(from, to, path, tip, tip - before);
+        // Which operation port the edge belongs to.
+        if (const Operation *op = graph_.find_op(OpId(e.to))) {
+            for (const PortBinding &b : op->inputs)
+                for (const TensorSelection &sel : b.selections)
+                    if (sel.tensor.value == e.from && edge->port.isEmpty()) edge->port = qs(b.name);
+        } else if (const Operation *src = graph_.find_op(OpId(e.from))) {
+            for (const PortBinding &b : src->outputs)
+                for (const TensorSelection &sel : b.selections)
+                    if (sel.tensor.value == e.to && edge->port.isEmpty()) edge->port = qs(b.name);
+        }
         addItem(edge);
         edges_.append(edge);
+        edges_at_.insert(from, edge);
+        edges_at_.insert(to, edge);
     }
+    rerouting_blocked_ = false;
 
     graph_bounds_ = QRectF();
-    for (NodeItem *n : std::as_const(nodes_)) graph_bounds_ |= n->sceneBoundingRect();
-    for (EdgeItem *e : std::as_const(edges_)) graph_bounds_ |= e->sceneBoundingRect();
-    // Generous margins so that any node can be centred in the view.
-    const double margin = std::max({graph_bounds_.width(), graph_bounds_.height(), 800.0});
-    setSceneRect(graph_bounds_.adjusted(-margin, -margin, margin, margin));
+    updateBounds();
     has_layout_ = true;
     applyHealth();
+}
+
+void GraphScene::updateBounds() {
+    QRectF bounds;
+    for (NodeItem *n : std::as_const(nodes_)) bounds |= n->sceneBoundingRect();
+    for (EdgeItem *e : std::as_const(edges_)) bounds |= e->sceneBoundingRect();
+    graph_bounds_ = bounds;
+    // Generous margins so that any node can be centred in the view; the scene
+    // only grows while editing, so the view does not jump.
+    const double margin = std::max({bounds.width(), bounds.height(), 800.0});
+    const QRectF wanted = bounds.adjusted(-margin, -margin, margin, margin);
+    setSceneRect(has_layout_ ? sceneRect().united(wanted) : wanted);
+}
+
+void GraphScene::removeEdgesOf(const QString &id) {
+    const QList<EdgeItem *> mine = edges_at_.values(id);
+    for (EdgeItem *e : mine) {
+        edges_at_.remove(e->from(), e);
+        edges_at_.remove(e->to(), e);
+        edges_.removeOne(e);
+        removeItem(e);
+        delete e;
+    }
+}
+
+void GraphScene::addEdgesOf(const QString &id, QSet<QString> &done) {
+    auto add = [&](const QString &from, const QString &to, const QString &port) {
+        const QString key = from + QChar(1) + to + QChar(1) + port;
+        if (done.contains(key) || !nodes_.contains(from) || !nodes_.contains(to)) return;
+        done.insert(key);
+        auto *edge = new EdgeItem(from, to, QPainterPath(), QPointF(), QPointF(0, 1));
+        edge->port = port;
+        addItem(edge);
+        edges_.append(edge);
+        edges_at_.insert(from, edge);
+        edges_at_.insert(to, edge);
+        rerouteEdge(edge);
+    };
+    auto op_edges = [&](const Operation &op) {
+        const QString oid = qs(op.id.value);
+        for (const PortBinding &b : op.inputs)
+            for (const TensorSelection &sel : b.selections) add(qs(sel.tensor.value), oid, qs(b.name));
+        for (const PortBinding &b : op.outputs)
+            for (const TensorSelection &sel : b.selections) add(oid, qs(sel.tensor.value), qs(b.name));
+    };
+    if (const Operation *op = graph_.find_op(OpId(id.toStdString()))) {
+        op_edges(*op);
+    } else if (graph_.find_tensor(TensorId(id.toStdString()))) {
+        const TensorId t(id.toStdString());
+        for (const OpId &p : graph_.producers(t)) op_edges(*graph_.find_op(p));
+        for (const OpId &c : graph_.consumers(t)) op_edges(*graph_.find_op(c));
+    }
+}
+
+void GraphScene::rerouteEdge(EdgeItem *edge) {
+    NodeItem *from = nodes_.value(edge->from());
+    NodeItem *to = nodes_.value(edge->to());
+    if (!from || !to) return;
+    const bool from_op = from->nodeKind() == NodeKind::operation;
+    const QPointF start = from->mapToScene(from->portPos(from_op ? edge->port : QString(), true));
+    const QPointF end = to->mapToScene(to->portPos(from_op ? QString() : edge->port, false));
+    edge->reroute(start, end);
+}
+
+void GraphScene::nodeMoved(NodeItem *item) {
+    if (rerouting_blocked_) return;
+    const QList<EdgeItem *> mine = edges_at_.values(item->nodeId());
+    for (EdgeItem *e : mine) rerouteEdge(e);
+    if (marked_ == item->nodeId() && halo_) markNode(marked_);
+}
+
+void GraphScene::applyEdit(const Graph &graph, const std::vector<Issue> &issues, const QStringList &touched,
+                           const QHash<QString, QPointF> &positions) {
+    const QStringList was_selected = selectedNodeIds();
+    graph_ = graph;
+    issues_ = issues;
+    shard_owner_.clear();
+    for (const OpPtr &op : graph_.operations())
+        for (const Shard &sh : op->shards) shard_owner_.insert(qs(sh.id.value), qs(op->id.value));
+
+    QHash<QString, QPointF> old_pos;
+    {
+        const QSignalBlocker block(this);
+        for (const QString &id : touched) {
+            removeEdgesOf(id);
+            if (NodeItem *item = nodes_.take(id)) {
+                old_pos.insert(id, item->pos());
+                removeItem(item);
+                delete item;
+            }
+            if (marked_ == id) markNode(QString());
+        }
+    }
+    rerouting_blocked_ = true;
+    QStringList created;
+    // Operations before tensors: a new output tensor is placed below its producer.
+    QStringList ordered;
+    for (const QString &id : touched)
+        if (graph_.find_op(OpId(id.toStdString()))) ordered << id;
+    for (const QString &id : touched)
+        if (graph_.find_tensor(TensorId(id.toStdString()))) ordered << id;
+    for (const QString &id : std::as_const(ordered)) {
+        NodeItem *item = makeNodeItem(id, defaultBox(graph_, id));
+        if (!item) continue;
+        QPointF pos;
+        if (positions.contains(id)) {
+            pos = positions.value(id);
+        } else if (old_pos.contains(id)) {
+            pos = old_pos.value(id);
+        } else {
+            pos = QPointF(0, 0);
+            const TensorId tid(id.toStdString());
+            if (graph_.find_tensor(tid)) {
+                for (const OpId &p : graph_.producers(tid))
+                    if (NodeItem *producer = nodes_.value(qs(p.value))) {
+                        pos = producer->pos() + QPointF(0, 90);
+                        break;
+                    }
+            }
+        }
+        item->setPos(pos);
+        addItem(item);
+        nodes_.insert(id, item);
+        created << id;
+    }
+    rerouting_blocked_ = false;
+    QSet<QString> done;
+    for (const QString &id : std::as_const(created)) addEdgesOf(id, done);
+    has_layout_ = true;
+    applyHealth();
+    updateBounds();
+    {
+        const QSignalBlocker block(this);
+        for (const QString &id : was_selected)
+            if (NodeItem *n = nodes_.value(id)) n->setSelected(true);
+    }
+    onSelectionChanged();
+}
+
+QHash<QString, QPointF> GraphScene::positions() const {
+    QHash<QString, QPointF> out;
+    for (auto it = nodes_.cbegin(); it != nodes_.cend(); ++it) out.insert(it.key(), it.value()->pos());
+    return out;
+}
+
+void GraphScene::setPositions(const QHash<QString, QPointF> &positions) {
+    for (auto it = positions.cbegin(); it != positions.cend(); ++it)
+        if (NodeItem *n = nodes_.value(it.key())) n->setPos(it.value());
+    updateBounds();
+}
+
+QStringList GraphScene::selectedNodeIds() const {
+    QSet<QString> selected;
+    for (QGraphicsItem *i : selectedItems())
+        if (auto *n = dynamic_cast<NodeItem *>(i)) selected.insert(n->nodeId());
+    QStringList out;
+    for (const TensorPtr &t : graph_.tensors())
+        if (selected.contains(qs(t->id.value))) out << qs(t->id.value);
+    for (const OpPtr &op : graph_.operations())
+        if (selected.contains(qs(op->id.value))) out << qs(op->id.value);
+    return out;
+}
+
+void GraphScene::selectNodes(const QStringList &ids) {
+    {
+        const QSignalBlocker block(this);
+        clearSelection();
+        for (const QString &id : ids)
+            if (NodeItem *n = nodes_.value(id)) n->setSelected(true);
+    }
+    emit selectionChanged();  // one notification for the whole change
+}
+
+PortRef GraphScene::portAt(const QPointF &scene_pos) const {
+    const QRectF around(scene_pos - QPointF(10, 10), QSizeF(20, 20));
+    for (QGraphicsItem *i : items(around)) {
+        auto *n = dynamic_cast<NodeItem *>(i);
+        if (!n) continue;
+        if (const NodeItem::Port *p = n->portAt(n->mapFromScene(scene_pos)))
+            return PortRef{n->nodeId(), p->name, p->output};
+    }
+    return {};
+}
+
+QPointF GraphScene::portScenePos(const PortRef &port) const {
+    NodeItem *n = nodes_.value(port.node);
+    return n ? n->mapToScene(n->portPos(port.port, port.output)) : QPointF();
+}
+
+void GraphScene::setEditable(bool on) {
+    editable_ = on;
+    for (NodeItem *n : std::as_const(nodes_)) n->setFlag(QGraphicsItem::ItemIsMovable, on);
+}
+
+void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent *event) {
+    if (editable_ && event->button() == Qt::LeftButton) {
+        const PortRef port = portAt(event->scenePos());
+        if (port.valid() && port.output) {
+            drag_from_ = port;
+            drag_line_ = new DragLineItem;
+            drag_line_->setPen(QPen(kSelection, 2, Qt::DashLine, Qt::RoundCap));
+            drag_line_->setZValue(5);
+            addItem(drag_line_);
+            event->accept();
+            return;
+        }
+    }
+    QGraphicsScene::mousePressEvent(event);
+    move_start_.clear();
+    if (editable_ && event->button() == Qt::LeftButton)
+        for (QGraphicsItem *i : selectedItems())
+            if (auto *n = dynamic_cast<NodeItem *>(i)) move_start_.insert(n->nodeId(), n->pos());
+}
+
+void GraphScene::mouseMoveEvent(QGraphicsSceneMouseEvent *event) {
+    if (drag_line_) {
+        const QPointF start = portScenePos(drag_from_);
+        const QPointF end = event->scenePos();
+        const double bend = std::clamp(std::abs(end.y() - start.y()) * 0.5, 24.0, 120.0);
+        QPainterPath path(start);
+        path.cubicTo(start + QPointF(0, bend), end - QPointF(0, bend), end);
+        drag_line_->setPath(path);
+        event->accept();
+        return;
+    }
+    QGraphicsScene::mouseMoveEvent(event);
+}
+
+void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent *event) {
+    if (drag_line_) {
+        removeItem(drag_line_);
+        delete drag_line_;
+        drag_line_ = nullptr;
+        const PortRef from = drag_from_;
+        drag_from_ = {};
+        const PortRef to = portAt(event->scenePos());
+        event->accept();
+        if (to.valid() && !(to == from))
+            emit connectRequested(from, to);
+        else if (!to.valid())
+            emit connectionDropped(from, event->scenePos());
+        return;
+    }
+    QGraphicsScene::mouseReleaseEvent(event);
+    if (move_start_.isEmpty()) return;
+    QHash<QString, QPointF> from, to;
+    for (auto it = move_start_.cbegin(); it != move_start_.cend(); ++it) {
+        NodeItem *n = nodes_.value(it.key());
+        if (!n || n->pos() == it.value()) continue;
+        from.insert(it.key(), it.value());
+        to.insert(it.key(), n->pos());
+    }
+    move_start_.clear();
+    if (!from.isEmpty()) {
+        updateBounds();
+        emit nodesMoved(from, to);
+    }
 }
 
 void GraphScene::applyHealth() {
@@ -480,7 +854,7 @@ bool GraphScene::selectNode(const QString &id) {
         clearSelection();
         if (item) item->setSelected(true);
     }
-    onSelectionChanged();
+    emit selectionChanged();
     return item != nullptr || id.isEmpty();
 }
 

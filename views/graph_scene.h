@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QGraphicsItem>
+#include <QGraphicsPathItem>
 #include <QGraphicsScene>
 #include <QHash>
 #include <QPainterPath>
@@ -28,6 +29,16 @@ enum class NodeKind { tensor, operation };
 // Worst severity of the issues pinned to a node.
 enum class NodeHealth { ok, warning, error };
 
+// A connection point: an operation's named input or output port, or a tensor's
+// value (port "" — out at the bottom, in at the top). Positions are local.
+struct PortRef {
+    QString node;
+    QString port;
+    bool output = false;
+    bool valid() const { return !node.isEmpty(); }
+    friend bool operator==(const PortRef &, const PortRef &) = default;
+};
+
 // Base of the two node items: holds the node id (also in data(kNodeIdRole)) and
 // its box; tests and the issues panel find items through these.
 class NodeItem : public QGraphicsItem {
@@ -46,16 +57,33 @@ public:
     void setHealth(NodeHealth health, int issue_count);
     int issueCount() const { return issue_count_; }
 
+    struct Port {
+        QString name;
+        bool output = false;
+        QPointF pos;  // local
+    };
+    const QList<Port> &ports() const { return ports_; }
+    // The port within a few pixels of `local`, if any.
+    const Port *portAt(const QPointF &local) const;
+    // Local position of a port (the box's top/bottom centre when unknown).
+    QPointF portPos(const QString &name, bool output) const;
+
     QRectF boundingRect() const override;
     QPainterPath shape() const override;
     // The outline edges end on, in local coordinates.
     virtual QPainterPath outline() const = 0;
 
 protected:
-    // Red (error) or orange (warning) ring, the selection ring and the issue badge.
+    // Red (error) or orange (warning) ring, the selection ring, the issue badge and
+    // the ports.
     void paintDecorations(QPainter *painter, double level_of_detail) const;
+    void setPorts(QList<Port> ports) { ports_ = std::move(ports); }
+    QVariant itemChange(GraphicsItemChange change, const QVariant &value) override;
+    void hoverMoveEvent(QGraphicsSceneHoverEvent *event) override;
 
 private:
+    QList<Port> ports_;
+    QString base_tooltip_;
     QString id_;
     NodeKind kind_;
     QRectF box_;
@@ -111,6 +139,10 @@ public:
     int type() const override { return Type; }
     const QString &from() const { return from_; }
     const QString &to() const { return to_; }
+    // The operation port at the operation's end ("" for none known).
+    QString port;
+    // Redraws the edge as a smooth curve from `start` to `end` (scene coordinates).
+    void reroute(const QPointF &start, const QPointF &end);
     void setHighlighted(bool on);
     bool highlighted() const { return highlighted_; }
 
@@ -139,11 +171,39 @@ private:
     QRectF around_;
 };
 
+// The connection being dragged from a port.
+class DragLineItem : public QGraphicsPathItem {
+public:
+    enum { Type = UserType + 5 };
+    int type() const override { return Type; }
+};
+
 class GraphScene : public QGraphicsScene {
     Q_OBJECT
 public:
     explicit GraphScene(QObject *parent = nullptr);
     ~GraphScene() override;
+
+    // ---- editing -----------------------------------------------------------
+    // Shows an edited graph without a new layout: removed nodes go, added and
+    // changed ones are (re)drawn — at `positions` when given there, else where they
+    // were, else beside a neighbour — and the edges of every touched node re-routed.
+    void applyEdit(const Graph &graph, const std::vector<Issue> &issues, const QStringList &touched,
+                   const QHash<QString, QPointF> &positions);
+    // Node centres (scene coordinates).
+    QHash<QString, QPointF> positions() const;
+    void setPositions(const QHash<QString, QPointF> &positions);
+    // Ids of the selected nodes, in graph order.
+    QStringList selectedNodeIds() const;
+    void selectNodes(const QStringList &ids);
+    // The port under a scene point, if any.
+    PortRef portAt(const QPointF &scene_pos) const;
+    // Scene position of a port.
+    QPointF portScenePos(const PortRef &port) const;
+    // Default size of a node's box, as the layout would give it.
+    static QRectF defaultBox(const Graph &graph, const QString &id);
+    bool editable() const { return editable_; }
+    void setEditable(bool on);
 
     // Replaces the graph and its issues; items appear when a layout arrives.
     void setGraph(const Graph &graph, const std::vector<Issue> &issues);
@@ -171,10 +231,35 @@ public:
 
 signals:
     void nodeSelected(const QString &id);  // "" when nothing or several are selected
+    // The user dragged a connection from an output to an input port.
+    void connectRequested(const PortRef &from, const PortRef &to);
+    // The user dragged a connection from an output port and let go over nothing.
+    void connectionDropped(const PortRef &from, const QPointF &scene_pos);
+    // The user moved nodes (one drag: from → to).
+    void nodesMoved(const QHash<QString, QPointF> &from, const QHash<QString, QPointF> &to);
+
+protected:
+    void mousePressEvent(QGraphicsSceneMouseEvent *event) override;
+    void mouseMoveEvent(QGraphicsSceneMouseEvent *event) override;
+    void mouseReleaseEvent(QGraphicsSceneMouseEvent *event) override;
 
 private:
+    friend class NodeItem;
     void onSelectionChanged();
     void applyHealth();
+    NodeItem *makeNodeItem(const QString &id, const QRectF &box);
+    void addEdgesOf(const QString &id, QSet<QString> &done);
+    void removeEdgesOf(const QString &id);
+    void rerouteEdge(EdgeItem *edge);
+    void nodeMoved(NodeItem *item);
+    void updateBounds();
+
+    QMultiHash<QString, EdgeItem *> edges_at_;  // node id → its edges
+    bool editable_ = true;
+    PortRef drag_from_;
+    DragLineItem *drag_line_ = nullptr;
+    QHash<QString, QPointF> move_start_;
+    bool rerouting_blocked_ = false;
 
     Graph graph_;
     std::vector<Issue> issues_;

@@ -1,6 +1,9 @@
 #include "views/graph_view.h"
 
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QKeyEvent>
+#include <QMimeData>
 #include <QMouseEvent>
 #include <QScrollBar>
 #include <QWheelEvent>
@@ -9,12 +12,15 @@
 #include <cmath>
 
 #include "views/graph_scene.h"
+#include "views/palette.h"
 
 namespace tapestry::views {
 
 namespace {
 const QColor kCanvas(0xf3, 0xf5, 0xf8);
 const QColor kGridDot(0xd3, 0xd9, 0xe1);
+const QColor kDarkCanvas(0x14, 0x18, 0x1e);
+const QColor kDarkGridDot(0x2e, 0x36, 0x42);
 constexpr double kGridStep = 24.0;
 }  // namespace
 
@@ -31,7 +37,9 @@ GraphView::GraphView(QWidget *parent) : QGraphicsView(parent) {
     // node can be centred, which would make scroll bars meaningless.
     setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    setAcceptDrops(false);  // the main window takes dropped project files
+    // Palette entries are dropped here; project files are ignored here and reach
+    // the main window, which opens them.
+    setAcceptDrops(true);
     setObjectName(QStringLiteral("graphView"));
 }
 
@@ -189,7 +197,7 @@ void GraphView::keyReleaseEvent(QKeyEvent *event) {
 }
 
 void GraphView::drawBackground(QPainter *painter, const QRectF &rect) {
-    painter->fillRect(rect, kCanvas);
+    painter->fillRect(rect, dark_ ? kDarkCanvas : kCanvas);
     // A dot grid, only where it is dense enough to read as texture.
     if (zoom() < 0.45) return;
     const double left = std::floor(rect.left() / kGridStep) * kGridStep;
@@ -198,7 +206,7 @@ void GraphView::drawBackground(QPainter *painter, const QRectF &rect) {
     for (double x = left; x < rect.right(); x += kGridStep)
         for (double y = top; y < rect.bottom(); y += kGridStep) dots.append(QPointF(x, y));
     painter->save();
-    painter->setPen(QPen(kGridDot, 1.6 / zoom(), Qt::SolidLine, Qt::RoundCap));
+    painter->setPen(QPen(dark_ ? kDarkGridDot : kGridDot, 1.6 / zoom(), Qt::SolidLine, Qt::RoundCap));
     painter->drawPoints(dots.constData(), static_cast<int>(dots.size()));
     painter->restore();
 }
@@ -214,6 +222,47 @@ void GraphView::drawForeground(QPainter *painter, const QRectF &rect) {
     painter->setPen(QColor(0x6b, 0x72, 0x80));
     painter->drawText(viewport()->rect().adjusted(40, 40, -40, -40), Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
     painter->restore();
+}
+
+}  // namespace tapestry::views
+
+namespace tapestry::views {
+
+void GraphView::dragEnterEvent(QDragEnterEvent *event) {
+    if (!OpPalette::entryFromMimeData(event->mimeData()).isEmpty()) {
+        event->acceptProposedAction();
+        return;
+    }
+    event->ignore();  // files dropped on the canvas go to the window
+}
+
+void GraphView::dragMoveEvent(QDragMoveEvent *event) {
+    if (!OpPalette::entryFromMimeData(event->mimeData()).isEmpty()) {
+        event->acceptProposedAction();
+        return;
+    }
+    event->ignore();
+}
+
+void GraphView::dropEvent(QDropEvent *event) {
+    const QString entry = OpPalette::entryFromMimeData(event->mimeData());
+    if (entry.isEmpty()) {
+        event->ignore();
+        return;
+    }
+    event->acceptProposedAction();
+    emit paletteDropped(entry, mapToScene(event->position().toPoint()));
+}
+
+}  // namespace tapestry::views
+
+namespace tapestry::views {
+
+void GraphView::setDark(bool dark) {
+    if (dark == dark_) return;
+    dark_ = dark;
+    resetCachedContent();
+    viewport()->update();
 }
 
 }  // namespace tapestry::views

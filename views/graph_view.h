@@ -23,6 +23,9 @@ public:
     // A line shown in the middle of an empty canvas ("Loading…", an error).
     void setPlaceholderText(const QString &text);
     QString placeholderText() const { return placeholder_; }
+    // The canvas colours of the dark theme (nodes keep their own colours).
+    void setDark(bool dark);
+    bool isDark() const { return dark_; }
 
 public slots:
     void fitToGraph();
@@ -35,6 +38,8 @@ public slots:
 
 signals:
     void zoomChanged(double factor);
+    // An entry of the operation palette was dropped on the canvas.
+    void paletteDropped(const QString &entry, const QPointF &scene_pos);
 
 protected:
     void wheelEvent(QWheelEvent *event) override;
@@ -43,6 +48,9 @@ protected:
     void mouseReleaseEvent(QMouseEvent *event) override;
     void keyPressEvent(QKeyEvent *event) override;
     void keyReleaseEvent(QKeyEvent *event) override;
+    void dragEnterEvent(QDragEnterEvent *event) override;
+    void dragMoveEvent(QDragMoveEvent *event) override;
+    void dropEvent(QDropEvent *event) override;
     void drawBackground(QPainter *painter, const QRectF &rect) override;
     void drawForeground(QPainter *painter, const QRectF &rect) override;
 
@@ -55,6 +63,7 @@ private:
     bool middle_panning_ = false;
     QPoint last_pan_pos_;
     QString placeholder_;
+    bool dark_ = false;
 };
 
 }  // namespace tapestry::views

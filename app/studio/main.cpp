@@ -1,6 +1,7 @@
 // tapestry-studio: the desktop workbench (DESIGN.md §9).
-//   tapestry-studio [PROJECT] [--screenshot FILE] [--select NODE_ID]
-// Without PROJECT it opens the example projects/mlp.tapestry.json.
+//   tapestry-studio [PROJECT] [--session FILE | --no-session] [--screenshot FILE] [--select NODE_ID]
+// Without PROJECT it reopens the session's last project (a new session starts on
+// the example projects/mlp.tapestry.json).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -35,6 +36,14 @@ int main(int argc, char *argv[]) {
                                         QStringLiteral("FILE"));
     const QCommandLineOption select(QStringLiteral("select"), QStringLiteral("Select the node NODE_ID once laid out."),
                                     QStringLiteral("NODE_ID"));
+    const QCommandLineOption session(QStringLiteral("session"),
+                                     QStringLiteral("Use the session file FILE (default: default.tapestry-session in "
+                                                    "the user's data directory)."),
+                                     QStringLiteral("FILE"));
+    const QCommandLineOption no_session(QStringLiteral("no-session"),
+                                        QStringLiteral("Open no session: edits are not autosaved."));
+    parser.addOption(session);
+    parser.addOption(no_session);
     parser.addOption(screenshot);
     parser.addOption(select);
     parser.process(app);
@@ -51,11 +60,18 @@ int main(int argc, char *argv[]) {
     if (parser.isSet(select)) window.setPreselectedNode(parser.value(select));
     window.show();
     // Start loading once the event loop runs, so the window appears at once.
-    QTimer::singleShot(0, &window, [&window, args] {
-        if (args.isEmpty())
-            window.openDefaultProject();
-        else
+    const QString session_path = parser.isSet(no_session) ? QString()
+                                 : parser.isSet(session)  ? QFileInfo(parser.value(session)).absoluteFilePath()
+                                                          : tapestry::studio::MainWindow::defaultSessionPath();
+    QTimer::singleShot(0, &window, [&window, args, session_path] {
+        // The session reopens its last project; a project named on the command
+        // line joins the session instead. A session that cannot be opened is
+        // reported and the studio carries on without one.
+        const bool session_ok = !session_path.isEmpty() && window.openSession(session_path, args.isEmpty()).isEmpty();
+        if (!args.isEmpty())
             window.openProject(args.front());
+        else if (!session_ok)
+            window.openDefaultProject();
     });
     return app.exec();
 }

@@ -3,10 +3,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QDragEnterEvent>
 #include <QElapsedTimer>
 #include <QFileDialog>
@@ -21,22 +23,32 @@
 #include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QSvgGenerator>
+#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "io/atomic_file.h"
+#include "io/graphviz.h"
 #include "io/tensor_values.h"
+#include "ops/library.h"
+#include "store/session.h"
+#include "views/find_bar.h"
+#include "views/graph_document.h"
 #include "views/graph_scene.h"
 #include "views/graph_view.h"
 #include "views/inspector.h"
 #include "views/issues_panel.h"
 #include "views/layout_worker.h"
+#include "views/minimap.h"
+#include "views/node_editor.h"
 #include "views/outputs_panel.h"
 #include "views/project_locator.h"
 #include "views/run_panel.h"
@@ -52,7 +64,9 @@ bool isOnnxFile(const QString &path) {
 }
 
 bool isProjectFile(const QString &path) {
-    return (path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive) || isOnnxFile(path)) && QFileInfo(path).isFile();
+    return (path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive) || isOnnxFile(path) ||
+            path.endsWith(QLatin1String(".tapestry-session"), Qt::CaseInsensitive)) &&
+           QFileInfo(path).isFile();
 }
 
 // The first local project file (or ONNX model) among dropped URLs, or "".
@@ -83,6 +97,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent) {
     createDocks();
     createActions();
     createStatusBar();
+    createEditing();
 
     connect(loader_, &views::ProjectLoader::loaded, this, &MainWindow::onProjectLoaded);
     connect(import_, &views::OnnxImportWorker::finished, this, &MainWindow::onImportFinished);
@@ -117,7 +132,15 @@ void MainWindow::createDocks() {
     inspector_ = new views::Inspector(this);
     inspector_dock_ = new QDockWidget(tr("Inspector"), this);
     inspector_dock_->setObjectName(QStringLiteral("inspectorDock"));
-    inspector_dock_->setWidget(inspector_);
+    // The editing form above the details (name, type, shape, role, parameters).
+    node_editor_ = new views::NodeEditor(this);
+    auto *inspector_column = new QWidget(this);
+    auto *inspector_layout = new QVBoxLayout(inspector_column);
+    inspector_layout->setContentsMargins(0, 0, 0, 0);
+    inspector_layout->setSpacing(0);
+    inspector_layout->addWidget(node_editor_);
+    inspector_layout->addWidget(inspector_, 1);
+    inspector_dock_->setWidget(inspector_column);
     inspector_dock_->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
                                  QDockWidget::DockWidgetFloatable);
     addDockWidget(Qt::RightDockWidgetArea, inspector_dock_);
@@ -176,6 +199,10 @@ void MainWindow::createActions() {
     export_svg_action_ =
         file->addAction(icon("export"), tr("Export as &SVG…"), this, [this] { exportDialog(QStringLiteral("svg")); });
     export_png_action_ = file->addAction(tr("Export as &PNG…"), this, [this] { exportDialog(QStringLiteral("png")); });
+    QAction *export_any = file->addAction(tr("&Export…"), this, &MainWindow::exportSelectionDialog);
+    export_any->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));  // Ctrl+E shows the issues
+    export_any->setStatusTip(
+        tr("Export the graph or the selection as SVG, PNG (at a chosen scale), DOT or project JSON"));
     export_svg_action_->setEnabled(false);
     export_png_action_->setEnabled(false);
     file->addSeparator();
@@ -305,6 +332,8 @@ void MainWindow::restoreSettings() {
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     recent_ = settings.value(QStringLiteral("recentFiles")).toStringList();
     rebuildRecentMenu();
+    if (settings.value(QStringLiteral("ui/dark"), false).toBool())
+        QTimer::singleShot(0, this, [this] { setDarkTheme(true); });
 }
 
 void MainWindow::saveSettings() const {
@@ -319,6 +348,27 @@ void MainWindow::closeEvent(QCloseEvent *event) {
     loader_->cancel();
     import_->cancel();
     run_worker_->cancel();
+    // Nothing edited is lost: a pending autosave is written now (the one moment
+    // the GUI waits for the store).
+    if (session_ && (autosave_timer_->isActive() || save_in_flight_)) {
+        QThreadPool::globalInstance()->waitForDone();
+        autosave_timer_->stop();
+        const Graph snapshot = doc_->graph();
+        if (project_id_ == 0) {
+            if (auto created =
+                    session_->create_project((display_name_.isEmpty() ? tr("untitled") : display_name_).toStdString()))
+                project_id_ = *created;
+        }
+        if (project_id_ != 0) {
+            store::Placements placements;
+            const QHash<QString, QPointF> pos = scene_->positions();
+            for (auto it = pos.cbegin(); it != pos.cend(); ++it)
+                placements[it.key().toStdString()] =
+                    store::NodePlacement{it.value().x(), it.value().y(), doc_->pinned().contains(it.key())};
+            session_->save_version(project_id_, snapshot, "autosave", &placements);
+        }
+    }
+    if (session_) session_->set_state(store::kSessionScope, "current_project", std::to_string(project_id_));
     saveSettings();
     event->accept();
 }
@@ -346,7 +396,9 @@ void MainWindow::reload() {
 }
 
 void MainWindow::openAny(const QString &path) {
-    if (isOnnxFile(path))
+    if (path.endsWith(QLatin1String(".tapestry-session"), Qt::CaseInsensitive))
+        openSession(path);
+    else if (isOnnxFile(path))
         importOnnx(path);
     else
         openProject(path);
@@ -406,6 +458,9 @@ void MainWindow::showProject(const views::LoadedProject &project) {
     outputs_->clear();
     if (!run_worker_->isRunning()) run_panel_->reset();
     const std::vector<Issue> issues = project.allIssues();
+    doc_->reset(project.graph, project.validation_issues);
+    node_editor_->setGraph(project.graph);
+    node_editor_->showNode(QString());
     scene_->setGraph(project.graph, issues);
     inspector_->setGraph(project.graph, issues, display_name_);
     QString headline;
@@ -424,7 +479,51 @@ void MainWindow::showProject(const views::LoadedProject &project) {
 }
 
 void MainWindow::onLayoutFinished(quint64, const tapestry::Layout &layout) {
+    const QHash<QString, QPointF> before = scene_->positions();
+    const QStringList was_selected = scene_->selectedNodeIds();
     scene_->setLayout(layout);
+    {
+        // Nodes added while the layout ran (the user did not wait) keep the places
+        // they were given.
+        QSet<QString> laid_out;
+        for (const NodeBox &box : layout.nodes) laid_out.insert(QString::fromStdString(box.id));
+        QStringList missing;
+        for (const TensorPtr &t : doc_->graph().tensors())
+            if (!laid_out.contains(QString::fromStdString(t->id.value))) missing << QString::fromStdString(t->id.value);
+        for (const OpPtr &op : doc_->graph().operations())
+            if (!laid_out.contains(QString::fromStdString(op->id.value)))
+                missing << QString::fromStdString(op->id.value);
+        if (!missing.isEmpty()) scene_->applyEdit(doc_->graph(), doc_->issues(), missing, doc_->positions());
+        if (!was_selected.isEmpty()) scene_->selectNodes(was_selected);
+    }
+    if (relayout_pending_) {
+        // A re-layout keeps the nodes the user pinned where they were.
+        relayout_pending_ = false;
+        cancel_layout_button_->hide();
+        QHash<QString, QPointF> keep;
+        for (const QString &id : doc_->pinned())
+            if (before.contains(id)) keep.insert(id, before.value(id));
+        scene_->setPositions(keep);
+        doc_->setPositions(scene_->positions());
+        minimap_->sceneChanged();
+        setBusy(false);
+        statusBar()->showMessage(
+            tr("Laid out again; %n pinned node(s) kept in place", nullptr, static_cast<int>(keep.size())), 6000);
+        scheduleAutosave();
+        emit layoutReady();
+        return;
+    }
+    if (!session_placements_.isEmpty()) {
+        scene_->setPositions(session_placements_);
+        doc_->setPinned(pinned_from_session_, true);
+        session_placements_.clear();
+        pinned_from_session_.clear();
+    }
+    doc_->setPositions(scene_->positions());
+    minimap_->sceneChanged();
+    find_bar_->refresh();
+    // A project opened from a file joins the session (so autosave has a home).
+    if (session_ && project_id_ == 0 && project_.graph.node_count() > 0) saveToSession(true);
     view_->setPlaceholderText(project_.graph.node_count() == 0 ? tr("This project has no tensors or operations.")
                                                                : QString());
     view_->showGraph();
@@ -451,6 +550,8 @@ void MainWindow::onLayoutFinished(quint64, const tapestry::Layout &layout) {
 
 void MainWindow::onLayoutFailed(quint64, const QString &message) {
     setBusy(false);
+    relayout_pending_ = false;
+    cancel_layout_button_->hide();
     const QString why = tr("Layout of %1 failed: %2").arg(display_name_, message);
     view_->setPlaceholderText(why);
     statusBar()->showMessage(why);
@@ -495,6 +596,7 @@ void MainWindow::onIssueActivated(int, const QString &node) {
 
 void MainWindow::onNodeSelected(const QString &id) {
     inspector_->showNode(id);
+    node_editor_->showNode(id);
     QStringList about{id};
     if (const Operation *op = project_.graph.find_op(OpId(id.toStdString())))
         for (const Shard &s : op->shards) about << QString::fromStdString(s.id.value);
@@ -513,10 +615,41 @@ void MainWindow::openDialog() {
 }
 
 QString MainWindow::exportCanvas(const QString &path) {
+    const bool svg = path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive);
+    return exportTo(path, svg ? QStringLiteral("svg") : QStringLiteral("png"), false, 2.0);
+}
+
+QString MainWindow::exportTo(const QString &path, const QString &format, bool selection_only, double scale) {
+    const QStringList selected = scene_->selectedNodeIds();
+    if (selection_only && selected.isEmpty()) return tr("nothing is selected");
+    if (format == QLatin1String("dot") || format == QLatin1String("json")) {
+        Graph g = project_.graph;
+        if (selection_only) {
+            std::vector<std::string> ids;
+            for (const QString &id : selected) ids.push_back(id.toStdString());
+            g = edit::extract(project_.graph, ids);
+        }
+        if (format == QLatin1String("json"))
+            return QString::fromStdString(save_project_with_values(g, path.toStdString()));
+        const std::string dot = to_dot(g, OpLibrary::standard());
+        const std::string error = write_file_atomically(path.toStdString(), dot);
+        return QString::fromStdString(error);
+    }
     if (!scene_->hasLayout()) return tr("nothing is laid out yet");
-    const QRectF source = scene_->graphBounds().adjusted(-24, -24, 24, 24);
-    const QColor background(0xf3, 0xf5, 0xf8);
-    if (path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive)) {
+    QRectF source;
+    if (selection_only) {
+        for (const QString &id : selected)
+            if (views::NodeItem *n = scene_->nodeItem(id)) source |= n->sceneBoundingRect();
+    } else {
+        source = scene_->graphBounds();
+    }
+    source = source.adjusted(-24, -24, 24, 24);
+    const QColor background = view_->isDark() ? QColor(0x14, 0x18, 0x1e) : QColor(0xf3, 0xf5, 0xf8);
+    // Selection rings are not part of a drawing.
+    const QStringList keep_selected = selected;
+    scene_->selectNodes({});
+    auto restore = qScopeGuard([&] { scene_->selectNodes(keep_selected); });
+    if (format == QLatin1String("svg")) {
         QSvgGenerator svg;
         svg.setFileName(path);
         svg.setSize(source.size().toSize());
@@ -530,15 +663,65 @@ QString MainWindow::exportCanvas(const QString &path) {
         painter.end();
         return QFileInfo(path).size() > 0 ? QString() : tr("cannot write %1").arg(path);
     }
-    const double scale = 2.0;  // crisp on high-density screens and in documents
-    QImage image((source.size() * scale).toSize(), QImage::Format_ARGB32_Premultiplied);
+    if (format != QLatin1String("png")) return tr("unknown export format '%1'").arg(format);
+    if (!(scale > 0) || scale > 8) return tr("the scale must be between 0 and 8, not %1").arg(scale);
+    const QSizeF pixels = source.size() * scale;
+    if (pixels.width() * pixels.height() > 400e6)
+        return tr("the drawing is too large for an image at this scale; export SVG instead");
+    QImage image(pixels.toSize(), QImage::Format_ARGB32_Premultiplied);
     if (image.isNull()) return tr("the drawing is too large for an image; export SVG instead");
     image.fill(background);
     QPainter painter(&image);
     painter.setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
-    scene_->render(&painter, QRectF(QPointF(0, 0), source.size() * scale), source);
+    scene_->render(&painter, QRectF(QPointF(0, 0), pixels), source);
     painter.end();
     return image.save(path) ? QString() : tr("cannot write %1").arg(path);
+}
+
+void MainWindow::exportSelectionDialog() {
+    QDialog dialog(this);
+    dialog.setObjectName(QStringLiteral("exportDialog"));
+    dialog.setWindowTitle(tr("Export"));
+    auto *form = new QFormLayout(&dialog);
+    auto *format = new QComboBox(&dialog);
+    format->addItem(tr("SVG drawing"), QStringLiteral("svg"));
+    format->addItem(tr("PNG image"), QStringLiteral("png"));
+    format->addItem(tr("Graphviz DOT"), QStringLiteral("dot"));
+    format->addItem(tr("Project JSON"), QStringLiteral("json"));
+    auto *scope = new QComboBox(&dialog);
+    scope->addItem(tr("Whole graph"));
+    scope->addItem(tr("Selection (%n node(s))", nullptr, static_cast<int>(scene_->selectedNodeIds().size())));
+    scope->setCurrentIndex(scene_->selectedNodeIds().isEmpty() ? 0 : 1);
+    scope->setEnabled(!scene_->selectedNodeIds().isEmpty());
+    auto *scale = new QDoubleSpinBox(&dialog);
+    scale->setRange(0.25, 8.0);
+    scale->setSingleStep(0.5);
+    scale->setValue(2.0);
+    scale->setSuffix(QStringLiteral(" ×"));
+    form->addRow(tr("&Format:"), format);
+    form->addRow(tr("&What:"), scope);
+    form->addRow(tr("PNG &scale:"), scale);
+    connect(format, &QComboBox::currentIndexChanged, scale,
+            [=] { scale->setEnabled(format->currentData().toString() == QLatin1String("png")); });
+    scale->setEnabled(false);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    form->addRow(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    if (dialog.exec() != QDialog::Accepted) return;
+    const QString ext = format->currentData().toString();
+    const QString base = display_name_.isEmpty()
+                             ? QStringLiteral("graph")
+                             : QFileInfo(display_name_).completeBaseName().remove(QLatin1String(".tapestry"));
+    const QString suffix = ext == QLatin1String("json") ? QStringLiteral(".tapestry.json") : QLatin1Char('.') + ext;
+    QString path = QFileDialog::getSaveFileName(this, tr("Export"), QDir::home().filePath(base + suffix));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(suffix, Qt::CaseInsensitive)) path += suffix;
+    const QString error = exportTo(path, ext, scope->currentIndex() == 1, scale->value());
+    if (error.isEmpty())
+        statusBar()->showMessage(tr("Exported %1").arg(path), 6000);
+    else
+        QMessageBox::warning(this, tr("Export failed"), tr("Could not export: %1").arg(error));
 }
 
 void MainWindow::exportDialog(const QString &format) {
@@ -890,7 +1073,8 @@ void MainWindow::setBusy(bool busy, const QString &message) {
 
 void MainWindow::updateTitle() {
     const QString app = QStringLiteral("Tapestry Studio");
-    setWindowTitle(display_name_.isEmpty() ? app : QStringLiteral("%1 — %2").arg(display_name_, app));
+    const QString name = display_name_ + (isModified() ? QStringLiteral(" •") : QString());
+    setWindowTitle(display_name_.isEmpty() ? app : QStringLiteral("%1 — %2").arg(name, app));
 }
 
 void MainWindow::updateCounts() {

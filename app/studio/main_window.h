@@ -5,11 +5,16 @@
 // and a run can be cancelled at any step.
 #pragma once
 
+#include <QHash>
 #include <QMainWindow>
 #include <QMap>
+#include <QPointF>
 #include <QString>
 #include <QStringList>
+#include <memory>
 
+#include "edit/editor.h"
+#include "views/graph_scene.h"
 #include "views/onnx_import_worker.h"
 #include "views/project_loader.h"
 #include "views/run_worker.h"
@@ -21,8 +26,14 @@ class QMenu;
 class QProgressBar;
 class QToolButton;
 
+class QUndoView;
+class QTimer;
+
 namespace tapestry {
 struct Layout;
+}
+namespace tapestry::store {
+class Session;
 }
 
 namespace tapestry::views {
@@ -32,6 +43,11 @@ class Inspector;
 class IssuesPanel;
 class LayoutWorker;
 class OutputsPanel;
+class GraphDocument;
+class OpPalette;
+class Minimap;
+class FindBar;
+class NodeEditor;
 class RunPanel;
 }  // namespace tapestry::views
 
@@ -74,6 +90,54 @@ public:
     // `mark`; false if it is not drawn.
     bool revealNode(const QString &id, bool mark = true);
 
+    // ---- editing (main_window_edit.cpp) -------------------------------------
+    views::GraphDocument *document() const { return doc_; }
+    views::OpPalette *palette() const { return palette_; }
+    views::FindBar *findBar() const { return find_bar_; }
+    views::Minimap *minimap() const { return minimap_; }
+    views::NodeEditor *nodeEditor() const { return node_editor_; }
+    // Starts an empty graph named "untitled" (a new project in the session).
+    void newProject();
+    // Adds an operation of `kind` centred at a scene point; returns its id or "".
+    QString addOperationAt(const QString &kind, const QPointF &scene_pos);
+    // Adds a tensor centred at a scene point; returns its id or "" (see lastEditError()).
+    QString addTensorAt(const edit::TensorSpec &spec, const QPointF &scene_pos);
+    // Asks for a tensor's name, dtype and shape (a dialog), then adds it there.
+    void newTensorDialog(TensorRole role, const QPointF &scene_pos);
+    // Connects an output (a tensor's value or an operation's output port) to an
+    // operation's input port; "" or the reason it was refused (also shown).
+    QString connectPorts(const views::PortRef &from, const views::PortRef &to);
+    // Runs an edit as one undo step; "" or why it was refused (shown in the status bar).
+    QString applyEdit(const QString &text, const std::function<edit::EditResult(edit::Editor &)> &fn,
+                      const QHash<QString, QPointF> &place = {});
+    QString lastEditError() const { return last_edit_error_; }
+    void copySelection();
+    void cutSelection();
+    void pasteClipboard();
+    void duplicateSelection();
+    void deleteSelection();
+    void relayout();
+    void zoomToSelection();
+    void setDarkTheme(bool dark);
+    bool isModified() const;
+
+    // ---- sessions (main_window_edit.cpp) ------------------------------------
+    // Opens a session file (created if missing) and shows its last project, or
+    // puts the default example in a new session. "" or the reason it was refused.
+    QString openSession(const QString &path, bool show_last_project = true);
+    QString sessionPath() const;
+    store::Session *session() const { return session_.get(); }
+    qint64 projectId() const { return project_id_; }
+    // Saves the graph into the session now, off the GUI thread (kind "save" or
+    // "autosave"); see sessionSaved.
+    void saveToSession(bool autosave);
+    // The default session file under the user's data directory.
+    static QString defaultSessionPath();
+    QAction *undoAction() const { return undo_action_; }
+    QAction *redoAction() const { return redo_action_; }
+    QAction *deleteAction() const { return delete_action_; }
+    QAction *findAction() const { return find_action_; }
+
     QString currentPath() const { return path_; }
     QString displayName() const { return display_name_; }
     bool isImported() const { return imported_; }
@@ -104,6 +168,11 @@ public:
     // Writes the laid-out canvas to an image (".png") or vector drawing (".svg").
     // Returns an error message or "".
     QString exportCanvas(const QString &path);
+    // Exports the canvas or the selection: format "svg", "png" (at `scale` pixels
+    // per canvas unit), "dot" (Graphviz source) or "json" (a project file, values
+    // beside it as the project format says). Returns an error message or "".
+    QString exportTo(const QString &path, const QString &format, bool selection_only, double scale = 2.0);
+    void exportSelectionDialog();
 
 signals:
     void projectLoaded(bool opened);
@@ -114,6 +183,10 @@ signals:
     // An ONNX import ended; `ok` false when it was refused or abandoned.
     void importFinished(bool ok);
     void projectSaved(const QString &path, const QString &error);
+    // A save into the session finished ("" or the error).
+    void sessionSaved(const QString &error);
+    // The graph changed through an edit, an undo or a redo.
+    void graphEdited();
     void outputsSaved(const QString &dir, const QString &error);
 
 protected:
@@ -156,6 +229,13 @@ private:
     void updateCounts();
     void finishStartup();
     void takeScreenshot();
+    void createEditing();
+    void onDocumentEdited(const QStringList &touched, const QHash<QString, QPointF> &place);
+    void onPaletteActivated(const QString &entry, const QPointF &scene_pos);
+    void scheduleAutosave();
+    void showProjectInSession(qint64 project_id);
+    void refreshAfterEdit();
+    void updateEditActions();
 
     views::GraphScene *scene_ = nullptr;
     views::GraphView *view_ = nullptr;
@@ -188,6 +268,42 @@ private:
     QAction *save_outputs_action_ = nullptr;
     QAction *use_shards_action_ = nullptr;
     QMenu *recent_menu_ = nullptr;
+
+    views::GraphDocument *doc_ = nullptr;
+    views::OpPalette *palette_ = nullptr;
+    views::Minimap *minimap_ = nullptr;
+    views::FindBar *find_bar_ = nullptr;
+    views::NodeEditor *node_editor_ = nullptr;
+    QUndoView *undo_view_ = nullptr;
+    QDockWidget *palette_dock_ = nullptr;
+    QDockWidget *minimap_dock_ = nullptr;
+    QDockWidget *history_dock_ = nullptr;
+    QAction *undo_action_ = nullptr;
+    QAction *redo_action_ = nullptr;
+    QAction *cut_action_ = nullptr;
+    QAction *copy_action_ = nullptr;
+    QAction *paste_action_ = nullptr;
+    QAction *duplicate_action_ = nullptr;
+    QAction *delete_action_ = nullptr;
+    QAction *select_all_action_ = nullptr;
+    QAction *find_action_ = nullptr;
+    QAction *relayout_action_ = nullptr;
+    QAction *pin_action_ = nullptr;
+    QAction *new_action_ = nullptr;
+    QAction *save_action_ = nullptr;
+    QAction *open_session_action_ = nullptr;
+    QAction *dark_action_ = nullptr;
+    QString last_edit_error_;
+    std::shared_ptr<store::Session> session_;
+    qint64 project_id_ = 0;
+    QTimer *autosave_timer_ = nullptr;
+    bool save_in_flight_ = false;
+    bool save_again_ = false;
+    QLabel *save_label_ = nullptr;
+    QToolButton *cancel_layout_button_ = nullptr;
+    bool relayout_pending_ = false;
+    QHash<QString, QPointF> session_placements_;  // positions saved with the session's project
+    QStringList pinned_from_session_;
 
     QProgressBar *busy_indicator_ = nullptr;
     QLabel *counts_label_ = nullptr;

@@ -1,0 +1,406 @@
+// The studio as an editor, driven through its real widgets: the MLP example built
+// from an empty canvas with palette drops, the new-tensor dialog and port drags;
+// undo back to empty and redo; a refused connection and its message; search;
+// paste between two windows; autosave into a session and a locked session.
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDropEvent>
+#include <QFile>
+#include <QImage>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QUndoStack>
+#include <QtTest/QtTest>
+
+#include "edit/editor.h"
+#include "io/project_file.h"
+#include "main_window.h"
+#include "store/session.h"
+#include "views/find_bar.h"
+#include "views/graph_document.h"
+#include "views/graph_scene.h"
+#include "views/graph_view.h"
+#include "views/node_editor.h"
+#include "views/palette.h"
+
+using namespace tapestry;
+using namespace tapestry::views;
+using tapestry::studio::MainWindow;
+
+namespace {
+
+constexpr int kTimeoutMs = 30000;
+
+QString examplePath(const QString &name) {
+    return QDir(qEnvironmentVariable("TAPESTRY_SOURCE_DIR"))
+        .filePath(QStringLiteral("projects/%1.tapestry.json").arg(name));
+}
+
+bool openAndWait(MainWindow &w, const QString &path) {
+    QSignalSpy ready(&w, &MainWindow::layoutReady);
+    w.openProject(path);
+    return ready.wait(kTimeoutMs) || ready.count() > 0;
+}
+
+// Drops a palette entry on the canvas at a scene point, as a drag from the palette ends.
+void dropEntry(MainWindow &w, const QString &entry, const QPointF &scene_pos) {
+    GraphView *view = w.view();
+    view->centerOn(scene_pos);
+    std::unique_ptr<QMimeData> mime(OpPalette::mimeDataFor(entry));
+    const QPointF at = view->mapFromScene(scene_pos);
+    QDragEnterEvent enter(at.toPoint(), Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &enter);
+    QDropEvent drop(at, Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(view->viewport(), &drop);
+}
+
+// Fills and accepts the new-tensor dialog the palette's tensor entries open.
+bool fillTensorDialog(MainWindow &w, const QString &name, const QString &shape) {
+    QDialog *dialog = w.findChild<QDialog *>(QStringLiteral("newTensorDialog"));
+    if (!dialog || !dialog->isVisible()) return false;
+    auto *n = dialog->findChild<QLineEdit *>(QStringLiteral("tensorName"));
+    auto *s = dialog->findChild<QLineEdit *>(QStringLiteral("tensorShape"));
+    n->selectAll();
+    QTest::keyClicks(n, name);
+    s->selectAll();
+    QTest::keyClicks(s, shape);
+    dialog->findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok)->click();
+    return dialog->result() == QDialog::Accepted || !w.findChild<QDialog *>(QStringLiteral("newTensorDialog"));
+}
+
+QString addTensor(MainWindow &w, const QString &entry, const QString &name, const QString &shape, const QPointF &pos) {
+    dropEntry(w, entry, pos);
+    if (!fillTensorDialog(w, name, shape)) {
+        qWarning("no new-tensor dialog after dropping %s", qPrintable(entry));
+        return {};
+    }
+    QCoreApplication::processEvents();
+    if (w.scene()->selectedNodeId().isEmpty())
+        qWarning("after the dialog: %s; %lld nodes", qPrintable(w.lastEditError()),
+                 static_cast<long long>(w.document()->graph().node_count()));
+    return w.scene()->selectedNodeId();
+}
+
+// Drags from one port to another with the mouse, on the canvas.
+void dragPort(MainWindow &w, const PortRef &from, const PortRef &to) {
+    GraphView *view = w.view();
+    const QPointF a = w.scene()->portScenePos(from), b = w.scene()->portScenePos(to);
+    view->centerOn((a + b) / 2);
+    const QPoint pa = view->mapFromScene(a), pb = view->mapFromScene(b);
+    QTest::mousePress(view->viewport(), Qt::LeftButton, Qt::NoModifier, pa);
+    QTest::mouseMove(view->viewport(), (pa + pb) / 2);
+    QTest::mouseMove(view->viewport(), pb);
+    QTest::mouseRelease(view->viewport(), Qt::LeftButton, Qt::NoModifier, pb);
+}
+
+// Renames a node the way a user does: select it, type in the inspector's Name field, Enter.
+bool renameInInspector(MainWindow &w, const QString &id, const QString &name) {
+    w.scene()->selectNode(id);
+    auto *edit = w.nodeEditor()->findChild<QLineEdit *>(QStringLiteral("nodeName"));
+    if (!edit || !edit->isVisible()) return false;
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, name);
+    QTest::keyClick(edit, Qt::Key_Return);
+    const Graph &g = w.document()->graph();
+    const Tensor *t = g.find_tensor(TensorId(id.toStdString()));
+    const Operation *o = g.find_op(OpId(id.toStdString()));
+    return (t && t->name == name.toStdString()) || (o && o->name == name.toStdString());
+}
+
+QString outputOf(MainWindow &w, const QString &op) {
+    const Operation *o = w.document()->graph().find_op(OpId(op.toStdString()));
+    return o && !o->output_tensors().empty() ? QString::fromStdString(o->output_tensors().front().value) : QString();
+}
+
+}  // namespace
+
+class TestEditorGui : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        if (qEnvironmentVariableIsEmpty("TAPESTRY_SOURCE_DIR")) QSKIP("TAPESTRY_SOURCE_DIR is not set (CTest sets it)");
+    }
+
+    void buildTheMlpFromAnEmptyCanvasThenUndoAndRedo() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        w.newProject();
+        QCOMPARE(w.document()->graph().node_count(), size_t{0});
+
+        const QStringList acts{"gelu", "relu", "gelu", ""};
+        const QList<int> widths{1024, 4096, 4096, 4096, 1024};
+        const double dx = 260, dy = 150;
+        QString prev = addTensor(w, OpPalette::kTensorInput, "activations", "512, 1024", QPointF(-dx, 0));
+        QVERIFY(!prev.isEmpty());
+        for (int i = 0; i < 4; ++i) {
+            const QString n = QString::number(i + 1);
+            const double y = i * 3 * dy;
+            const QString wt = addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".weight",
+                                         QStringLiteral("%1, %2").arg(widths[i]).arg(widths[i + 1]), QPointF(0, y));
+            const QString b = addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".bias",
+                                        QString::number(widths[i + 1]), QPointF(dx, y));
+            QVERIFY(!wt.isEmpty() && !b.isEmpty());
+            dropEntry(w, "linear", QPointF(0, y + dy));
+            const QString fc = w.scene()->selectedNodeId();
+            QCOMPARE(w.document()->graph().find_op(OpId(fc.toStdString()))->kind, std::string("linear"));
+            QVERIFY(renameInInspector(w, fc, "fc" + n));
+            dragPort(w, PortRef{prev, {}, true}, PortRef{fc, "x", false});
+            QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
+            dragPort(w, PortRef{wt, {}, true}, PortRef{fc, "w", false});
+            dragPort(w, PortRef{b, {}, true}, PortRef{fc, "bias", false});
+            QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
+            const QString h = outputOf(w, fc);
+            QVERIFY2(!h.isEmpty(), "the linear's output appears once its inputs are connected");
+            QVERIFY(renameInInspector(w, h, i == 3 ? QStringLiteral("logits") : "fc" + n + ".out"));
+            if (i == 3) break;
+            dropEntry(w, acts[i], QPointF(0, y + 2 * dy));
+            const QString act = w.scene()->selectedNodeId();
+            QVERIFY(renameInInspector(w, act, acts[i] + n));
+            // From the linear's output port straight to the activation's input.
+            dragPort(w, PortRef{fc, "y", true}, PortRef{act, "x", false});
+            QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
+            prev = outputOf(w, act);
+            QVERIFY(renameInInspector(w, prev, acts[i] + n + ".out"));
+        }
+        LoadResult mlp = load_project(examplePath("mlp").toStdString());
+        QVERIFY(mlp.ok());
+        auto diff = edit::content_difference(w.document()->graph(), mlp.graph);
+        QVERIFY2(!diff, diff ? diff->c_str() : "");
+        QVERIFY(w.document()->issues().empty());
+
+        // Everything undone → empty; everything redone → the same graph.
+        const std::string built = serialize_project(w.document()->graph());
+        QUndoStack *undo = w.document()->undoStack();
+        QVERIFY(undo->count() > 20);
+        while (undo->canUndo()) w.undoAction()->trigger();
+        QCOMPARE(w.document()->graph().node_count(), size_t{0});
+        QCOMPARE(w.scene()->nodeItems().size(), 0);
+        while (undo->canRedo()) w.redoAction()->trigger();
+        QCOMPARE(serialize_project(w.document()->graph()), built);
+        QCOMPARE(w.scene()->nodeItems().size(), static_cast<qsizetype>(w.document()->graph().node_count()));
+    }
+
+    void inspectorShapeEditsPropagateAndOneUndoRestores() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        w.scene()->selectNode("x");
+        auto *shape = w.nodeEditor()->findChild<QLineEdit *>(QStringLiteral("tensorShape"));
+        QVERIFY(shape && shape->isEnabled());
+        shape->setFocus();
+        shape->selectAll();
+        QTest::keyClicks(shape, "64, 1024");
+        QTest::keyClick(shape, Qt::Key_Return);
+        const Graph &g = w.document()->graph();
+        QCOMPARE(g.find_tensor(TensorId("h2"))->shape(), (ZPoint{64, 4096}));
+        QCOMPARE(g.find_tensor(TensorId("y"))->shape(), (ZPoint{64, 1024}));
+        // fc1's shards split the old batch: removed, and the status bar says so.
+        QVERIFY(g.find_op(OpId("fc1"))->shards.empty());
+        QVERIFY2(w.statusBar()->currentMessage().contains("shards removed"),
+                 qPrintable(w.statusBar()->currentMessage()));
+        // The inferred tensors show their new shape on the canvas.
+        auto *h2 = dynamic_cast<TensorItem *>(w.scene()->nodeItem("h2"));
+        QCOMPARE(h2->detail(), QString("f32 [64, 4096]"));
+        // A produced tensor's type is read-only in the form.
+        w.scene()->selectNode("h1");
+        QVERIFY(!w.nodeEditor()->findChild<QLineEdit *>(QStringLiteral("tensorShape"))->isEnabled());
+        // One undo restores every shape and the shards.
+        w.undoAction()->trigger();
+        QCOMPARE(w.document()->graph().find_tensor(TensorId("y"))->shape(), (ZPoint{512, 1024}));
+        QCOMPARE(w.document()->graph().find_op(OpId("fc1"))->shards.size(), size_t{4});
+    }
+
+    void anInvalidConnectionIsRefusedWithItsReason() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        const std::string before = serialize_project(w.document()->graph());
+        dragPort(w, PortRef{"w3", {}, true}, PortRef{"fc1", "w", false});
+        QVERIFY2(w.lastEditError().startsWith("cannot connect fc3.weight (f32 [4096, 4096]) to fc1.w"),
+                 qPrintable(w.lastEditError()));
+        QVERIFY(w.statusBar()->currentMessage().startsWith("Connection refused: cannot connect"));
+        QCOMPARE(serialize_project(w.document()->graph()), before);
+        QCOMPARE(w.document()->undoStack()->count(), 0);
+    }
+
+    void deleteIsOneStepAndUndoBringsNodesBackInPlace() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        const QPointF fc3 = w.scene()->nodeItem("fc3")->pos();
+        w.scene()->selectNodes({"fc3", "w3", "b3"});
+        w.view()->setFocus();
+        QTest::keyClick(w.view(), Qt::Key_Delete);
+        QVERIFY(!w.scene()->nodeItem("fc3"));
+        QVERIFY(!w.scene()->nodeItem("h3"));
+        QCOMPARE(w.document()->undoStack()->count(), 1);
+        QTest::keyClick(&w, Qt::Key_Z, Qt::ControlModifier);
+        QVERIFY(w.scene()->nodeItem("fc3"));
+        QCOMPARE(w.scene()->nodeItem("fc3")->pos(), fc3);
+        QVERIFY(w.document()->issues().empty());
+    }
+
+    void dragsAreOneUndoStep() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        NodeItem *item = w.scene()->nodeItem("relu2");
+        const QPointF start = item->pos();
+        GraphView *view = w.view();
+        view->centerOn(item);
+        const QPoint p = view->mapFromScene(item->pos() + QPointF(item->box().width() / 4, 0));
+        QTest::mousePress(view->viewport(), Qt::LeftButton, Qt::NoModifier, p);
+        for (int i = 1; i <= 5; ++i) QTest::mouseMove(view->viewport(), p + QPoint(20 * i, 10 * i));
+        QTest::mouseRelease(view->viewport(), Qt::LeftButton, Qt::NoModifier, p + QPoint(100, 50));
+        QVERIFY(item->pos() != start);
+        QCOMPARE(w.document()->undoStack()->count(), 1);
+        w.undoAction()->trigger();
+        QCOMPARE(w.scene()->nodeItem("relu2")->pos(), start);
+    }
+
+    void searchFindsAndSelectsAllOfAKind() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
+        FindBar *bar = w.findBar();
+        QVERIFY(bar->isVisible());
+        bar->setScope(FindScope::op_kind);
+        bar->setText("linear");
+        // F3 steps through the matches while the bar is open (one owner of the shortcut).
+        QTest::keyClick(&w, Qt::Key_F3);
+        QCOMPARE(w.scene()->selectedNodeIds(), QStringList{"fc1"});
+        QTest::keyClick(&w, Qt::Key_F3);
+        QCOMPARE(w.scene()->selectedNodeIds(), QStringList{"fc2"});
+        bar->selectAllMatches();
+        QCOMPARE(w.scene()->selectedNodeIds(), (QStringList{"fc1", "fc2", "fc3", "fc4"}));
+    }
+
+    void pasteBetweenTwoWindows() {
+        MainWindow a, b;
+        a.show();
+        b.show();
+        QVERIFY(openAndWait(a, examplePath("mlp")));
+        b.newProject();
+        a.scene()->selectNodes({"w2", "b2", "fc2", "relu2"});
+        a.copySelection();
+        b.pasteClipboard();
+        const Graph &g = b.document()->graph();
+        QCOMPARE(g.operations().size(), size_t{2});
+        QCOMPARE(g.tensors().size(), size_t{4});
+        QVERIFY(g.find_op(OpId("fc2")) && g.find_op(OpId("relu2")));
+        QCOMPARE(b.scene()->nodeItems().size(), 6);
+        QCOMPARE(b.document()->undoStack()->count(), 1);  // a paste is one step
+        // Pasting again in the same window makes fresh ids.
+        b.pasteClipboard();
+        QVERIFY(b.document()->graph().find_op(OpId("fc2_2")));
+    }
+
+    void exportsTheSelectionAsPngDotAndJson() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        QTemporaryDir dir;
+        w.scene()->selectNodes({"x", "w1", "b1", "fc1"});
+        QRectF bounds;
+        for (const QString &id : w.scene()->selectedNodeIds()) bounds |= w.scene()->nodeItem(id)->sceneBoundingRect();
+        QCOMPARE(w.exportTo(dir.filePath("one.png"), "png", true, 1.0), QString());
+        QCOMPARE(w.exportTo(dir.filePath("two.png"), "png", true, 2.0), QString());
+        const QImage one(dir.filePath("one.png")), two(dir.filePath("two.png"));
+        QCOMPARE(one.width(), qRound(bounds.width() + 48));
+        QVERIFY(qAbs(two.width() - 2 * one.width()) <= 1);
+        QCOMPARE(w.scene()->selectedNodeIds().size(), 4);  // the selection survives the export
+        QCOMPARE(w.exportTo(dir.filePath("sel.dot"), "dot", true), QString());
+        QFile dot(dir.filePath("sel.dot"));
+        QVERIFY(dot.open(QIODevice::ReadOnly));
+        const QByteArray text = dot.readAll();
+        QVERIFY(text.startsWith("digraph"));
+        QVERIFY(text.contains("fc1") && !text.contains("fc2"));
+        QCOMPARE(w.exportTo(dir.filePath("sel.tapestry.json"), "json", true), QString());
+        LoadResult back = load_project(dir.filePath("sel.tapestry.json").toStdString());
+        QVERIFY(back.ok());
+        QCOMPARE(back.graph.operations().size(), size_t{1});
+        QCOMPARE(back.graph.tensors().size(), size_t{4});  // x, w1, b1 and fc1's output
+        QCOMPARE(w.exportTo(dir.filePath("all.svg"), "svg", false), QString());
+        QVERIFY(QFileInfo(dir.filePath("all.svg")).size() > 1000);
+        w.scene()->selectNodes({});
+        QCOMPARE(w.exportTo(dir.filePath("none.png"), "png", true), QString("nothing is selected"));
+    }
+
+    void relayoutKeepsPinnedNodes() {
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(openAndWait(w, examplePath("mlp")));
+        const QPointF far(3000, -2000);
+        const QPointF relu_before = w.scene()->nodeItem("relu2")->pos();
+        w.scene()->nodeItem("gelu1")->setPos(far);
+        w.scene()->nodeItem("relu2")->setPos(far + QPointF(0, 400));
+        w.scene()->selectNodes({"gelu1"});
+        w.document()->setPinned({"gelu1"}, true);
+        QSignalSpy ready(&w, &MainWindow::layoutReady);
+        w.relayout();
+        QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
+        QCOMPARE(w.scene()->nodeItem("gelu1")->pos(), far);          // pinned: kept
+        QCOMPARE(w.scene()->nodeItem("relu2")->pos(), relu_before);  // not pinned: laid out again
+    }
+
+    void editsAreAutosavedIntoTheSessionAndASecondWindowIsToldItIsInUse() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("work.tapestry-session");
+        QString example;
+        {
+            MainWindow w;
+            w.show();
+            QSignalSpy ready(&w, &MainWindow::layoutReady);
+            QVERIFY(w.openSession(path).isEmpty());
+            QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
+            QSignalSpy saved(&w, &MainWindow::sessionSaved);
+            QVERIFY(saved.wait(kTimeoutMs));  // the example joins the session
+            QCOMPARE(saved.front().front().toString(), QString());
+            QVERIFY(w.projectId() != 0);
+            // A second window on the same session is told it is in use.
+            MainWindow other;
+            const QString why = other.openSession(path);
+            QVERIFY2(why.contains("open in another"), qPrintable(why));
+            // An edit is autosaved in the background.
+            QVERIFY(w.applyEdit("Rename", [](edit::Editor &e) { return e.rename("relu2", "act2"); }).isEmpty());
+            QVERIFY(saved.wait(kTimeoutMs));
+            QCOMPARE(saved.back().front().toString(), QString());
+        }
+        // Reopened: the session holds the edit and shows it.
+        auto s = store::Session::open(path.toStdString(), store::OpenMode::read_only);
+        QVERIFY(s);
+        auto projects = (*s)->projects();
+        QVERIFY(projects && projects->size() == 1);
+        auto g = (*s)->load_latest(projects->front().id);
+        QVERIFY(g);
+        QCOMPARE(g->find_op(OpId("relu2"))->name, std::string("act2"));
+        s->reset();
+        MainWindow again;
+        again.show();
+        QSignalSpy ready(&again, &MainWindow::layoutReady);
+        QVERIFY(again.openSession(path).isEmpty());
+        QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
+        QCOMPARE(again.document()->graph().find_op(OpId("relu2"))->name, std::string("act2"));
+    }
+};
+
+QTEST_MAIN(TestEditorGui)
+#include "test_editor_gui.moc"
