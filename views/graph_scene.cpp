@@ -25,6 +25,9 @@ const QColor kText(0x1f, 0x29, 0x37);
 const QColor kSubtleText(0x5b, 0x65, 0x73);
 
 constexpr double kDecorationMargin = 12.0;
+// Below this level of detail a node is one flat rectangle and an edge a straight
+// line: at "fit all" on thousands of nodes the details are sub-pixel anyway.
+constexpr double kFlatLevelOfDetail = 0.2;
 
 QFont titleFont() {
     QFont f;
@@ -179,6 +182,7 @@ QPainterPath NodeItem::shape() const {
 }
 
 void NodeItem::paintDecorations(QPainter *p, double lod) const {
+    if (health_ == NodeHealth::ok && !isSelected() && lod < kLabelLevelOfDetail) return;
     const QPainterPath ring = outline();
     if (lod >= kLabelLevelOfDetail) {
         for (const Port &port : ports_) {
@@ -241,6 +245,11 @@ QPainterPath TensorItem::outline() const {
 void TensorItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidget *) {
     const double lod = levelOfDetail(option, p);
     const QRectF r = box();
+    if (lod < kFlatLevelOfDetail) {
+        p->fillRect(r, health() == NodeHealth::error ? kError : isSelected() ? kSelection : QColor(0xc8, 0xd0, 0xdb));
+        p->fillRect(QRectF(r.left(), r.top(), r.width() * 0.12, r.height()), roleColor(role_));
+        return;
+    }
     p->setRenderHint(QPainter::Antialiasing);
     // A hint of Tapestry's box3d: a flat offset "back" of the box.
     p->setPen(Qt::NoPen);
@@ -251,14 +260,18 @@ void TensorItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWid
     p->setBrush(Qt::white);
     p->drawRoundedRect(r, 4, 4);
 
-    // Role stripe on the left.
-    QPainterPath stripe;
-    stripe.addRoundedRect(QRectF(r.left(), r.top(), 10, r.height()), 4, 4);
-    QPainterPath clip;
-    clip.addRect(QRectF(r.left(), r.top(), 5, r.height()));
+    // Role stripe on the left (its path is built once per box).
+    if (stripe_box_ != r) {
+        QPainterPath stripe;
+        stripe.addRoundedRect(QRectF(r.left(), r.top(), 10, r.height()), 4, 4);
+        QPainterPath clip;
+        clip.addRect(QRectF(r.left(), r.top(), 5, r.height()));
+        stripe_ = stripe.intersected(clip);
+        stripe_box_ = r;
+    }
     p->setPen(Qt::NoPen);
     p->setBrush(roleColor(role_));
-    p->drawPath(stripe.intersected(clip));
+    p->drawPath(stripe_);
 
     if (lod >= kLabelLevelOfDetail) {
         const QRectF text = r.adjusted(10, 4, -6, -4);
@@ -316,6 +329,10 @@ void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, Q
     const double lod = levelOfDetail(option, p);
     const QRectF r = box();
     const QColor base = categoryColor(category_);
+    if (lod < kFlatLevelOfDetail) {
+        p->fillRect(r, health() == NodeHealth::error ? kError : isSelected() ? kSelection : base);
+        return;
+    }
     p->setRenderHint(QPainter::Antialiasing);
     QLinearGradient fill(r.topLeft(), r.bottomLeft());
     fill.setColorAt(0, base.lighter(112));
@@ -396,8 +413,14 @@ QPainterPath EdgeItem::shape() const {
     return stroker.createStroke(path_);
 }
 
-void EdgeItem::paint(QPainter *p, const QStyleOptionGraphicsItem *, QWidget *) {
+void EdgeItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidget *) {
     const QColor c = highlighted_ ? kSelection : kEdge;
+    if (levelOfDetail(option, p) < kFlatLevelOfDetail) {
+        p->setRenderHint(QPainter::Antialiasing, false);
+        p->setPen(QPen(c, 0));
+        p->drawLine(path_.elementCount() > 0 ? QPointF(path_.elementAt(0)) : tip_, tip_);
+        return;
+    }
     p->setRenderHint(QPainter::Antialiasing);
     p->setPen(QPen(c, highlighted_ ? 2.0 : 1.4, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
     p->setBrush(Qt::NoBrush);
@@ -539,12 +562,24 @@ void GraphScene::setLayout(const Layout &layout) {
             for (size_t i = 1; i < e.points.size(); ++i) path.lineTo(point(i));
         }
         // End the arrow on the outline the canvas draws, which may differ from the
-        // shape Graphviz routed to.
+        // shape Graphviz routed to. Only the last curve segment is searched (each
+        // pointAtPercent on the whole path re-measures it: that made scene
+        // building quadratic-looking on big graphs); the whole path only when the
+        // last segment starts inside the node already.
+        QPainterPath tail = path;
+        if ((e.points.size() - 1) % 3 == 0 && e.points.size() > 4) {
+            const size_t n = e.points.size();
+            tail = QPainterPath(point(n - 4));
+            tail.cubicTo(point(n - 3), point(n - 2), point(n - 1));
+        }
         double end_t = 1.0;
-        if (NodeItem *target = nodes_.value(to))
-            end_t = exitPercent(path, target->outline().translated(target->pos()), true);
-        const QPointF tip = path.pointAtPercent(end_t);
-        const QPointF before = path.pointAtPercent(std::max(0.0, end_t - 0.02));
+        if (NodeItem *target = nodes_.value(to)) {
+            const QPainterPath outline = target->outline().translated(target->pos());
+            if (outline.contains(tail.pointAtPercent(0.0))) tail = path;
+            end_t = exitPercent(tail, outline, true);
+        }
+        const QPointF tip = tail.pointAtPercent(end_t);
+        const QPointF before = tail.pointAtPercent(std::max(0.0, end_t - 0.02));
         auto *edge = new EdgeItem(from, to, path, tip, tip - before);
         // Which operation port the edge belongs to.
         if (const Operation *op = graph_.find_op(OpId(e.to))) {

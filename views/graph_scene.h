@@ -107,6 +107,8 @@ private:
     QString title_;   // name
     QString detail_;  // "f32 [64, 256]"
     TensorRole role_;
+    QPainterPath stripe_;
+    QRectF stripe_box_;
 };
 
 // An operation: kind and name in a pill coloured by the kind's category; a shard

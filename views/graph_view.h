@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QGraphicsView>
+#include <QPixmap>
 
 namespace tapestry::views {
 
@@ -64,6 +65,8 @@ private:
     QPoint last_pan_pos_;
     QString placeholder_;
     bool dark_ = false;
+    QPixmap grid_tile_;  // one grid dot, at the current zoom
+    bool grid_tile_dark_ = false;
 };
 
 }  // namespace tapestry::views
