@@ -329,7 +329,8 @@ void MainWindow::createStatusBar() {
 void MainWindow::restoreSettings() {
     QSettings settings;
     if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) resize(1360, 860);
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!restoreState(settings.value(QStringLiteral("window/state")).toByteArray()))
+        QTimer::singleShot(0, this, &MainWindow::applyDefaultDockSizes);
     recent_ = settings.value(QStringLiteral("recentFiles")).toStringList();
     rebuildRecentMenu();
     if (settings.value(QStringLiteral("ui/dark"), false).toBool())

@@ -236,6 +236,7 @@ private:
     void showProjectInSession(qint64 project_id);
     void refreshAfterEdit();
     void updateEditActions();
+    void applyDefaultDockSizes();
 
     views::GraphScene *scene_ = nullptr;
     views::GraphView *view_ = nullptr;

@@ -371,12 +371,36 @@ void MainWindow::createEditing() {
         connect(dark_action_, &QAction::toggled, this, &MainWindow::setDarkTheme);
     }
     if (QToolBar *bar = findChild<QToolBar *>()) {
+        // Short buttons on the toolbar; the step they undo is in their tooltip
+        // (the menu items carry the full "Undo Rename fc1").
         QAction *before = bar->actions().value(0);
-        bar->insertAction(before, undo_action_);
-        bar->insertAction(before, redo_action_);
+        auto proxy = [&](QAction *target, const QString &text, bool undo) {
+            auto *a = new QAction(text, this);
+            a->setObjectName(undo ? QStringLiteral("toolbarUndo") : QStringLiteral("toolbarRedo"));
+            connect(a, &QAction::triggered, target, &QAction::trigger);
+            auto sync = [a, target] {
+                a->setEnabled(target->isEnabled());
+                a->setToolTip(target->text());
+            };
+            connect(target, &QAction::changed, a, sync);
+            sync();
+            bar->insertAction(before, a);
+        };
+        proxy(undo_action_, tr("Undo"), true);
+        proxy(redo_action_, tr("Redo"), false);
         bar->insertSeparator(before);
     }
     updateEditActions();
+}
+
+void MainWindow::applyDefaultDockSizes() {
+    // Default proportions (a saved window state replaces them): the inspector
+    // gets the height, the bottom docks a strip. Only effective once the window
+    // has its geometry, hence called after the first show.
+    resizeDocks({palette_dock_}, {250}, Qt::Horizontal);
+    resizeDocks({palette_dock_, minimap_dock_}, {420, 200}, Qt::Vertical);
+    resizeDocks({inspector_dock_, run_dock_}, {600, 250}, Qt::Vertical);
+    resizeDocks({issues_dock_}, {180}, Qt::Vertical);
 }
 
 void MainWindow::updateEditActions() {

@@ -146,9 +146,9 @@ private slots:
             const QString n = QString::number(i + 1);
             const double y = i * 3 * dy;
             const QString wt = addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".weight",
-                                         QStringLiteral("%1, %2").arg(widths[i]).arg(widths[i + 1]), QPointF(0, y));
+                                         QStringLiteral("%1, %2").arg(widths[i]).arg(widths[i + 1]), QPointF(dx * 0.8, y));
             const QString b = addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".bias",
-                                        QString::number(widths[i + 1]), QPointF(dx, y));
+                                        QString::number(widths[i + 1]), QPointF(dx * 1.8, y));
             QVERIFY(!wt.isEmpty() && !b.isEmpty());
             dropEntry(w, "linear", QPointF(0, y + dy));
             const QString fc = w.scene()->selectedNodeId();
@@ -171,6 +171,28 @@ private slots:
             QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
             prev = outputOf(w, act);
             QVERIFY(renameInInspector(w, prev, acts[i] + n + ".out"));
+        }
+        // With TAPESTRY_DOC_SHOTS=DIR the suite also saves the screenshots of
+        // docs/user-guide.md (the real window, as the user left it).
+        const QString shots = qEnvironmentVariable("TAPESTRY_DOC_SHOTS");
+        if (!shots.isEmpty()) {
+            auto id_of = [&](const std::string &name) {
+                for (const TensorPtr &t : w.document()->graph().tensors())
+                    if (t->name == name) return QString::fromStdString(t->id.value);
+                for (const OpPtr &o : w.document()->graph().operations())
+                    if (o->name == name) return QString::fromStdString(o->id.value);
+                return QString();
+            };
+            w.palette()->setFilterText("norm");
+            // Refused: the reason is shown in the status bar.
+            dragPort(w, PortRef{id_of("fc3.weight"), {}, true}, PortRef{id_of("fc1"), "w", false});
+            QVERIFY2(w.lastEditError().startsWith("cannot connect"), qPrintable(w.lastEditError()));
+            w.scene()->selectNode(id_of("fc2"));
+            w.view()->resetZoom();
+            w.view()->zoomOut();
+            w.view()->centerOn(w.scene()->nodeItem(id_of("fc2")));
+            QTest::qWait(50);
+            QVERIFY(w.grab().save(QDir(shots).filePath("studio-editor.png")));
         }
         LoadResult mlp = load_project(examplePath("mlp").toStdString());
         QVERIFY(mlp.ok());
