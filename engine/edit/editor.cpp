@@ -276,7 +276,8 @@ EditResult Editor::connect(const TensorId &tensor, const OpId &op_id, const std:
         if (!op) return unexpected(error("unknown-node", "no operation '" + op_id.str() + "'"));
         const OpDef *def = lib_.find(op->kind);
         if (!def) return unexpected(error("unknown-kind", op_id.str() + ": unknown operation kind '" + op->kind + "'"));
-        const PortSpec *spec = find_port(def->input_ports(), port);
+        const std::vector<PortSpec> input_ports = def->input_ports();  // returned by value: keep it alive
+        const PortSpec *spec = find_port(input_ports, port);
         if (!spec)
             return unexpected(error("bad-port", op_id.str() + " (" + op->kind + ") has no input port '" + port +
                                                     "'; its inputs are " + port_list(def->input_ports())));

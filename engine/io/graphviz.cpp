@@ -8,11 +8,14 @@
 #include <graphviz/gvc.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "graph/resolve.h"
 
@@ -568,39 +571,211 @@ void set_attr(void *object, const char *name, const std::string &value) {
     agsafeset(object, const_cast<char *>(name), const_cast<char *>(value.c_str()), const_cast<char *>(""));
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------
+// Layout in pieces. dot's cost grows much faster than linearly in the size of
+// what it lays out (crossing minimisation over long ranks, network simplex over
+// the whole graph), so:
+//  * each weakly connected component of the tensor/operation graph is laid out
+//    on its own, and the drawings are packed in rows afterwards;
+//  * a big component is cut into segments at tensors that every path through it
+//    passes (a transformer's residual stream between blocks, a chain's
+//    activations): each segment is laid out on its own with the cut tensor alone
+//    on its bottom rank, the next segment with it alone on its top rank, and the
+//    segments are stacked so that the two drawings of the cut tensor coincide;
+//  * what is still big after that gets capped network simplex and crossing
+//    minimisation.
+// The cost is then about linear in the number of nodes. Small graphs (the
+// studio's examples) are one piece laid out exactly as before.
 
-Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<bool()> &cancelled) {
-    auto is_cancelled = [&] { return cancelled && cancelled(); };
-    if (is_cancelled()) return unexpected(std::string("cancelled"));
+// Nodes are numbered tensors 0..T-1 (graph order), then operations T..T+O-1,
+// which is also the order the layout reports them in.
 
-    std::lock_guard<std::mutex> lock(graphviz_mutex());
-    GVC_t *gvc = graphviz_context();
-    if (!gvc) return unexpected(std::string("Graphviz could not be initialised"));
-    graphviz_messages().clear();
+// Components with more nodes than this are cut into segments of at least
+// kSegmentNodes nodes, where they can be cut.
+constexpr size_t kSplitAbove = 1000;
+constexpr size_t kSegmentNodes = 400;
 
-    char graph_name[] = "layout";
-    Agraph_t *graph = agopen(graph_name, Agdirected, nullptr);
-    if (!graph) return unexpected(std::string("Graphviz could not create a graph"));
-    // Closing the graph on every exit path, layout first when there is one.
-    bool laid_out = false;
-    struct Closer {
-        GVC_t *gvc;
-        Agraph_t *graph;
-        bool &laid_out;
-        ~Closer() {
-            if (laid_out) gvFreeLayout(gvc, graph);
-            agclose(graph);
+// Weakly connected components: per component, its node numbers ascending;
+// components in order of their first node.
+std::vector<std::vector<size_t>> connected_components(const Graph &g) {
+    const size_t nt = g.tensors().size(), n = g.node_count();
+    std::vector<size_t> parent(n);
+    for (size_t i = 0; i < n; ++i) parent[i] = i;
+    auto find = [&](size_t x) {
+        while (parent[x] != x) x = parent[x] = parent[parent[x]];
+        return x;
+    };
+    for (size_t o = 0; o < g.operations().size(); ++o) {
+        const Operation &op = *g.operations()[o];
+        for (const std::vector<TensorId> &list : {op.input_tensors(), op.output_tensors()})
+            for (const TensorId &t : list) {
+                const int ti = g.tensor_index(t);
+                if (ti < 0) continue;  // a dangling reference: no node, no edge
+                const size_t a = find(static_cast<size_t>(ti)), b = find(nt + o);
+                if (a != b) parent[std::max(a, b)] = std::min(a, b);
+            }
+    }
+    std::vector<std::vector<size_t>> out;
+    std::vector<size_t> slot(n, SIZE_MAX);
+    for (size_t i = 0; i < n; ++i) {
+        const size_t root = find(i);
+        if (slot[root] == SIZE_MAX) {
+            slot[root] = out.size();
+            out.emplace_back();
         }
-    } closer{gvc, graph, laid_out};
+        out[slot[root]].push_back(i);
+    }
+    return out;
+}
+
+// The order in which a piece creates its Graphviz nodes, and the sequence in
+// which a component is cut: per operation in graph order, its inputs not yet
+// seen, the operation, its outputs not yet seen; then tensors no operation uses.
+// dot's crossing minimisation starts from creation order, and this data-flow
+// order makes large layouts several times faster than tensors-then-operations.
+std::vector<size_t> creation_order(const Graph &g, const std::vector<size_t> &members) {
+    const size_t nt = g.tensors().size();
+    std::vector<size_t> order;
+    order.reserve(members.size());
+    std::unordered_map<size_t, bool> seen;
+    seen.reserve(members.size());
+    auto tensor = [&](const TensorId &id) {
+        const int ti = g.tensor_index(id);
+        if (ti >= 0 && seen.emplace(static_cast<size_t>(ti), true).second) order.push_back(static_cast<size_t>(ti));
+    };
+    for (size_t number : members) {
+        if (number < nt) continue;
+        const Operation &op = *g.operations()[number - nt];
+        for (const TensorId &t : op.input_tensors()) tensor(t);
+        order.push_back(number);
+        for (const TensorId &t : op.output_tensors()) tensor(t);
+    }
+    for (size_t number : members)
+        if (number < nt && seen.emplace(number, true).second) order.push_back(number);
+    return order;
+}
+
+// Positions in `sequence` where it can be cut: tensors such that no edge jumps
+// over them (every edge lies within the part before or the part after, the
+// tensor included) and whose edges come in from before and go out to after.
+// Segments are chosen greedily, each at least `segment_nodes` long and the last
+// at least half that. Returns the cut positions, ascending.
+std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &sequence, size_t segment_nodes) {
+    const size_t nt = g.tensors().size(), m = sequence.size();
+    std::unordered_map<size_t, size_t> pos;
+    pos.reserve(m);
+    for (size_t i = 0; i < m; ++i) pos.emplace(sequence[i], i);
+    std::vector<long> cover(m + 1, 0);  // difference array of edges jumping over a position
+    std::vector<char> wrong_way(m, 0);  // an edge comes in from after or goes out to before
+    auto edge = [&](size_t from, size_t to) {
+        const size_t a = pos.at(from), b = pos.at(to);
+        if (a > b) {
+            wrong_way[a] = 1;
+            wrong_way[b] = 1;
+        }
+        const size_t lo = std::min(a, b), hi = std::max(a, b);
+        if (hi > lo + 1) {
+            ++cover[lo + 1];
+            --cover[hi];
+        }
+    };
+    for (size_t i = 0; i < m; ++i) {
+        if (sequence[i] < nt) continue;
+        const Operation &op = *g.operations()[sequence[i] - nt];
+        for (const TensorId &t : op.input_tensors())
+            if (const int ti = g.tensor_index(t); ti >= 0) edge(static_cast<size_t>(ti), sequence[i]);
+        for (const TensorId &t : op.output_tensors())
+            if (const int ti = g.tensor_index(t); ti >= 0) edge(sequence[i], static_cast<size_t>(ti));
+    }
+    std::vector<size_t> cuts;
+    size_t start = 0;
+    long jumping = 0;
+    for (size_t k = 0; k < m; ++k) {
+        jumping += cover[k];
+        const bool can_cut = jumping == 0 && !wrong_way[k] && sequence[k] < nt && k > 0 && k + 1 < m;
+        if (can_cut && k - start >= segment_nodes && m - 1 - k >= segment_nodes / 2) {
+            cuts.push_back(k);
+            start = k;
+        }
+    }
+    return cuts;
+}
+
+// dot's effort for a piece of `nodes` nodes. Small pieces get dot's defaults;
+// big ones (components that could not be cut) get capped network simplex and
+// crossing minimisation, whose cost otherwise grows quadratically and beyond.
+std::vector<std::pair<const char *, std::string>> effort_attributes(size_t nodes) {
+    std::vector<std::pair<const char *, std::string>> attrs;
+    if (const char *env = std::getenv("TAPESTRY_LAYOUT_EXPERIMENT")) {
+        // TEMPORARY experiment hook: "name=value,name=value" applied above `threshold`.
+        std::string s = env;
+        size_t threshold = 0;
+        std::istringstream in(s);
+        std::string item;
+        std::vector<std::pair<const char *, std::string>> parsed;
+        while (std::getline(in, item, ',')) {
+            const size_t eq = item.find('=');
+            if (eq == std::string::npos) continue;
+            const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+            if (key == "threshold") {
+                threshold = static_cast<size_t>(std::atol(value.c_str()));
+                continue;
+            }
+            parsed.emplace_back(strdup(key.c_str()), value);
+        }
+        if (nodes >= threshold) return parsed;
+        return attrs;
+    }
+    return attrs;
+}
+
+// A piece's own Graphviz graph, closed (layout first) on every exit path.
+struct PieceGraph {
+    GVC_t *gvc = nullptr;
+    Agraph_t *graph = nullptr;
+    bool laid_out = false;
+    PieceGraph(GVC_t *context, Agraph_t *g) : gvc(context), graph(g) {}
+    PieceGraph(const PieceGraph &) = delete;
+    PieceGraph &operator=(const PieceGraph &) = delete;
+    ~PieceGraph() {
+        if (!graph) return;
+        if (laid_out) gvFreeLayout(gvc, graph);
+        agclose(graph);
+    }
+};
+
+// What laying out one piece gives: its nodes' boxes and out-edges, in the
+// piece's own coordinates (origin at the top-left of its bounding box, y down).
+struct Piece {
+    double width = 0, height = 0;
+    std::vector<size_t> nodes;        // node numbers, in creation order
+    std::vector<NodeBox> boxes;       // per entry of `nodes` (ids left empty)
+    std::vector<std::vector<EdgePath>> out_edges;  // per entry of `nodes`, ids filled in
+};
+
+// Lays out the nodes `sequence` (in creation order, closed under edges except
+// at the cut tensors `top` / `bottom`, SIZE_MAX for none), which dot puts alone
+// on the first / last rank. Polls `cancelled` after building and after layout.
+Expected<Piece, std::string> layout_piece(GVC_t *gvc, const Graph &g, const std::vector<size_t> &sequence, size_t top,
+                                          size_t bottom, const std::vector<std::string> &ids,
+                                          const std::function<bool()> &is_cancelled) {
+    const size_t nt = g.tensors().size();
+    char graph_name[] = "layout";
+    PieceGraph piece_graph(gvc, agopen(graph_name, Agdirected, nullptr));
+    Agraph_t *graph = piece_graph.graph;
+    if (!graph) return unexpected(std::string("Graphviz could not create a graph"));
 
     auto graph_attr = [&](const char *name, const char *value) {
         agattr(graph, AGRAPH, const_cast<char *>(name), const_cast<char *>(value));
     };
     graph_attr("rankdir", "TB");
-    graph_attr("newrank", "true");
+    // newrank's global ranking does not keep rank=source / rank=sink exclusive;
+    // the classic ranking does, and a cut tensor must be alone on its rank.
+    const bool segment = top != SIZE_MAX || bottom != SIZE_MAX;
+    graph_attr("newrank", segment ? "false" : "true");
     graph_attr("ranksep", "0.5");
     graph_attr("nodesep", "0.3");
+    for (const auto &[name, value] : effort_attributes(sequence.size())) graph_attr(name, value.c_str());
     agattr(graph, AGNODE, const_cast<char *>("shape"), const_cast<char *>("box"));
     agattr(graph, AGNODE, const_cast<char *>("fixedsize"), const_cast<char *>("true"));
     agattr(graph, AGNODE, const_cast<char *>("label"), const_cast<char *>(""));
@@ -611,89 +786,244 @@ Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<b
 
     // Graphviz node names are prefixed by kind, so a tensor and an operation that
     // share an id (an invalid file) still get two nodes.
-    std::vector<std::pair<Agnode_t *, std::string>> nodes;
-    std::map<std::string, Agnode_t *> tensor_nodes;
-    nodes.reserve(g.node_count());
-    auto add_node = [&](const std::string &name, const std::string &id, const std::vector<std::string> &lines,
-                        const char *shape) {
-        Agnode_t *n = agnode(graph, const_cast<char *>(name.c_str()), 1);
+    Piece piece;
+    piece.nodes = sequence;
+    std::vector<Agnode_t *> agnodes(sequence.size(), nullptr);
+    std::unordered_map<size_t, size_t> slot;  // node number → index in sequence
+    std::unordered_map<Agnode_t *, size_t> number_of;
+    slot.reserve(sequence.size());
+    number_of.reserve(sequence.size());
+    for (size_t i = 0; i < sequence.size(); ++i) slot.emplace(sequence[i], i);
+    auto node_of = [&](size_t number) -> Agnode_t * {
+        const size_t i = slot.at(number);
+        if (agnodes[i]) return agnodes[i];
+        std::vector<std::string> lines;
+        std::string name;
+        const char *shape = "box";
+        if (number < nt) {
+            const Tensor &t = *g.tensors()[number];
+            lines = {t.name, std::string(dtype_name(t.dtype)) + " " + shape_text(t.shape())};
+            name = "t:" + t.id.value;
+        } else {
+            const Operation &op = *g.operations()[number - nt];
+            lines = {op.kind, op.name};
+            name = "o:" + op.id.value;
+            shape = "ellipse";
+        }
+        Agnode_t *node = agnode(graph, const_cast<char *>(name.c_str()), 1);
         const auto [w, h] = estimated_size(lines);
-        set_attr(n, "width", std::to_string(w / 72.0));
-        set_attr(n, "height", std::to_string(h / 72.0));
-        set_attr(n, "shape", shape);
-        nodes.emplace_back(n, id);
-        return n;
+        set_attr(node, "width", std::to_string(w / 72.0));
+        set_attr(node, "height", std::to_string(h / 72.0));
+        set_attr(node, "shape", shape);
+        agnodes[i] = node;
+        number_of.emplace(node, number);
+        return node;
     };
-    // Nodes are created in data-flow order (an operation's inputs, the operation,
-    // its outputs): dot's crossing minimisation starts from creation order, and a
-    // good start makes large layouts several times faster than tensors-then-ops.
-    auto tensor_node_of = [&](const TensorId &id) -> Agnode_t * {
-        auto it = tensor_nodes.find(id.value);
-        if (it != tensor_nodes.end()) return it->second;
-        const Tensor *t = g.find_tensor(id);
-        if (!t) return nullptr;  // a dangling reference: validation reports it
-        const std::string dims = std::string(dtype_name(t->dtype)) + " " + shape_text(t->shape());
-        Agnode_t *n = add_node("t:" + t->id.value, t->id.value, {t->name, dims}, "box");
-        tensor_nodes.emplace(t->id.value, n);
-        return n;
+    auto tensor_node = [&](const TensorId &id) -> Agnode_t * {
+        const int ti = g.tensor_index(id);
+        return ti < 0 ? nullptr : node_of(static_cast<size_t>(ti));  // dangling: validation reports it
     };
-    for (const OpPtr &op : g.operations()) {
+    for (size_t number : sequence) {
+        if (number < nt) continue;
+        const Operation &op = *g.operations()[number - nt];
         std::vector<Agnode_t *> inputs;
-        for (const TensorId &t : op->input_tensors()) inputs.push_back(tensor_node_of(t));
-        Agnode_t *n = add_node("o:" + op->id.value, op->id.value, {op->kind, op->name}, "ellipse");
+        for (const TensorId &t : op.input_tensors()) inputs.push_back(tensor_node(t));
+        Agnode_t *node = node_of(number);
         for (Agnode_t *in : inputs)
-            if (in) agedge(graph, in, n, nullptr, 1);
-        for (const TensorId &t : op->output_tensors())
-            if (Agnode_t *out = tensor_node_of(t)) agedge(graph, n, out, nullptr, 1);
+            if (in) agedge(graph, in, node, nullptr, 1);
+        for (const TensorId &t : op.output_tensors())
+            if (Agnode_t *out = tensor_node(t)) agedge(graph, node, out, nullptr, 1);
     }
-    for (const TensorPtr &t : g.tensors()) tensor_node_of(t->id);
-    // Report nodes in the graph's order: tensors, then operations.
-    {
-        std::vector<std::pair<Agnode_t *, std::string>> ordered;
-        ordered.reserve(nodes.size());
-        for (const TensorPtr &t : g.tensors()) ordered.emplace_back(tensor_nodes.at(t->id.value), t->id.value);
-        for (const auto &[n, id] : nodes)
-            if (!tensor_nodes.count(id) || tensor_nodes.at(id) != n) ordered.emplace_back(n, id);
-        nodes = std::move(ordered);
-    }
+    for (size_t number : sequence) node_of(number);
+    auto alone_on_rank = [&](size_t number, const char *rank) {
+        std::string name = std::string("rank_") + rank;
+        Agraph_t *sub = agsubg(graph, const_cast<char *>(name.c_str()), 1);
+        set_attr(sub, "rank", rank);
+        agsubnode(sub, node_of(number), 1);
+    };
+    if (top != SIZE_MAX) alone_on_rank(top, "source");
+    if (bottom != SIZE_MAX) alone_on_rank(bottom, "sink");
     if (is_cancelled()) return unexpected(std::string("cancelled"));
 
     if (gvLayout(gvc, graph, "dot") != 0) {
         std::string why = take_graphviz_errors();
         return unexpected("Graphviz layout failed: " + (why.empty() ? std::string("unknown error") : why));
     }
-    laid_out = true;
+    piece_graph.laid_out = true;
     if (is_cancelled()) return unexpected(std::string("cancelled"));
 
     // Read back, flipping y so that it grows downward from the top of the drawing.
     const boxf bb = GD_bb(graph);
-    auto to_screen = [&](pointf p) { return std::pair<double, double>{p.x - bb.LL.x, bb.UR.y - p.y}; };
-    Layout layout;
-    layout.width = bb.UR.x - bb.LL.x;
-    layout.height = bb.UR.y - bb.LL.y;
-    layout.nodes.reserve(nodes.size());
-    std::map<Agnode_t *, const std::string *> ids;
-    for (const auto &[n, id] : nodes) {
-        const auto [x, y] = to_screen(ND_coord(n));
-        layout.nodes.push_back(NodeBox{id, x, y, ND_width(n) * 72.0, ND_height(n) * 72.0});
-        ids[n] = &id;
-    }
-    for (const auto &[n, id] : nodes) {
-        for (Agedge_t *e = agfstout(graph, n); e; e = agnxtout(graph, e)) {
+    auto to_local = [&](pointf p) { return std::pair<double, double>{p.x - bb.LL.x, bb.UR.y - p.y}; };
+    piece.width = bb.UR.x - bb.LL.x;
+    piece.height = bb.UR.y - bb.LL.y;
+    piece.boxes.resize(sequence.size());
+    piece.out_edges.resize(sequence.size());
+    for (size_t i = 0; i < sequence.size(); ++i) {
+        Agnode_t *node = agnodes[i];
+        const auto [x, y] = to_local(ND_coord(node));
+        piece.boxes[i] = NodeBox{{}, x, y, ND_width(node) * 72.0, ND_height(node) * 72.0};
+        for (Agedge_t *e = agfstout(graph, node); e; e = agnxtout(graph, e)) {
             EdgePath path;
-            path.from = *ids.at(agtail(e));
-            path.to = *ids.at(aghead(e));
+            path.from = ids[sequence[i]];
+            path.to = ids[number_of.at(aghead(e))];
             if (const splines *spl = ED_spl(e)) {
                 for (int b = 0; b < spl->size; ++b) {
                     const bezier &bz = spl->list[b];
-                    for (int i = 0; i < bz.size; ++i) path.points.push_back(to_screen(bz.list[i]));
+                    for (int k = 0; k < bz.size; ++k) path.points.push_back(to_local(bz.list[k]));
                 }
             }
-            layout.edges.push_back(std::move(path));
+            piece.out_edges[i].push_back(std::move(path));
         }
-        if (is_cancelled()) return unexpected(std::string("cancelled"));
+    }
+    return piece;
+}
+
+// True when the node at `index` of the piece is alone on its row: no other box
+// of the piece reaches into its band of y.
+bool alone_on_row(const Piece &piece, size_t index) {
+    const NodeBox &a = piece.boxes[index];
+    for (size_t i = 0; i < piece.boxes.size(); ++i) {
+        const NodeBox &b = piece.boxes[i];
+        if (i != index && std::abs(a.y - b.y) < (a.height + b.height) / 2) return false;
+    }
+    return true;
+}
+
+void translate(NodeBox &box, std::vector<EdgePath> &edges, double dx, double dy) {
+    box.x += dx;
+    box.y += dy;
+    for (EdgePath &path : edges)
+        for (auto &[px, py] : path.points) {
+            px += dx;
+            py += dy;
+        }
+}
+
+// One component laid out, in its own coordinates (origin top-left, y down).
+struct PlacedComponent {
+    double width = 0, height = 0;
+    std::vector<size_t> nodes;
+};
+
+}  // namespace
+
+Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<bool()> &cancelled) {
+    auto is_cancelled = [&] { return cancelled && cancelled(); };
+    if (is_cancelled()) return unexpected(std::string("cancelled"));
+
+    const size_t nt = g.tensors().size(), n = g.node_count();
+    std::vector<std::string> ids(n);
+    for (size_t i = 0; i < n; ++i) ids[i] = i < nt ? g.tensors()[i]->id.value : g.operations()[i - nt]->id.value;
+    const std::vector<std::vector<size_t>> components = connected_components(g);
+
+    // Results by node number, in component coordinates until packed.
+    std::vector<NodeBox> boxes(n);
+    std::vector<std::vector<EdgePath>> out_edges(n);
+    std::vector<PlacedComponent> placed;
+    placed.reserve(components.size());
+
+    std::lock_guard<std::mutex> lock(graphviz_mutex());
+    GVC_t *gvc = graphviz_context();
+    if (!gvc) return unexpected(std::string("Graphviz could not be initialised"));
+    graphviz_messages().clear();
+
+    for (const std::vector<size_t> &members : components) {
+        const std::vector<size_t> sequence = creation_order(g, members);
+        std::vector<size_t> cuts;
+        if (sequence.size() > kSplitAbove) cuts = cut_positions(g, sequence, kSegmentNodes);
+
+        // Segments [start, end] of the sequence, consecutive ones sharing their
+        // cut tensor; stacked so that the cut tensor's two drawings coincide.
+        // Should a cut tensor not come out alone on its row (dot's rank=source /
+        // sink make it so), the component is laid out whole instead.
+        bool whole = cuts.empty();
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            std::vector<size_t> bounds{0};
+            if (!whole) bounds.insert(bounds.end(), cuts.begin(), cuts.end());
+            bounds.push_back(sequence.size() - 1);
+            double min_x = 0, max_x = 0, max_y = 0;
+            bool stacked = true;
+            for (size_t s = 0; s + 1 < bounds.size(); ++s) {
+                const size_t first = bounds[s], last = bounds[s + 1];
+                const std::vector<size_t> part(sequence.begin() + static_cast<long>(first),
+                                               sequence.begin() + static_cast<long>(last) + 1);
+                const size_t top = s > 0 ? part.front() : SIZE_MAX;
+                const size_t bottom = s + 2 < bounds.size() ? part.back() : SIZE_MAX;
+                auto piece = layout_piece(gvc, g, part, top, bottom, ids, is_cancelled);
+                if (!piece) return unexpected(piece.error());
+                if ((top != SIZE_MAX && !alone_on_row(*piece, 0)) ||
+                    (bottom != SIZE_MAX && !alone_on_row(*piece, part.size() - 1))) {
+                    stacked = false;
+                    break;
+                }
+                // The offset that puts this piece's drawing of the top cut tensor on
+                // the previous piece's.
+                double dx = 0, dy = 0;
+                if (top != SIZE_MAX) {
+                    dx = boxes[top].x - piece->boxes[0].x;
+                    dy = boxes[top].y - piece->boxes[0].y;
+                }
+                for (size_t i = 0; i < part.size(); ++i) {
+                    const size_t number = part[i];
+                    NodeBox box = piece->boxes[i];
+                    box.id = ids[number];
+                    translate(box, piece->out_edges[i], dx, dy);
+                    if (number != top) boxes[number] = std::move(box);
+                    for (EdgePath &path : piece->out_edges[i]) out_edges[number].push_back(std::move(path));
+                }
+                min_x = std::min(min_x, dx);
+                max_x = std::max(max_x, dx + piece->width);
+                max_y = std::max(max_y, dy + piece->height);
+            }
+            if (!stacked) {
+                for (size_t number : members) out_edges[number].clear();
+                whole = true;
+                continue;
+            }
+            for (size_t number : members) translate(boxes[number], out_edges[number], -min_x, 0);
+            placed.push_back(PlacedComponent{max_x - min_x, max_y, members});
+            break;
+        }
     }
     graphviz_messages().clear();
+
+    // Pack the components in rows ("shelves"), tallest first (ties in graph
+    // order), each row as wide as a drawing of the whole area at about 16:10
+    // would be, or the widest component. One component stays where dot put it.
+    constexpr double kGap = 36.0;  // points between components (half an inch)
+    constexpr double kAspect = 1.6;
+    std::vector<size_t> order(placed.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return placed[a].height > placed[b].height; });
+    double area = 0, widest = 0;
+    for (const PlacedComponent &pc : placed) {
+        area += (pc.width + kGap) * (pc.height + kGap);
+        widest = std::max(widest, pc.width);
+    }
+    const double row_width = std::max(widest, std::sqrt(area * kAspect));
+    Layout layout;
+    double x = 0, y = 0, row_height = 0;
+    for (size_t index : order) {
+        const PlacedComponent &pc = placed[index];
+        if (x > 0 && x + pc.width > row_width) {  // start a new row
+            y += row_height + kGap;
+            x = 0;
+            row_height = 0;
+        }
+        for (size_t number : pc.nodes) translate(boxes[number], out_edges[number], x, y);
+        layout.width = std::max(layout.width, x + pc.width);
+        layout.height = std::max(layout.height, y + pc.height);
+        row_height = std::max(row_height, pc.height);
+        x += pc.width + kGap;
+    }
+
+    // Nodes in the graph's order (tensors, then operations); each node's
+    // out-edges after one another, in the order they were created.
+    layout.nodes = std::move(boxes);
+    for (std::vector<EdgePath> &edges : out_edges)
+        for (EdgePath &path : edges) layout.edges.push_back(std::move(path));
     return layout;
 }
 

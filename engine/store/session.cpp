@@ -34,7 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kBusyTimeoutMs = 250;
-constexpr const char *kNow = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
 
 StoreError make_error(std::string code, std::string message) {
     return {std::move(code), std::move(message)};
