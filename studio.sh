@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds into build/, and opens Tapestry Studio on the
-# default project. Arguments are passed to tapestry-studio (e.g. a project file).
+# default session (~/.local/share/Tapestry/Tapestry Studio/default.tapestry-session,
+# created with the example MLP on first start). Arguments are passed to
+# tapestry-studio (a project file, --session FILE, --no-session, --screenshot FILE).
 set -euo pipefail
 cd "$(dirname "$0")"
 source .ci/common.sh
