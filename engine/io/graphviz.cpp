@@ -932,6 +932,7 @@ Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<b
         const std::vector<size_t> sequence = creation_order(g, members);
         std::vector<size_t> cuts;
         if (sequence.size() > kSplitAbove) cuts = cut_positions(g, sequence, kSegmentNodes);
+        if (std::getenv("TAPESTRY_LAYOUT_DEBUG")) std::fprintf(stderr, "component %zu nodes, %zu cuts\n", sequence.size(), cuts.size());
 
         // Segments [start, end] of the sequence, consecutive ones sharing their
         // cut tensor; stacked so that the cut tensor's two drawings coincide.
@@ -955,6 +956,7 @@ Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<b
                 if ((top != SIZE_MAX && !alone_on_row(*piece, 0)) ||
                     (bottom != SIZE_MAX && !alone_on_row(*piece, part.size() - 1))) {
                     stacked = false;
+                    if (std::getenv("TAPESTRY_LAYOUT_DEBUG")) std::fprintf(stderr, "not alone at segment %zu\n", s);
                     break;
                 }
                 // The offset that puts this piece's drawing of the top cut tensor on
