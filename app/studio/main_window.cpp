@@ -352,7 +352,7 @@ void MainWindow::closeEvent(QCloseEvent *event) {
     // Nothing edited is lost: a pending autosave is written now (the one moment
     // the GUI waits for the store).
     if (session_ && (autosave_timer_->isActive() || save_in_flight_)) {
-        QThreadPool::globalInstance()->waitForDone();
+        save_future_.waitForFinished();  // only the save: a running layout or run is not waited for
         autosave_timer_->stop();
         const Graph snapshot = doc_->graph();
         if (project_id_ == 0) {

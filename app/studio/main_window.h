@@ -5,9 +5,11 @@
 // and a run can be cancelled at any step.
 #pragma once
 
+#include <QFuture>
 #include <QHash>
 #include <QMainWindow>
 #include <QMap>
+#include <QPair>
 #include <QPointF>
 #include <QString>
 #include <QStringList>
@@ -299,6 +301,7 @@ private:
     qint64 project_id_ = 0;
     QTimer *autosave_timer_ = nullptr;
     bool save_in_flight_ = false;
+    QFuture<QPair<qint64, QString>> save_future_;
     bool save_again_ = false;
     QLabel *save_label_ = nullptr;
     QToolButton *cancel_layout_button_ = nullptr;

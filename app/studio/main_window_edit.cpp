@@ -862,7 +862,7 @@ void MainWindow::saveToSession(bool autosave) {
             scheduleAutosave();
         }
     });
-    watcher->setFuture(QtConcurrent::run([session, snapshot, placements, name, known_project, autosave] {
+    save_future_ = QtConcurrent::run([session, snapshot, placements, name, known_project, autosave] {
         qint64 project = known_project;
         if (project == 0) {
             auto created = session->create_project(name.toStdString());
@@ -873,7 +873,8 @@ void MainWindow::saveToSession(bool autosave) {
         auto saved = session->save_version(project, snapshot, autosave ? "autosave" : "save", &placements);
         if (!saved) return qMakePair(project, qs(saved.error().message));
         return qMakePair(project, QString());
-    }));
+    });
+    watcher->setFuture(save_future_);
 }
 
 }  // namespace tapestry::studio

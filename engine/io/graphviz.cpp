@@ -771,8 +771,9 @@ Expected<Piece, std::string> layout_piece(GVC_t *gvc, const Graph &g, const std:
     graph_attr("rankdir", "TB");
     // newrank's global ranking does not keep rank=source / rank=sink exclusive;
     // the classic ranking does, and a cut tensor must be alone on its rank.
+    // (Graphviz 2.43 takes newrank=false for true: the attribute must be absent.)
     const bool segment = top != SIZE_MAX || bottom != SIZE_MAX;
-    graph_attr("newrank", segment ? "false" : "true");
+    if (!segment) graph_attr("newrank", "true");
     graph_attr("ranksep", "0.5");
     graph_attr("nodesep", "0.3");
     for (const auto &[name, value] : effort_attributes(sequence.size())) graph_attr(name, value.c_str());
@@ -885,7 +886,10 @@ bool alone_on_row(const Piece &piece, size_t index) {
     const NodeBox &a = piece.boxes[index];
     for (size_t i = 0; i < piece.boxes.size(); ++i) {
         const NodeBox &b = piece.boxes[i];
-        if (i != index && std::abs(a.y - b.y) < (a.height + b.height) / 2) return false;
+        if (i != index && std::abs(a.y - b.y) < (a.height + b.height) / 2) {
+            if (std::getenv("TAPESTRY_LAYOUT_DEBUG")) std::fprintf(stderr, "node %zu at %g,%g h %g vs %zu at %g,%g h %g\n", index, a.x, a.y, a.height, i, b.x, b.y, b.height);
+            return false;
+        }
     }
     return true;
 }

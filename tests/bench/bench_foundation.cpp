@@ -161,9 +161,18 @@ Graph residual_chains(int chains, int layers) {
 
 // `blocks` copies of a one-block project chained into one graph: copy i's ids get
 // the prefix "b<i>_", and its `input` tensor is copy i-1's `output` tensor.
-Graph stack_blocks(const Graph &block, const std::string &input, const std::string &output, int blocks) {
+// With `shared` (an op kind), one extra tensor "shared_mask" is read by every
+// operation of that kind (port "mask"), as an exported model's one attention
+// mask is: edges that span the whole stack, so it cannot be cut anywhere.
+Graph stack_blocks(const Graph &block, const std::string &input, const std::string &output, int blocks,
+                   const std::string &shared = "") {
     Graph g;
     g.name = block.name + " x" + std::to_string(blocks);
+    Tensor mask;
+    if (!shared.empty()) {
+        mask = make_tensor("shared_mask", {256, 256}, TensorRole::input);
+        g.put_tensor(mask);
+    }
     std::string previous;  // id of the previous copy's output
     for (int b = 0; b < blocks; ++b) {
         const std::string prefix = "b" + std::to_string(b) + "_";
@@ -188,6 +197,7 @@ Graph stack_blocks(const Graph &block, const std::string &input, const std::stri
             };
             rename_ports(op.inputs);
             rename_ports(op.outputs);
+            if (!shared.empty() && op.kind == shared) op.inputs.push_back(port("mask", mask));
             for (Shard &shard : op.shards) {
                 rename_ports(shard.inputs);
                 rename_ports(shard.outputs);
@@ -300,9 +310,12 @@ void write_svg(const Layout &layout, const std::filesystem::path &path) {
                 << e.points[i + 1].second << " " << e.points[i + 2].first << "," << e.points[i + 2].second;
         out << "\"/>\n";
     }
-    for (const NodeBox &n : layout.nodes)
-        out << "<rect x=\"" << n.x - n.width / 2 << "\" y=\"" << n.y - n.height / 2 << "\" width=\"" << n.width
+    for (const NodeBox &n : layout.nodes) {
+        std::string id;  // XML-safe
+        for (char c : n.id) id += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ? c : '-';
+        out << "<rect id=\"" << id << "\" x=\"" << n.x - n.width / 2 << "\" y=\"" << n.y - n.height / 2 << "\" width=\"" << n.width
             << "\" height=\"" << n.height << "\" fill=\"#e8eef8\" stroke=\"#446\"/>\n";
+    }
     out << "</svg>\n";
 }
 
@@ -436,6 +449,9 @@ int main(int argc, char **argv) {
         for (int blocks : {52, 132})
             layout_row("layout_graph, GPT-2 stack of " + std::to_string(blocks),
                        stack_blocks(block.graph, "x", "y", blocks));
+        for (int blocks : {52, 132})
+            layout_row("layout_graph, GPT-2 x" + std::to_string(blocks) + ", shared mask",
+                       stack_blocks(block.graph, "x", "y", blocks, "attention"));
     }
 
     // ---- export --------------------------------------------------------------

@@ -145,8 +145,9 @@ private slots:
         for (int i = 0; i < 4; ++i) {
             const QString n = QString::number(i + 1);
             const double y = i * 3 * dy;
-            const QString wt = addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".weight",
-                                         QStringLiteral("%1, %2").arg(widths[i]).arg(widths[i + 1]), QPointF(dx * 0.8, y));
+            const QString wt =
+                addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".weight",
+                          QStringLiteral("%1, %2").arg(widths[i]).arg(widths[i + 1]), QPointF(dx * 0.8, y));
             const QString b = addTensor(w, OpPalette::kTensorParameter, "fc" + n + ".bias",
                                         QString::number(widths[i + 1]), QPointF(dx * 1.8, y));
             QVERIFY(!wt.isEmpty() && !b.isEmpty());
@@ -405,6 +406,9 @@ private slots:
             QVERIFY(w.applyEdit("Rename", [](edit::Editor &e) { return e.rename("relu2", "act2"); }).isEmpty());
             QVERIFY(saved.wait(kTimeoutMs));
             QCOMPARE(saved.back().front().toString(), QString());
+            // An edit made just before closing is not lost: closing writes it.
+            QVERIFY(w.applyEdit("Rename", [](edit::Editor &e) { return e.rename("gelu3", "act3"); }).isEmpty());
+            QVERIFY(w.close());
         }
         // Reopened: the session holds the edit and shows it.
         auto s = store::Session::open(path.toStdString(), store::OpenMode::read_only);
@@ -414,6 +418,7 @@ private slots:
         auto g = (*s)->load_latest(projects->front().id);
         QVERIFY(g);
         QCOMPARE(g->find_op(OpId("relu2"))->name, std::string("act2"));
+        QCOMPARE(g->find_op(OpId("gelu3"))->name, std::string("act3"));
         s->reset();
         MainWindow again;
         again.show();
