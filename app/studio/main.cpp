@@ -37,8 +37,8 @@ int main(int argc, char *argv[]) {
     const QCommandLineOption select(QStringLiteral("select"), QStringLiteral("Select the node NODE_ID once laid out."),
                                     QStringLiteral("NODE_ID"));
     const QCommandLineOption session(QStringLiteral("session"),
-                                     QStringLiteral("Use the session file FILE (default: default.tapestry-session in "
-                                                    "the user's data directory)."),
+                                     QStringLiteral("Use the session file FILE (default: the last session used, at first "
+                                                    "default.tapestry-session in the user's data directory)."),
                                      QStringLiteral("FILE"));
     const QCommandLineOption no_session(QStringLiteral("no-session"),
                                         QStringLiteral("Open no session: edits are not autosaved."));
@@ -62,7 +62,7 @@ int main(int argc, char *argv[]) {
     // Start loading once the event loop runs, so the window appears at once.
     const QString session_path = parser.isSet(no_session) ? QString()
                                  : parser.isSet(session)  ? QFileInfo(parser.value(session)).absoluteFilePath()
-                                                          : tapestry::studio::MainWindow::defaultSessionPath();
+                                                          : tapestry::studio::MainWindow::lastSessionPath();
     QTimer::singleShot(0, &window, [&window, args, session_path] {
         // The session reopens its last project; a project named on the command
         // line joins the session instead. A session that cannot be opened is

@@ -135,6 +135,8 @@ public:
     void saveToSession(bool autosave);
     // The default session file under the user's data directory.
     static QString defaultSessionPath();
+    // The session the studio used last (if it still exists), else the default one.
+    static QString lastSessionPath();
     QAction *undoAction() const { return undo_action_; }
     QAction *redoAction() const { return redo_action_; }
     QAction *deleteAction() const { return delete_action_; }

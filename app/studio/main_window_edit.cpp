@@ -731,6 +731,11 @@ QString MainWindow::defaultSessionPath() {
     return QDir(dir).filePath(QStringLiteral("default.tapestry-session"));
 }
 
+QString MainWindow::lastSessionPath() {
+    const QString last = QSettings().value(QStringLiteral("session/last")).toString();
+    return !last.isEmpty() && QFileInfo::exists(last) ? last : defaultSessionPath();
+}
+
 QString MainWindow::sessionPath() const {
     return session_ ? QString::fromStdString(session_->path().string()) : QString();
 }
@@ -750,6 +755,7 @@ QString MainWindow::openSession(const QString &path, bool show_last_project) {
         return why;
     }
     session_ = std::shared_ptr<store::Session>(std::move(opened).value().release());
+    QSettings().setValue(QStringLiteral("session/last"), QFileInfo(path).absoluteFilePath());
     statusBar()->showMessage(tr("Session %1").arg(QDir::toNativeSeparators(path)), 6000);
     if (!show_last_project) return {};
     auto projects = session_->projects();
