@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QImage>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -382,6 +383,28 @@ private slots:
         QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
         QCOMPARE(w.scene()->nodeItem("gelu1")->pos(), far);          // pinned: kept
         QCOMPARE(w.scene()->nodeItem("relu2")->pos(), relu_before);  // not pinned: laid out again
+    }
+
+    void aDamagedSessionIsReportedAndLeftAsItWas() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("broken.tapestry-session");
+        QByteArray garbage(8192, '\0');
+        for (int i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 7919) % 251);
+        {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(garbage);
+        }
+        MainWindow w;
+        w.show();
+        const QString why = w.openSession(path);
+        QVERIFY2(why.contains("is damaged or not a Tapestry session"), qPrintable(why));
+        QVERIFY(!w.session());
+        QVERIFY(w.findChild<QMessageBox *>(QStringLiteral("sessionErrorBox")));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), garbage);
+        QVERIFY(!QFileInfo::exists(path + "-wal"));
     }
 
     void editsAreAutosavedIntoTheSessionAndASecondWindowIsToldItIsInUse() {
