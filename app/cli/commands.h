@@ -40,5 +40,6 @@ void add_run_command(CLI::App &app, std::function<int()> &action);     // cmd_ru
 void add_verify_command(CLI::App &app, std::function<int()> &action);  // cmd_verify.cpp
 void add_import_command(CLI::App &app, std::function<int()> &action);  // cmd_import.cpp
 void add_session_command(CLI::App &app, std::function<int()> &action);  // cmd_session.cpp
+void add_passes_command(CLI::App &app, std::function<int()> &action);   // cmd_passes.cpp
 
 }  // namespace tapestry::cli

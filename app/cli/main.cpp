@@ -63,6 +63,7 @@ int main(int argc, char **argv) {
     add_verify_command(app, action);
     add_import_command(app, action);
     add_session_command(app, action);
+    add_passes_command(app, action);
 
     // CLI11 would call an unknown word "an extra argument" after "a subcommand is
     // required"; name it instead.
