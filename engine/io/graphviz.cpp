@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graph/resolve.h"
 
@@ -658,13 +659,27 @@ std::vector<size_t> creation_order(const Graph &g, const std::vector<size_t> &me
 // Positions in `sequence` where it can be cut: tensors such that no edge jumps
 // over them (every edge lies within the part before or the part after, the
 // tensor included) and whose edges come in from before and go out to after.
-// Segments are chosen greedily, each at least `segment_nodes` long and the last
-// at least half that. Returns the cut positions, ascending.
-std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &sequence, size_t segment_nodes) {
+// With `hubs`, tensors read by kHubConsumers or more operations (one attention
+// mask or encoder output read by every block) are put there and their edges do
+// not count: all but the first to each hub are drawn by layout_graph, not by dot
+// (dot's spline routing of many long edges takes minutes). Segments
+// are chosen greedily, each at least `segment_nodes` long and the last at least
+// half that. Returns the cut positions, ascending.
+constexpr size_t kHubConsumers = 3;
+
+std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &sequence, size_t segment_nodes,
+                                  std::unordered_set<size_t> *hubs) {
     const size_t nt = g.tensors().size(), m = sequence.size();
     std::unordered_map<size_t, size_t> pos;
     pos.reserve(m);
     for (size_t i = 0; i < m; ++i) pos.emplace(sequence[i], i);
+    std::unordered_map<size_t, size_t> reads;  // tensor → edges into operations
+    if (hubs)
+        for (size_t number : sequence)
+            if (number >= nt)
+                for (const TensorId &t : g.operations()[number - nt]->input_tensors())
+                    if (const int ti = g.tensor_index(t); ti >= 0)
+                        if (++reads[static_cast<size_t>(ti)] == kHubConsumers) hubs->insert(static_cast<size_t>(ti));
     std::vector<long> cover(m + 1, 0);  // difference array of edges jumping over a position
     std::vector<char> wrong_way(m, 0);  // an edge comes in from after or goes out to before
     auto edge = [&](size_t from, size_t to) {
@@ -683,7 +698,10 @@ std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &seq
         if (sequence[i] < nt) continue;
         const Operation &op = *g.operations()[sequence[i] - nt];
         for (const TensorId &t : op.input_tensors())
-            if (const int ti = g.tensor_index(t); ti >= 0) edge(static_cast<size_t>(ti), sequence[i]);
+            if (const int ti = g.tensor_index(t); ti >= 0) {
+                if (hubs && hubs->count(static_cast<size_t>(ti))) continue;
+                edge(static_cast<size_t>(ti), sequence[i]);
+            }
         for (const TensorId &t : op.output_tensors())
             if (const int ti = g.tensor_index(t); ti >= 0) edge(sequence[i], static_cast<size_t>(ti));
     }
@@ -692,7 +710,8 @@ std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &seq
     long jumping = 0;
     for (size_t k = 0; k < m; ++k) {
         jumping += cover[k];
-        const bool can_cut = jumping == 0 && !wrong_way[k] && sequence[k] < nt && k > 0 && k + 1 < m;
+        const bool can_cut = jumping == 0 && !wrong_way[k] && sequence[k] < nt && k > 0 && k + 1 < m &&
+                             !(hubs && hubs->count(sequence[k]));
         if (can_cut && k - start >= segment_nodes && m - 1 - k >= segment_nodes / 2) {
             cuts.push_back(k);
             start = k;
@@ -701,32 +720,20 @@ std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &seq
     return cuts;
 }
 
-// dot's effort for a piece of `nodes` nodes. Small pieces get dot's defaults;
-// big ones (components that could not be cut) get capped network simplex and
-// crossing minimisation, whose cost otherwise grows quadratically and beyond.
-std::vector<std::pair<const char *, std::string>> effort_attributes(size_t nodes) {
-    std::vector<std::pair<const char *, std::string>> attrs;
-    if (const char *env = std::getenv("TAPESTRY_LAYOUT_EXPERIMENT")) {
-        // TEMPORARY experiment hook: "name=value,name=value" applied above `threshold`.
-        std::string s = env;
-        size_t threshold = 0;
-        std::istringstream in(s);
-        std::string item;
-        std::vector<std::pair<const char *, std::string>> parsed;
-        while (std::getline(in, item, ',')) {
-            const size_t eq = item.find('=');
-            if (eq == std::string::npos) continue;
-            const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-            if (key == "threshold") {
-                threshold = static_cast<size_t>(std::atol(value.c_str()));
-                continue;
-            }
-            parsed.emplace_back(strdup(key.c_str()), value);
-        }
-        if (nodes >= threshold) return parsed;
-        return attrs;
-    }
-    return attrs;
+// dot's effort for a piece of `nodes` nodes. Pieces up to kCapAbove nodes get
+// dot's defaults. Bigger ones (components that could not be cut) get the
+// coordinate phase's network simplex capped at 2 (above 8,000 nodes 1)
+// iterations per node and crossing minimisation at half its default tries:
+// measured on 25 residual chains joined by one operation (5,027 nodes), the cap
+// takes that layout from about 6.6 s to about 4 s with no crossings added;
+// tighter caps (0.2 iterations per node) were faster but tangled the drawing
+// (tens of thousands of crossings). remincross only matters with clusters,
+// which the layout graph has none of.
+constexpr size_t kCapAbove = 2000;
+
+std::vector<std::pair<const char *, const char *>> effort_attributes(size_t nodes) {
+    if (nodes <= kCapAbove) return {};
+    return {{"nslimit", nodes > 8000 ? "1" : "2"}, {"mclimit", "0.5"}};
 }
 
 // A piece's own Graphviz graph, closed (layout first) on every exit path.
@@ -751,13 +758,15 @@ struct Piece {
     std::vector<size_t> nodes;        // node numbers, in creation order
     std::vector<NodeBox> boxes;       // per entry of `nodes` (ids left empty)
     std::vector<std::vector<EdgePath>> out_edges;  // per entry of `nodes`, ids filled in
+    std::vector<std::pair<size_t, size_t>> outside;  // edges (from, to) left to the caller
 };
 
 // Lays out the nodes `sequence` (in creation order, closed under edges except
 // at the cut tensors `top` / `bottom`, SIZE_MAX for none), which dot puts alone
 // on the first / last rank. Polls `cancelled` after building and after layout.
 Expected<Piece, std::string> layout_piece(GVC_t *gvc, const Graph &g, const std::vector<size_t> &sequence, size_t top,
-                                          size_t bottom, const std::vector<std::string> &ids,
+                                          size_t bottom, const std::unordered_set<size_t> &hubs,
+                                          const std::vector<std::string> &ids,
                                           const std::function<bool()> &is_cancelled) {
     const size_t nt = g.tensors().size();
     char graph_name[] = "layout";
@@ -776,7 +785,7 @@ Expected<Piece, std::string> layout_piece(GVC_t *gvc, const Graph &g, const std:
     if (!segment) graph_attr("newrank", "true");
     graph_attr("ranksep", "0.5");
     graph_attr("nodesep", "0.3");
-    for (const auto &[name, value] : effort_attributes(sequence.size())) graph_attr(name, value.c_str());
+    for (const auto &[name, value] : effort_attributes(sequence.size())) graph_attr(name, value);
     agattr(graph, AGNODE, const_cast<char *>("shape"), const_cast<char *>("box"));
     agattr(graph, AGNODE, const_cast<char *>("fixedsize"), const_cast<char *>("true"));
     agattr(graph, AGNODE, const_cast<char *>("label"), const_cast<char *>(""));
@@ -820,20 +829,29 @@ Expected<Piece, std::string> layout_piece(GVC_t *gvc, const Graph &g, const std:
         number_of.emplace(node, number);
         return node;
     };
-    auto tensor_node = [&](const TensorId &id) -> Agnode_t * {
+    // A hub's edges after its first, and so every edge from outside the piece,
+    // are not dot's: the caller draws them.
+    std::unordered_set<size_t> hubs_seen;
+    auto tensor_node = [&](const TensorId &id, size_t op, bool input) -> Agnode_t * {
         const int ti = g.tensor_index(id);
-        return ti < 0 ? nullptr : node_of(static_cast<size_t>(ti));  // dangling: validation reports it
+        if (ti < 0) return nullptr;  // dangling: validation reports it
+        const size_t number = static_cast<size_t>(ti);
+        if (!slot.count(number) || (input && hubs.count(number) && !hubs_seen.insert(number).second)) {
+            piece.outside.emplace_back(input ? number : op, input ? op : number);
+            return nullptr;
+        }
+        return node_of(number);
     };
     for (size_t number : sequence) {
         if (number < nt) continue;
         const Operation &op = *g.operations()[number - nt];
         std::vector<Agnode_t *> inputs;
-        for (const TensorId &t : op.input_tensors()) inputs.push_back(tensor_node(t));
+        for (const TensorId &t : op.input_tensors()) inputs.push_back(tensor_node(t, number, true));
         Agnode_t *node = node_of(number);
         for (Agnode_t *in : inputs)
             if (in) agedge(graph, in, node, nullptr, 1);
         for (const TensorId &t : op.output_tensors())
-            if (Agnode_t *out = tensor_node(t)) agedge(graph, node, out, nullptr, 1);
+            if (Agnode_t *out = tensor_node(t, number, false)) agedge(graph, node, out, nullptr, 1);
     }
     for (size_t number : sequence) node_of(number);
     auto alone_on_rank = [&](size_t number, const char *rank) {
@@ -886,10 +904,7 @@ bool alone_on_row(const Piece &piece, size_t index) {
     const NodeBox &a = piece.boxes[index];
     for (size_t i = 0; i < piece.boxes.size(); ++i) {
         const NodeBox &b = piece.boxes[i];
-        if (i != index && std::abs(a.y - b.y) < (a.height + b.height) / 2) {
-            if (std::getenv("TAPESTRY_LAYOUT_DEBUG")) std::fprintf(stderr, "node %zu at %g,%g h %g vs %zu at %g,%g h %g\n", index, a.x, a.y, a.height, i, b.x, b.y, b.height);
-            return false;
-        }
+        if (i != index && std::abs(a.y - b.y) < (a.height + b.height) / 2) return false;
     }
     return true;
 }
@@ -935,32 +950,37 @@ Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<b
     for (const std::vector<size_t> &members : components) {
         const std::vector<size_t> sequence = creation_order(g, members);
         std::vector<size_t> cuts;
-        if (sequence.size() > kSplitAbove) cuts = cut_positions(g, sequence, kSegmentNodes);
-        if (std::getenv("TAPESTRY_LAYOUT_DEBUG")) std::fprintf(stderr, "component %zu nodes, %zu cuts\n", sequence.size(), cuts.size());
+        std::unordered_set<size_t> hubs;
+        if (sequence.size() > kSplitAbove) {
+            cuts = cut_positions(g, sequence, kSegmentNodes, nullptr);
+            if (cuts.empty()) cuts = cut_positions(g, sequence, kSegmentNodes, &hubs);
+            if (cuts.empty()) hubs.clear();
+        }
 
         // Segments [start, end] of the sequence, consecutive ones sharing their
         // cut tensor; stacked so that the cut tensor's two drawings coincide.
         // Should a cut tensor not come out alone on its row (dot's rank=source /
         // sink make it so), the component is laid out whole instead.
         bool whole = cuts.empty();
+        const std::unordered_set<size_t> no_hubs;
         for (int attempt = 0; attempt < 2; ++attempt) {
             std::vector<size_t> bounds{0};
             if (!whole) bounds.insert(bounds.end(), cuts.begin(), cuts.end());
             bounds.push_back(sequence.size() - 1);
             double min_x = 0, max_x = 0, max_y = 0;
             bool stacked = true;
+            std::vector<std::pair<size_t, size_t>> outside;  // edges between pieces
             for (size_t s = 0; s + 1 < bounds.size(); ++s) {
                 const size_t first = bounds[s], last = bounds[s + 1];
                 const std::vector<size_t> part(sequence.begin() + static_cast<long>(first),
                                                sequence.begin() + static_cast<long>(last) + 1);
                 const size_t top = s > 0 ? part.front() : SIZE_MAX;
                 const size_t bottom = s + 2 < bounds.size() ? part.back() : SIZE_MAX;
-                auto piece = layout_piece(gvc, g, part, top, bottom, ids, is_cancelled);
+                auto piece = layout_piece(gvc, g, part, top, bottom, whole ? no_hubs : hubs, ids, is_cancelled);
                 if (!piece) return unexpected(piece.error());
                 if ((top != SIZE_MAX && !alone_on_row(*piece, 0)) ||
                     (bottom != SIZE_MAX && !alone_on_row(*piece, part.size() - 1))) {
                     stacked = false;
-                    if (std::getenv("TAPESTRY_LAYOUT_DEBUG")) std::fprintf(stderr, "not alone at segment %zu\n", s);
                     break;
                 }
                 // The offset that puts this piece's drawing of the top cut tensor on
@@ -978,6 +998,7 @@ Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<b
                     if (number != top) boxes[number] = std::move(box);
                     for (EdgePath &path : piece->out_edges[i]) out_edges[number].push_back(std::move(path));
                 }
+                outside.insert(outside.end(), piece->outside.begin(), piece->outside.end());
                 min_x = std::min(min_x, dx);
                 max_x = std::max(max_x, dx + piece->width);
                 max_y = std::max(max_y, dy + piece->height);
@@ -987,6 +1008,27 @@ Expected<Layout, std::string> layout_graph(const Graph &g, const std::function<b
                 whole = true;
                 continue;
             }
+            // A hub's other edges run as a bus: down from the hub to half a rank
+            // gap below it, right to a lane past the drawing, down the lane to half
+            // a rank gap above the head, left over the head and down into it. The
+            // horizontal runs lie between ranks, so they cross edges, not nodes.
+            std::map<size_t, double> lanes;  // hub → x of its lane
+            for (const auto &[from, to] : outside) {
+                if (!lanes.count(from)) lanes.emplace(from, max_x + 18.0 * static_cast<double>(lanes.size() + 1));
+                const NodeBox &a = boxes[from], &b = boxes[to];
+                const double lane = lanes.at(from), gap = 18.0;  // half of ranksep
+                const std::vector<std::pair<double, double>> corners{
+                    {a.x, a.y + a.height / 2},  {a.x, a.y + a.height / 2 + gap}, {lane, a.y + a.height / 2 + gap},
+                    {lane, b.y - b.height / 2 - gap}, {b.x, b.y - b.height / 2 - gap}, {b.x, b.y - b.height / 2}};
+                EdgePath path{ids[from], ids[to], {corners.front()}};
+                for (size_t c = 1; c < corners.size(); ++c) {
+                    const auto [x0, y0] = corners[c - 1];
+                    const auto [x1, y1] = corners[c];
+                    for (int k = 1; k <= 3; ++k) path.points.emplace_back(x0 + (x1 - x0) * k / 3.0, y0 + (y1 - y0) * k / 3.0);
+                }
+                out_edges[from].push_back(std::move(path));
+            }
+            if (!lanes.empty()) max_x += 18.0 * static_cast<double>(lanes.size() + 1);
             for (size_t number : members) translate(boxes[number], out_edges[number], -min_x, 0);
             placed.push_back(PlacedComponent{max_x - min_x, max_y, members});
             break;

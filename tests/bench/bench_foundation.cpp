@@ -117,10 +117,11 @@ Graph chain(int layers, bool shards, bool residual = false) {
 // `chains` independent residual MLP chains of `layers` layers (per layer:
 // linear(x, w, b) → gelu → add(·, x)): chains·(8·layers + 1) nodes. The same
 // graphs as bench_canvas's.
-Graph residual_chains(int chains, int layers) {
+Graph residual_chains(int chains, int layers, bool joined = false) {
     constexpr Coord rows = 64, width = 256;
     Graph g;
     g.name = std::to_string(chains) + " residual chains of " + std::to_string(layers) + " layers";
+    std::vector<Tensor> outputs;
     for (int c = 0; c < chains; ++c) {
         const std::string p = "c" + std::to_string(c) + "_";
         Tensor x = make_tensor(p + "x0", {rows, width}, TensorRole::input);
@@ -155,6 +156,21 @@ Graph residual_chains(int chains, int layers) {
             }
             x = r;
         }
+        outputs.push_back(x);
+    }
+    if (joined) {  // one operation reading every chain's output: one component that cannot be cut
+        const Tensor y = make_tensor("joined", {rows, width * chains}, TensorRole::output);
+        g.put_tensor(y);
+        Operation join;
+        join.id = OpId("join");
+        join.name = "join";
+        join.kind = "concat";
+        PortBinding in{"x", {}};
+        for (const Tensor &t : outputs) in.selections.push_back(TensorSelection{t.id, t.range});
+        join.inputs = {in};
+        join.outputs = {port("y", y)};
+        g.put_op(join);
+        g.name += ", joined";
     }
     return g;
 }
@@ -443,6 +459,8 @@ int main(int argc, char **argv) {
         for (int nodes : {500, 2000}) layout_row("layout_graph (dot), residual ladder", chain(nodes / 7, false, true));
         for (int chains : {10, 25, 40})
             layout_row("layout_graph, " + std::to_string(chains) + " residual chains", residual_chains(chains, 25));
+        for (int chains : {10, 25})
+            layout_row("layout_graph, " + std::to_string(chains) + " chains, joined", residual_chains(chains, 25, true));
         const std::filesystem::path path = find_block_project(project);
         LoadResult block = load_project(path);
         if (!block.ok()) fail("cannot load " + path.string() + " (--project PATH)");

@@ -2,9 +2,12 @@
 // the studio canvas, cancellation and thread safety.
 #include <QtTest/QtTest>
 
+#include <QElapsedTimer>
 #include <QXmlStreamReader>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -56,28 +59,28 @@ Graph mlp_graph(const std::string &x_name = "x") {
     return g;
 }
 
-// A chain of `layers` (linear + relu) pairs over [rows, width] activations.
-Graph chain_graph(int layers, Coord rows = 8, Coord width = 16) {
-    Graph g;
-    Tensor x = make_tensor("x0", {rows, width}, TensorRole::input);
+// A chain of `layers` (linear + relu) pairs over [rows, width] activations:
+// 5·layers + 1 nodes, 5·layers edges. Ids start with `prefix`; appended to `g`.
+Graph chain_graph(int layers, Coord rows = 8, Coord width = 16, const std::string &prefix = "", Graph g = {}) {
+    Tensor x = make_tensor(prefix + "x0", {rows, width}, TensorRole::input);
     g.put_tensor(x);
     for (int l = 0; l < layers; ++l) {
         const std::string n = std::to_string(l);
-        const Tensor w = make_tensor("w" + n, {width, width}, TensorRole::parameter);
-        const Tensor h = make_tensor("h" + n, {rows, width}, TensorRole::intermediate);
-        const Tensor y = make_tensor("x" + std::to_string(l + 1), {rows, width},
+        const Tensor w = make_tensor(prefix + "w" + n, {width, width}, TensorRole::parameter);
+        const Tensor h = make_tensor(prefix + "h" + n, {rows, width}, TensorRole::intermediate);
+        const Tensor y = make_tensor(prefix + "x" + std::to_string(l + 1), {rows, width},
                                      l + 1 == layers ? TensorRole::output : TensorRole::intermediate);
         g.put_tensor(w);
         g.put_tensor(h);
         g.put_tensor(y);
         Operation fc;
-        fc.id = OpId("fc" + n);
+        fc.id = OpId(prefix + "fc" + n);
         fc.kind = "linear";
         fc.inputs = {port("x", x), port("w", w)};
         fc.outputs = {port("y", h)};
         g.put_op(fc);
         Operation act;
-        act.id = OpId("relu" + n);
+        act.id = OpId(prefix + "relu" + n);
         act.kind = "relu";
         act.inputs = {port("x", h)};
         act.outputs = {port("y", y)};
@@ -85,6 +88,69 @@ Graph chain_graph(int layers, Coord rows = 8, Coord width = 16) {
         x = y;
     }
     return g;
+}
+
+// Three chains of 3, 1 and 2 layers ("a_", "b_", "c_") and a tensor nothing
+// uses: four components, 31 nodes, 30 edges.
+Graph three_chains_and_a_loner() {
+    Graph g = chain_graph(3, 8, 16, "a_");
+    g = chain_graph(1, 8, 16, "b_", std::move(g));
+    g = chain_graph(2, 8, 16, "c_", std::move(g));
+    g.put_tensor(make_tensor("loner", {2}, TensorRole::input, "a tensor nothing reads"));
+    return g;
+}
+
+const NodeBox *box_of(const Layout &layout, const std::string &id) {
+    for (const NodeBox &n : layout.nodes)
+        if (n.id == id) return &n;
+    return nullptr;
+}
+
+// What every layout must satisfy: one box per node of `g` (ids unique), inside
+// the drawing, no two overlapping; `edges` edges, each a spline of 3n+1 points
+// between existing nodes, starting at its tail's box and ending at its head's.
+// Returns what is wrong, or "".
+std::string layout_problem(const Graph &g, const Layout &layout, size_t edges) {
+    if (layout.nodes.size() != g.node_count())
+        return std::to_string(layout.nodes.size()) + " boxes for " + std::to_string(g.node_count()) + " nodes";
+    std::set<std::string> ids;
+    for (const NodeBox &n : layout.nodes) ids.insert(n.id);
+    if (ids.size() != g.node_count()) return "duplicate box ids";
+    for (const TensorPtr &t : g.tensors())
+        if (!ids.count(t->id.value)) return "no box for tensor " + t->id.value;
+    for (const OpPtr &op : g.operations())
+        if (!ids.count(op->id.value)) return "no box for operation " + op->id.value;
+    // Sorted by left edge, so that the overlap test only looks at neighbours.
+    std::vector<const NodeBox *> boxes;
+    for (const NodeBox &n : layout.nodes) {
+        if (!(n.width > 0 && n.height > 0)) return n.id + " has no size";
+        if (n.x - n.width / 2 < -0.5 || n.x + n.width / 2 > layout.width + 0.5 || n.y - n.height / 2 < -0.5 ||
+            n.y + n.height / 2 > layout.height + 0.5)
+            return n.id + " lies outside the drawing";
+        boxes.push_back(&n);
+    }
+    std::sort(boxes.begin(), boxes.end(),
+              [](const NodeBox *a, const NodeBox *b) { return a->x - a->width / 2 < b->x - b->width / 2; });
+    for (size_t i = 0; i < boxes.size(); ++i)
+        for (size_t j = i + 1; j < boxes.size(); ++j) {
+            const NodeBox &a = *boxes[i], &b = *boxes[j];
+            if (b.x - b.width / 2 >= a.x + a.width / 2) break;
+            if (std::abs(a.y - b.y) < (a.height + b.height) / 2) return a.id + " overlaps " + b.id;
+        }
+    if (layout.edges.size() != edges)
+        return std::to_string(layout.edges.size()) + " edges, expected " + std::to_string(edges);
+    auto near = [](const NodeBox &n, std::pair<double, double> p) {
+        return std::abs(p.first - n.x) <= n.width / 2 + 1 && std::abs(p.second - n.y) <= n.height / 2 + 1;
+    };
+    for (const EdgePath &e : layout.edges) {
+        const NodeBox *from = box_of(layout, e.from), *to = box_of(layout, e.to);
+        if (!from || !to) return "edge " + e.from + " -> " + e.to + " between unknown nodes";
+        if (e.points.size() < 4 || e.points.size() % 3 != 1)
+            return "edge " + e.from + " -> " + e.to + " has " + std::to_string(e.points.size()) + " points";
+        if (!near(*from, e.points.front()) || !near(*to, e.points.back()))
+            return "edge " + e.from + " -> " + e.to + " does not run between its nodes";
+    }
+    return "";
 }
 
 int count_of(const std::string &haystack, const std::string &needle) {
@@ -406,6 +472,100 @@ private slots:
         QCOMPARE(polls, allowed_polls + 1);
         // Nothing is left locked or half-built.
         QVERIFY(layout_graph(chain_graph(1)).has_value());
+    }
+
+    void layoutOfSeveralComponents() {
+        const Graph g = three_chains_and_a_loner();
+        const auto layout = layout_graph(g);
+        QVERIFY2(layout.has_value(), layout ? "" : layout.error().c_str());
+        const std::string problem = layout_problem(g, *layout, 30);
+        QVERIFY2(problem.empty(), problem.c_str());
+        // Each component's bounding box is apart from the others'.
+        struct Extent {
+            double left = 1e18, top = 1e18, right = -1e18, bottom = -1e18;
+        };
+        std::map<std::string, Extent> extents;
+        for (const NodeBox &n : layout->nodes) {
+            Extent &e = extents[n.id == "loner" ? n.id : n.id.substr(0, 2)];
+            e.left = std::min(e.left, n.x - n.width / 2);
+            e.right = std::max(e.right, n.x + n.width / 2);
+            e.top = std::min(e.top, n.y - n.height / 2);
+            e.bottom = std::max(e.bottom, n.y + n.height / 2);
+        }
+        QCOMPARE(extents.size(), size_t{4});
+        for (auto a = extents.begin(); a != extents.end(); ++a)
+            for (auto b = std::next(a); b != extents.end(); ++b) {
+                const bool apart = a->second.right <= b->second.left || b->second.right <= a->second.left ||
+                                   a->second.bottom <= b->second.top || b->second.bottom <= a->second.top;
+                QVERIFY2(apart, (a->first + " and " + b->first + " overlap").c_str());
+            }
+        // Within a component data still flows downward, edges included.
+        QVERIFY(box_of(*layout, "c_x0")->y < box_of(*layout, "c_fc0")->y);
+        QVERIFY(box_of(*layout, "c_relu1")->y < box_of(*layout, "c_x2")->y);
+    }
+
+    void layoutCancelledBetweenComponents_data() {
+        QTest::addColumn<int>("allowed_polls");
+        // Polls: before anything, then after building and after laying out each
+        // component.
+        QTest::newRow("after the first component") << 3;
+        QTest::newRow("after building the second") << 4;
+        QTest::newRow("after the second component") << 5;
+    }
+    void layoutCancelledBetweenComponents() {
+        QFETCH(int, allowed_polls);
+        int polls = 0;
+        const auto layout = layout_graph(three_chains_and_a_loner(), [&] { return polls++ >= allowed_polls; });
+        QVERIFY(!layout.has_value());
+        QCOMPARE(layout.error(), std::string("cancelled"));
+        QCOMPARE(polls, allowed_polls + 1);
+        // Never cancelled: every component is polled around.
+        polls = 0;
+        QVERIFY(layout_graph(three_chains_and_a_loner(), [&] { return ++polls < 0; }).has_value());
+        QCOMPARE(polls, 1 + 2 * 4);
+    }
+
+    void bigComponentLaidOutInSegments_data() {
+        QTest::addColumn<bool>("shared");
+        QTest::newRow("chain") << false;
+        // One tensor read by every relu: no tensor separates the chain, so the
+        // segments are cut with that tensor's edges jumping over the cuts.
+        QTest::newRow("chain with a shared tensor") << true;
+    }
+    void bigComponentLaidOutInSegments() {
+        QFETCH(bool, shared);
+        constexpr int layers = 300;  // 1,501 nodes: above the size at which components are cut
+        Graph g = chain_graph(layers);
+        size_t edges = 5 * layers;
+        if (shared) {
+            const Tensor mask = make_tensor("mask", {8, 16}, TensorRole::input);
+            g.put_tensor(mask);
+            for (int l = 0; l < layers; ++l) {
+                Operation act = *g.find_op(OpId("relu" + std::to_string(l)));
+                act.inputs.push_back(port("mask", mask));
+                g.put_op(act);
+                ++edges;
+            }
+        }
+        QElapsedTimer timer;
+        timer.start();
+        const auto layout = layout_graph(g);
+        QVERIFY2(layout.has_value(), layout ? "" : layout.error().c_str());
+        const std::string problem = layout_problem(g, *layout, edges);
+        QVERIFY2(problem.empty(), problem.c_str());
+        // Data flows downward along the whole chain, across the segments' seams.
+        for (int l = 0; l < layers; ++l) {
+            const std::string n = std::to_string(l);
+            const double x = box_of(*layout, "x" + n)->y, fc = box_of(*layout, "fc" + n)->y,
+                         h = box_of(*layout, "h" + n)->y, relu = box_of(*layout, "relu" + n)->y,
+                         next = box_of(*layout, "x" + std::to_string(l + 1))->y;
+            QVERIFY2(x < fc && fc < h && h < relu && relu < next, ("layer " + n).c_str());
+        }
+        // Each edge's spline runs downward from tail to head (not through other
+        // segments backwards).
+        for (const EdgePath &e : layout->edges)
+            if (e.from != "mask") QVERIFY(e.points.front().second < e.points.back().second);
+        qInfo("%zu nodes laid out in %lld ms", g.node_count(), static_cast<long long>(timer.elapsed()));
     }
 
     void concurrentLayoutIsSafe() {
