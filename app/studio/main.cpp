@@ -36,10 +36,11 @@ int main(int argc, char *argv[]) {
                                         QStringLiteral("FILE"));
     const QCommandLineOption select(QStringLiteral("select"), QStringLiteral("Select the node NODE_ID once laid out."),
                                     QStringLiteral("NODE_ID"));
-    const QCommandLineOption session(QStringLiteral("session"),
-                                     QStringLiteral("Use the session file FILE (default: the last session used, at first "
-                                                    "default.tapestry-session in the user's data directory)."),
-                                     QStringLiteral("FILE"));
+    const QCommandLineOption session(
+        QStringLiteral("session"),
+        QStringLiteral("Use the session file FILE (default: the last session used, at first "
+                       "default.tapestry-session in the user's data directory)."),
+        QStringLiteral("FILE"));
     const QCommandLineOption no_session(QStringLiteral("no-session"),
                                         QStringLiteral("Open no session: edits are not autosaved."));
     parser.addOption(session);

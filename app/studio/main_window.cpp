@@ -352,22 +352,18 @@ void MainWindow::closeEvent(QCloseEvent *event) {
     // Nothing edited is lost: a pending autosave is written now (the one moment
     // the GUI waits for the store).
     if (session_ && (autosave_timer_->isActive() || save_in_flight_)) {
-        save_future_.waitForFinished();  // only the save: a running layout or run is not waited for
+        if (save_in_flight_) {
+            // Only the save is waited for, not a running layout or run; a project
+            // it just created is the one to save into.
+            save_future_.waitForFinished();
+            if (project_id_ == 0) project_id_ = save_future_.result().first;
+        }
         autosave_timer_->stop();
         const Graph snapshot = doc_->graph();
-        if (project_id_ == 0) {
-            if (auto created =
-                    session_->create_project((display_name_.isEmpty() ? tr("untitled") : display_name_).toStdString()))
-                project_id_ = *created;
-        }
-        if (project_id_ != 0) {
-            store::Placements placements;
-            const QHash<QString, QPointF> pos = scene_->positions();
-            for (auto it = pos.cbegin(); it != pos.cend(); ++it)
-                placements[it.key().toStdString()] =
-                    store::NodePlacement{it.value().x(), it.value().y(), doc_->pinned().contains(it.key())};
-            session_->save_version(project_id_, snapshot, "autosave", &placements);
-        }
+        project_id_ =
+            saveSnapshot(*session_, project_id_, snapshot, placementsOf(scene_->positions(), doc_->pinned(), snapshot),
+                         display_name_.isEmpty() ? tr("untitled") : display_name_, true)
+                .first;
     }
     if (session_) session_->set_state(store::kSessionScope, "current_project", std::to_string(project_id_));
     saveSettings();

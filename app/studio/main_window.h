@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "edit/editor.h"
+#include "store/session.h"
 #include "views/graph_scene.h"
 #include "views/onnx_import_worker.h"
 #include "views/project_loader.h"
@@ -33,9 +34,6 @@ class QTimer;
 
 namespace tapestry {
 struct Layout;
-}
-namespace tapestry::store {
-class Session;
 }
 
 namespace tapestry::views {
@@ -240,6 +238,13 @@ private:
     void showProjectInSession(qint64 project_id);
     void refreshAfterEdit();
     void updateEditActions();
+    void selectNeighbours(bool upstream);
+    // One save into the session (creating the project when `project` is 0); runs
+    // on a worker for autosave and on the GUI thread only when closing.
+    static QPair<qint64, QString> saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                                               const store::Placements &placements, const QString &name, bool autosave);
+    static store::Placements placementsOf(const QHash<QString, QPointF> &pos, const QSet<QString> &pinned,
+                                          const Graph &g);
     void applyDefaultDockSizes();
 
     views::GraphScene *scene_ = nullptr;

@@ -83,7 +83,23 @@ std::optional<ZPoint> parseShape(const QString &text) {
     return ZPoint(dims);
 }
 
-store::Placements placementsOf(const QHash<QString, QPointF> &pos, const QSet<QString> &pinned, const Graph &g) {
+}  // namespace
+
+QPair<qint64, QString> MainWindow::saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                                                const store::Placements &placements, const QString &name,
+                                                bool autosave) {
+    if (project == 0) {
+        auto created = session.create_project(name.toStdString());
+        if (!created) return qMakePair(qint64(0), qs(created.error().message));
+        project = *created;
+        session.set_state(store::kSessionScope, "current_project", std::to_string(project));
+    }
+    auto saved = session.save_version(project, graph, autosave ? "autosave" : "save", &placements);
+    return qMakePair(project, saved ? QString() : qs(saved.error().message));
+}
+
+store::Placements MainWindow::placementsOf(const QHash<QString, QPointF> &pos, const QSet<QString> &pinned,
+                                           const Graph &g) {
     store::Placements out;
     for (auto it = pos.cbegin(); it != pos.cend(); ++it) {
         if (!g.has_id(it.key().toStdString())) continue;
@@ -91,8 +107,6 @@ store::Placements placementsOf(const QHash<QString, QPointF> &pos, const QSet<QS
     }
     return out;
 }
-
-}  // namespace
 
 // ---- construction --------------------------------------------------------------
 
@@ -306,31 +320,9 @@ void MainWindow::createEditing() {
     QAction *prev = editMenu->addAction(tr("Find Pre&vious"), find_bar_, &views::FindBar::findPrevious);
     prev->setShortcut(QKeySequence::FindPrevious);
     editMenu->addSeparator();
-    QAction *producers = editMenu->addAction(tr("Go to &Producers"), this, [this] {
-        QStringList ids;
-        for (const QString &id : scene_->selectedNodeIds()) {
-            const Graph &g = doc_->graph();
-            if (const Operation *op = g.find_op(OpId(id.toStdString())))
-                for (const TensorId &t : op->input_tensors()) ids << qs(t.value);
-            else
-                for (const OpId &p : g.producers(TensorId(id.toStdString()))) ids << qs(p.value);
-        }
-        scene_->selectNodes(ids);
-        zoomToSelection();
-    });
+    QAction *producers = editMenu->addAction(tr("Go to &Producers"), this, [this] { selectNeighbours(true); });
     producers->setShortcut(QKeySequence(tr("Alt+Up")));
-    QAction *consumers = editMenu->addAction(tr("Go to C&onsumers"), this, [this] {
-        QStringList ids;
-        for (const QString &id : scene_->selectedNodeIds()) {
-            const Graph &g = doc_->graph();
-            if (const Operation *op = g.find_op(OpId(id.toStdString())))
-                for (const TensorId &t : op->output_tensors()) ids << qs(t.value);
-            else
-                for (const OpId &c : g.consumers(TensorId(id.toStdString()))) ids << qs(c.value);
-        }
-        scene_->selectNodes(ids);
-        zoomToSelection();
-    });
+    QAction *consumers = editMenu->addAction(tr("Go to C&onsumers"), this, [this] { selectNeighbours(false); });
     consumers->setShortcut(QKeySequence(tr("Alt+Down")));
     pin_action_ = editMenu->addAction(tr("&Pin Position"), this, [this] {
         const QStringList ids = scene_->selectedNodeIds();
@@ -411,6 +403,23 @@ void MainWindow::updateEditActions() {
     duplicate_action_->setEnabled(has_selection);
     delete_action_->setEnabled(has_selection);
     pin_action_->setEnabled(has_selection);
+}
+
+void MainWindow::selectNeighbours(bool upstream) {
+    // An operation's neighbours are the tensors it reads (writes); a tensor's are
+    // the operations that write (read) it.
+    const Graph &g = doc_->graph();
+    QStringList ids;
+    for (const QString &id : scene_->selectedNodeIds()) {
+        if (const Operation *op = g.find_op(OpId(id.toStdString()))) {
+            for (const TensorId &t : upstream ? op->input_tensors() : op->output_tensors()) ids << qs(t.value);
+        } else {
+            const TensorId t(id.toStdString());
+            for (const OpId &o : upstream ? g.producers(t) : g.consumers(t)) ids << qs(o.value);
+        }
+    }
+    scene_->selectNodes(ids);
+    zoomToSelection();
 }
 
 bool MainWindow::isModified() const {
@@ -869,16 +878,7 @@ void MainWindow::saveToSession(bool autosave) {
         }
     });
     save_future_ = QtConcurrent::run([session, snapshot, placements, name, known_project, autosave] {
-        qint64 project = known_project;
-        if (project == 0) {
-            auto created = session->create_project(name.toStdString());
-            if (!created) return qMakePair(qint64(0), qs(created.error().message));
-            project = *created;
-            session->set_state(store::kSessionScope, "current_project", std::to_string(project));
-        }
-        auto saved = session->save_version(project, snapshot, autosave ? "autosave" : "save", &placements);
-        if (!saved) return qMakePair(project, qs(saved.error().message));
-        return qMakePair(project, QString());
+        return saveSnapshot(*session, known_project, snapshot, placements, name, autosave);
     });
     watcher->setFuture(save_future_);
 }

@@ -280,7 +280,7 @@ EditResult Editor::connect(const TensorId &tensor, const OpId &op_id, const std:
         const PortSpec *spec = find_port(input_ports, port);
         if (!spec)
             return unexpected(error("bad-port", op_id.str() + " (" + op->kind + ") has no input port '" + port +
-                                                    "'; its inputs are " + port_list(def->input_ports())));
+                                                    "'; its inputs are " + port_list(input_ports)));
         if (reaches(op_id, tensor))
             return unexpected(error("cycle", "connecting " + t->name + " to " + op->name + "." + port +
                                                  " would make a cycle: " + t->name + " is computed from " + op->name));
