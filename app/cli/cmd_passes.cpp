@@ -1,4 +1,4 @@
-// `tapestry passes PROJECT --pipeline shard --shard SPEC… --out DIR`: runs a
+// `tapestry passes PROJECT --pipeline substitute,shard,fuse --shard SPEC… --out DIR`: runs a
 // pipeline of passes (engine/passes, docs/passes.md), certifies every stage
 // against the original, writes each stage as project JSON, SVG and stage text,
 // and prints a summary table. Exit 1 when a pass refuses or a certificate fails.
@@ -13,7 +13,7 @@
 #include "io/project_file.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
-#include "passes/shard.h"
+#include "passes/pipeline_builder.h"
 #include "passes/stage.h"
 #include "run_support.h"
 
@@ -26,51 +26,30 @@ struct PassesOptions {
     std::string project;
     std::string pipeline = "shard";
     std::vector<std::string> shard_specs;
+    bool no_propagate = false;
+    bool no_movement = false;
+    std::vector<std::string> rules;
+    std::string goal = "expand";
+    std::vector<std::string> fuse_exclude;
     std::string out;
     bool numeric = false;
     std::uint64_t seed = 1;
     bool no_svg = false;
 };
 
-std::vector<std::string> split(const std::string &s, char sep) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    std::string part;
-    while (std::getline(in, part, sep))
-        if (!part.empty()) out.push_back(part);
-    return out;
-}
-
 int passes_command(const PassesOptions &o) {
     // The pipeline is checked before anything is read: a typo is a usage error.
-    const std::vector<std::string> names = split(o.pipeline, ',');
-    if (names.empty()) {
-        std::cerr << "tapestry: --pipeline names no pass\n";
+    PipelineSettings settings;
+    settings.shard_specs = o.shard_specs;
+    settings.propagate = !o.no_propagate;
+    settings.movement = !o.no_movement;
+    settings.rules = o.rules;
+    settings.goal = o.goal;
+    settings.fuse_exclude = o.fuse_exclude;
+    auto pipeline = build_pipeline(pipeline_names(o.pipeline), settings);
+    if (!pipeline) {
+        std::cerr << "tapestry: " << pipeline.error() << "\n";
         return kExitUsage;
-    }
-    Pipeline pipeline;
-    std::optional<ShardOptions> shard_options;
-    for (const std::string &name : names) {
-        if (name == "shard") {
-            auto parsed = parse_shard_options(o.shard_specs);
-            if (!parsed) {
-                std::cerr << "tapestry: " << parsed.error() << "\n";
-                return kExitUsage;
-            }
-            if (parsed->specs.empty()) {
-                std::cerr << "tapestry: the shard pass needs at least one --shard 'op:dim=parts'\n";
-                return kExitUsage;
-            }
-            shard_options = *parsed;
-            pipeline.add("shard", [opts = *parsed](const Graph &g) { return shard(g, opts); });
-        } else if (name == "substitute" || name == "fuse") {
-            std::cerr << "tapestry: the " << name
-                      << " pass is not available yet (docs/passes.md lists the passes this build has)\n";
-            return kExitUsage;
-        } else {
-            std::cerr << "tapestry: unknown pass '" << name << "' (known: shard)\n";
-            return kExitUsage;
-        }
     }
 
     LoadResult loaded = load_project(o.project);
@@ -85,7 +64,7 @@ int passes_command(const PassesOptions &o) {
     CertifyOptions certify;
     certify.numeric = o.numeric;
     certify.seed = o.seed;
-    auto stages = pipeline.run(loaded.graph, certify);
+    auto stages = pipeline->run(loaded.graph, certify);
     if (!stages) {
         std::cerr << "tapestry: " << o.project << ": " << stages.error() << "\n";
         return kExitInvalid;
@@ -150,11 +129,18 @@ void add_passes_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *cmd = app.add_subcommand(
         "passes", "Run a pipeline of passes, certify every stage, write each stage as JSON, SVG and text.");
     cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
-    cmd->add_option("--pipeline", o->pipeline, "Passes in order, comma-separated (available: shard)")
+    cmd->add_option("--pipeline", o->pipeline, "Passes in order, comma-separated: substitute, shard, fuse")
         ->capture_default_str();
     cmd->add_option("--shard", o->shard_specs,
                     "Shard spec 'op:dim=parts' (even split, uneven when it does not divide) or 'op:dim=3+5+2' "
                     "(explicit sizes); repeatable");
+    cmd->add_flag("--no-propagate", o->no_propagate, "shard: do not extend shardings to neighbouring operations");
+    cmd->add_flag("--no-movement", o->no_movement,
+                  "shard: do not insert data-movement nodes where producer and consumer shards disagree");
+    cmd->add_option("--rule", o->rules, "substitute: a rule to run (repeatable; default: the expand set)");
+    cmd->add_option("--goal", o->goal, "substitute: 'expand' (composites into shardable ops) or 'fuse'")
+        ->capture_default_str();
+    cmd->add_option("--no-fuse", o->fuse_exclude, "fuse: an operation never fused (repeatable)");
     cmd->add_option("--out", o->out, "Folder for the stages")->required();
     cmd->add_flag("--numeric", o->numeric,
                   "Also run every stage against the original on the CPU with random inputs and compare outputs");

@@ -31,6 +31,8 @@ const OpLibrary &OpLibrary::standard() {
         register_convolution_ops(l);
         register_embedding_ops(l);
         register_attention_ops(l);
+        register_data_movement_ops(l);
+        register_fused_ops(l);
         return l;
     }();
     return lib;

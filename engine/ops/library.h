@@ -47,12 +47,14 @@ private:
 
 // Registration functions, one per family file (ops/<family>.cpp).
 void register_elementwise_ops(OpLibrary &lib);  // add sub mul div relu gelu sigmoid tanh exp erf sqrt pow cast
-void register_linear_algebra_ops(OpLibrary &lib);  // matmul linear
+void register_linear_algebra_ops(OpLibrary &lib);  // matmul linear partial_matmul
 void register_reduction_ops(OpLibrary &lib);  // reduce_sum reduce_mean reduce_max softmax
 void register_normalization_ops(OpLibrary &lib);  // layernorm rmsnorm batchnorm
 void register_shape_ops(OpLibrary &lib);  // transpose reshape concat slice
 void register_convolution_ops(OpLibrary &lib);  // conv2d max_pool2d avg_pool2d
 void register_embedding_ops(OpLibrary &lib);  // embedding gather
 void register_attention_ops(OpLibrary &lib);  // attention
+void register_data_movement_ops(OpLibrary &lib);  // move
+void register_fused_ops(OpLibrary &lib);  // fused (ops/fused.h)
 
 }  // namespace tapestry

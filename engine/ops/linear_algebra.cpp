@@ -1,6 +1,9 @@
 // Linear algebra: batched matmul with broadcast batch dims, and linear
 // (x·W + bias). Both contract one dimension that is not in the index space: it is
 // a window of the projections, and its monoid is `sum` (DESIGN.md §3).
+// partial_matmul is a matmul whose contraction is split into blocks, the block an
+// index dim: the first half of the monoid split (passes/monoid_split.h).
+#include <algorithm>
 #include <memory>
 
 #include "ops/library.h"
@@ -183,11 +186,133 @@ public:
     }
 };
 
+// The contraction of a matmul split into `parts` blocks: y[p] = a[…, pB:(p+1)B] ·
+// b[…, pB:(p+1)B, :] with B = ceil(k / parts), the last block clipped. The block
+// index p is an index dim (the first), so the partial products shard like any
+// other dim; a reduce_sum over axis 0 of y gives the matmul (DESIGN.md §3: the
+// monoid split of a contraction).
+class PartialMatmulOp : public OpDef {
+public:
+    std::string_view kind() const override { return "partial_matmul"; }
+    std::string_view category() const override { return "linear algebra"; }
+    std::string_view summary() const override {
+        return "partial products of a matmul over blocks of k: y[p, …, m, n] = Σ_{k in block p} a[…, m, k]·b[…, k, n]";
+    }
+    std::vector<PortSpec> input_ports() const override {
+        return {{"a", "[*batch_a, m, k]", false, false}, {"b", "[*batch_b, k, n]", false, false}};
+    }
+    std::vector<PortSpec> output_ports() const override {
+        return {{"y", "[parts, *broadcast(batch_a, batch_b), m, n]", false, false}};
+    }
+    std::vector<ParamSpec> params() const override {
+        return {required_param("parts", ParamKind::integer,
+                               "number of blocks k is split into: blocks of ceil(k / parts), the last one clipped; "
+                               "every block must be non-empty")};
+    }
+
+    // The block size of a contraction of extent k split into `parts` blocks.
+    static Coord block_size(Coord k, std::int64_t parts) { return (k + parts - 1) / parts; }
+
+    Expected<Derivation, DerivationError> derive(const Params &params,
+                                                 const std::vector<PortTypes> &inputs) const override {
+        const OperandType &a = *find_operand(inputs, "a");
+        const OperandType &b = *find_operand(inputs, "b");
+        for (const auto &[port, t] : {std::pair<const char *, const OperandType *>{"a", &a}, {"b", &b}})
+            if (t->shape.rank() < 2)
+                return unexpected(derivation_error("rank-mismatch", input_field(port),
+                                                   std::string("partial_matmul: ") + port +
+                                                       " must have rank at least 2, got rank " +
+                                                       std::to_string(t->shape.rank()) + " " + shape_string(t->shape)));
+        if (auto e = require_float("partial_matmul", "a", a)) return unexpected(*e);
+        if (auto e = require_same_dtype("partial_matmul", "b", b, "a", a.dtype)) return unexpected(*e);
+
+        const int ra = a.shape.rank(), rb = b.shape.rank();
+        const Coord m = a.shape[ra - 2], k = a.shape[ra - 1], kb = b.shape[rb - 2], n = b.shape[rb - 1];
+        if (kb != k)
+            return unexpected(derivation_error("shape-mismatch", input_field("b"),
+                                               "partial_matmul: b has " + std::to_string(kb) + " rows but a has " +
+                                                   std::to_string(k) + " columns"));
+        const std::int64_t parts = params.get_int("parts", 0);
+        if (parts < 1 || parts > k)
+            return unexpected(derivation_error("bad-param", param_field("parts"),
+                                               "partial_matmul: parts " + std::to_string(parts) +
+                                                   " must be between 1 and k = " + std::to_string(k)));
+        const Coord block = block_size(k, parts);
+        if ((parts - 1) * block >= k)
+            return unexpected(derivation_error(
+                "bad-param", param_field("parts"),
+                "partial_matmul: k = " + std::to_string(k) + " does not split into " + std::to_string(parts) +
+                    " non-empty blocks of equal size (blocks of " + std::to_string(block) + " cover it in " +
+                    std::to_string((k + block - 1) / block) + ")"));
+        const ZPoint batch_a(std::vector<Coord>(a.shape.coords().begin(), a.shape.coords().end() - 2));
+        const ZPoint batch_b(std::vector<Coord>(b.shape.coords().begin(), b.shape.coords().end() - 2));
+        std::optional<ZPoint> batch = broadcast_shapes(batch_a, batch_b);
+        if (!batch)
+            return unexpected(derivation_error("shape-mismatch", input_field("b"),
+                                               "partial_matmul: batch dims " + shape_string(batch_b) +
+                                                   " of b do not broadcast with " + shape_string(batch_a) + " of a"));
+        const int nb = batch->rank();
+        std::vector<Coord> out{parts};
+        out.insert(out.end(), batch->coords().begin(), batch->coords().end());
+        out.push_back(m);
+        out.push_back(n);
+        const ZPoint y(out);
+
+        // Index dims: p, then batch (shifted by one), m, n.
+        auto batch_rows = [&](ProjectionBuilder &builder, const ZPoint &own) {
+            const IndexProjection p = broadcast_projection(own, *batch);
+            for (int r = 0; r < own.rank(); ++r) {
+                std::vector<Coord> row{0};
+                const std::vector<Coord> rest = p.map().matrix().row(r);
+                row.insert(row.end(), rest.begin(), rest.end());
+                row.resize(static_cast<size_t>(nb + 3), 0);
+                builder.row(row);
+            }
+        };
+        ProjectionBuilder pa(nb + 3), pb(nb + 3);
+        batch_rows(pa, batch_a);
+        pa.follow(nb + 1).scaled(0, block, 0, block);
+        batch_rows(pb, batch_b);
+        pb.scaled(0, block, 0, block).follow(nb + 2);
+        return single_output(a.dtype, y, ZRange::of_shape(y),
+                             {port_projection("a", pa.build(), true), port_projection("b", pb.build(), true)});
+    }
+
+    // One multiply-add per k of a block: 2·B (the derivation keeps the block, not k,
+    // so the clipped last block counts as a full one).
+    double flops_per_point(const Params &, const Derivation &d) const override {
+        const IndexProjection &pa = input_projection(d, "a");
+        return 2.0 * static_cast<double>(pa.window()[pa.tensor_rank() - 1]);
+    }
+    std::optional<ReductionMonoid> monoid(const Params &) const override { return sum_monoid(); }
+
+    void reference(const RefContext &ctx) const override {
+        const IndexProjection &pa = input_projection(ctx.derivation, "a");
+        const IndexProjection &pb = input_projection(ctx.derivation, "b");
+        const IndexProjection &py = output_projection(ctx.derivation);
+        const int ka = pa.tensor_rank() - 1, kb = pb.tensor_rank() - 2;
+        const Coord k_total = ctx.input_shape(0)[ka];
+        const Coord block = pa.window()[ka];
+        ctx.index_range.for_each_point([&](const ZPoint &i) {
+            ZPoint ea = pa.map().apply(i), eb = pb.map().apply(i);
+            const Coord end = std::min(ea[ka] + block, k_total);  // the last block is clipped
+            double sum = 0;
+            for (Coord k = ea[ka]; k < end; ++k) {
+                sum += ctx.read(0, ea) * ctx.read(1, eb);
+                ++ea[ka];
+                ++eb[kb];
+            }
+            ctx.write(0, py.map().apply(i), sum);
+        });
+    }
+};
+
 }  // namespace
 
 void register_linear_algebra_ops(OpLibrary &lib) {
     lib.add(std::make_unique<MatmulOp>());
     lib.add(std::make_unique<LinearOp>());
+    lib.add(std::make_unique<PartialMatmulOp>());
 }
 
 }  // namespace tapestry

@@ -11,6 +11,9 @@
 #include "graph/delta.h"
 #include "graph/resolve.h"
 #include "ops/library.h"
+#include "passes/monoid_split.h"
+#include "passes/movement.h"
+#include "passes/propagate.h"
 
 namespace tapestry {
 namespace {
@@ -80,18 +83,42 @@ Expected<Applied, std::string> apply_spec(RecordingRewriter &rw, const ShardSpec
     const std::string prefix = "shard spec '" + spec.text + "': ";
     const Graph &g = rw.graph();
     const OpPtr op = g.op_ptr(spec.op);
-    if (!op) return unexpected(prefix + "unknown operation '" + spec.op.value + "'");
+    if (!op) {
+        // An earlier spec may have split this op's contraction (passes/monoid_split.h).
+        const std::string &name = spec.op.value;
+        std::string hint;
+        if (g.find_op(OpId(name + ".reduce")))
+            hint = " (an earlier spec split its contraction: name '" + name +
+                   (g.find_op(OpId(name + ".partial")) ? ".partial'" : ".partial.0' …") + " or '" + name + ".reduce')";
+        return unexpected(prefix + "unknown operation '" + name + "'" + hint);
+    }
     auto derived = resolve(g, *op, lib);
     if (!derived)
         return unexpected(prefix + "operation '" + op->id.value + "' does not resolve: " + derived.error().message);
     const Signature &sig = derived->signature;
     const ZRange &space = sig.index_space;
-    if (spec.dim < 0 || spec.dim >= space.rank())
+    if (spec.dim < 0 || spec.dim >= space.rank()) {
+        // Contractions (matmul's k, linear's in, reduced axes) are named by the dims
+        // past the index dims; they split through the monoid rewrite (passes/monoid_split.h).
+        const std::vector<Contraction> contractions = contractions_of(g, *op, lib);
+        std::string named;
+        for (const Contraction &c : contractions) {
+            if (spec.dim == c.dim) {
+                auto split = split_contraction(rw, spec, lib);
+                if (!split) return unexpected(split.error());
+                return Applied{*split};
+            }
+            named += (named.empty() ? "" : ", ") + c.name + " as dim " + std::to_string(c.dim);
+        }
         return unexpected(prefix + "dim " + std::to_string(spec.dim) + " is out of range: '" + op->id.value +
-                          "' has a " + std::to_string(space.rank()) + "-dim index space " + range_text(space));
+                          "' has a " + std::to_string(space.rank()) + "-dim index space " + range_text(space) +
+                          (named.empty() ? std::string()
+                                         : (contractions.size() == 1 ? " and its contraction " : " and its contractions ") +
+                                               named));
+    }
     if (is_reduction_dim(sig, spec.dim))
         return unexpected(prefix + "dim " + std::to_string(spec.dim) + " of " + op->id.value +
-                          " is a reduction (its monoid split comes with the substitution pass)");
+                          " is a reduction with no monoid split for kind '" + op->kind + "' (contractions of matmul/linear and the reduced axes of reduce_* split)");
 
     Operation next = *op;
     next.shards.clear();
@@ -206,6 +233,15 @@ Expected<Stage, std::string> shard(const Graph &g, const ShardOptions &options) 
         summary += (summary.empty() ? "" : "; ") + applied->text;
     }
     stage.summary = summary.empty() ? "nothing to shard" : "split " + summary;
+    if (options.propagate) {
+        const size_t n = propagate_shardings(rw, lib).size();
+        if (n > 0) stage.summary += "; propagated to " + std::to_string(n) + (n == 1 ? " op" : " ops");
+    }
+    if (options.movement) {
+        insert_data_movement(rw, lib);
+        const std::vector<Transfer> moves = data_movement(rw.graph(), lib);
+        if (!moves.empty()) stage.summary += "; " + movement_summary(moves);
+    }
     stage.diff = rw.take();
     stage.graph = std::move(out);
     if (options.certify) stage.certificate = certify(g, stage.graph, *options.certify);

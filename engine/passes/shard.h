@@ -31,6 +31,11 @@ Expected<ShardSpec, std::string> parse_shard_spec(const std::string &text);
 struct ShardOptions {
     std::vector<ShardSpec> specs;              // applied in order; a later spec on the same op splits its shards again
     const SignatureSource *library = nullptr;  // null: OpLibrary::standard()
+    // Extend the shardings to unsharded neighbours (passes/propagate.h), then insert
+    // explicit `move` nodes where consumer shards read other shards' data
+    // (passes/movement.h); the summary says how many ops got a sharding and what moves.
+    bool propagate = true;
+    bool movement = true;
     // Certify the stage against the input graph when set.
     std::optional<CertifyOptions> certify;
 };
@@ -40,6 +45,8 @@ Expected<ShardOptions, std::string> parse_shard_options(const std::vector<std::s
 
 // The sharding stage. Refuses (as a value, naming the spec) unknown ops, dims out of
 // range, bad part counts, sizes that do not sum to the extent, and reduction dims.
+// A dim past the index dims names a contraction (matmul's k, linear's in, a reduced
+// axis) and splits it by the monoid rewrite (passes/monoid_split.h).
 // Untouched nodes are the input's own pointers.
 Expected<Stage, std::string> shard(const Graph &g, const ShardOptions &options);
 

@@ -40,9 +40,14 @@ private slots:
         QTemporaryDir out;
         const Result r = run({"passes", mlp(), "--shard", "fc2:0=4", "--shard", "fc3:0=3", "--out", out.path()});
         QVERIFY2(r.code == 0, r.err.constData());
-        QVERIFY(r.out.contains(
-            "1      shard     0      0        2        PASS structure, coverage, injectivity, dataflow"));
+        // fc2 and fc3 as asked, their neighbours by propagation (6 changed), and a
+        // move node with its tensor where fc3's 3 shards read relu2's 4 (2 added).
+        QVERIFY2(r.out.contains(
+                     "1      shard     2      0        6        PASS structure, coverage, injectivity, dataflow"),
+                 r.out.constData());
         QVERIFY(r.out.contains("fc3 dim 0 into 3 (171+171+170)"));
+        QVERIFY2(r.out.contains("propagated to 4 ops; moves 1052672 elements (4210688 bytes) in 3 transfers: send_recv 3"),
+                 r.out.constData());
         for (const char *f : {"stage-0-original.tapestry.json", "stage-0-original.svg", "stage-0-original.txt",
                               "stage-1-shard.tapestry.json", "stage-1-shard.svg", "stage-1-shard.txt"})
             QVERIFY2(QFileInfo::exists(QDir(out.path()).filePath(f)), f);
@@ -63,6 +68,22 @@ private slots:
         QVERIFY2(r.out.contains("PASS structure, coverage, injectivity, dataflow, numeric"), r.out.constData());
     }
 
+    // The whole pipeline on the small attention example: the composite is expanded,
+    // the expansion sharded on the batch, the epilogues fused; every stage certified,
+    // numerically too.
+    void substituteShardFuse() {
+        QTemporaryDir out;
+        const QString small =
+            QDir(qEnvironmentVariable("TAPESTRY_SOURCE_DIR")).filePath("projects/attention.tapestry.json");
+        const Result r = run({"passes", small, "--pipeline", "substitute,shard,fuse", "--shard", "proj_q:0=2",
+                              "--numeric", "--no-svg", "--out", out.path()});
+        QVERIFY2(r.code == 0, (r.out + r.err).constData());
+        QVERIFY2(r.out.contains("3 pass(es)"), r.out.constData());
+        for (const char *name : {"stage-1-substitute", "stage-2-shard", "stage-3-fuse"})
+            QVERIFY2(QFile::exists(QDir(out.path()).filePath(QString(name) + ".tapestry.json")), name);
+        QCOMPARE(r.out.count("PASS structure, coverage, injectivity, dataflow, numeric"), 4);
+    }
+
     void refusals_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<int>("code");
@@ -70,10 +91,12 @@ private slots:
         QTest::newRow("unknown op") << QStringList{"--shard", "fc9:0=4"} << 1
                                     << "pass 1 (shard): shard spec 'fc9:0=4': unknown operation 'fc9'";
         QTest::newRow("unknown pass") << QStringList{"--pipeline", "shuffle", "--shard", "fc2:0=4"} << 2
-                                      << "unknown pass 'shuffle' (known: shard)";
-        QTest::newRow("pass not here yet")
-            << QStringList{"--pipeline", "fuse"} << 2 << "the fuse pass is not available yet";
-        QTest::newRow("no spec") << QStringList{} << 2 << "the shard pass needs at least one --shard";
+                                      << "unknown pass 'shuffle' (known: substitute, shard, fuse)";
+        QTest::newRow("unknown rule") << QStringList{"--pipeline", "substitute", "--rule", "matmul-commute"} << 2
+                                      << "unknown rule 'matmul-commute'";
+        QTest::newRow("unknown goal") << QStringList{"--pipeline", "substitute", "--goal", "fastest"} << 2
+                                      << "unknown substitution goal 'fastest' (expand or fuse)";
+        QTest::newRow("no spec") << QStringList{} << 2 << "the shard pass needs at least one shard spec";
     }
     void refusals() {
         QFETCH(QStringList, args);

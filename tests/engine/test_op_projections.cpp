@@ -55,6 +55,12 @@ std::vector<OpCase> ops_a_cases() {
     c.push_back({"linear/no-bias", "linear", {}, {port("x", {6, 5}), port("w", {5, 4})}});
     c.push_back({"linear/bias", "linear", {}, {port("x", {2, 3, 5}), port("w", {5, 4}), port("bias", {4})}});
     c.push_back({"linear/vector", "linear", {}, {port("x", {5}), port("w", {5, 3}), port("bias", {3})}});
+    c.push_back({"partial_matmul/even", "partial_matmul", Params{{"parts", std::int64_t{4}}},
+                 {port("a", {3, 8}), port("b", {8, 2})}});
+    c.push_back({"partial_matmul/clipped", "partial_matmul", Params{{"parts", std::int64_t{4}}},
+                 {port("a", {2, 3, 10}), port("b", {10, 4})}});
+    c.push_back({"partial_matmul/broadcast-batch", "partial_matmul", Params{{"parts", std::int64_t{2}}},
+                 {port("a", {3, 1, 2, 7}), port("b", {2, 7, 3})}});
 
     for (const char *k : {"reduce_sum", "reduce_mean", "reduce_max"}) {
         const std::string kind = k;
@@ -86,6 +92,22 @@ std::vector<OpCase> ops_a_cases() {
     }
     c.push_back({"rmsnorm/gamma", "rmsnorm", {}, {port("x", {4, 6}), port("gamma", {6})}});
     c.push_back({"rmsnorm/plain", "rmsnorm", Params{{"axis", std::int64_t{1}}}, {port("x", {2, 3, 4})}});
+    c.push_back({"move/all_gather", "move", Params{{"collective", std::string("all_gather")}}, {port("x", {3, 4, 2})}});
+    // fused (ops/fused.h): a head and its epilogues; extra operands read through
+    // the consumer's projection composed with the head's output projection.
+    auto fused = [](std::string chain, std::vector<std::int64_t> head, std::vector<std::int64_t> chain_ports) {
+        Params p{{"chain", std::move(chain)}, {"head_operands", std::move(head)}};
+        if (!chain_ports.empty()) p.set("chain_ports", std::move(chain_ports));
+        return p;
+    };
+    c.push_back({"fused/linear-relu", "fused", fused("linear;relu", {1, 1, 1}, {-1}),
+                 {ports("x", {{6, 5}, {5, 4}, {4}})}});
+    c.push_back({"fused/matmul-bias-gelu", "fused", fused("matmul;add;gelu{approximate=\"tanh\"}", {1, 1}, {0, -1}),
+                 {ports("x", {{2, 3, 4}, {4, 5}, {5}})}});
+    c.push_back({"fused/elementwise", "fused", fused("add;sub;tanh;mul", {1, 1}, {1, -1, 0}),
+                 {ports("x", {{3, 4}, {4}, {1, 4}, {3, 1}})}});
+    c.push_back({"fused/conv-relu", "fused", fused("conv2d{padding=[1,1,1,1]};relu", {1, 1, 0}, {-1}),
+                 {ports("x", {{1, 2, 5, 5}, {3, 2, 3, 3}})}});
     return c;
 }
 

@@ -69,6 +69,10 @@ Expected<Stage, std::string> shard_specs(const Graph &g, const QString &specs) {
     for (const QString &s : specs.split(' ', Qt::SkipEmptyParts)) list.push_back(s.toStdString());
     auto options = parse_shard_options(list);
     if (!options) return unexpected(options.error());
+    // Only the named ops: propagation and data movement are golden-tested in
+    // test_propagate and test_movement.
+    options->propagate = false;
+    options->movement = false;
     return shard(g, *options);
 }
 

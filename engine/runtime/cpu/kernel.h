@@ -96,5 +96,7 @@ void register_kernels_elementwise(std::vector<KernelFactory> &out);  // unary/bi
 void register_kernels_normalization(std::vector<KernelFactory> &out);  // softmax layernorm rmsnorm batchnorm
 void register_kernels_convolution(std::vector<KernelFactory> &out);  // conv2d pools
 void register_kernels_data(std::vector<KernelFactory> &out);  // reductions, shape ops, gather/embedding, attention
+void register_kernels_movement(std::vector<KernelFactory> &out);  // move
+void register_kernels_fused(std::vector<KernelFactory> &out);  // fused (ops/fused.h)
 
 }  // namespace tapestry::cpu

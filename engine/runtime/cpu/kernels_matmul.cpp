@@ -1,9 +1,12 @@
 // CPU kernels of matmul and linear: one oneDNN matmul primitive per kernel,
 // reading and writing strided views in place, with bias and fused epilogues
-// (activations, residual add/mul/sub/div) as post-ops.
+// (activations, residual add/mul/sub/div) as post-ops. partial_matmul runs one
+// such matmul per block of k, on sub-views of its strided views.
 #include <algorithm>
+#include <map>
 #include <numeric>
 
+#include "ops/library.h"
 #include "runtime/cpu/dnnl_util.h"
 
 namespace tapestry::cpu {
@@ -283,9 +286,103 @@ bool matmul_can_fuse(const KernelSpec &spec, const Epilogue &e) {
     return !static_cast<const MatmulKernel &>(**kernel).uses_reference_implementation();
 }
 
+// partial_matmul over a shard [p0, p1) × batch × m × n: block p reads a[…, pB:(p+1)B]
+// and b[…, pB:(p+1)B, :] (the last block clipped) and writes y[p]. Each block is a
+// plain matmul on sub-views of the shard's views; blocks of one size share one
+// primitive (at most two sizes: B and the clipped last block).
+class PartialMatmulKernel final : public Kernel {
+public:
+    static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec) {
+        const std::string what = "partial_matmul kernel";
+        if (spec.operands.size() != 2 || spec.operands[0].operands.size() != 1 ||
+            spec.operands[1].operands.size() != 1 || spec.input_shapes.size() != 2 || spec.output_shapes.size() != 1)
+            return unexpected(what + ": unexpected operands");
+        if (!spec.epilogues.empty()) return unexpected(what + ": takes no epilogues");
+        auto k = std::unique_ptr<PartialMatmulKernel>(new PartialMatmulKernel());
+        const OperandType &a_type = spec.operands[0].operands[0];
+        const OperandType &b_type = spec.operands[1].operands[0];
+        const Coord k_total = a_type.shape[a_type.shape.rank() - 1];
+        const std::int64_t parts = spec.params.get_int("parts", 0);
+        if (parts < 1 || parts > k_total) return unexpected(what + ": bad parts " + std::to_string(parts));
+        const Coord block = (k_total + parts - 1) / parts;
+        const ZPoint &as = spec.input_shapes[0], &bs = spec.input_shapes[1], &ys = spec.output_shapes[0];
+        k->a_strides_ = spec_input_strides(spec, 0);
+        k->b_strides_ = spec_input_strides(spec, 1);
+        k->y_strides_ = spec_output_strides(spec, 0);
+        k->elem_ = dtype_bytes(a_type.dtype);
+        k->block_ = block;
+        k->a_k_ = as.rank() - 1;
+        k->b_k_ = bs.rank() - 2;
+        if (spec.index_range.empty() || ys.product() == 0) return std::unique_ptr<Kernel>(std::move(k));
+        const Coord p0 = spec.index_range.start()[0], p1 = spec.index_range.end()[0];
+        const OpDef *matmul = OpLibrary::standard().find("matmul");
+        TAPESTRY_CHECK(matmul != nullptr, "the op library has no matmul");
+        const std::vector<Coord> y_block_dims(ys.coords().begin() + 1, ys.coords().end());
+        const ZPoint y_block(y_block_dims);
+        const std::vector<std::int64_t> y_block_strides(k->y_strides_.begin() + 1, k->y_strides_.end());
+        for (Coord p = p0; p < p1; ++p) {
+            const Coord size = std::min(block, k_total - p * block);
+            k->sizes_.push_back(size);
+            if (k->kernels_.count(size)) continue;
+            ZPoint a_block = as, b_block = bs;
+            a_block[k->a_k_] = size;
+            b_block[k->b_k_] = size;
+            ZPoint a_whole = a_type.shape, b_whole = b_type.shape;
+            a_whole[k->a_k_] = size;
+            b_whole[k->b_k_] = size;
+            KernelSpec block_spec;
+            block_spec.def = matmul;
+            const std::vector<PortTypes> whole{{"a", {OperandType{a_type.dtype, a_whole}}},
+                                               {"b", {OperandType{b_type.dtype, b_whole}}}};
+            auto d = OpLibrary::standard().derive("matmul", {}, whole);
+            if (!d) return unexpected(what + ": " + d.error().message);
+            block_spec.derivation = std::move(d).value();
+            block_spec.operands = {{"a", {OperandType{a_type.dtype, a_block}}}, {"b", {OperandType{b_type.dtype, b_block}}}};
+            block_spec.index_range = ZRange::of_shape(y_block);
+            block_spec.input_shapes = {a_block, b_block};
+            block_spec.output_shapes = {y_block};
+            block_spec.input_strides = {k->a_strides_, k->b_strides_};
+            block_spec.output_strides = {y_block_strides};
+            block_spec.threads = spec.threads;
+            auto made = MatmulKernel::make(block_spec, false);
+            if (!made) return unexpected(made.error());
+            k->kernels_.emplace(size, std::move(made).value());
+        }
+        return std::unique_ptr<Kernel>(std::move(k));
+    }
+
+    void run(std::span<const View> inputs, std::span<const View> outputs) override {
+        for (size_t q = 0; q < sizes_.size(); ++q) {
+            const auto offset = static_cast<std::int64_t>(q) * block_;
+            View a = inputs[0], b = inputs[1], y = outputs[0];
+            a.data += offset * a_strides_[static_cast<size_t>(a_k_)] * elem_;
+            b.data += offset * b_strides_[static_cast<size_t>(b_k_)] * elem_;
+            y.data += static_cast<std::int64_t>(q) * y_strides_[0] * elem_;
+            const View block_inputs[2] = {a, b};
+            kernels_.at(sizes_[q])->run(block_inputs, std::span<const View>(&y, 1));
+        }
+    }
+    std::size_t scratch_bytes() const override {
+        std::size_t n = 0;
+        for (const auto &[size, kernel] : kernels_) n += kernel->scratch_bytes();
+        return n;
+    }
+
+private:
+    PartialMatmulKernel() = default;
+    std::vector<std::int64_t> a_strides_, b_strides_, y_strides_;
+    std::int64_t elem_ = 4;
+    Coord block_ = 1;
+    int a_k_ = 0, b_k_ = 0;
+    std::vector<Coord> sizes_;                        // per block of the shard, its k size
+    std::map<Coord, std::unique_ptr<Kernel>> kernels_;  // one matmul per block size
+};
+
 }  // namespace
 
 void register_kernels_matmul(std::vector<KernelFactory> &out) {
+    out.push_back({"partial_matmul", [](const KernelSpec &, const Epilogue &) { return false; },
+                   [](const KernelSpec &spec) { return PartialMatmulKernel::make(spec); }});
     out.push_back({"matmul", matmul_can_fuse,
                    [](const KernelSpec &spec) { return MatmulKernel::make(spec, false); }});
     out.push_back({"linear", matmul_can_fuse,

@@ -24,6 +24,8 @@ const std::map<std::string, KernelFactory> &table() {
         register_kernels_normalization(all);
         register_kernels_convolution(all);
         register_kernels_data(all);
+        register_kernels_movement(all);
+        register_kernels_fused(all);
         std::map<std::string, KernelFactory> m;
         for (KernelFactory &f : all) {
             TAPESTRY_CHECK(m.count(f.kind) == 0, "CPU kernel registered twice");

@@ -1,0 +1,373 @@
+// The fusion pass: grow chains from each head along single-consumer edges whose
+// shard selections match exactly, check each candidate with the op library and the
+// CPU kernel, and replace the chain by one `fused` operation through the
+// RecordingRewriter (so the stage diff is exactly the fused heads, the removed
+// members and the removed intermediates).
+#include "passes/fuse.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/delta.h"
+#include "graph/order.h"
+#include "graph/resolve.h"
+#include "ops/fused.h"
+#include "runtime/cpu/kernel.h"
+
+namespace tapestry {
+namespace {
+
+struct Piece {
+    ZRange index;
+    std::string device;
+    ShardSelections sel;
+};
+
+std::vector<Piece> pieces_of(const Graph &g, const Operation &op, const Signature &abs) {
+    std::vector<Piece> out;
+    if (op.shards.empty()) {
+        out.push_back(Piece{abs.index_space, "", derive_shard_selections(g, op, abs, abs.index_space)});
+        return out;
+    }
+    for (const Shard &s : op.shards) out.push_back(Piece{s.index, s.device, derive_shard_selections(g, op, abs, s.index)});
+    return out;
+}
+
+const TensorSelection *binding_selection(const std::vector<PortBinding> &bindings, const std::string &port) {
+    for (const PortBinding &b : bindings)
+        if (b.name == port && !b.selections.empty()) return &b.selections.front();
+    return nullptr;
+}
+
+std::vector<std::int64_t> row_major_strides(const Graph &g, const TensorId &id) {
+    const Tensor *t = g.find_tensor(id);
+    if (!t) return {};
+    const ZPoint shape = t->shape();
+    std::vector<std::int64_t> st(static_cast<size_t>(shape.rank()), 1);
+    for (int d = shape.rank() - 2; d >= 0; --d) st[static_cast<size_t>(d)] = st[static_cast<size_t>(d + 1)] * shape[d + 1];
+    return st;
+}
+
+std::string count_text(const Operation &op) {
+    return op.shards.empty() ? std::string("unsharded") : std::to_string(op.shards.size()) + " shards";
+}
+
+// The chain under construction.
+struct Chain {
+    const Operation *head = nullptr;
+    std::vector<const Operation *> members;  // after the head
+    FusedChain fused;
+    std::vector<TensorSelection> head_inputs;
+    std::vector<TensorSelection> extras;
+    TensorSelection value;                   // the op-level selection of the current value
+    std::vector<ZRange> piece_values;         // per head piece, the selection of the current value
+    std::vector<TensorId> removed_tensors;
+};
+
+class Fuser {
+public:
+    Fuser(Graph &g, const FuseOptions &o) : rw_(g), options_(o) {
+        lib_ = o.library ? o.library : &OpLibrary::standard();
+        for (const OpId &id : o.exclude) excluded_.insert(id);
+    }
+
+    Expected<std::monostate, std::string> run() {
+        const Graph snapshot = rw_.graph();
+        for (const Operation *op : dependency_order(snapshot).order) {
+            if (consumed_.count(op->id)) continue;
+            auto r = grow(*op);
+            if (!r) return unexpected(r.error());
+        }
+        return std::monostate{};
+    }
+
+    GraphDelta take() { return rw_.take(); }
+    int pairs() const { return pairs_; }
+    const std::vector<std::string> &fused_ops() const { return fused_ops_; }
+    const std::vector<std::string> &refusals() const { return refusals_; }
+
+private:
+    bool allowed(const Operation &op, bool as_head) const {
+        if (excluded_.count(op.id)) return false;
+        if (!options_.kinds.empty() &&
+            std::find(options_.kinds.begin(), options_.kinds.end(), op.kind) == options_.kinds.end())
+            return false;
+        const OpDef *def = lib_->find(op.kind);
+        return def && (as_head ? fusable_head(*def) : fusable_epilogue(*def));
+    }
+
+    void refuse(const Operation &from, const std::string &to, const std::string &why) {
+        refusals_.push_back(from.id.value + "→" + to + " " + why);
+    }
+
+    // Builds the fused operation for `c` (with its members so far), or says why not.
+    Expected<Operation, std::string> build(const Chain &c) const {
+        const Graph &g = rw_.graph();
+        auto params = fused_params(c.fused);
+        if (!params) return unexpected(std::string("parameters cannot be written into the chain"));
+        Operation f;
+        f.id = c.head->id;
+        f.name = c.head->name.empty() ? c.head->id.value : c.head->name;
+        for (const Operation *m : c.members) f.name += "+" + (m->name.empty() ? m->id.value : m->name);
+        f.kind = "fused";
+        f.params = std::move(*params);
+        PortBinding x{"x", c.head_inputs};
+        x.selections.insert(x.selections.end(), c.extras.begin(), c.extras.end());
+        f.inputs.push_back(std::move(x));
+        f.outputs.push_back(PortBinding{"y", {c.value}});
+        f.index_space = c.head->index_space;
+        bool stated = false;
+        for (const Shard &s : c.head->shards) {
+            f.shards.push_back(Shard{s.id, s.index, s.device, {}, {}});
+            stated = stated || !s.inputs.empty() || !s.outputs.empty();
+        }
+        auto abs = resolve(g, f, *lib_);
+        if (!abs) return unexpected("the fused op does not derive: " + abs.error().message);
+        if (stated)
+            for (Shard &s : f.shards) {
+                ShardSelections sel = derive_shard_selections(g, f, abs->signature, s.index);
+                s.inputs = std::move(sel.inputs);
+                s.outputs = std::move(sel.outputs);
+            }
+        // Ask the CPU kernel, once per distinct piece shape.
+        const cpu::KernelFactory *factory = cpu::find_kernel("fused");
+        if (!factory) return unexpected(std::string("no CPU kernel for fused"));
+        const OpDef *def = lib_->find("fused");
+        auto types = operand_types(g, f);
+        if (!types) return unexpected(types.error().message);
+        auto rel = lib_->derive("fused", f.params, *types);
+        if (!rel) return unexpected(rel.error().message);
+        std::set<std::vector<ZPoint>> seen;
+        for (const Piece &p : pieces_of(g, f, abs->signature)) {
+            cpu::KernelSpec spec;
+            spec.def = def;
+            spec.params = lib_->with_defaults(*def, f.params);
+            spec.derivation = *rel;
+            spec.operands = *types;
+            spec.index_range = p.index;
+            // Views as the executor cuts them: boxes of row-major tensor buffers.
+            for (const PortBinding &b : p.sel.inputs)
+                for (const TensorSelection &s : b.selections) {
+                    spec.input_shapes.push_back(s.range.shape());
+                    spec.input_strides.push_back(row_major_strides(g, s.tensor));
+                }
+            for (const PortBinding &b : p.sel.outputs)
+                for (const TensorSelection &s : b.selections) {
+                    spec.output_shapes.push_back(s.range.shape());
+                    spec.output_strides.push_back(row_major_strides(g, s.tensor));
+                }
+            std::vector<ZPoint> key = spec.input_shapes;
+            for (const auto &st : spec.input_strides) key.push_back(ZPoint(std::vector<Coord>(st.begin(), st.end())));
+            key.insert(key.end(), spec.output_shapes.begin(), spec.output_shapes.end());
+            if (!seen.insert(key).second) continue;
+            auto kernel = factory->make(spec);
+            if (!kernel) return unexpected("the CPU kernel cannot run the chain (" + kernel.error() + ")");
+        }
+        return f;
+    }
+
+    Expected<std::monostate, std::string> grow(const Operation &head) {
+        const Graph &g = rw_.graph();
+        if (!allowed(head, true)) return std::monostate{};
+        const OpDef *hdef = lib_->find(head.kind);
+        auto habs = resolve(g, head, *lib_);
+        if (!habs) return unexpected("operation '" + head.id.value + "' does not resolve: " + habs.error().message);
+        if (head.outputs.size() != 1 || head.outputs[0].selections.size() != 1) return std::monostate{};
+
+        Chain c;
+        c.head = &head;
+        c.fused.members.push_back(FusedMember{head.kind, head.params, -1});
+        c.fused.member_ids.push_back(head.id.value);
+        for (const PortSpec &p : hdef->input_ports()) {
+            std::int64_t n = 0;
+            for (const PortBinding &b : head.inputs)
+                if (b.name == p.name) {
+                    n += static_cast<std::int64_t>(b.selections.size());
+                    c.head_inputs.insert(c.head_inputs.end(), b.selections.begin(), b.selections.end());
+                }
+            if (n > 1) return std::monostate{};
+            c.fused.head_operands.push_back(n);
+        }
+        c.value = head.outputs[0].selections[0];
+        for (const Piece &p : pieces_of(g, head, habs->signature))
+            c.piece_values.push_back(p.sel.outputs.at(0).selections.at(0).range);
+
+        std::optional<Operation> fused;
+        const Operation *end = &head;
+        while (true) {
+            const TensorId t = c.value.tensor;
+            const Tensor *tensor = g.find_tensor(t);
+            const auto consumers = g.consumers(t);
+            if (!tensor || consumers.empty()) break;
+            if (consumers.size() > 1) {
+                std::string names;
+                bool any = false;
+                for (const OpId &id : consumers) {
+                    names += (names.empty() ? "" : ",") + id.value;
+                    any = any || allowed(*g.find_op(id), false);
+                }
+                if (any) refuse(*end, "{" + names + "}", "not fused: " + t.value + " has " + std::to_string(consumers.size()) + " consumers");
+                break;
+            }
+            const Operation &cons = *g.find_op(consumers[0]);
+            if (!allowed(cons, false) || consumed_.count(cons.id)) break;
+            const std::string edge_to = cons.id.value;
+            if (tensor->role == TensorRole::output) {
+                refuse(*end, edge_to, "not fused: " + t.value + " is a graph output");
+                break;
+            }
+            if (g.producers(t).size() != 1) {
+                refuse(*end, edge_to, "not fused: " + t.value + " has several producers");
+                break;
+            }
+            // How the consumer reads the value: exactly once, through which port.
+            std::string port;
+            int uses = 0;
+            for (const PortBinding &b : cons.inputs)
+                for (const TensorSelection &s : b.selections)
+                    if (s.tensor == t) {
+                        ++uses;
+                        port = b.name;
+                    }
+            if (uses != 1) {
+                refuse(*end, edge_to, "not fused: " + edge_to + " reads " + t.value + " " + std::to_string(uses) + " times");
+                break;
+            }
+            if (cons.outputs.size() != 1 || cons.outputs[0].selections.size() != 1) break;
+            auto ctypes = operand_types(g, cons);
+            if (!ctypes) return unexpected("operation '" + cons.id.value + "' does not resolve: " + ctypes.error().message);
+            auto crel = lib_->derive(cons.kind, cons.params, *ctypes);
+            auto cabs = resolve(g, cons, *lib_);
+            if (!crel || !cabs) return unexpected("operation '" + cons.id.value + "' does not resolve");
+            const OperandProjection *through = crel->signature.input(port, 0);
+            const TensorSelection *read = binding_selection(cons.inputs, port);
+            const int rank = c.value.range.rank();
+            if (!through || !read || !(through->projection == IndexProjection::identity(rank)) ||
+                !(crel->signature.index_space == ZRange::of_shape(read->range.shape())) ||
+                !(cons.outputs[0].selections[0].range.shape() == read->range.shape())) {
+                refuse(*end, edge_to, "not fused: " + edge_to + " reads " + t.value + " through a broadcast or a window");
+                break;
+            }
+            // Per piece: the consumer's pieces read exactly what the chain's pieces write.
+            const std::vector<Piece> cp = pieces_of(g, cons, cabs->signature);
+            std::vector<ZRange> next_values = c.piece_values;
+            bool match = cp.size() == c.piece_values.size() && read->range == c.value.range;
+            bool devices_ok = true;
+            std::vector<bool> taken(c.piece_values.size(), false);
+            for (size_t j = 0; match && j < cp.size(); ++j) {
+                const TensorSelection *r = binding_selection(cp[j].sel.inputs, port);
+                bool found = false;
+                for (size_t i = 0; r && i < c.piece_values.size(); ++i)
+                    if (!taken[i] && c.piece_values[i] == r->range) {
+                        taken[i] = true;
+                        found = true;
+                        next_values[i] = cp[j].sel.outputs.at(0).selections.at(0).range;
+                        const std::string &hd = head.shards.empty() ? std::string() : head.shards[i].device;
+                        if (!cp[j].device.empty() && cp[j].device != hd) devices_ok = false;
+                        break;
+                    }
+                match = found;
+            }
+            if (!match) {
+                refuse(*end, edge_to, "selections differ (" + end->id.value + " " + count_text(*end) + ", " + edge_to +
+                                          " " + count_text(cons) + ")");
+                break;
+            }
+            if (!devices_ok) {
+                refuse(*end, edge_to, "not fused: shards placed on different devices");
+                break;
+            }
+            // Extend the chain and check it.
+            Chain next = c;
+            FusedMember m{cons.kind, cons.params, -1};
+            if (port != "x") {
+                m.chain_port = port == "a" ? 0 : 1;
+                const TensorSelection *other = binding_selection(cons.inputs, port == "a" ? "b" : "a");
+                if (!other) break;
+                next.extras.push_back(*other);
+            }
+            next.fused.members.push_back(m);
+            next.fused.member_ids.push_back(cons.id.value);
+            next.members.push_back(&cons);
+            next.value = cons.outputs[0].selections[0];
+            next.piece_values = next_values;
+            next.removed_tensors.push_back(t);
+            auto built = build(next);
+            if (!built) {
+                refuse(*end, edge_to, "not fused: " + built.error());
+                break;
+            }
+            fused = std::move(built).value();
+            c = std::move(next);
+            end = &cons;
+        }
+        if (!fused) return std::monostate{};
+        // Rewrite: the head becomes the fused op; members and intermediates go.
+        consumed_.insert(head.id);
+        std::string ids = head.id.value;
+        for (const Operation *m : c.members) {
+            consumed_.insert(m->id);
+            ids += "+" + m->id.value;
+        }
+        std::vector<OpId> members;
+        for (const Operation *m : c.members) members.push_back(m->id);
+        rw_.put_op(std::move(*fused));
+        for (const OpId &id : members) rw_.remove_op(id);
+        for (const TensorId &t : c.removed_tensors) rw_.remove_tensor(t);
+        pairs_ += static_cast<int>(members.size());
+        fused_ops_.push_back(ids);
+        return std::monostate{};
+    }
+
+    RecordingRewriter rw_;
+    const FuseOptions &options_;
+    const OpLibrary *lib_ = nullptr;
+    std::set<OpId> excluded_;
+    std::set<OpId> consumed_;
+    int pairs_ = 0;
+    std::vector<std::string> fused_ops_;
+    std::vector<std::string> refusals_;
+};
+
+std::string plural(int n, const char *one, const char *many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
+}  // namespace
+
+Expected<Stage, std::string> fuse(const Graph &g, const FuseOptions &options) {
+    Stage stage;
+    stage.pass = "fuse";
+    stage.input = g;
+    if (!options.kinds.empty()) {
+        stage.options = "kinds=";
+        for (size_t k = 0; k < options.kinds.size(); ++k) stage.options += (k ? "," : "") + options.kinds[k];
+    }
+    if (!options.exclude.empty()) {
+        stage.options += std::string(stage.options.empty() ? "" : " ") + "exclude=";
+        for (size_t k = 0; k < options.exclude.size(); ++k) stage.options += (k ? "," : "") + options.exclude[k].value;
+    }
+    Graph out = g;
+    Fuser fuser(out, options);
+    auto r = fuser.run();
+    if (!r) return unexpected(r.error());
+    stage.diff = fuser.take();
+    std::string summary;
+    const int ops = static_cast<int>(fuser.fused_ops().size());
+    if (ops == 0) {
+        summary = "nothing fused";
+    } else {
+        summary = "fused " + plural(fuser.pairs(), "pair", "pairs") + " into " + plural(ops, "op", "ops") + ":";
+        for (size_t k = 0; k < fuser.fused_ops().size(); ++k) summary += (k ? ", " : " ") + fuser.fused_ops()[k];
+    }
+    const auto &refused = fuser.refusals();
+    if (!refused.empty()) {
+        summary += "; " + plural(static_cast<int>(refused.size()), "edge", "edges") + " not fused:";
+        for (size_t k = 0; k < refused.size(); ++k) summary += (k ? "; " : " ") + refused[k];
+    }
+    stage.summary = summary;
+    stage.graph = std::move(out);
+    if (options.certify) stage.certificate = certify(g, stage.graph, *options.certify);
+    return stage;
+}
+
+}  // namespace tapestry

@@ -1,0 +1,41 @@
+// The fusion pass (issue 5): producer–consumer shard fusion where selections match
+// exactly (Tapestry's fusion edge). A head (matmul, linear, conv2d or an
+// elementwise op) and the chain of elementwise ops consuming its value become one
+// `fused` operation (ops/fused.h); the intermediate tensors disappear.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/graph.h"
+#include "ops/library.h"
+#include "passes/certificate.h"
+#include "passes/stage.h"
+
+namespace tapestry {
+
+struct FuseOptions {
+    // Kinds that may take part (as head or epilogue); empty: every fusable kind.
+    std::vector<std::string> kinds;
+    // Operations never fused.
+    std::vector<OpId> exclude;
+    const OpLibrary *library = nullptr;  // null: OpLibrary::standard()
+    // Certify the stage against the input graph when set.
+    std::optional<CertifyOptions> certify;
+};
+
+// The fusion stage. For each producer P (in dependency order) whose one output
+// tensor T is not a graph output and is read by exactly one consumer C, an
+// elementwise op reading T one-to-one, whose pieces (shards, or the whole op when
+// unsharded) read exactly the selections P's pieces write (same count, equal
+// selections, compatible devices), P and C are replaced by one `fused` op with
+// P's id and P's shards; greedily, C's own consumer may join the chain. T is
+// removed. A chain is fused only when the CPU kernel can run it (ops/fused.h,
+// runtime/cpu/kernels_fused.cpp). Edges between fusable kinds that are not fused
+// are named in the summary with the reason. Fails only when the graph does not
+// resolve.
+Expected<Stage, std::string> fuse(const Graph &g, const FuseOptions &options = {});
+
+}  // namespace tapestry

@@ -1,0 +1,270 @@
+// Data movement. Who writes and who reads each element is an ISL question: the
+// exact image of each shard's index range through its projection (clipped reads
+// clipped), intersected pairwise between producer and consumer shards on
+// different devices. The same counting decides where a move is needed and, after
+// insertion, what each move carries.
+#include "passes/movement.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/resolve.h"
+#include "index/index_set.h"
+#include "ops/library.h"
+
+namespace tapestry {
+namespace {
+
+// What one piece of an op (a shard, or the whole op when unsharded) touches of a tensor.
+struct Piece {
+    ShardId id;
+    IndexSet elements;
+};
+
+IndexSet touched(const OperandProjection &p, const ZRange &index, const ZRange &operand_range) {
+    if (index.empty()) return IndexSet(operand_range.rank());
+    IndexSet s = IndexSet::of_range(index).image(p.projection);
+    if (p.clipped) s = s.intersect(IndexSet::of_range(operand_range));
+    return s;
+}
+
+// Per piece of `op`, the elements of tensor `t` its operands on one side touch
+// (all operands bound to `t` together). Piece k sits on device k.
+std::vector<Piece> pieces_touching(const Operation &op, const Signature &sig, const TensorId &t, int rank,
+                                   bool outputs) {
+    std::vector<std::pair<ShardId, ZRange>> ranges;
+    if (op.shards.empty())
+        ranges.emplace_back(ShardId(op.id.value), sig.index_space);
+    else
+        for (const Shard &s : op.shards) ranges.emplace_back(s.id, s.index);
+    const std::vector<PortBinding> &bindings = outputs ? op.outputs : op.inputs;
+    const std::vector<PortProjections> &ports = outputs ? sig.outputs : sig.inputs;
+    std::vector<Piece> out;
+    for (const auto &[id, index] : ranges) {
+        Piece piece{id, IndexSet(rank)};
+        if (index.rank() == sig.index_space.rank())
+            for (const PortBinding &b : bindings)
+                for (const PortProjections &pp : ports)
+                    if (pp.port == b.name)
+                        for (size_t i = 0; i < b.selections.size() && i < pp.operands.size(); ++i)
+                            if (b.selections[i].tensor == t)
+                                piece.elements =
+                                    piece.elements.unite(touched(pp.operands[i], index, b.selections[i].range));
+        out.push_back(std::move(piece));
+    }
+    return out;
+}
+
+struct Flow {
+    size_t from, to;
+    std::int64_t elements;
+};
+
+// Elements that piece j of the readers needs from piece i ≠ j of the writers.
+std::vector<Flow> cross_device(const std::vector<Piece> &writers, const std::vector<Piece> &readers) {
+    std::vector<Flow> out;
+    for (size_t i = 0; i < writers.size(); ++i)
+        for (size_t j = 0; j < readers.size(); ++j) {
+            if (i == j) continue;
+            const std::int64_t n = writers[i].elements.intersect(readers[j].elements).count();
+            if (n > 0) out.push_back(Flow{i, j, n});
+        }
+    return out;
+}
+
+// The writers of tensor `t`: the pieces of its single producer, or empty.
+struct Writers {
+    OpPtr producer;
+    std::vector<Piece> pieces;
+};
+std::optional<Writers> writers_of(const Graph &g, const Tensor &t, const SignatureSource &lib) {
+    const std::vector<OpId> producers = g.producers(t.id);
+    if (producers.size() != 1) return std::nullopt;
+    const OpPtr p = g.op_ptr(producers.front());
+    auto d = resolve(g, *p, lib);
+    if (!d) return std::nullopt;
+    return Writers{p, pieces_touching(*p, d->signature, t.id, t.range.rank(), true)};
+}
+
+std::string choose_collective(const Operation &consumer, const Signature &sig, const Tensor &t,
+                              const std::vector<Piece> &writers, const std::vector<Piece> &readers) {
+    // The tensor dims along which the producer's writes differ.
+    std::vector<int> split;
+    std::vector<ZRange> boxes;
+    for (const Piece &w : writers) boxes.push_back(w.elements.bounding_box());
+    for (int d = 0; d < t.range.rank(); ++d)
+        for (const ZRange &b : boxes)
+            if (b.start()[d] != boxes.front().start()[d] || b.end()[d] != boxes.front().end()[d]) {
+                split.push_back(d);
+                break;
+            }
+    if (consumer.kind.rfind("reduce_", 0) == 0 && !split.empty()) {
+        bool reduces_all = true;
+        for (const PortBinding &b : consumer.inputs)
+            for (const PortProjections &pp : sig.inputs)
+                if (pp.port == b.name)
+                    for (size_t i = 0; i < b.selections.size() && i < pp.operands.size(); ++i) {
+                        if (b.selections[i].tensor != t.id) continue;
+                        const ZMatrix &a = pp.operands[i].projection.map().matrix();
+                        for (int d : split)
+                            for (int c = 0; c < a.cols(); ++c)
+                                if (a.at(d, c) != 0) reduces_all = false;
+                    }
+        if (reduces_all) return readers.size() >= 2 ? "reduce_scatter" : "all_reduce";
+    }
+    if (writers.size() >= 2 && readers.size() >= 2 && std::all_of(readers.begin(), readers.end(), [&](const Piece &r) {
+            return r.elements.equals(readers.front().elements);
+        }))
+        return "all_gather";
+    return "send_recv";
+}
+
+std::string unique_id(const Graph &g, const std::string &base, const std::string &alternative) {
+    if (!g.has_id(base)) return base;
+    if (!g.has_id(alternative)) return alternative;
+    for (int k = 2;; ++k)
+        if (!g.has_id(alternative + "." + std::to_string(k))) return alternative + "." + std::to_string(k);
+}
+
+// The producer's writes as shards of a move over the tensor: one box per piece,
+// partitioning the tensor; nullopt when they do not.
+std::optional<std::vector<ZRange>> partition_boxes(const Tensor &t, const std::vector<Piece> &writers) {
+    std::vector<ZRange> boxes;
+    IndexSet all(t.range.rank());
+    std::int64_t total = 0;
+    for (const Piece &w : writers) {
+        const ZRange box = w.elements.bounding_box();
+        if (box.size() != w.elements.count()) return std::nullopt;
+        boxes.push_back(box);
+        total += box.size();
+        all = all.unite(w.elements);
+    }
+    if (total != t.range.size() || !all.equals(IndexSet::of_range(t.range))) return std::nullopt;
+    return boxes;
+}
+
+}  // namespace
+
+std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib) {
+    std::vector<Transfer> out;
+    for (const OpPtr &move : g.operations()) {
+        if (move->kind != "move") continue;
+        const PortBinding *x = move->input("x");
+        const PortBinding *y = move->output("y");
+        if (!x || !y || x->selections.size() != 1 || y->selections.size() != 1) continue;
+        const Tensor *t = g.find_tensor(x->selections[0].tensor);
+        const Tensor *moved = g.find_tensor(y->selections[0].tensor);
+        if (!t || !moved) continue;
+        auto writers = writers_of(g, *t, lib);
+        if (!writers) continue;
+        const std::string collective = move->params.get_string("collective", "");
+        // A y element at e is the x element at e − y.start + x.start.
+        const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
+        for (const OpId &cid : g.consumers(moved->id)) {
+            const OpPtr c = g.op_ptr(cid);
+            auto d = resolve(g, *c, lib);
+            if (!d) continue;
+            std::vector<Piece> readers = pieces_touching(*c, d->signature, moved->id, moved->range.rank(), false);
+            for (Piece &r : readers) {
+                auto boxes = r.elements.as_boxes();
+                std::vector<ZRange> shifted;
+                for (const ZRange &b : boxes ? *boxes : std::vector<ZRange>{r.elements.bounding_box()})
+                    shifted.push_back(b.translated(shift));
+                r.elements = IndexSet::of_ranges(t->range.rank(), shifted);
+            }
+            for (const Flow &f : cross_device(writers->pieces, readers))
+                out.push_back(Transfer{move->id, t->id, collective, writers->pieces[f.from].id, readers[f.to].id,
+                                       f.elements, f.elements * dtype_bytes(t->dtype)});
+        }
+    }
+    return out;
+}
+
+std::vector<Transfer> data_movement(const Graph &g) {
+    return data_movement(g, OpLibrary::standard());
+}
+
+std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib) {
+    std::vector<OpId> inserted;
+    std::vector<OpId> order;
+    for (const OpPtr &op : rw.graph().operations())
+        if (op->kind != "move") order.push_back(op->id);
+    for (const OpId &cid : order) {
+        std::set<TensorId> seen;
+        for (const TensorId &tid : rw.graph().op_ptr(cid)->input_tensors()) {
+            if (!seen.insert(tid).second) continue;
+            const OpPtr c = rw.graph().op_ptr(cid);  // the latest version: an earlier tensor may have rebound it
+            const Tensor *t = rw.graph().find_tensor(tid);
+            if (!t) continue;
+            // Both sides whole on device 0: nothing can move (and big unsharded graphs stay cheap).
+            const std::vector<OpId> producers = rw.graph().producers(tid);
+            if (c->shards.empty() && producers.size() == 1 && rw.graph().find_op(producers.front())->shards.empty())
+                continue;
+            auto writers = writers_of(rw.graph(), *t, lib);
+            if (!writers) continue;
+            auto d = resolve(rw.graph(), *c, lib);
+            if (!d) continue;
+            const std::vector<Piece> readers = pieces_touching(*c, d->signature, tid, t->range.rank(), false);
+            if (cross_device(writers->pieces, readers).empty()) continue;
+            auto boxes = partition_boxes(*t, writers->pieces);
+            if (!boxes) continue;
+            const std::string collective = choose_collective(*c, d->signature, *t, writers->pieces, readers);
+
+            const std::string moved_id =
+                unique_id(rw.graph(), tid.value + "." + collective, tid.value + "." + collective + "." + cid.value);
+            Tensor moved{TensorId(moved_id), moved_id, t->dtype, t->range, TensorRole::intermediate, {}, {}};
+            const std::string move_id = unique_id(rw.graph(), "move." + tid.value + "." + cid.value,
+                                                  "move." + tid.value + "." + cid.value + "." + collective);
+            Operation move;
+            move.id = OpId(move_id);
+            move.name = move_id;
+            move.kind = "move";
+            move.params.set("collective", collective);
+            move.inputs.push_back(PortBinding{"x", {TensorSelection{tid, t->range}}});
+            move.outputs.push_back(PortBinding{"y", {TensorSelection{moved.id, t->range}}});
+            if (boxes->size() > 1)
+                for (size_t k = 0; k < boxes->size(); ++k)
+                    move.shards.push_back(
+                        Shard{ShardId(move_id + "/" + std::to_string(k)),
+                              (*boxes)[k].translated(ZPoint::zeros(t->range.rank()) - t->range.start()),
+                              "",
+                              {},
+                              {}});
+            Operation consumer = *c;
+            for (PortBinding &b : consumer.inputs)
+                for (TensorSelection &s : b.selections)
+                    if (s.tensor == tid) s.tensor = moved.id;
+            for (Shard &s : consumer.shards)  // stated shard selections follow the rebinding
+                for (PortBinding &b : s.inputs)
+                    for (TensorSelection &sel : b.selections)
+                        if (sel.tensor == tid) sel.tensor = moved.id;
+            rw.put_tensor(std::move(moved));
+            rw.put_op(std::move(move));
+            rw.put_op(std::move(consumer));
+            inserted.push_back(OpId(move_id));
+        }
+    }
+    return inserted;
+}
+
+std::string movement_summary(const std::vector<Transfer> &transfers) {
+    if (transfers.empty()) return "moves nothing";
+    std::int64_t elements = 0, bytes = 0;
+    std::map<std::string, int> per;
+    for (const Transfer &t : transfers) {
+        elements += t.elements;
+        bytes += t.bytes;
+        ++per[t.collective];
+    }
+    std::string out = "moves " + std::to_string(elements) + " elements (" + std::to_string(bytes) + " bytes) in " +
+                      std::to_string(transfers.size()) + (transfers.size() == 1 ? " transfer:" : " transfers:");
+    bool first = true;
+    for (const auto &[name, n] : per) {
+        out += (first ? " " : ", ") + name + " " + std::to_string(n);
+        first = false;
+    }
+    return out;
+}
+
+}  // namespace tapestry

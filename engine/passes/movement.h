@@ -1,0 +1,59 @@
+// Explicit data movement (issue 5, DESIGN.md §5): where a consumer's shards read
+// elements that another shard of the producer wrote, the sharding pass inserts a
+// `move` node labelled with the collective it becomes across devices, and
+// data_movement() says — exactly, with ISL — which elements move between which shards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/delta.h"
+#include "graph/signature.h"
+
+namespace tapestry {
+
+// Placement is not decided yet, so movement assumes that shard k of every
+// operation sits on virtual device k, and an unsharded operation on device 0.
+// Elements move when a consumer shard reads what a producer shard on another
+// device wrote; placement later changes the devices and so the transfers.
+
+// One shard-to-shard transfer carried by a move op.
+struct Transfer {
+    OpId op;                 // the move op
+    TensorId tensor;         // the tensor it moves (its input x)
+    std::string collective;  // the move's collective parameter
+    ShardId from_shard;      // the producer shard that wrote the elements (the op id when unsharded)
+    ShardId to_shard;        // the consumer shard that reads them (the op id when unsharded)
+    std::int64_t elements = 0;
+    std::int64_t bytes = 0;
+};
+
+// Every transfer of every move op of `g`, in op order, then producer shard order,
+// then consumer shard order: for producer piece i and consumer piece j on different
+// devices, the number of points of (elements i writes) ∩ (elements j reads through
+// the move's output), counted exactly (halos included; clipped reads clipped).
+std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib);
+// The same against the standard op library.
+std::vector<Transfer> data_movement(const Graph &g);
+
+// Inserts a `move` between each tensor and each consumer that reads some of it
+// from a producer shard on another device (a tensor read only by same-device
+// shards gets nothing; inputs and parameters, which no op produces, are left to
+// placement). The move reads the whole tensor and writes the new tensor
+// "<tensor>.<collective>" (".<consumer>" appended when taken), which the consumer
+// now reads in its place. The move is sharded like the producer (shard k of the
+// move carries what producer shard k wrote, so it starts on device k); it is
+// inserted only where the producers' writes partition the tensor into boxes.
+// Collective: a reduce_* consumer reducing over every split dim of the producer →
+// reduce_scatter (several consumer shards) or all_reduce (one); every consumer
+// shard (two or more) reading all that the producer shards (two or more) wrote →
+// all_gather; otherwise send_recv (halo exchange, re-partitioning, a gather onto
+// an unsharded consumer). Returns the ids of the move ops, in insertion order.
+std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib);
+
+// "moves 393216 elements (1572864 bytes) in 6 transfers: all_gather 6" — counts
+// are transfers per collective; "moves nothing" when there is none.
+std::string movement_summary(const std::vector<Transfer> &transfers);
+
+}  // namespace tapestry
