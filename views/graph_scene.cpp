@@ -1,9 +1,11 @@
 #include "views/graph_scene.h"
 
 #include <QFontMetricsF>
+#include <QGraphicsSceneContextMenuEvent>
 #include <QGraphicsSceneHoverEvent>
 #include <QGraphicsSceneMouseEvent>
 #include <QGraphicsView>
+#include <QMenu>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
 #include <QtMath>
@@ -23,6 +25,8 @@ const QColor kEdge(0x8c, 0x97, 0xa6);
 const QColor kHalo(0xf5, 0x9e, 0x0b);
 const QColor kText(0x1f, 0x29, 0x37);
 const QColor kSubtleText(0x5b, 0x65, 0x73);
+const QColor kAdded(0x16, 0xa3, 0x4a);
+const QColor kChanged(0xd9, 0x77, 0x06);
 
 constexpr double kDecorationMargin = 12.0;
 // Below this level of detail a node is one flat rectangle and an edge a straight
@@ -166,6 +170,13 @@ void NodeItem::hoverMoveEvent(QGraphicsSceneHoverEvent *event) {
     QGraphicsItem::hoverMoveEvent(event);
 }
 
+void NodeItem::setDiffMark(DiffMark mark) {
+    if (mark == diff_mark_) return;
+    prepareGeometryChange();  // the pill sits outside the box, on the left
+    diff_mark_ = mark;
+    update();
+}
+
 void NodeItem::setHealth(NodeHealth health, int issue_count) {
     if (health == health_ && issue_count == issue_count_) return;
     health_ = health;
@@ -174,7 +185,9 @@ void NodeItem::setHealth(NodeHealth health, int issue_count) {
 }
 
 QRectF NodeItem::boundingRect() const {
-    return box_.adjusted(-kDecorationMargin, -kDecorationMargin, kDecorationMargin, kDecorationMargin);
+    const bool pill = diff_mark_ == DiffMark::added || diff_mark_ == DiffMark::changed;
+    return box_.adjusted(-kDecorationMargin - (pill ? 72 : 0), -kDecorationMargin, kDecorationMargin,
+                         kDecorationMargin);
 }
 
 QPainterPath NodeItem::shape() const {
@@ -182,8 +195,30 @@ QPainterPath NodeItem::shape() const {
 }
 
 void NodeItem::paintDecorations(QPainter *p, double lod) const {
-    if (health_ == NodeHealth::ok && !isSelected() && lod < kLabelLevelOfDetail) return;
+    const bool marked = diff_mark_ == DiffMark::added || diff_mark_ == DiffMark::changed;
+    if (health_ == NodeHealth::ok && !isSelected() && !marked && lod < kLabelLevelOfDetail) return;
     const QPainterPath ring = outline();
+    if (marked) {
+        // The stage diff: a ring just outside the node and a pill to its left.
+        const QColor c = diff_mark_ == DiffMark::added ? kAdded : kChanged;
+        QPainterPathStroker stroker;
+        stroker.setWidth(6);
+        p->setPen(Qt::NoPen);
+        p->setBrush(c);
+        p->drawPath(stroker.createStroke(ring) - ring);
+        if (lod >= kLabelLevelOfDetail) {
+            const QString label = diff_mark_ == DiffMark::added ? QStringLiteral("new") : QStringLiteral("changed");
+            const QFontMetricsF fm(badgeFont());
+            const double w = fm.horizontalAdvance(label) + 12;
+            const QRectF pill(box_.left() - 8 - w, box_.center().y() - 8, w, 16);
+            p->setPen(QPen(Qt::white, 1.5));
+            p->setBrush(c);
+            p->drawRoundedRect(pill, 8, 8);
+            p->setPen(Qt::white);
+            p->setFont(badgeFont());
+            p->drawText(pill, Qt::AlignCenter, label);
+        }
+    }
     if (lod >= kLabelLevelOfDetail) {
         for (const Port &port : ports_) {
             p->setPen(QPen(QColor(0x47, 0x55, 0x69), 1.2));
@@ -287,12 +322,24 @@ void TensorItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWid
 
 // ---- OperationItem -------------------------------------------------------------
 
-OperationItem::OperationItem(const Operation &op, const QString &category, const QRectF &box)
+OperationItem::OperationItem(const Operation &op, const QString &category, const QRectF &box, bool expanded)
     : NodeItem(qs(op.id.value), NodeKind::operation, box),
       kind_(qs(op.kind)),
       name_(qs(op.name.empty() ? op.id.value : op.name)),
       category_(category),
-      shard_count_(static_cast<int>(op.shards.size())) {
+      shard_count_(static_cast<int>(op.shards.size())),
+      expanded_(expanded && !op.shards.empty()) {
+    if (expanded_) {
+        // The shards in a row along the bottom of the widened pill.
+        const double n = static_cast<double>(op.shards.size());
+        const double row = n * ShardItem::kWidth + (n - 1) * ShardItem::kGap;
+        double x = box.center().x() - row / 2;
+        const double y = box.bottom() - ShardItem::kHeight - 8;
+        for (const Shard &s : op.shards) {
+            new ShardItem(s, QRectF(x, y, ShardItem::kWidth, ShardItem::kHeight), this);
+            x += ShardItem::kWidth + ShardItem::kGap;
+        }
+    }
     QString tip = QStringLiteral("<b>%1</b> — %2").arg(name_.toHtmlEscaped(), kind_.toHtmlEscaped());
     if (shard_count_ > 0) tip += QStringLiteral("<br/>%1 shards").arg(shard_count_);
     setToolTip(tip);
@@ -322,7 +369,7 @@ QPainterPath OperationItem::outline() const {
 
 QRectF OperationItem::boundingRect() const {
     // Room for the shard badge on the top-right corner.
-    return NodeItem::boundingRect().adjusted(0, -6, 24, 0);
+    return NodeItem::boundingRect().adjusted(0, -6, 64, 0);
 }
 
 void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidget *) {
@@ -342,7 +389,9 @@ void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, Q
     p->drawPath(outline());
 
     if (lod >= kLabelLevelOfDetail) {
-        const QRectF text = r.adjusted(12, 4, -12, -4);
+        // Expanded, the name sits above the row of shards.
+        const QRectF text =
+            expanded_ ? QRectF(r.left() + 12, r.top() + 4, r.width() - 24, 34) : r.adjusted(12, 4, -12, -4);
         const QRectF top(text.left(), text.top(), text.width(), text.height() / 2 + 1);
         const QRectF bottom(text.left(), text.center().y() + 1, text.width(), text.height() / 2 - 1);
         p->setPen(Qt::white);
@@ -353,10 +402,11 @@ void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, Q
         drawElided(p, bottom, name_, nameFont, Qt::AlignHCenter | Qt::AlignVCenter);
 
         if (shard_count_ > 0) {
-            const QString label = QStringLiteral("×%1").arg(shard_count_);
+            const QString label = QStringLiteral("×%1 shards").arg(shard_count_);
             const QFontMetricsF fm(badgeFont());
             const double w = fm.horizontalAdvance(label) + 10;
-            const QRectF badge(r.right() - w / 2 - 4, r.top() - 8, w, 16);
+            // Mostly right of the pill, so that it does not cover a short name.
+            const QRectF badge(r.right() - 14, r.top() - 8, w, 16);
             p->setPen(QPen(Qt::white, 1.5));
             p->setBrush(QColor(0x33, 0x41, 0x55));
             p->drawRoundedRect(badge, 8, 8);
@@ -366,6 +416,39 @@ void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, Q
         }
     }
     paintDecorations(p, lod);
+}
+
+// ---- ShardItem -----------------------------------------------------------------
+
+ShardItem::ShardItem(const Shard &shard, const QRectF &box, QGraphicsItem *parent)
+    : QGraphicsItem(parent), id_(qs(shard.id.value)), box_(box) {
+    QStringList dims;
+    for (int d = 0; d < shard.index.rank(); ++d)
+        dims << QStringLiteral("[%1,%2)").arg(shard.index.start()[d]).arg(shard.index.end()[d]);
+    range_ = dims.isEmpty() ? QStringLiteral("[]") : dims.join(QStringLiteral("×"));
+    QString tip = QStringLiteral("<b>%1</b><br/>index %2").arg(id_.toHtmlEscaped(), range_);
+    if (!shard.device.empty()) tip += QStringLiteral("<br/>on %1").arg(qs(shard.device).toHtmlEscaped());
+    setToolTip(tip);
+    setData(NodeItem::kNodeIdRole, id_);
+    setAcceptedMouseButtons(Qt::NoButton);  // clicks select the operation
+}
+
+void ShardItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidget *) {
+    const double lod = levelOfDetail(option, p);
+    p->setRenderHint(QPainter::Antialiasing);
+    p->setPen(QPen(QColor(255, 255, 255, 200), 1));
+    p->setBrush(QColor(0, 0, 0, 45));
+    p->drawRoundedRect(box_, 6, 6);
+    if (lod < kLabelLevelOfDetail) return;
+    const QRectF text = box_.adjusted(6, 2, -6, -2);
+    p->setPen(Qt::white);
+    drawElided(p, QRectF(text.left(), text.top(), text.width(), text.height() / 2), id_, badgeFont(),
+               Qt::AlignHCenter | Qt::AlignVCenter);
+    QFont range = detailFont();
+    range.setPixelSize(10);
+    p->setPen(QColor(255, 255, 255, 225));
+    drawElided(p, QRectF(text.left(), text.center().y(), text.width(), text.height() / 2), range_, range,
+               Qt::AlignHCenter | Qt::AlignVCenter);
 }
 
 // ---- EdgeItem ------------------------------------------------------------------
@@ -478,6 +561,8 @@ void GraphScene::clearGraph() {
     graph_ = Graph();
     issues_.clear();
     shard_owner_.clear();
+    diff_marks_.clear();
+    expanded_.clear();
     graph_bounds_ = QRectF();
     has_layout_ = false;
     setSceneRect(QRectF());
@@ -504,9 +589,21 @@ NodeItem *GraphScene::makeNodeItem(const QString &id, const QRectF &local) {
         item = new TensorItem(*t, local);
     } else if (const Operation *op = graph_.find_op(OpId(id.toStdString()))) {
         const OpDef *def = OpLibrary::standard().find(op->kind);
-        item = new OperationItem(*op, def ? qs(std::string(def->category())) : QString(), local);
+        const bool expanded = !op->shards.empty() && expanded_.contains(id);
+        QRectF box = local;
+        if (expanded) {
+            // Wide enough for the row of shards, tall enough for the name above it.
+            const double n = static_cast<double>(op->shards.size());
+            const double w = std::max(local.width(), n * ShardItem::kWidth + (n - 1) * ShardItem::kGap + 24);
+            const double h = 38 + ShardItem::kHeight + 8;
+            box = QRectF(local.center().x() - w / 2, local.center().y() - h / 2, w, h);
+        }
+        item = new OperationItem(*op, def ? qs(std::string(def->category())) : QString(), box, expanded);
     }
-    if (item) item->setFlag(QGraphicsItem::ItemIsMovable, editable_);
+    if (item) {
+        item->setFlag(QGraphicsItem::ItemIsMovable, editable_);
+        item->setDiffMark(diff_marks_.value(id, DiffMark::none));
+    }
     return item;
 }
 
@@ -681,6 +778,10 @@ void GraphScene::applyEdit(const Graph &graph, const std::vector<Issue> &issues,
     shard_owner_.clear();
     for (const OpPtr &op : graph_.operations())
         for (const Shard &sh : op->shards) shard_owner_.insert(qs(sh.id.value), qs(op->id.value));
+    for (auto it = expanded_.begin(); it != expanded_.end();) {
+        const Operation *op = graph_.find_op(OpId(it->toStdString()));
+        it = op && !op->shards.empty() ? std::next(it) : expanded_.erase(it);
+    }
 
     QHash<QString, QPointF> old_pos;
     {
@@ -921,6 +1022,80 @@ void GraphScene::onSelectionChanged() {
     for (EdgeItem *e : std::as_const(edges_))
         e->setHighlighted(selected.contains(e->from()) || selected.contains(e->to()));
     emit nodeSelected(selected.size() == 1 ? *selected.cbegin() : QString());
+}
+
+// ---- stages ----------------------------------------------------------------------
+
+void GraphScene::setDiffMarks(const QHash<QString, DiffMark> &marks) {
+    diff_marks_ = marks;
+    for (auto it = nodes_.cbegin(); it != nodes_.cend(); ++it)
+        it.value()->setDiffMark(diff_marks_.value(it.key(), DiffMark::none));
+}
+
+QStringList GraphScene::shardedOperations() const {
+    QStringList out;
+    for (const OpPtr &op : graph_.operations())
+        if (!op->shards.empty()) out << qs(op->id.value);
+    return out;
+}
+
+void GraphScene::setShardsExpanded(const QString &op_id, bool expanded) {
+    const Operation *op = graph_.find_op(OpId(op_id.toStdString()));
+    if (!op || op->shards.empty() || expanded_.contains(op_id) == expanded) return;
+    if (expanded)
+        expanded_.insert(op_id);
+    else
+        expanded_.remove(op_id);
+    if (!nodes_.contains(op_id)) return;
+    // Redrawn in place (same centre), its edges re-routed to the new box.
+    const Graph g = graph_;
+    const std::vector<Issue> issues = issues_;
+    applyEdit(g, issues, {op_id}, {});
+}
+
+void GraphScene::setAllShardsExpanded(bool expanded) {
+    QStringList touched;
+    for (const QString &id : shardedOperations()) {
+        if (expanded_.contains(id) == expanded) continue;
+        if (expanded)
+            expanded_.insert(id);
+        else
+            expanded_.remove(id);
+        if (nodes_.contains(id)) touched << id;
+    }
+    if (touched.isEmpty()) return;
+    const Graph g = graph_;
+    const std::vector<Issue> issues = issues_;
+    applyEdit(g, issues, touched, {});
+}
+
+void GraphScene::contextMenuEvent(QGraphicsSceneContextMenuEvent *event) {
+    QString op_id;
+    for (QGraphicsItem *i : items(event->scenePos())) {
+        QGraphicsItem *top = i->parentItem() ? i->parentItem() : i;
+        if (auto *o = dynamic_cast<OperationItem *>(top)) {
+            op_id = o->nodeId();
+            break;
+        }
+    }
+    const QStringList sharded = shardedOperations();
+    if (sharded.isEmpty()) {
+        QGraphicsScene::contextMenuEvent(event);
+        return;
+    }
+    QMenu menu;
+    const Operation *op = op_id.isEmpty() ? nullptr : graph_.find_op(OpId(op_id.toStdString()));
+    if (op && !op->shards.empty()) {
+        const bool on = expanded_.contains(op_id);
+        menu.addAction(on ? tr("Collapse Shards of %1").arg(op_id)
+                          : tr("Expand %n Shard(s) of %1", nullptr, static_cast<int>(op->shards.size())).arg(op_id),
+                       this, [this, op_id, on] { setShardsExpanded(op_id, !on); });
+        menu.addSeparator();
+    }
+    menu.addAction(tr("Expand All Sharded Operations"), this, [this] { setAllShardsExpanded(true); });
+    menu.addAction(tr("Collapse All Sharded Operations"), this, [this] { setAllShardsExpanded(false); });
+    menu.exec(event->screenPos());
+    event->accept();
 }
 
 }  // namespace tapestry::views

@@ -8,6 +8,7 @@
 #include <QGraphicsScene>
 #include <QHash>
 #include <QPainterPath>
+#include <QSet>
 #include <QString>
 #include <vector>
 
@@ -28,6 +29,12 @@ enum class NodeKind { tensor, operation };
 
 // Worst severity of the issues pinned to a node.
 enum class NodeHealth { ok, warning, error };
+
+// How a node differs from the previous stage (the stage timeline's diff colouring):
+// added nodes get a green outline and a "new" badge, changed ones an amber outline
+// and a "changed" badge. Removed nodes are not on the canvas (their graph no longer
+// has them); the Stages dock lists them. `removed` is kept for such lists.
+enum class DiffMark { none, added, removed, changed };
 
 // A connection point: an operation's named input or output port, or a tensor's
 // value (port "" — out at the bottom, in at the top). Positions are local.
@@ -56,6 +63,8 @@ public:
     NodeHealth health() const { return health_; }
     void setHealth(NodeHealth health, int issue_count);
     int issueCount() const { return issue_count_; }
+    DiffMark diffMark() const { return diff_mark_; }
+    void setDiffMark(DiffMark mark);
 
     struct Port {
         QString name;
@@ -89,6 +98,7 @@ private:
     QRectF box_;
     NodeHealth health_ = NodeHealth::ok;
     int issue_count_ = 0;
+    DiffMark diff_mark_ = DiffMark::none;
 };
 
 // A tensor: name, dtype and shape; a stripe coloured by role.
@@ -111,12 +121,13 @@ private:
     QRectF stripe_box_;
 };
 
-// An operation: kind and name in a pill coloured by the kind's category; a shard
-// count badge when sharded.
+// An operation: kind and name in a pill coloured by the kind's category; a
+// "×N shards" badge when sharded (collapsed, the default). Expanded, the pill is
+// wide enough to hold its shards side by side as ShardItem children.
 class OperationItem : public NodeItem {
 public:
     enum { Type = UserType + 2 };
-    OperationItem(const Operation &op, const QString &category, const QRectF &box);
+    OperationItem(const Operation &op, const QString &category, const QRectF &box, bool expanded = false);
     int type() const override { return Type; }
     QPainterPath outline() const override;
     QRectF boundingRect() const override;
@@ -124,12 +135,32 @@ public:
 
     const QString &kind() const { return kind_; }
     int shardCount() const { return shard_count_; }
+    bool expanded() const { return expanded_; }
 
 private:
     QString kind_;
     QString name_;
     QString category_;
     int shard_count_ = 0;
+    bool expanded_ = false;
+};
+
+// One shard of an expanded operation, drawn inside it: the shard id and its index
+// range ("fc1/2", "[256,384)x[0,4096)").
+class ShardItem : public QGraphicsItem {
+public:
+    enum { Type = UserType + 6 };
+    static constexpr double kWidth = 150.0, kHeight = 34.0, kGap = 6.0;
+    ShardItem(const Shard &shard, const QRectF &box, QGraphicsItem *parent);
+    int type() const override { return Type; }
+    const QString &shardId() const { return id_; }
+    const QString &rangeText() const { return range_; }
+    QRectF boundingRect() const override { return box_; }
+    void paint(QPainter *painter, const QStyleOptionGraphicsItem *option, QWidget *widget) override;
+
+private:
+    QString id_, range_;
+    QRectF box_;
 };
 
 // A directed edge tensor → operation (an input selection) or operation → tensor
@@ -231,6 +262,20 @@ public:
     void markNode(const QString &id);
     QString markedNode() const { return marked_; }
 
+    // ---- stages (the Stages dock) ------------------------------------------
+    // Colours nodes by how they differ from the previous stage (replacing the old
+    // marks; ids not drawn are kept and applied when their node appears).
+    void setDiffMarks(const QHash<QString, DiffMark> &marks);
+    const QHash<QString, DiffMark> &diffMarks() const { return diff_marks_; }
+    DiffMark diffMark(const QString &id) const { return diff_marks_.value(id, DiffMark::none); }
+    // Draws a sharded operation as its shards side by side (expanded) or as one
+    // node with a shard-count badge (collapsed, the default). Unsharded ops and
+    // unknown ids are ignored; the choice is kept while the op stays in the graph.
+    void setShardsExpanded(const QString &op, bool expanded);
+    bool shardsExpanded(const QString &op) const { return expanded_.contains(op); }
+    void setAllShardsExpanded(bool expanded);
+    QStringList shardedOperations() const;
+
 signals:
     void nodeSelected(const QString &id);  // "" when nothing or several are selected
     // The user dragged a connection from an output to an input port.
@@ -241,6 +286,7 @@ signals:
     void nodesMoved(const QHash<QString, QPointF> &from, const QHash<QString, QPointF> &to);
 
 protected:
+    void contextMenuEvent(QGraphicsSceneContextMenuEvent *event) override;
     void mousePressEvent(QGraphicsSceneMouseEvent *event) override;
     void mouseMoveEvent(QGraphicsSceneMouseEvent *event) override;
     void mouseReleaseEvent(QGraphicsSceneMouseEvent *event) override;
@@ -272,6 +318,8 @@ private:
     QString marked_;
     QRectF graph_bounds_;
     bool has_layout_ = false;
+    QHash<QString, DiffMark> diff_marks_;
+    QSet<QString> expanded_;
 };
 
 // Category colours shared by the canvas and the inspector.

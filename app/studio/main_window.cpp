@@ -98,6 +98,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent) {
     createActions();
     createStatusBar();
     createEditing();
+    createStages();
 
     connect(loader_, &views::ProjectLoader::loaded, this, &MainWindow::onProjectLoaded);
     connect(import_, &views::OnnxImportWorker::finished, this, &MainWindow::onImportFinished);

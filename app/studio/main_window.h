@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "edit/editor.h"
+#include "passes/stage.h"
 #include "store/session.h"
 #include "views/graph_scene.h"
 #include "views/onnx_import_worker.h"
@@ -23,6 +24,8 @@
 #include "views/run_worker.h"
 
 class QAction;
+class QComboBox;
+class QDialog;
 class QDockWidget;
 class QLabel;
 class QMenu;
@@ -49,6 +52,11 @@ class Minimap;
 class FindBar;
 class NodeEditor;
 class RunPanel;
+class StageTimeline;
+class StageCompareView;
+class ShardMapWidget;
+class PipelineWorker;
+struct PipelineOutcome;
 }  // namespace tapestry::views
 
 namespace tapestry::studio {
@@ -176,6 +184,33 @@ public:
     QString exportTo(const QString &path, const QString &format, bool selection_only, double scale = 2.0);
     void exportSelectionDialog();
 
+    // ---- stages (main_window_stages.cpp) ------------------------------------
+    views::StageTimeline *stageTimeline() const { return stages_; }
+    QDockWidget *stagesDock() const { return stages_dock_; }
+    // Runs the Stages dock's pipeline on the document's graph off the GUI thread;
+    // false when its fields are wrong (the error shows under them), nothing is
+    // open or a pipeline is running. See pipelineFinished.
+    bool startPipeline();
+    // The window is idle at once; the worker stops at its next polling point.
+    void cancelPipeline();
+    bool isPipelineRunning() const;
+    // Shows stage k on the canvas, coloured against stage k-1; false if there is none.
+    bool showStage(int k);
+    int shownStage() const { return shown_stage_; }  // -1: the document, no stage
+    void stepStage(int delta);
+    // Makes stage k the document's graph as one undo step; "" or why not.
+    QString applyStage(int k);
+    QAction *nextStageAction() const { return next_stage_action_; }
+    QAction *previousStageAction() const { return previous_stage_action_; }
+    QAction *toggleShardsAction() const { return toggle_shards_action_; }
+    QAction *expandAllShardsAction() const { return expand_all_action_; }
+    // Opens (or reuses) the compare window on stages `left` and `right`; null if
+    // either does not exist.
+    QDialog *compareStages(int left, int right);
+    views::StageCompareView *stageCompareView() const { return compare_view_; }
+    views::ShardMapWidget *shardMap() const { return shard_map_; }
+    QDockWidget *shardMapDock() const { return shard_map_dock_; }
+
 signals:
     void projectLoaded(bool opened);
     void layoutReady();
@@ -190,6 +225,13 @@ signals:
     // The graph changed through an edit, an undo or a redo.
     void graphEdited();
     void outputsSaved(const QString &dir, const QString &error);
+    // A pipeline ended: ok, or failed / cancelled (the dock says which).
+    void pipelineFinished(bool ok);
+    void stageShown(int stage);
+    // The stages of a run were written to the session ("" or the error).
+    void stagesSaved(const QString &error);
+    // The last pipeline's stages were listed again from the session.
+    void stagesRestored(int count);
 
 protected:
     void closeEvent(QCloseEvent *event) override;
@@ -246,6 +288,13 @@ private:
     static store::Placements placementsOf(const QHash<QString, QPointF> &pos, const QSet<QString> &pinned,
                                           const Graph &g);
     void applyDefaultDockSizes();
+    void createStages();
+    void updateStageActions();
+    void onPipelineFinished(quint64 job, const views::PipelineOutcome &outcome);
+    void syncCanvas(const Graph &g, const std::vector<Issue> &issues);
+    void afterDocumentEdit();
+    void saveStages(const std::vector<Stage> &stages, const QString &options);
+    void restoreStages();
 
     views::GraphScene *scene_ = nullptr;
     views::GraphView *view_ = nullptr;
@@ -335,6 +384,26 @@ private:
     QString screenshot_path_;
     QString preselect_;
     qint64 load_ms_ = 0;
+
+    views::StageTimeline *stages_ = nullptr;
+    QDockWidget *stages_dock_ = nullptr;
+    views::PipelineWorker *pipeline_ = nullptr;
+    QAction *next_stage_action_ = nullptr;
+    QAction *previous_stage_action_ = nullptr;
+    QAction *apply_stage_action_ = nullptr;
+    QAction *toggle_shards_action_ = nullptr;
+    QAction *expand_all_action_ = nullptr;
+    QAction *run_pipeline_action_ = nullptr;
+    int shown_stage_ = -1;          // the stage the canvas shows (-1: none)
+    bool canvas_on_stage_ = false;  // the canvas shows a stage that is not the document's graph
+    bool syncing_stage_ = false;
+    qint64 stages_restored_for_ = -1;  // the project whose stored stages were looked up
+    views::ShardMapWidget *shard_map_ = nullptr;
+    QDockWidget *shard_map_dock_ = nullptr;
+    QDialog *compare_dialog_ = nullptr;
+    views::StageCompareView *compare_view_ = nullptr;
+    QComboBox *compare_left_ = nullptr;
+    QComboBox *compare_right_ = nullptr;
 };
 
 }  // namespace tapestry::studio

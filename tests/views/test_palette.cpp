@@ -109,7 +109,7 @@ void TestPalette::filterMatchesKindCategoryAndSummary_data() {
         << QStringLiteral("norm")
         << QStringList{QStringLiteral("batchnorm"), QStringLiteral("layernorm"), QStringLiteral("rmsnorm")};
     QTest::newRow("category words") << QStringLiteral("linear algebra")
-                                    << QStringList{QStringLiteral("matmul"), QStringLiteral("linear")};
+                                    << QStringList{QStringLiteral("matmul"), QStringLiteral("linear"), QStringLiteral("partial_matmul")};
     QTest::newRow("summary words") << QStringLiteral("NCHW window")
                                    << QStringList{QStringLiteral("avg_pool2d"), QStringLiteral("max_pool2d")};
     QTest::newRow("every word must match")

@@ -1,0 +1,198 @@
+#include "views/pipeline_worker.h"
+
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QRegularExpression>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "passes/certificate.h"
+#include "passes/fuse.h"
+#include "passes/shard.h"
+#include "passes/substitute.h"
+
+namespace tapestry::views {
+
+namespace {
+
+std::vector<std::string> splitSpecs(const QString &text) {
+    std::vector<std::string> out;
+    for (const QString &part : text.split(QRegularExpression(QStringLiteral("[\\s,;]+")), Qt::SkipEmptyParts))
+        out.push_back(part.toStdString());
+    return out;
+}
+
+}  // namespace
+
+PipelineWorker::PipelineWorker(QObject *parent) : QObject(parent) {
+    qRegisterMetaType<tapestry::views::PipelineOutcome>();
+    // One job at a time on a thread of its own, like the run worker: a numeric
+    // certificate never starves the loader and layout of the global pool.
+    pool_.setMaxThreadCount(1);
+}
+
+PipelineWorker::~PipelineWorker() {
+    if (cancel_) cancel_->store(true);
+    pool_.waitForDone();
+}
+
+QStringList PipelineWorker::knownPasses() {
+    return {QStringLiteral("substitute"), QStringLiteral("shard"), QStringLiteral("fuse")};
+}
+
+QString PipelineWorker::parsePasses(const QString &text, QStringList *out) {
+    QStringList names;
+    for (const QString &part : text.split(QRegularExpression(QStringLiteral("[\\s,;]+")), Qt::SkipEmptyParts)) {
+        const QString name = part.toLower();
+        if (!knownPasses().contains(name))
+            return tr("unknown pass '%1' (known: %2)").arg(part, knownPasses().join(QStringLiteral(", ")));
+        names << name;
+    }
+    if (names.isEmpty()) return tr("name at least one pass (known: %1)").arg(knownPasses().join(QStringLiteral(", ")));
+    if (out) *out = names;
+    return {};
+}
+
+QString PipelineWorker::checkSpecs(const QString &specs, const Graph &graph, const QStringList &passes) {
+    const std::vector<std::string> parts = splitSpecs(specs);
+    if (parts.empty())
+        return passes.contains(QLatin1String("shard")) ? tr("give at least one shard spec, e.g. fc1:0=4") : QString();
+    auto parsed = parse_shard_options(parts);
+    if (!parsed) return QString::fromStdString(parsed.error());
+    for (const ShardSpec &spec : parsed->specs)
+        if (!graph.find_op(spec.op))
+            return QStringLiteral("shard spec '%1': unknown operation '%2'")
+                .arg(QString::fromStdString(spec.text), QString::fromStdString(spec.op.value));
+    return {};
+}
+
+PipelineOutcome PipelineWorker::execute(const PipelineRequest &request, const std::function<bool()> &cancelled,
+                                        const std::function<void(int, int, const QString &)> &phase) {
+    PipelineOutcome out;
+    QElapsedTimer clock;
+    clock.start();
+    out.options = request.passes.join(QStringLiteral(", "));
+    if (!request.shard_specs.trimmed().isEmpty())
+        out.options += QStringLiteral(" · ") + request.shard_specs.simplified();
+    if (request.numeric) out.options += QStringLiteral(" · numeric");
+    auto stopped = [&] {
+        if (cancelled && cancelled()) {
+            out.cancelled = true;
+            out.stages.clear();
+            return true;
+        }
+        return false;
+    };
+    const int passes = static_cast<int>(request.passes.size());
+    // Steps: stage 0's certificate, then per pass the pass, its certificate and,
+    // when asked, its numeric run.
+    const int total = 1 + passes * (request.numeric ? 3 : 2);
+    int done = 0;
+    auto report = [&](const QString &what) {
+        if (phase) phase(done, total, what);
+    };
+    try {
+        CertifyOptions structural;
+        structural.numeric = false;
+        structural.seed = request.seed;
+        structural.threads = request.threads;
+        CertifyOptions numeric = structural;
+        numeric.numeric = true;
+
+        if (stopped()) return out;
+        std::vector<Stage> stages;
+        stages.push_back(original_stage(request.graph));
+        report(tr("certifying stage 0"));
+        // Stage 0 is the original itself: its numeric check would compare the
+        // graph with itself, so it gets the structural checks only.
+        stages.back().certificate = certify(request.graph, request.graph, structural);
+        ++done;
+        for (int k = 0; k < passes; ++k) {
+            const QString name = request.passes[k];
+            if (stopped()) return out;
+            report(tr("pass %1/%2: %3").arg(k + 1).arg(passes).arg(name));
+            Expected<Stage, std::string> stage = unexpected(std::string("unknown pass"));
+            if (name == QLatin1String("shard")) {
+                auto options = parse_shard_options(splitSpecs(request.shard_specs));
+                if (!options) {
+                    out.error = tr("pass %1 (%2): %3").arg(k + 1).arg(name, QString::fromStdString(options.error()));
+                    return out;
+                }
+                stage = shard(stages.back().graph, *options);
+                if (stage) stage->options = request.shard_specs.simplified().toStdString();
+            } else if (name == QLatin1String("substitute")) {
+                stage = substitute(stages.back().graph, SubstituteOptions{});
+            } else if (name == QLatin1String("fuse")) {
+                stage = fuse(stages.back().graph, FuseOptions{});
+            }
+            if (!stage) {
+                out.error = tr("pass %1 (%2): %3").arg(k + 1).arg(name, QString::fromStdString(stage.error()));
+                return out;
+            }
+            Stage s = std::move(stage).value();
+            if (s.pass.empty()) s.pass = name.toStdString();
+            ++done;
+            if (stopped()) return out;
+            report(tr("certifying stage %1").arg(k + 1));
+            s.certificate = certify(request.graph, s.graph, structural);
+            ++done;
+            if (request.numeric) {
+                if (stopped()) return out;
+                report(tr("numeric check of stage %1").arg(k + 1));
+                const Certificate run = certify(request.graph, s.graph, numeric);
+                if (const CertificateCheck *c = run.find("numeric")) s.certificate.checks.push_back(*c);
+                ++done;
+            }
+            stages.push_back(std::move(s));
+        }
+        if (stopped()) return out;
+        out.stages = std::move(stages);
+        out.ok = true;
+    } catch (const std::exception &e) {
+        out.ok = false;
+        out.stages.clear();
+        out.error = tr("internal error: %1").arg(QString::fromUtf8(e.what()));
+    }
+    out.milliseconds = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    return out;
+}
+
+quint64 PipelineWorker::start(PipelineRequest request) {
+    if (running_) return 0;
+    const quint64 job = ++job_;
+    running_ = true;
+    auto flag = std::make_shared<std::atomic_bool>(false);
+    cancel_ = flag;
+    auto forward = [this, job](int done, int total, const QString &what) {
+        QMetaObject::invokeMethod(
+            this, [this, job, done, total, what] { emit progress(job, done, total, what); }, Qt::QueuedConnection);
+    };
+    auto *watcher = new QFutureWatcher<PipelineOutcome>(this);
+    connect(watcher, &QFutureWatcher<PipelineOutcome>::finished, this, [this, watcher, job] {
+        watcher->deleteLater();
+        if (job != job_ || !running_) return;  // cancelled (already reported) or superseded
+        PipelineOutcome outcome = watcher->result();
+        outcome.job = job;
+        running_ = false;
+        cancel_.reset();
+        emit finished(job, outcome);
+    });
+    watcher->setFuture(QtConcurrent::run(&pool_, [request = std::move(request), flag, forward] {
+        return execute(
+            request, [flag] { return flag->load(std::memory_order_relaxed); }, forward);
+    }));
+    return job;
+}
+
+void PipelineWorker::cancel() {
+    if (!running_) return;
+    if (cancel_) cancel_->store(true);
+    cancel_.reset();
+    running_ = false;
+    PipelineOutcome outcome;
+    outcome.job = job_;
+    outcome.cancelled = true;
+    emit finished(job_, outcome);
+}
+
+}  // namespace tapestry::views
