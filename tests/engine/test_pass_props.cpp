@@ -1,8 +1,9 @@
 // Property: every stage the passes produce is certified. Random small graphs
 // (tests/support/random_graph.h) × random shard specs (random ops, dims, even and
-// uneven counts, explicit sizes, repeated specs for product sharding) through the
-// pipeline → either the pass refuses with a message naming the spec, or the stage
-// passes every certificate check: structure, coverage, injectivity, dataflow and a
+// uneven counts, explicit sizes, repeated specs for product sharding, contraction
+// splits) through the pipeline [substitute] → shard → [fuse] → either the shard
+// pass refuses with a message naming the spec, or every stage passes every
+// certificate check: structure, coverage, injectivity, dataflow and a
 // numeric run against the original. TAPESTRY_PASS_PROPS_CASES sets the number of
 // cases (default 40; the `slow` CTest entry runs 10,000). With rapidcheck failing
 // cases shrink; without it a seeded generator replays (TAPESTRY_SEED).
@@ -11,8 +12,10 @@
 
 #include "graph/resolve.h"
 #include "io/project_file.h"
+#include "passes/fuse.h"
 #include "passes/shard.h"
 #include "passes/stage.h"
+#include "passes/substitute.h"
 #include "random_graph.h"
 
 #ifdef TAPESTRY_HAVE_RAPIDCHECK
@@ -43,6 +46,13 @@ std::vector<std::string> random_specs(const Graph &g, const Pick &pick) {
         if (!d) continue;
         const ZRange space = d->signature.index_space;
         if (space.rank() == 0) continue;
+        // Now and then the dim one past the index dims: a contraction (matmul's k,
+        // linear's in, a reduced axis) split through the monoid rewrite, or a refusal.
+        const bool contracts = op->kind == "matmul" || op->kind == "linear" || op->kind.rfind("reduce_", 0) == 0;
+        if (contracts && pick(0, 2) == 0) {
+            specs.push_back(op->id.value + ":" + std::to_string(space.rank()) + "=" + std::to_string(pick(2, 3)));
+            continue;
+        }
         const int dim = static_cast<int>(pick(0, space.rank() - 1));
         const Coord extent = space.extent(dim);
         if (extent < 2) continue;
@@ -68,6 +78,10 @@ std::vector<std::string> random_specs(const Graph &g, const Pick &pick) {
 struct Outcome {
     std::optional<std::string> failure;
     bool refused = false;
+    bool substituted = false;   // the substitute stage changed the graph
+    bool fused = false;         // the fuse stage changed the graph
+    bool split_contraction = false;  // a partial product or partial reduce appeared
+    bool moved = false;         // the shard stage inserted a move node
 };
 
 std::string join(const std::vector<std::string> &v) {
@@ -86,24 +100,36 @@ Outcome check_case(const Pick &pick) {
     CertifyOptions certify;
     certify.numeric = true;
     certify.seed = static_cast<std::uint64_t>(pick(0, 1 << 20));
+    // substitute (sometimes) → shard → fuse (sometimes).
     Pipeline pipeline;
+    if (pick(0, 3) == 0) pipeline.add("substitute", [](const Graph &in) { return substitute(in, {}); });
     const ShardOptions shard_options = *options;
     pipeline.add("shard", [shard_options](const Graph &in) { return shard(in, shard_options); });
+    if (pick(0, 1) == 0) pipeline.add("fuse", [](const Graph &in) { return fuse(in, {}); });
     const auto stages = pipeline.run(g, certify);
     if (!stages) {
         // A refusal is fine when it says which spec and why.
         if (stages.error().find("shard spec '") == std::string::npos)
             return {"refusal without the spec: " + stages.error() + "\nspecs: " + join(specs) + "\n" + serialize_project(g),
                     false};
+        if (qEnvironmentVariableIsSet("TAPESTRY_PROPS_VERBOSE")) qInfo("refused: %s", stages.error().c_str());
         return {std::nullopt, true};
     }
+    Outcome done;
     for (const Stage &s : *stages) {
+        if (s.pass == "substitute" && !s.diff.empty()) done.substituted = true;
+        if (s.pass == "fuse" && !s.diff.empty()) done.fused = true;
+        if (s.pass == "shard")
+            for (const OpPtr &op : s.graph.operations()) {
+                if (op->id.value.find(".partial") != std::string::npos) done.split_contraction = true;
+                if (op->kind == "move") done.moved = true;
+            }
         if (!s.certificate.pass())
             return {"stage '" + s.pass + "' (" + join(specs) + ") not certified:\n" + s.certificate.text() + "\n" +
                         serialize_project(s.graph),
                     false};
     }
-    return {};
+    return done;
 }
 
 }  // namespace
@@ -128,18 +154,25 @@ void TestPassProps::initTestCase() {
 }
 
 void TestPassProps::every_stage_is_certified() {
-    int refused = 0;
+    int refused = 0, substituted = 0, fused = 0, split = 0, moved = 0;
+    auto count = [&](const Outcome &o) {
+        refused += o.refused ? 1 : 0;
+        substituted += o.substituted ? 1 : 0;
+        fused += o.fused ? 1 : 0;
+        split += o.split_contraction ? 1 : 0;
+        moved += o.moved ? 1 : 0;
+    };
 #ifdef TAPESTRY_HAVE_RAPIDCHECK
     int ran = 0;
     const bool ok = rc::check("every stage is certified", [&] {
         const Pick pick = [](Coord lo, Coord hi) { return *rc::gen::inRange<Coord>(lo, hi + 1); };
         const Outcome o = check_case(pick);
         ++ran;
-        refused += o.refused ? 1 : 0;
+        count(o);
         if (o.failure) RC_FAIL(*o.failure);
     });
-    qInfo("%d cases run (shrinking included), %d refused with a message naming the spec", ran, refused);
     QVERIFY2(ok, "a stage is not certified (the shrunk case is printed above)");
+    const int cases = ran;
 #else
     bool seed_ok = false;
     const unsigned seed = static_cast<unsigned>(qEnvironmentVariableIntValue("TAPESTRY_SEED", &seed_ok));
@@ -147,11 +180,16 @@ void TestPassProps::every_stage_is_certified() {
     const Pick pick = [&rng](Coord lo, Coord hi) { return std::uniform_int_distribution<Coord>(lo, hi)(rng); };
     for (int k = 0; k < cases_; ++k) {
         const Outcome o = check_case(pick);
-        refused += o.refused ? 1 : 0;
+        count(o);
         QVERIFY2(!o.failure, o.failure.value_or("").c_str());
     }
-    qInfo("%d cases, %d refused with a message naming the spec", cases_, refused);
+    const int cases = cases_;
 #endif
+    qInfo("%d cases: %d refused with a message naming the spec; %d with a contraction split, %d with moves, "
+          "%d substituted, %d fused",
+          cases, refused, split, moved, substituted, fused);
+    // The property says little unless every pass actually changed graphs.
+    QVERIFY(split > 0 && moved > 0 && substituted > 0 && fused > 0);
 }
 
 QTEST_GUILESS_MAIN(TestPassProps)
