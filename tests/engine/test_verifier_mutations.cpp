@@ -1,7 +1,9 @@
 // Mutation test of the verifier (issue 5): deliberately broken rewrites of stages
 // that certify — a dropped shard, overlapping outputs, a gap, a shifted shard
 // read, an off-by-one halo, a wrong reduction, mismatched contraction blocks, a
-// "commutative" matmul, a dropped activation — must each be caught by the
+// "commutative" matmul, a dropped activation, and broken versions of the passes'
+// own nodes (a fused op without its epilogue, partials reduced by max, a move node
+// missing a shard or a row) — must each be caught by the
 // certificate, and by the check that is meant to catch it. The suite prints the
 // score ("verifier mutation score: N/N caught"); every mutation must be caught.
 #include <QtTest/QtTest>
@@ -9,6 +11,7 @@
 
 #include "io/project_file.h"
 #include "passes/certificate.h"
+#include "passes/fuse.h"
 #include "passes/shard.h"
 
 using namespace tapestry;
@@ -153,9 +156,11 @@ Graph conv_halves(Coord bottom_first_row) {
     return g;
 }
 
-Graph sharded(const Graph &g, const std::vector<std::string> &specs) {
+Graph sharded(const Graph &g, const std::vector<std::string> &specs, bool movement = false) {
     auto options = parse_shard_options(specs);
     TAPESTRY_CHECK(options.has_value(), "bad shard specs in the test");
+    options->propagate = false;
+    options->movement = movement;
     auto stage = shard(g, *options);
     TAPESTRY_CHECK(stage.has_value(), "the shard pass refused the test's specs");
     return stage->graph;
@@ -237,6 +242,47 @@ std::vector<Mutation> mutations() {
                    k_split({{0, 3}, {3, 6}}, {{0, 3}, {3, 6}}, "mul"), "numeric"});
     out.push_back({"mismatched contraction blocks", contraction, ksplit,
                    k_split({{0, 3}, {3, 6}}, {{3, 6}, {0, 3}}, "add"), "numeric"});
+
+    // The passes' own node kinds. A fused op that lost its epilogue:
+    auto fused_stage = fuse(chain4);
+    TAPESTRY_CHECK(fused_stage.has_value(), "fuse failed in the test");
+    const Graph fused = fused_stage->graph;
+    TAPESTRY_CHECK(fused.find_op(OpId("fc1")) && fused.find_op(OpId("fc1"))->kind == "fused", "fc1 was not fused");
+    out.push_back({"fused op without its epilogue", chain, fused, edit_op(fused, "fc1", [](Operation &op) {
+                       op.params.set("chain", std::string("linear"));
+                       op.params.set("chain_ports", std::vector<std::int64_t>{});
+                   }),
+                   "numeric"});
+    out.push_back({"fused op with the wrong epilogue", chain, fused, edit_op(fused, "fc1", [](Operation &op) {
+                       const auto *chain_text = op.params.find("chain");
+                       TAPESTRY_CHECK(chain_text && std::get<std::string>(*chain_text) == "linear;relu",
+                                      "unexpected fused chain in the test");
+                       op.params.set("chain", std::string("linear;sigmoid"));
+                   }),
+                   "numeric"});
+    // Partial products of fc2's contraction reduced by max instead of sum:
+    const Graph ksplit2 = sharded(chain, {"fc2:2=2"});
+    TAPESTRY_CHECK(ksplit2.find_op(OpId("fc2.reduce")) != nullptr, "fc2 was not split on its contraction");
+    out.push_back({"partials reduced by max", chain, ksplit2,
+                   edit_op(ksplit2, "fc2.reduce", [](Operation &op) { op.kind = "reduce_max"; }), "numeric"});
+    // Halo exchange between two convolutions sharded 4-way on H and 3-way on H:
+    const Graph halo = sharded(conv, {"c1:2=4", "c2:2=3"}, true);
+    OpId move;
+    for (const OpPtr &op : halo.operations())
+        if (op->kind == "move") move = op->id;
+    TAPESTRY_CHECK(!move.value.empty(), "no move node between the convolutions");
+    out.push_back({"move node drops a shard", conv, halo, edit_op(halo, move.value.c_str(), [](Operation &op) {
+                       op.shards.pop_back();
+                   }),
+                   "coverage"});
+    out.push_back({"move node one row short", conv, halo, edit_op(halo, move.value.c_str(), [](Operation &op) {
+                       std::vector<Coord> end = op.shards[1].index.end().coords();
+                       end[2] -= 1;
+                       op.shards[1].index = ZRange(op.shards[1].index.start(), ZPoint(end));
+                       op.shards[1].inputs.clear();
+                       op.shards[1].outputs.clear();
+                   }),
+                   "coverage"});
     return out;
 }
 
