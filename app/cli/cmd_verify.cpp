@@ -1,14 +1,18 @@
-// `tapestry verify PROJECT`: the numeric proof of equivalence — runs the project's
+// `tapestry verify PROJECT [--against ORIGINAL]`: the numeric proof of equivalence — runs the project's
 // sharded form on the CPU executor, its unsharded form, and the double-precision
-// oracle on the same inputs, and prints max abs/rel error per output and pass/fail.
+// oracle on the same inputs (with --against, the oracle of the original a stage came
+// from), and prints max abs/rel error per output and pass/fail.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "io/project_file.h"
+#include "io/tensor_values.h"
 #include "ops/library.h"
 #include "run_support.h"
 #include "runtime/cpu/verify.h"
@@ -20,6 +24,7 @@ using nlohmann::ordered_json;
 
 struct VerifyCommandOptions {
     std::string project;
+    std::string against;  // the original a stage came from
     std::string inputs_dir;
     std::uint64_t seed = 0;
     int threads = 2;
@@ -50,6 +55,18 @@ int verify_command(const VerifyCommandOptions &o) {
     if (has_shards) phases.push_back("sharded run");
     size_t phase = 0;
     cpu::VerifyOptions options;
+    Graph original;
+    if (!o.against.empty()) {
+        LoadResult loaded = load_project(o.against);
+        for (const Issue &i : loaded.issues) std::cerr << "tapestry: " << o.against << ": " << format_issue(i) << "\n";
+        if (!loaded.ok()) return kExitInvalid;
+        std::filesystem::path dir = std::filesystem::path(o.against).parent_path();
+        const std::vector<Issue> value_issues = load_tensor_values(loaded.graph, dir.empty() ? "." : dir);
+        for (const Issue &i : value_issues) std::cerr << "tapestry: " << o.against << ": " << format_issue(i) << "\n";
+        if (has_errors(value_issues)) return kExitInvalid;
+        original = std::move(loaded.graph);
+        options.original = &original;
+    }
     options.threads = o.threads;
     options.atol = o.atol;
     options.rtol = o.rtol;
@@ -113,8 +130,12 @@ int verify_command(const VerifyCommandOptions &o) {
 
     std::cout << "verify  " << g.name << "  (" << o.project << ")\n"
               << "        "
-              << (report->sharded ? "sharded run vs the oracle and vs the unsharded run"
-                                  : "no shards: unsharded run vs the oracle")
+              << (report->sharded ? (o.against.empty() ? "sharded run vs the oracle and vs the unsharded run"
+                                                       : "sharded run vs the original's oracle (" + o.against +
+                                                             ") and vs the unsharded run")
+                                  : (o.against.empty() ? std::string("no shards: unsharded run vs the oracle")
+                                                       : "no shards: unsharded run vs the original's oracle (" +
+                                                             o.against + ")"))
               << "; inputs " << prepared.input_source << "\n        pass when |error| <= " << sci(o.atol)
               << (o.absolute_atol ? "" : "·max(1, max |reference|)") << " + " << sci(o.rtol) << "·|reference|\n\n";
     std::vector<std::vector<std::string>> rows{
@@ -141,6 +162,9 @@ void add_verify_command(CLI::App &app, std::function<int()> &action) {
         "Prove a project's sharded form equivalent: run it sharded and unsharded on the CPU and with the "
         "double-precision oracle on the same inputs; print max abs/rel error per output and pass/fail.");
     cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
+    cmd->add_option("--against", o->against,
+                    "The original project a stage came from (tapestry passes): compare with its oracle instead of "
+                    "the stage's own");
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
     cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();

@@ -84,6 +84,42 @@ private slots:
         QCOMPARE(r.out.count("PASS structure, coverage, injectivity, dataflow, numeric"), 4);
     }
 
+    // `tapestry verify STAGE --against ORIGINAL`: a stage's outputs against the
+    // original's oracle; a stage of another project is refused by name.
+    void verifyStageAgainstOriginal() {
+        QTemporaryDir dir;
+        const QString project = dir.filePath("small.tapestry.json");
+        QFile f(project);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"format": "tapestry-project", "version": 1, "name": "small",
+          "tensors": [
+            {"id": "x", "dtype": "f32", "shape": [12, 6], "role": "input"},
+            {"id": "w1", "dtype": "f32", "shape": [6, 8], "role": "parameter"},
+            {"id": "b1", "dtype": "f32", "shape": [8], "role": "parameter"},
+            {"id": "h", "dtype": "f32", "shape": [12, 8], "role": "intermediate"},
+            {"id": "a", "dtype": "f32", "shape": [12, 8], "role": "intermediate"},
+            {"id": "w2", "dtype": "f32", "shape": [8, 5], "role": "parameter"},
+            {"id": "y", "dtype": "f32", "shape": [12, 5], "role": "output"}],
+          "operations": [
+            {"id": "fc1", "kind": "linear", "inputs": {"x": "x", "w": "w1", "bias": "b1"}, "outputs": {"y": "h"}},
+            {"id": "r1", "kind": "relu", "inputs": {"x": "h"}, "outputs": {"y": "a"}},
+            {"id": "fc2", "kind": "linear", "inputs": {"x": "a", "w": "w2"}, "outputs": {"y": "y"}}]})");
+        f.close();
+        const QString out = dir.filePath("stages");
+        const Result passes = run({"passes", project, "--pipeline", "shard,fuse", "--shard", "fc1:0=3", "--shard",
+                                   "fc2:2=2", "--no-svg", "--out", out});
+        QVERIFY2(passes.code == 0, (passes.out + passes.err).constData());
+        const QString stage = QDir(out).filePath("stage-2-fuse.tapestry.json");
+        const Result ok = run({"verify", stage, "--against", project});
+        QVERIFY2(ok.code == 0, (ok.out + ok.err).constData());
+        QVERIFY2(ok.out.contains("vs the original's oracle"), ok.out.constData());
+        QVERIFY2(QString::fromUtf8(ok.out).contains(QRegularExpression("y +original .* pass")), ok.out.constData());
+        const Result other = run({"verify", stage, "--against", mlp()});
+        QCOMPARE(other.code, 1);
+        QVERIFY2(other.err.contains("in the stage but [512, 1024] in the original: is it the stage of another project?"),
+                 other.err.constData());
+    }
+
     void refusals_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<int>("code");

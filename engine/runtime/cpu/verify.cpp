@@ -176,12 +176,26 @@ Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
     }
     if (options.control.cancelled && options.control.cancelled()) return unexpected(std::string("cancelled"));
 
-    auto ref_inputs = oracle_inputs(g, inputs);
-    if (!ref_inputs) return unexpected("oracle: " + ref_inputs.error());
+    // The meaning of the program: the graph itself or, for a stage, its original.
+    const Graph &meaning = options.original ? *options.original : g;
+    const std::string oracle_name = options.original ? "original" : "oracle";
+    if (options.original)
+        for (const TensorPtr &t : meaning.tensors()) {
+            const Tensor *mine = g.find_tensor(t->id);
+            if (t->role == TensorRole::output && (!mine || mine->role != TensorRole::output))
+                return unexpected("output " + quoted(t->id.value) + " of the original is not an output of the stage");
+            if (mine && (t->role == TensorRole::output || meaning.producers(t->id).empty()) &&
+                mine->range.shape() != t->range.shape())
+                return unexpected("tensor " + quoted(t->id.value) + " has shape " + mine->range.shape().to_string() +
+                                  " in the stage but " + t->range.shape().to_string() +
+                                  " in the original: is it the stage of another project?");
+        }
+    auto ref_inputs = oracle_inputs(meaning, inputs);
+    if (!ref_inputs) return unexpected(oracle_name + ": " + ref_inputs.error());
     EvaluationOptions eval;
     eval.run_shards = false;  // the oracle computes the unsharded graph: the meaning of the program
-    auto oracle = evaluate_reference(g, *ref_inputs, lib, eval);
-    if (!oracle) return unexpected("oracle: " + oracle.error());
+    auto oracle = evaluate_reference(meaning, *ref_inputs, lib, eval);
+    if (!oracle) return unexpected(oracle_name + ": " + oracle.error());
 
     const RunResult &subject = sharded ? *sharded : *unsharded;
     const char *subject_name = sharded ? "sharded" : "unsharded";
@@ -190,11 +204,11 @@ Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
         if (!actual) return unexpected(actual.error());
         auto ref = oracle->find(t->id);
         if (ref == oracle->end() || ref->second.data.size() != static_cast<size_t>(t->range.size()))
-            return unexpected("the oracle computed no value for output " + quoted(t->id.value));
+            return unexpected("the " + oracle_name + " oracle computed no value for output " + quoted(t->id.value));
         const double scale = options.scale_atol ? output_scale(ref->second.data) : 1.0;
         OutputComparison vs_oracle = compare_values(**actual, ref->second.data, options.atol * scale, options.rtol);
         vs_oracle.tensor = t->id.value;
-        vs_oracle.against = "oracle";
+        vs_oracle.against = oracle_name;
         report.comparisons.push_back(std::move(vs_oracle));
         if (sharded) {
             auto whole = output_of(*unsharded, *t, "unsharded");

@@ -27,12 +27,17 @@ struct VerifyOptions {
     // rounding errors of ~1e-3 in elements that cancel to near zero, which say
     // nothing about equivalence. Off: atol is absolute.
     bool scale_atol = true;
+    // A pass's stage is checked against the graph it came from: when set, the oracle
+    // computes this graph (same input and parameter ids; its own values for
+    // parameters the inputs do not give) and every output of it must be an output of
+    // the verified graph ("against" is then "original"). Null: the graph's own oracle.
+    const Graph *original = nullptr;
     RunControl control;
 };
 
 struct OutputComparison {
     std::string tensor;
-    std::string against;  // "oracle" or "unsharded"
+    std::string against;  // "oracle", "original" (VerifyOptions::original) or "unsharded"
     double max_abs_error = 0;
     double max_rel_error = 0;
     std::int64_t worst_index = -1;  // flat index of the worst element
