@@ -357,12 +357,19 @@ Expected<Stage, std::string> fuse(const Graph &g, const FuseOptions &options) {
         summary = "nothing fused";
     } else {
         summary = "fused " + plural(fuser.pairs(), "pair", "pairs") + " into " + plural(ops, "op", "ops") + ":";
-        for (size_t k = 0; k < fuser.fused_ops().size(); ++k) summary += (k ? ", " : " ") + fuser.fused_ops()[k];
+        // One line a person reads: the first few by name, the rest counted (the stage
+        // diff lists every one).
+        constexpr size_t kNamed = 6;
+        const auto &list = fuser.fused_ops();
+        for (size_t k = 0; k < list.size() && k < kNamed; ++k) summary += (k ? ", " : " ") + list[k];
+        if (list.size() > kNamed) summary += " and " + std::to_string(list.size() - kNamed) + " more";
     }
     const auto &refused = fuser.refusals();
     if (!refused.empty()) {
+        constexpr size_t kNamed = 4;
         summary += "; " + plural(static_cast<int>(refused.size()), "edge", "edges") + " not fused:";
-        for (size_t k = 0; k < refused.size(); ++k) summary += (k ? "; " : " ") + refused[k];
+        for (size_t k = 0; k < refused.size() && k < kNamed; ++k) summary += (k ? "; " : " ") + refused[k];
+        if (refused.size() > kNamed) summary += "; and " + std::to_string(refused.size() - kNamed) + " more";
     }
     stage.summary = summary;
     stage.graph = std::move(out);

@@ -225,12 +225,35 @@ Expected<Stage, std::string> shard(const Graph &g, const ShardOptions &options) 
     stage.input = g;
     Graph out = g;
     RecordingRewriter rw(out);
-    std::string summary;
+    std::vector<std::pair<std::string, std::string>> done;  // (op, what happened to it)
     for (const ShardSpec &spec : options.specs) {
         stage.options += (stage.options.empty() ? "" : " ") + spec.text;
         auto applied = apply_spec(rw, spec, lib);
         if (!applied) return unexpected(applied.error());
-        summary += (summary.empty() ? "" : "; ") + applied->text;
+        const std::string &text = applied->text;
+        const bool prefixed = text.rfind(spec.op.value + " ", 0) == 0;
+        done.emplace_back(prefixed ? spec.op.value : std::string(),
+                          prefixed ? text.substr(spec.op.value.size() + 1) : text);
+    }
+    // One clause per spec while the line stays readable; beyond that, specs that did
+    // the same thing are counted together ("312 ops dim 0 into 4 (2 each): 4 shards
+    // (b0_ln_1 … b23_residual_2)").
+    std::string summary;
+    if (done.size() <= 6) {
+        for (const auto &[op, what] : done) summary += (summary.empty() ? "" : "; ") + (op.empty() ? what : op + " " + what);
+    } else {
+        std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+        for (const auto &[op, what] : done) {
+            auto it = std::find_if(groups.begin(), groups.end(), [&](const auto &grp) { return grp.first == what; });
+            if (it == groups.end()) groups.push_back({what, {op}});
+            else it->second.push_back(op);
+        }
+        for (const auto &[what, ops] : groups) {
+            std::string clause;
+            if (ops.size() == 1) clause = ops[0].empty() ? what : ops[0] + " " + what;
+            else clause = std::to_string(ops.size()) + " ops " + what + " (" + ops.front() + " … " + ops.back() + ")";
+            summary += (summary.empty() ? "" : "; ") + clause;
+        }
     }
     stage.summary = summary.empty() ? "nothing to shard" : "split " + summary;
     if (options.propagate) {

@@ -20,8 +20,11 @@
 #include "io/project_file.h"
 #include "ops/library.h"
 #include "passes/certificate.h"
+#include "passes/fuse.h"
+#include "passes/pipeline_builder.h"
 #include "passes/shard.h"
 #include "passes/stage.h"
+#include "passes/substitute.h"
 
 using namespace tapestry;
 using namespace tapestry::testing;
@@ -83,6 +86,61 @@ void run(const std::string &label, const Graph &g, int reps, bool numeric, std::
         std::fprintf(stderr, "bench_passes: the stage is not certified:\n%s\n", cert.text().c_str());
         std::exit(1);
     }
+
+    Stage substituted;
+    rows.push_back({label, "substitute (default rules: expand composites)",
+                    median_ms(reps,
+                              [&] {
+                                  auto s = substitute(g, {});
+                                  if (!s) {
+                                      std::fprintf(stderr, "bench_passes: substitute: %s\n", s.error().c_str());
+                                      std::exit(1);
+                                  }
+                                  substituted = std::move(*s);
+                              }),
+                    substituted.summary});
+    Stage fused;
+    rows.push_back({label, "fuse (after the shard stage)",
+                    median_ms(reps,
+                              [&] {
+                                  auto s = fuse(staged.graph, {});
+                                  if (!s) {
+                                      std::fprintf(stderr, "bench_passes: fuse: %s\n", s.error().c_str());
+                                      std::exit(1);
+                                  }
+                                  fused = std::move(*s);
+                              }),
+                    fused.summary});
+
+    // The whole pipeline as `tapestry passes --pipeline substitute,shard,fuse` runs it,
+    // every stage certified (structure, coverage, injectivity, dataflow). The specs
+    // name the ops of the input graph that survive substitution (every one but the
+    // expanded composites).
+    PipelineSettings settings;
+    for (const std::string &spec : batch_specs(g)) {
+        const std::string op = spec.substr(0, spec.find(':'));
+        if (substituted.graph.find_op(OpId(op))) settings.shard_specs.push_back(spec);
+    }
+    auto pipeline = build_pipeline({"substitute", "shard", "fuse"}, settings);
+    if (!pipeline) {
+        std::fprintf(stderr, "bench_passes: %s\n", pipeline.error().c_str());
+        std::exit(1);
+    }
+    std::string verdict;
+    rows.push_back({label, "pipeline substitute,shard,fuse + certify each stage",
+                    median_ms(std::max(1, reps / 2),
+                              [&] {
+                                  auto stages = pipeline->run(g);
+                                  if (!stages) {
+                                      std::fprintf(stderr, "bench_passes: pipeline: %s\n", stages.error().c_str());
+                                      std::exit(1);
+                                  }
+                                  bool pass = true;
+                                  for (const Stage &st : *stages) pass = pass && st.certificate.pass();
+                                  verdict = std::to_string(stages->size() - 1) + " stages, " +
+                                            (pass ? "every certificate passes" : "A CERTIFICATE FAILS");
+                              }),
+                    verdict});
     if (numeric) {
         CertifyOptions o;
         o.numeric = true;
