@@ -1,5 +1,7 @@
 #include "views/pipeline_worker.h"
 
+#include "passes/pipeline_builder.h"
+
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QRegularExpression>
@@ -8,6 +10,7 @@
 
 #include "passes/certificate.h"
 #include "passes/fuse.h"
+#include "passes/pipeline_builder.h"
 #include "passes/shard.h"
 #include "passes/substitute.h"
 
@@ -37,7 +40,9 @@ PipelineWorker::~PipelineWorker() {
 }
 
 QStringList PipelineWorker::knownPasses() {
-    return {QStringLiteral("substitute"), QStringLiteral("shard"), QStringLiteral("fuse")};
+    QStringList out;
+    for (const std::string &name : known_passes()) out << QString::fromStdString(name);
+    return out;
 }
 
 QString PipelineWorker::parsePasses(const QString &text, QStringList *out) {
@@ -48,7 +53,10 @@ QString PipelineWorker::parsePasses(const QString &text, QStringList *out) {
             return tr("unknown pass '%1' (known: %2)").arg(part, knownPasses().join(QStringLiteral(", ")));
         names << name;
     }
-    if (names.isEmpty()) return tr("name at least one pass (known: %1)").arg(knownPasses().join(QStringLiteral(", ")));
+    // Worded as the engine's pipeline builder words it (passes/pipeline_builder.h), so
+    // the dock and `tapestry passes` say the same thing.
+    if (names.isEmpty())
+        return tr("the pipeline names no pass (known: %1)").arg(knownPasses().join(QStringLiteral(", ")));
     if (out) *out = names;
     return {};
 }
@@ -56,7 +64,9 @@ QString PipelineWorker::parsePasses(const QString &text, QStringList *out) {
 QString PipelineWorker::checkSpecs(const QString &specs, const Graph &graph, const QStringList &passes) {
     const std::vector<std::string> parts = splitSpecs(specs);
     if (parts.empty())
-        return passes.contains(QLatin1String("shard")) ? tr("give at least one shard spec, e.g. fc1:0=4") : QString();
+        return passes.contains(QLatin1String("shard"))
+                   ? tr("the shard pass needs at least one shard spec (op:dim=parts, e.g. fc1:0=4)")
+                   : QString();
     auto parsed = parse_shard_options(parts);
     if (!parsed) return QString::fromStdString(parsed.error());
     for (const ShardSpec &spec : parsed->specs)
