@@ -243,10 +243,11 @@ Expected<Stage, std::string> shard(const Graph &g, const ShardOptions &options) 
         for (const auto &[op, what] : done) summary += (summary.empty() ? "" : "; ") + (op.empty() ? what : op + " " + what);
     } else {
         std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-        for (const auto &[op, what] : done) {
-            auto it = std::find_if(groups.begin(), groups.end(), [&](const auto &grp) { return grp.first == what; });
-            if (it == groups.end()) groups.push_back({what, {op}});
-            else it->second.push_back(op);
+        for (const auto &entry : done) {
+            auto it = std::find_if(groups.begin(), groups.end(),
+                                   [&entry](const auto &grp) { return grp.first == entry.second; });
+            if (it == groups.end()) groups.push_back({entry.second, {entry.first}});
+            else it->second.push_back(entry.first);
         }
         for (const auto &[what, ops] : groups) {
             std::string clause;
