@@ -394,6 +394,95 @@ std::vector<ClassId> associate(EGraph &g, ClassId root, const ENode &n) {
     return out;
 }
 
+// The fused inverse of attention-expand:
+//   reshape(transpose(matmul(softmax(S), heads(v)), [0,2,1,3]), [B, Sq, H·Ev])
+//   S = matmul(heads(q), heads(k)ᵀ) / √E  (or · s)  [+ m]
+// ⇒ attention(q, k, v, mask = m, heads = H, scale = 0 (1/√E) or s, causal = false).
+// A causal-mask constant the expansion added is an additive mask like any other, so
+// it folds in as `mask` (attention without `causal` plus that mask computes the same
+// softmax). Two masks (a user mask and a causal one) are left expanded.
+std::vector<ClassId> attention_fuse(EGraph &g, ClassId root, const ENode &n) {
+    std::vector<ClassId> out;
+    const OperandType yt = g.type(root);
+    if (yt.shape.rank() != 3) return out;
+    const std::vector<std::int64_t> to_heads{0, 2, 1, 3};
+    // heads(x) = transpose(reshape(x, [B, S, H, D]), perm): each (x, its shape) found.
+    auto heads_of = [&](ClassId c, const std::vector<std::int64_t> &perm) {
+        std::vector<std::pair<ClassId, std::vector<std::int64_t>>> found;
+        for (const ENode &t : nodes_of(g, c, "transpose")) {
+            if (explicit_perm(ints(t, "perm"), 4) != perm) continue;
+            for (const ENode &r : nodes_of(g, must(t.child("x")), "reshape")) {
+                const ClassId x = must(r.child("x"));
+                const ZPoint &xs = g.type(x).shape;
+                const ZPoint &rs = g.type(must(t.child("x"))).shape;
+                if (xs.rank() == 3 && rs.rank() == 4 && rs[0] == xs[0] && rs[1] == xs[1] && rs[2] * rs[3] == xs[2])
+                    found.push_back({x, {rs[0], rs[1], rs[2], rs[3]}});
+            }
+        }
+        return found;
+    };
+    for (const ENode &t_out : nodes_of(g, must(n.child("x")), "transpose")) {
+        if (explicit_perm(ints(t_out, "perm"), 4) != to_heads) continue;
+        for (const ENode &pv : nodes_of(g, must(t_out.child("x")), "matmul")) {
+            const ClassId probs = must(pv.child("a"));
+            for (const auto &[v, vs] : heads_of(must(pv.child("b")), to_heads)) {
+                const std::int64_t batch = vs[0], sk = vs[1], heads = vs[2], ev = vs[3];
+                for (const ENode &sm : nodes_of(g, probs, "softmax")) {
+                    const std::int64_t axis = sm.params.get_int("axis", -1);
+                    if (axis != -1 && axis != 3) continue;
+                    const ClassId scores = must(sm.child("x"));
+                    // [+ mask]: (scaled scores, mask or none)
+                    std::vector<std::pair<ClassId, std::optional<ClassId>>> cores{{scores, std::nullopt}};
+                    for (const ENode &plus : nodes_of(g, scores, "add"))
+                        for (auto [a, m] : both_orders(plus)) {
+                            const ZPoint &ms = g.type(m).shape;
+                            if (ms.rank() == 2) cores.push_back({a, m});
+                        }
+                    for (const auto &[scaled, mask] : cores) {
+                        // / √E with E the exact head width, or · s.
+                        struct Unscaled {
+                            ClassId scores;
+                            std::optional<double> root_of;  // divided by √root_of (the default scale)
+                            double scale = 0;               // else multiplied by this
+                        };
+                        std::vector<Unscaled> unscaled;
+                        for (const ENode &dv : nodes_of(g, scaled, "div"))
+                            for (const ENode &sq : nodes_of(g, must(dv.child("b")), "sqrt"))
+                                if (auto e = g.scalar_constant(must(sq.child("x"))))
+                                    unscaled.push_back({must(dv.child("a")), *e, 0.0});
+                        for (const ENode &ml : nodes_of(g, scaled, "mul"))
+                            for (auto [a, c] : both_orders(ml))
+                                if (auto f = g.scalar_constant(c); f && *f != 0.0)
+                                    unscaled.push_back({a, std::nullopt, *f});
+                        for (const Unscaled &u : unscaled)
+                            for (const ENode &mm : nodes_of(g, u.scores, "matmul"))
+                                for (const auto &[q, qs] : heads_of(must(mm.child("a")), to_heads))
+                                    for (const auto &[k, ks] : heads_of(must(mm.child("b")), {0, 2, 3, 1})) {
+                                        const std::int64_t e = qs[3];
+                                        if (qs[0] != batch || ks[0] != batch || qs[2] != heads || ks[2] != heads ||
+                                            ks[3] != e || ks[1] != sk)
+                                            continue;
+                                        if (u.root_of && *u.root_of != static_cast<double>(e)) continue;
+                                        if (yt.shape[0] != batch || yt.shape[1] != qs[1] || yt.shape[2] != heads * ev)
+                                            continue;
+                                        if (mask && (g.type(*mask).shape[0] != qs[1] || g.type(*mask).shape[1] != sk))
+                                            continue;
+                                        Params params{{"heads", heads}};
+                                        if (!u.root_of) params.set("scale", u.scale);
+                                        std::vector<std::pair<std::string, ClassId>> ins{{"q", q}, {"k", k}, {"v", v}};
+                                        if (mask) ins.push_back({"mask", *mask});
+                                        Builder b{g};
+                                        ClassId fused = b.op("attention", params, ins);
+                                        if (b.ok && g.type(fused) == yt) out.push_back(fused);
+                                    }
+                    }
+                }
+            }
+        }
+    }
+    return out;
+}
+
 Rewrite rule(std::string name, std::string pattern, std::string replacement, std::string cost, Rewrite::Direction d,
              std::string root, std::function<std::vector<ClassId>(EGraph &, ClassId, const ENode &)> apply) {
     return Rewrite{std::move(name), std::move(pattern), std::move(replacement), std::move(cost), d, std::move(root),
@@ -414,6 +503,11 @@ std::vector<Rewrite> standard_rewrites(const OpLibrary &library) {
                      "reshape(transpose(matmul(softmax(matmul(heads(q), heads(k)ᵀ) / √E [· s] + mask + causal), heads(v))))",
                      "same order of FLOPs; materializes the [B,H,Sq,Sk] scores and probabilities", D::expand,
                      "attention", attention_expand));
+    r.push_back(rule("attention-fuse",
+                     "reshape(transpose(matmul(softmax(matmul(heads(q), heads(k)ᵀ) / √E [· s] [+ m]), heads(v))))",
+                     "attention(q, k, v, mask = m)",
+                     "removes the [B,H,Sq,Sk] scores and probabilities and eight reshapes/transposes", D::fuse,
+                     "reshape", attention_fuse));
     r.push_back(rule("layernorm-expand", "layernorm(x, γ, β)",
                      "add(mul(div(sub(x, m), sqrt(add(reduce_mean(mul(d, d)), ε))), γ), β), m = reduce_mean(x)",
                      "≈2× the FLOPs of the fused kernel and five full-size intermediates", D::expand, "layernorm",

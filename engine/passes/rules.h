@@ -16,6 +16,7 @@ namespace tapestry {
 //   linear-split        linear(x, w, b)  ⇒ add(matmul(x, w), b)           (without b: matmul(x, w))
 //   linear-fuse         add(matmul(x, w), b) ⇒ linear(x, w, b)             (w rank 2, b [out]; either add order)
 //   attention-expand    attention(q, k, v, mask?) ⇒ per-head matmul, scale, (+mask, +causal mask), softmax, matmul
+//   attention-fuse      the inverse (one additive mask at most; a causal-mask constant becomes the mask)
 //   layernorm-expand    layernorm(x, γ, β) ⇒ (x − mean) / sqrt(mean((x − mean)²) + ε) · γ + β
 //   layernorm-fuse      the inverse (also without γ or β)
 //   rmsnorm-expand      rmsnorm(x, γ) ⇒ x / sqrt(mean(x²) + ε) · γ

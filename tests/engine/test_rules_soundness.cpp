@@ -11,6 +11,7 @@
 
 #include "graph/validate.h"
 #include "passes/rules.h"
+#include "passes/substitute.h"
 #include "substitute_support.h"
 
 using namespace tapestry;
@@ -131,6 +132,15 @@ Graph lhs_graph(const std::string &rule, std::uint64_t seed) {
         std::vector<std::pair<std::string, TensorId>> in{{"q", q}, {"k", k}, {"v", v}};
         if (variant >= 2) in.emplace_back("mask", b.input("mask", {sq, sk}));
         b.op("y", "attention", p, in, true);
+    } else if (rule == "attention-fuse") {
+        // The left side is what attention-expand writes (with a mask, a causal mask or
+        // an explicit scale; not both masks at once, which the rule leaves expanded).
+        Graph attention = lhs_graph("attention-expand", seed % 4 == 3 ? seed + 1 : seed);
+        SubstituteOptions o;
+        o.rules = {"attention-expand"};
+        auto expanded = substitute(attention, o);
+        TAPESTRY_CHECK(expanded.has_value(), "attention-expand failed on the test graph");
+        return expanded->graph;
     } else if (rule == "layernorm-expand" || rule == "rmsnorm-expand") {
         const bool rms = rule == "rmsnorm-expand";
         ZPoint xs = random_shape(rng, 2 + variant % 2, 2, 4);
@@ -348,7 +358,7 @@ private slots:
 
 void TestRulesSoundness::every_rule_is_listed() {
     // Every standard rule has a row in sound_data (a rule without a proof is a defect).
-    const std::set<std::string> proved{"linear-split",        "linear-fuse",     "attention-expand",
+    const std::set<std::string> proved{"linear-split",        "linear-fuse",     "attention-expand", "attention-fuse",
                                        "layernorm-expand",    "layernorm-fuse",  "rmsnorm-expand",
                                        "rmsnorm-fuse",        "transpose-transpose", "reshape-reshape",
                                        "add-assoc",           "mul-assoc",       "add-comm",
@@ -366,8 +376,8 @@ void TestRulesSoundness::every_rule_is_listed() {
 void TestRulesSoundness::sound_data() {
     QTest::addColumn<QString>("rule");
     QTest::addColumn<int>("seed");
-    for (const char *rule : {"linear-split", "linear-fuse", "attention-expand", "layernorm-expand", "layernorm-fuse",
-                             "rmsnorm-expand", "rmsnorm-fuse", "transpose-transpose", "reshape-reshape", "add-assoc",
+    for (const char *rule : {"linear-split", "linear-fuse", "attention-expand", "attention-fuse", "layernorm-expand",
+                             "layernorm-fuse", "rmsnorm-expand", "rmsnorm-fuse", "transpose-transpose", "reshape-reshape", "add-assoc",
                              "mul-assoc", "add-comm", "mul-comm", "matmul-ksplit"})
         for (int s = 0; s < kShapesPerRule; ++s)
             QTest::newRow((std::string(rule) + "/" + std::to_string(s)).c_str()) << QString(rule) << s;

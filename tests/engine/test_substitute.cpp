@@ -189,18 +189,21 @@ void TestSubstitute::gpt2_project_expands_and_certifies() {
 void TestSubstitute::fuse_goal_undoes_the_expansion() {
     const Graph block = small_block();
     SubstituteOptions expand;
-    expand.rules = {"layernorm-expand", "linear-split"};
+    expand.rules = {"attention-expand", "layernorm-expand", "linear-split"};
     auto expanded = substitute(block, expand);
     QVERIFY(expanded.has_value());
+    QVERIFY(count_kind(block, "attention") > 0);
+    QCOMPARE(count_kind(expanded->graph, "attention"), 0);
     QCOMPARE(count_kind(expanded->graph, "layernorm"), 0);
     QCOMPARE(count_kind(expanded->graph, "linear"), 0);
     SubstituteOptions fuse;
     fuse.goal = "fuse";
-    fuse.rules = {"layernorm-fuse", "linear-fuse"};
+    fuse.rules = {"attention-fuse", "layernorm-fuse", "linear-fuse"};
     fuse.certify = numeric_certify();
     auto fused = substitute(expanded->graph, fuse);
     QVERIFY(fused.has_value());
     QVERIFY2(fused->certificate.pass(), fused->certificate.text().c_str());
+    QCOMPARE(count_kind(fused->graph, "attention"), count_kind(block, "attention"));
     QCOMPARE(count_kind(fused->graph, "layernorm"), 2);
     QCOMPARE(count_kind(fused->graph, "linear"), 4);
     QCOMPARE(fused->graph.operations().size(), block.operations().size());
@@ -248,7 +251,7 @@ void TestSubstitute::refusals_data() {
     QTest::addColumn<QString>("message");
     QTest::newRow("unknown rule") << "linear-split,linear-splat" << "expand"
                                   << "substitute: unknown rule 'linear-splat' (rules: linear-split, linear-fuse, "
-                                     "attention-expand, layernorm-expand, layernorm-fuse, rmsnorm-expand, rmsnorm-fuse, "
+                                     "attention-expand, attention-fuse, layernorm-expand, layernorm-fuse, rmsnorm-expand, rmsnorm-fuse, "
                                      "transpose-transpose, reshape-reshape, add-assoc, add-comm, mul-assoc, mul-comm, matmul-ksplit)";
     QTest::newRow("unknown goal") << "" << "shrink" << "substitute: unknown goal 'shrink' (goals: expand, fuse)";
 }
