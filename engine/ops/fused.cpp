@@ -1,8 +1,9 @@
-// The `fused` kind: a head and its elementwise epilogues as one operation. Its
-// derivation derives every member in turn (each epilogue's index space is the
-// value's shape, read one-to-one) and composes each extra operand's projection
-// with the head's output projection; its reference kernel runs the members' own
-// reference kernels in sequence.
+// The `fused` kind: a head, its elementwise epilogues and optionally a
+// normalization tail as one operation. Its derivation derives every member in
+// turn (each epilogue's index space is the value's shape, read one-to-one) and
+// composes each extra operand's projection with the head's output projection (and,
+// with a tail, with the tail's windowed `x` projection); its reference kernel runs
+// the members' own reference kernels in sequence.
 #include "ops/fused.h"
 
 #include <charconv>
@@ -121,6 +122,24 @@ IndexProjection compose(const IndexProjection &extra, const IndexProjection &hea
     return IndexProjection(AffineMap(a, b), extra.window());
 }
 
+// P ∘ T where T reads windows (a tail's `x` projection): the map as compose(), and
+// per row r the window P.window[r] + Σ_j |P[r][j]|·(T.window[j] − 1) — exact for
+// the rows of the chain's projections (a unit row, or a zero row with its own
+// window).
+IndexProjection compose_windowed(const IndexProjection &p, const IndexProjection &t) {
+    const IndexProjection m = compose(p, IndexProjection(t.map(), ZPoint::filled(t.tensor_rank(), 1)));
+    const ZMatrix &a = p.map().matrix();
+    ZPoint w = p.window();
+    for (int r = 0; r < a.rows(); ++r)
+        for (int j = 0; j < a.cols(); ++j) {
+            const Coord c = a.at(r, j) < 0 ? -a.at(r, j) : a.at(r, j);
+            w[r] += c * (t.window()[j] - 1);
+        }
+    return IndexProjection(m.map(), w);
+}
+
+bool tail_kind(const std::string &kind) { return kind == "softmax" || kind == "layernorm" || kind == "rmsnorm"; }
+
 std::string member_name(size_t k, const std::string &kind) {
     return "fused member " + std::to_string(k) + " (" + kind + ")";
 }
@@ -150,7 +169,8 @@ public:
     std::string_view kind() const override { return "fused"; }
     std::string_view category() const override { return "fused"; }
     std::string_view summary() const override {
-        return "a head (matmul, linear, conv2d or elementwise) and its elementwise epilogues as one operation";
+        return "a head (matmul, linear, conv2d or elementwise), its elementwise epilogues and optionally a "
+               "normalization tail (softmax, layernorm, rmsnorm) as one operation";
     }
     std::vector<PortSpec> input_ports() const override {
         return {{"x", "the head's operands, then one extra operand per binary epilogue", false, true}};
@@ -163,7 +183,9 @@ public:
                 required_param("head_operands", ParamKind::int_list,
                                "per head input port: operands of x it takes (1, or 0 for an absent optional port)"),
                 ints_param("chain_ports", {},
-                           "per epilogue: -1 unary; 0 the chain value is a (extra operand b); 1 it is b"),
+                           "per epilogue: -1 unary (and the tail); 0 the chain value is a (extra operand b); 1 it is b"),
+                ints_param("tail_operands", {},
+                           "with a normalization tail: per tail port after x (gamma, beta), 1 or 0"),
                 ParamSpec{"members", ParamKind::string, false, ParamValue{std::string()},
                           "the fused operations' ids, ','-separated (display only)", {}}};
     }
@@ -202,8 +224,18 @@ public:
         const double values = static_cast<double>(d.outputs.at(0).operands.at(0).shape.product());
         for (size_t k = 1; k < chain->members.size(); ++k) {
             const OpDef *m = lib.find(chain->members[k].kind);
-            if (m && points > 0)
-                flops += m->flops_per_point(lib.with_defaults(*m, chain->members[k].params), d) * values / points;
+            if (!m || points <= 0) continue;
+            if (chain->has_tail() && k + 1 == chain->members.size()) {
+                // The tail's count reads which of its operand ports are present.
+                Derivation td = d;
+                const auto tports = m->input_ports();
+                for (size_t p = 1; p < tports.size() && p - 1 < chain->tail_operands.size(); ++p)
+                    if (chain->tail_operands[p - 1] > 0)
+                        td.signature.inputs.push_back(PortProjections{tports[p].name, {OperandProjection{}}});
+                flops += m->flops_per_point(lib.with_defaults(*m, chain->members[k].params), td) * values / points;
+                continue;
+            }
+            flops += m->flops_per_point(lib.with_defaults(*m, chain->members[k].params), d) * values / points;
         }
         return flops;
     }
@@ -245,16 +277,22 @@ public:
                 hmap.back().push_back(next++);
             }
         }
+        // With a tail, the head and the epilogues compute the whole normalized
+        // slices the tail reads (the head's index space is the value's coordinates).
+        const bool tail = chain->has_tail();
+        if (tail && ctx.index_range.empty()) return;
+        const ZRange head_range =
+            tail ? fd->members.back().signature.input("x", 0)->projection.image(ctx.index_range) : ctx.index_range;
         const ZPoint value_shape = hd.outputs.at(0).operands.at(0).shape;
         RefArray value(ZRange::of_shape(value_shape));
         {
             MemberRecorder rec(ctx.recorder, hmap);
-            RefContext hctx{hparams, hd, hin, {{&value}}, ctx.index_range, ctx.recorder ? &rec : nullptr};
+            RefContext hctx{hparams, hd, hin, {{&value}}, head_range, ctx.recorder ? &rec : nullptr};
             hdef->reference(hctx);
         }
         // The values this piece computes.
         const IndexProjection &out = hd.signature.outputs.at(0).operands.at(0).projection;
-        const ZRange region = out.image(ctx.index_range);
+        ZRange region = out.image(head_range);
         // Epilogues.
         for (size_t k = 1; k < chain->members.size(); ++k) {
             const FusedMember &m = chain->members[k];
@@ -264,6 +302,22 @@ public:
             const int extra = fd->extra_operand[k - 1];
             std::vector<std::vector<const RefArray *>> min;
             std::vector<std::vector<int>> mmap;
+            if (tail && k + 1 == chain->members.size()) {
+                min = {{&value}};
+                mmap = {{-1}};
+                for (int t : fd->tail_operand) {
+                    min.push_back(t < 0 ? std::vector<const RefArray *>{}
+                                        : std::vector<const RefArray *>{ctx.inputs[0][static_cast<size_t>(t)]});
+                    mmap.push_back(t < 0 ? std::vector<int>{} : std::vector<int>{t});
+                }
+                RefArray normalized(ZRange::of_shape(value_shape));
+                MemberRecorder rec(ctx.recorder, mmap);
+                RefContext tctx{mparams, md, min, {{&normalized}}, ctx.index_range, ctx.recorder ? &rec : nullptr};
+                mdef->reference(tctx);
+                value = std::move(normalized);
+                region = md.signature.outputs.at(0).operands.at(0).projection.image(ctx.index_range);
+                break;
+            }
             if (m.chain_port < 0) {
                 min = {{&value}};
                 mmap = {{-1}};
@@ -287,6 +341,8 @@ public:
 
 }  // namespace
 
+bool FusedChain::has_tail() const { return !members.empty() && tail_kind(members.back().kind); }
+
 int FusedChain::head_operand_count() const {
     int n = 0;
     for (std::int64_t c : head_operands) n += static_cast<int>(c);
@@ -297,6 +353,7 @@ int FusedChain::extra_count() const {
     int n = 0;
     for (size_t k = 1; k < members.size(); ++k)
         if (members[k].chain_port >= 0) ++n;
+    for (std::int64_t c : tail_operands) n += static_cast<int>(c);
     return n;
 }
 
@@ -329,6 +386,7 @@ std::optional<Params> fused_params(const FusedChain &chain) {
     p.set("chain", text);
     p.set("head_operands", chain.head_operands);
     if (!ports.empty()) p.set("chain_ports", ports);
+    if (chain.has_tail() && !chain.tail_operands.empty()) p.set("tail_operands", chain.tail_operands);
     if (!ids.empty()) p.set("members", ids);
     return p;
 }
@@ -370,6 +428,13 @@ Expected<FusedChain, DerivationError> parse_fused_chain(const Params &params) {
                                                      "; expected -1, 0 or 1"));
         chain.members[k + 1].chain_port = static_cast<int>(ports[k]);
     }
+    chain.tail_operands = params.get_ints("tail_operands", {});
+    if (!chain.has_tail() && !chain.tail_operands.empty())
+        return unexpected(bad("tail_operands", "only a chain ending in softmax, layernorm or rmsnorm takes tail operands"));
+    for (size_t k = 0; k < chain.tail_operands.size(); ++k)
+        if (chain.tail_operands[k] < 0 || chain.tail_operands[k] > 1)
+            return unexpected(bad("tail_operands", "entry " + std::to_string(k) + " is " +
+                                                       std::to_string(chain.tail_operands[k]) + "; expected 0 or 1"));
     const std::string ids = params.get_string("members", "");
     if (!ids.empty()) chain.member_ids = split_top(ids, ',');
     return chain;
@@ -380,6 +445,8 @@ bool fusable_epilogue(const OpDef &def) {
     const size_t n = def.input_ports().size();
     return n == 1 || n == 2;
 }
+
+bool fusable_tail(const OpDef &def) { return tail_kind(std::string(def.kind())); }
 
 bool fusable_head(const OpDef &def) {
     const std::string_view k = def.kind();
@@ -437,8 +504,60 @@ Expected<FusedDerivation, DerivationError> derive_fused(const OpLibrary &lib, co
         const FusedMember &m = chain.members[k];
         const std::string who = member_name(k, m.kind);
         const OpDef *mdef = lib.find(m.kind);
+        if (mdef && k + 1 == chain.members.size() && chain.has_tail()) {
+            const int rank = value.shape.rank();
+            if (!(head_out.projection == IndexProjection::identity(rank)) ||
+                !(fused.signature.index_space == ZRange::of_shape(value.shape)))
+                return unexpected(bad("chain", who + ": a normalization tail needs a head that writes its index space "
+                                                     "one-to-one (matmul, linear or an elementwise kind)"));
+            if (m.chain_port != -1) return unexpected(bad("chain_ports", who + ": the tail takes -1"));
+            const auto tports = mdef->input_ports();
+            if (chain.tail_operands.size() + 1 != tports.size())
+                return unexpected(bad("tail_operands", "expected one entry per input port of " + m.kind + " after x (" +
+                                                           std::to_string(tports.size() - 1) + "), got " +
+                                                           std::to_string(chain.tail_operands.size())));
+            std::vector<PortTypes> types{PortTypes{tports[0].name, {value}}};
+            for (size_t p = 1; p < tports.size(); ++p) {
+                if (chain.tail_operands[p - 1] == 0) {
+                    out.tail_operand.push_back(-1);
+                    continue;
+                }
+                const int idx = static_cast<int>(next++);
+                out.tail_operand.push_back(idx);
+                types.push_back(PortTypes{tports[p].name, {operands[static_cast<size_t>(idx)]}});
+            }
+            auto md = lib.derive(m.kind, m.params, types);
+            if (!md) {
+                DerivationError e = md.error();
+                e.message = who + ": " + e.message;
+                return unexpected(e);
+            }
+            const OperandProjection *through = md->signature.input(tports[0].name, 0);
+            const OperandProjection *written = md->signature.output("y", 0);
+            if (md->outputs.size() != 1 || md->outputs[0].operands.size() != 1 ||
+                md->outputs[0].operands[0].shape != value.shape ||
+                !(md->signature.index_space == ZRange::of_shape(value.shape)) || !through || !written ||
+                !(written->projection == IndexProjection::identity(rank)))
+                return unexpected(derivation_error("shape-mismatch", "params.chain",
+                                                   "fused: " + who + " must normalize the chain's value " +
+                                                       op_util::shape_string(value.shape) + " in place"));
+            // The chain's members run over whole normalized slices: every operand so
+            // far is read through the tail's x projection.
+            for (OperandProjection &op : xin.operands) op.projection = compose_windowed(op.projection, through->projection);
+            for (size_t p = 1; p < tports.size(); ++p)
+                if (chain.tail_operands[p - 1] == 1) {
+                    const OperandProjection *tp = md->signature.input(tports[p].name, 0);
+                    TAPESTRY_CHECK(tp != nullptr, "fused: the tail derives its operands' projections");
+                    xin.operands.push_back(*tp);
+                }
+            out.extra_operand.push_back(-1);
+            value = md->outputs[0].operands[0];
+            out.members.push_back(std::move(md).value());
+            break;
+        }
         if (!mdef || !fusable_epilogue(*mdef))
-            return unexpected(bad("chain", who + ": only elementwise kinds can follow the head"));
+            return unexpected(bad("chain", who + ": only elementwise kinds can follow the head, "
+                                                 "and softmax, layernorm or rmsnorm end it"));
         const auto mports = mdef->input_ports();
         const bool unary = mports.size() == 1;
         if (unary != (m.chain_port < 0))

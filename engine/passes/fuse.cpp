@@ -94,7 +94,7 @@ private:
             std::find(options_.kinds.begin(), options_.kinds.end(), op.kind) == options_.kinds.end())
             return false;
         const OpDef *def = lib_->find(op.kind);
-        return def && (as_head ? fusable_head(*def) : fusable_epilogue(*def));
+        return def && (as_head ? fusable_head(*def) : fusable_epilogue(*def) || fusable_tail(*def));
     }
 
     void refuse(const Operation &from, const std::string &to, const std::string &why) {
@@ -243,7 +243,33 @@ private:
             const OperandProjection *through = crel->signature.input(port, 0);
             const TensorSelection *read = binding_selection(cons.inputs, port);
             const int rank = c.value.range.rank();
-            if (!through || !read || !(through->projection == IndexProjection::identity(rank)) ||
+            // A normalization tail (softmax, layernorm, rmsnorm) reads whole slices
+            // of the value through windows; it ends the chain.
+            const bool tail = fusable_tail(*lib_->find(cons.kind));
+            if (tail) {
+                if (port != "x" || !through || !read ||
+                    !(crel->signature.index_space == ZRange::of_shape(read->range.shape())) ||
+                    !(cons.outputs[0].selections[0].range.shape() == read->range.shape())) {
+                    refuse(*end, edge_to, "not fused: " + edge_to + " does not normalize " + t.value + " in place");
+                    break;
+                }
+                // Normalized index dims: those no row of P_x follows. A piece that
+                // splits one reads slices other pieces write.
+                const ZMatrix &a = through->projection.map().matrix();
+                std::string split;
+                for (const Piece &p : pieces_of(g, cons, cabs->signature))
+                    for (int d = 0; d < a.cols() && split.empty(); ++d) {
+                        bool follows = false;
+                        for (int r = 0; r < a.rows(); ++r) follows = follows || a.at(r, d) != 0;
+                        if (!follows && p.index.shape()[d] != crel->signature.index_space.shape()[d])
+                            split = std::to_string(d);
+                    }
+                if (!split.empty()) {
+                    refuse(*end, edge_to, "not fused: " + edge_to + " is split along its normalized axis " + split +
+                                              " (a shard reads rows other shards of " + end->id.value + " write)");
+                    break;
+                }
+            } else if (!through || !read || !(through->projection == IndexProjection::identity(rank)) ||
                 !(crel->signature.index_space == ZRange::of_shape(read->range.shape())) ||
                 !(cons.outputs[0].selections[0].range.shape() == read->range.shape())) {
                 refuse(*end, edge_to, "not fused: " + edge_to + " reads " + t.value + " through a broadcast or a window");
@@ -281,7 +307,14 @@ private:
             // Extend the chain and check it.
             Chain next = c;
             FusedMember m{cons.kind, cons.params, -1};
-            if (port != "x") {
+            if (tail) {
+                const auto tports = lib_->find(cons.kind)->input_ports();
+                for (size_t p = 1; p < tports.size(); ++p) {
+                    const TensorSelection *s = binding_selection(cons.inputs, tports[p].name);
+                    next.fused.tail_operands.push_back(s ? 1 : 0);
+                    if (s) next.extras.push_back(*s);
+                }
+            } else if (port != "x") {
                 m.chain_port = port == "a" ? 0 : 1;
                 const TensorSelection *other = binding_selection(cons.inputs, port == "a" ? "b" : "a");
                 if (!other) break;
@@ -301,6 +334,7 @@ private:
             fused = std::move(built).value();
             c = std::move(next);
             end = &cons;
+            if (tail) break;
         }
         if (!fused) return std::monostate{};
         // Rewrite: the head becomes the fused op; members and intermediates go.

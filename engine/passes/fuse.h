@@ -1,7 +1,8 @@
 // The fusion pass (issue 5): producer–consumer shard fusion where selections match
 // exactly (Tapestry's fusion edge). A head (matmul, linear, conv2d or an
-// elementwise op) and the chain of elementwise ops consuming its value become one
-// `fused` operation (ops/fused.h); the intermediate tensors disappear.
+// elementwise op) and the chain of elementwise ops consuming its value, optionally
+// ending in a normalization, become one `fused` operation (ops/fused.h); the
+// intermediate tensors disappear.
 #pragma once
 
 #include <optional>
@@ -28,7 +29,9 @@ struct FuseOptions {
 
 // The fusion stage. For each producer P (in dependency order) whose one output
 // tensor T is not a graph output and is read by exactly one consumer C, an
-// elementwise op reading T one-to-one, whose pieces (shards, or the whole op when
+// elementwise op reading T one-to-one (or a softmax/layernorm/rmsnorm normalizing
+// T in place, split only along dims it does not normalize: it ends the chain, and
+// the fused op takes its index space), whose pieces (shards, or the whole op when
 // unsharded) read exactly the selections P's pieces write (same count, equal
 // selections, compatible devices), P and C are replaced by one `fused` op with
 // P's id and P's shards; greedily, C's own consumer may join the chain. T is

@@ -2,10 +2,12 @@
 // runtime/cpu/kernels_fused.cpp): golden stage texts for the MLP fused unsharded
 // and after 4-way batch sharding, numeric certificates, every refusal (graph
 // unchanged, reason in the summary), and the fused kind's reference kernel
-// against its CPU kernel on random chains, sharded and unsharded.
+// against its CPU kernel on random chains, sharded and unsharded — normalization
+// tails (softmax, layernorm, rmsnorm) included.
 #include <QtTest/QtTest>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "graph/resolve.h"
@@ -16,6 +18,7 @@
 #include "ops/library.h"
 #include "passes/fuse.h"
 #include "passes/shard.h"
+#include "passes/substitute.h"
 #include "runtime/cpu/verify.h"
 
 using namespace tapestry;
@@ -117,6 +120,77 @@ const char *kElementwiseChain = R"({
     {"id": "e2", "kind": "mul", "inputs": {"a": "t1", "b": "c"}, "outputs": {"y": "t2"}},
     {"id": "e3", "kind": "tanh", "inputs": {"x": "t2"}, "outputs": {"y": "t3"}},
     {"id": "e4", "kind": "sub", "inputs": {"a": "d", "b": "t3"}, "outputs": {"y": "y"}}
+  ]
+})";
+
+// Residual add → layernorm with gamma and beta (a normalization tail).
+const char *kAddLayernorm = R"({
+  "format": "tapestry-project", "version": 1, "name": "add-layernorm",
+  "tensors": [
+    {"id": "x", "dtype": "f32", "shape": [6, 10], "role": "input"},
+    {"id": "r", "dtype": "f32", "shape": [6, 10], "role": "input"},
+    {"id": "g", "dtype": "f32", "shape": [10], "role": "parameter"},
+    {"id": "b", "dtype": "f32", "shape": [10], "role": "parameter"},
+    {"id": "t", "dtype": "f32", "shape": [6, 10], "role": "intermediate"},
+    {"id": "y", "dtype": "f32", "shape": [6, 10], "role": "output"}
+  ],
+  "operations": [
+    {"id": "res", "kind": "add", "inputs": {"a": "x", "b": "r"}, "outputs": {"y": "t"}},
+    {"id": "ln", "kind": "layernorm", "inputs": {"x": "t", "gamma": "g", "beta": "b"}, "outputs": {"y": "y"}}
+  ]
+})";
+
+// A scale by a parameter, then softmax along axis AXIS.
+std::string scale_softmax(int axis) {
+    return R"({
+  "format": "tapestry-project", "version": 1, "name": "scale-softmax",
+  "tensors": [
+    {"id": "x", "dtype": "f32", "shape": [4, 5, 8], "role": "input"},
+    {"id": "s", "dtype": "f32", "shape": [1], "role": "parameter"},
+    {"id": "t", "dtype": "f32", "shape": [4, 5, 8], "role": "intermediate"},
+    {"id": "y", "dtype": "f32", "shape": [4, 5, 8], "role": "output"}
+  ],
+  "operations": [
+    {"id": "sc", "kind": "mul", "inputs": {"a": "x", "b": "s"}, "outputs": {"y": "t"}},
+    {"id": "sm", "kind": "softmax", "params": {"axis": )" +
+           std::to_string(axis) + R"(}, "inputs": {"x": "t"}, "outputs": {"y": "y"}}
+  ]
+})";
+}
+
+// add (bias) → gelu → rmsnorm with gamma.
+const char *kAddGeluRmsnorm = R"({
+  "format": "tapestry-project", "version": 1, "name": "add-gelu-rmsnorm",
+  "tensors": [
+    {"id": "x", "dtype": "f32", "shape": [2, 3, 12], "role": "input"},
+    {"id": "bias", "dtype": "f32", "shape": [12], "role": "parameter"},
+    {"id": "g", "dtype": "f32", "shape": [12], "role": "parameter"},
+    {"id": "t1", "dtype": "f32", "shape": [2, 3, 12], "role": "intermediate"},
+    {"id": "t2", "dtype": "f32", "shape": [2, 3, 12], "role": "intermediate"},
+    {"id": "y", "dtype": "f32", "shape": [2, 3, 12], "role": "output"}
+  ],
+  "operations": [
+    {"id": "e1", "kind": "add", "inputs": {"a": "x", "b": "bias"}, "outputs": {"y": "t1"}},
+    {"id": "e2", "kind": "gelu", "inputs": {"x": "t1"}, "outputs": {"y": "t2"}},
+    {"id": "rn", "kind": "rmsnorm", "inputs": {"x": "t2", "gamma": "g"}, "outputs": {"y": "y"}}
+  ]
+})";
+
+// Attention scores: q·kᵀ (as a matmul of [2, 6, 4] by [2, 4, 6]) / c → softmax.
+const char *kScoresSoftmax = R"({
+  "format": "tapestry-project", "version": 1, "name": "scores-softmax",
+  "tensors": [
+    {"id": "q", "dtype": "f32", "shape": [2, 6, 4], "role": "input"},
+    {"id": "kt", "dtype": "f32", "shape": [2, 4, 6], "role": "input"},
+    {"id": "c", "dtype": "f32", "shape": [1], "role": "parameter"},
+    {"id": "s", "dtype": "f32", "shape": [2, 6, 6], "role": "intermediate"},
+    {"id": "t", "dtype": "f32", "shape": [2, 6, 6], "role": "intermediate"},
+    {"id": "y", "dtype": "f32", "shape": [2, 6, 6], "role": "output"}
+  ],
+  "operations": [
+    {"id": "qk", "kind": "matmul", "inputs": {"a": "q", "b": "kt"}, "outputs": {"y": "s"}},
+    {"id": "scale", "kind": "div", "inputs": {"a": "s", "b": "c"}, "outputs": {"y": "t"}},
+    {"id": "sm", "kind": "softmax", "inputs": {"x": "t"}, "outputs": {"y": "y"}}
   ]
 })";
 
@@ -247,8 +321,10 @@ private slots:
     void refusals_data();
     void refusals();
     void options_exclude_and_kinds();
+    void random_tails();
     void chains_data();
     void chains();
+    void gpt2_block_tails();
     void example_projects_certify_data();
     void example_projects_certify();
 };
@@ -274,6 +350,105 @@ void TestFusePass::chain_params_round_trip() {
     auto e = parse_fused_chain(bad);
     QVERIFY(!e.has_value());
     QCOMPARE(e.error().field, std::string("params.chain_ports"));
+
+    // A normalization tail: its operands' presence round-trips, its projections
+    // read whole rows, and tail_operands without a tail is refused.
+    FusedChain t;
+    t.members = {FusedMember{"add", {}, -1}, FusedMember{"layernorm", Params{{"epsilon", 1e-5}}, -1}};
+    t.head_operands = {1, 1};
+    t.tail_operands = {1, 0};
+    auto tp = fused_params(t);
+    QVERIFY(tp.has_value());
+    QCOMPARE(tp->get_ints("tail_operands", {}), (std::vector<std::int64_t>{1, 0}));
+    auto tback = parse_fused_chain(*tp);
+    QVERIFY2(tback.has_value(), tback ? "" : tback.error().message.c_str());
+    QVERIFY(*tback == t);
+    QVERIFY(tback->has_tail());
+    QCOMPARE(tback->extra_count(), 1);
+    const OperandType v{DType::f32, ZPoint{4, 6}}, g{DType::f32, ZPoint{6}};
+    auto d = derive_fused(OpLibrary::standard(), t, {v, v, g});
+    QVERIFY2(d.has_value(), d ? "" : d.error().message.c_str());
+    // Both head operands read whole rows: a zero row with window 6 for dim 1.
+    const IndexProjection &pa = d->fused.signature.inputs.at(0).operands.at(0).projection;
+    QCOMPARE(pa.window(), (ZPoint{1, 6}));
+    QCOMPARE(pa.image(ZRange(ZPoint{1, 2}, ZPoint{3, 3})), ZRange(ZPoint{1, 0}, ZPoint{3, 6}));
+    QCOMPARE(d->tail_operand, (std::vector<int>{2, -1}));
+    Params no_tail = *p;
+    no_tail.set("tail_operands", std::vector<std::int64_t>{1});
+    auto nt = parse_fused_chain(no_tail);
+    QVERIFY(!nt.has_value());
+    QCOMPARE(nt.error().field, std::string("params.tail_operands"));
+    FusedChain ct;
+    ct.members = {FusedMember{"conv2d", {}, -1}, FusedMember{"softmax", {}, -1}};
+    ct.head_operands = {1, 1, 0};
+    auto cd = derive_fused(OpLibrary::standard(), ct,
+                           {OperandType{DType::f32, ZPoint{1, 2, 5, 5}}, OperandType{DType::f32, ZPoint{3, 2, 3, 3}}});
+    // conv2d writes its index space one-to-one too: softmax over Q widens the
+    // input's w window from S = 3 to S + Q − 1 = 5 (the whole row of 5).
+    QVERIFY2(cd.has_value(), cd ? "" : cd.error().message.c_str());
+    QCOMPARE(cd->fused.signature.inputs.at(0).operands.at(0).projection.window()[3], Coord(5));
+}
+
+// Random shapes, axes, operands and shardings along the non-normalized dims: the
+// pass fuses the pair, and the fused op's reference kernel and its CPU kernel agree
+// shard by shard (cpu::verify), also against the unfused graph (certify).
+void TestFusePass::random_tails() {
+    std::mt19937 rng(11);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const char *kinds[] = {"layernorm", "rmsnorm", "softmax"};
+    for (int round = 0; round < 12; ++round) {
+        const std::string kind = kinds[round % 3];
+        const int rank = pick(1, 3);
+        std::vector<Coord> dims;
+        for (int d = 0; d < rank; ++d) dims.push_back(pick(1, 6));
+        const int axis = pick(0, rank - 1);
+        auto shape = [](const std::vector<Coord> &s, size_t from) {
+            std::string t = "[";
+            for (size_t k = from; k < s.size(); ++k) t += (k > from ? "," : "") + std::to_string(s[k]);
+            return t + "]";
+        };
+        const std::string full = shape(dims, 0);
+        // The head's other operand: the full shape, its last dim, or one element.
+        const int form = pick(0, 2);
+        const std::string other = form == 0 ? full : form == 1 ? shape(dims, dims.size() - 1) : "[1]";
+        const std::string head = pick(0, 1) ? "add" : "mul";
+        const bool gamma = kind != "softmax" && pick(0, 1), beta = kind == "layernorm" && pick(0, 1);
+        std::string json = R"({"format": "tapestry-project", "version": 1, "name": "random-tail", "tensors": [
+            {"id": "x", "dtype": "f32", "shape": )" + full + R"(, "role": "input"},
+            {"id": "o", "dtype": "f32", "shape": )" + other + R"(, "role": "parameter"},
+            {"id": "t", "dtype": "f32", "shape": )" + full + R"(, "role": "intermediate"},
+            {"id": "y", "dtype": "f32", "shape": )" + full + R"(, "role": "output"})";
+        const std::string normalized = shape(dims, static_cast<size_t>(axis));
+        if (gamma) json += R"(, {"id": "g", "dtype": "f32", "shape": )" + normalized + R"(, "role": "parameter"})";
+        if (beta) json += R"(, {"id": "b", "dtype": "f32", "shape": )" + normalized + R"(, "role": "parameter"})";
+        json += R"(], "operations": [{"id": "h", "kind": ")" + head +
+                R"(", "inputs": {"a": "x", "b": "o"}, "outputs": {"y": "t"}}, {"id": "n", "kind": ")" + kind +
+                R"(", "params": {"axis": )" + std::to_string(axis) + R"(}, "inputs": {"x": "t")" +
+                (gamma ? R"(, "gamma": "g")" : "") + (beta ? R"(, "beta": "b")" : "") +
+                R"(}, "outputs": {"y": "y"}}]})";
+        const Graph original = parse(json.c_str());
+        // Split both along one dim the tail does not normalize, when there is one.
+        std::vector<int> free;
+        for (int d = 0; d < rank; ++d)
+            if (kind == "softmax" ? d != axis : d < axis) free.push_back(d);
+        QString specs;
+        if (!free.empty()) {
+            const int d = free[static_cast<size_t>(pick(0, static_cast<int>(free.size()) - 1))];
+            const int n = pick(1, static_cast<int>(std::min<Coord>(3, dims[static_cast<size_t>(d)])));
+            specs = QString("h:%1=%2 n:%1=%2").arg(d).arg(n);
+        }
+        const std::string what = json + "\nshards: " + specs.toStdString();
+        auto stage = fuse(split(original, specs));
+        QVERIFY2(stage, stage ? "" : stage.error().c_str());
+        QVERIFY2(stage->graph.operations().size() == 1, (stage->summary + "\n" + what).c_str());
+        QCOMPARE(stage->graph.operations().front()->kind, std::string("fused"));
+        auto report = cpu::verify(stage->graph, OpLibrary::standard(), make_random_inputs(stage->graph, 5));
+        QVERIFY2(report, report ? "" : report.error().c_str());
+        for (const cpu::OutputComparison &c : report->comparisons)
+            QVERIFY2(c.pass, (c.tensor + ": max abs error " + std::to_string(c.max_abs_error) + "\n" + what).c_str());
+        const Certificate cert = certify(original, stage->graph, numeric());
+        QVERIFY2(cert.pass(), (cert.text() + "\n" + what).c_str());
+    }
 }
 
 void TestFusePass::golden_data() {
@@ -368,6 +543,16 @@ void TestFusePass::refusals_data() {
     QTest::newRow("two consumers") << kTwoConsumers << "" << "fc1→{r1,r2} not fused: h has 2 consumers";
     QTest::newRow("broadcast read") << kBroadcastRead << ""
                                     << "rv→add1 not fused: add1 reads t through a broadcast or a window";
+    // A layernorm split along its normalized axis reads rows that several shards of
+    // its producer write.
+    QTest::newRow("layernorm split on its axis")
+        << kAddLayernorm << "res:1=2 ln:1=2"
+        << "res→ln not fused: ln is split along its normalized axis 1 (a shard reads rows other shards of res write)";
+    QTest::newRow("softmax split on its axis")
+        << QString::fromStdString(scale_softmax(1)) << "sc:0=2 sc:1=2 sm:0=2 sm:1=2"
+        << "sc→sm not fused: sm is split along its normalized axis 1";
+    QTest::newRow("layernorm rows split differently") << kAddLayernorm << "res:0=2 ln:0=3"
+                                                      << "res→ln selections differ (res 2 shards, ln 3 shards)";
 }
 
 void TestFusePass::refusals() {
@@ -432,6 +617,22 @@ void TestFusePass::chains_data() {
         << kElementwiseChain << "e1:0=3 e2:0=3 e3:0=3 e4:0=3" << ew << false;
     QTest::newRow("elementwise chain sharded both")
         << kElementwiseChain << "e1:0=2 e1:1=2 e2:0=2 e2:1=2 e3:0=2 e3:1=2 e4:0=2 e4:1=2" << ew << false;
+    // Normalization tails.
+    QTest::newRow("add+layernorm") << kAddLayernorm << "" << "add;layernorm" << false;
+    QTest::newRow("add+layernorm rows 2") << kAddLayernorm << "res:0=2 ln:0=2" << "add;layernorm" << false;
+    QTest::newRow("add+layernorm rows 4 uneven") << kAddLayernorm << "res:0=4 ln:0=4" << "add;layernorm" << false;
+    const QString sm_last = QString::fromStdString(scale_softmax(-1)), sm_mid = QString::fromStdString(scale_softmax(1));
+    QTest::newRow("mul+softmax") << sm_last << "" << "mul;softmax{axis=-1}" << false;
+    QTest::newRow("mul+softmax sharded 0,1") << sm_last << "sc:0=2 sc:1=3 sm:0=2 sm:1=3" << "mul;softmax{axis=-1}"
+                                             << false;
+    QTest::newRow("mul+softmax middle axis sharded 0,2")
+        << sm_mid << "sc:0=3 sc:2=2 sm:0=3 sm:2=2" << "mul;softmax{axis=1}" << false;
+    QTest::newRow("add+gelu+rmsnorm") << kAddGeluRmsnorm << "" << "add;gelu;rmsnorm" << false;
+    QTest::newRow("add+gelu+rmsnorm sharded")
+        << kAddGeluRmsnorm << "e1:0=2 e1:1=3 e2:0=2 e2:1=3 rn:0=2 rn:1=3" << "add;gelu;rmsnorm" << false;
+    QTest::newRow("matmul+div+softmax") << kScoresSoftmax << "" << "matmul;div;softmax" << false;
+    QTest::newRow("matmul+div+softmax rows")
+        << kScoresSoftmax << "qk:1=2 scale:1=2 sm:1=2" << "matmul;div;softmax" << false;
 }
 
 // One fused op whose chain is `chain`; its reference kernel (the oracle, shard by
@@ -475,6 +676,39 @@ void TestFusePass::chains() {
     CertifyOptions opts = numeric();
     const Certificate cert = certify(original, stage->graph, opts);
     QVERIFY2(cert.pass(), cert.text().c_str());
+}
+
+// The GPT-2 block: h (residual_1's output) also feeds residual_2, so ln_2 stays
+// apart even when both are sharded on the batch; after the attention expansion the
+// mask add fuses into its softmax, sharded on the batch too, and certifies.
+void TestFusePass::gpt2_block_tails() {
+    const QByteArray source = qgetenv("TAPESTRY_SOURCE_DIR");
+    if (source.isEmpty()) QSKIP("TAPESTRY_SOURCE_DIR is not set (CTest sets it)");
+    LoadResult loaded = load_project(std::filesystem::path(source.toStdString()) / "projects/gpt2_block.tapestry.json");
+    QVERIFY(loaded.ok());
+    {
+        auto stage = fuse(sharded(loaded.graph, "residual_1:0=2 ln_2:0=2"));
+        QVERIFY(stage.has_value());
+        QVERIFY2(QString::fromStdString(stage->summary).contains("residual_1→{ln_2,residual_2} not fused: h has 2 consumers"),
+                 stage->summary.c_str());
+    }
+    SubstituteOptions so;
+    so.rules = {"attention-expand"};
+    auto sub = substitute(loaded.graph, so);
+    QVERIFY2(sub, sub ? "" : sub.error().c_str());
+    const Graph input = sharded(sub->graph, "attention.add:0=2 attention.softmax:0=2");
+    FuseOptions options;
+    options.certify = numeric();
+    auto stage = fuse(input, options);
+    QVERIFY2(stage, stage ? "" : stage.error().c_str());
+    QVERIFY2(QString::fromStdString(stage->summary).contains("attention.add+attention.softmax"), stage->summary.c_str());
+    const Operation *f = stage->graph.find_op(OpId("attention.add"));
+    QVERIFY(f != nullptr);
+    QCOMPARE(f->kind, std::string("fused"));
+    QCOMPARE(f->params.get_string("chain", ""), std::string("add;softmax{axis=-1}"));
+    QVERIFY(!f->shards.empty());
+    QVERIFY2(stage->certificate.pass(), stage->certificate.text().c_str());
+    QVERIFY(stage->certificate.find("numeric") != nullptr);
 }
 
 void TestFusePass::example_projects_certify_data() {
