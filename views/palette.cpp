@@ -182,8 +182,12 @@ void OpPalette::populate() {
 
     // Categories in order of first appearance over the kinds sorted by name would
     // scatter related groups; order them by name, kinds by name inside.
+    // A `fused` operation is what the fuse pass makes of a chain of members (its
+    // params describe them); drawn from the palette it would have no chain, so it is
+    // not offered there. Fused ops in a graph show and edit like any other.
     std::map<QString, std::vector<const OpDef *>> by_category;
-    for (const OpDef *def : OpLibrary::standard().all()) by_category[qs(def->category())].push_back(def);
+    for (const OpDef *def : OpLibrary::standard().all())
+        if (def->kind() != "fused") by_category[qs(def->category())].push_back(def);
     for (const auto &[category, defs] : by_category) {
         const QColor color = categoryColor(category);
         QTreeWidgetItem *group = addGroup(category, color);
