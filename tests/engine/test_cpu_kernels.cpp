@@ -183,6 +183,8 @@ std::vector<Row> convolution_rows() {
                                                          {"padding", Ints{1, 1, 1, 1}},
                                                          {"count_include_pad", true}},
                                                         {in("x", {2, 2, 9, 9})})});
+    // The window is the whole plane: the global mean kernel, not oneDNN pooling.
+    rows.push_back({"avg_pool2d/global", make_case("avg_pool2d", {{"kernel", Ints{5, 4}}}, {in("x", {2, 3, 5, 4})})});
     return rows;
 }
 

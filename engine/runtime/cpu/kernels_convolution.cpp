@@ -460,6 +460,47 @@ KernelFactory conv2d_factory() {
 
 // ---- pools ----------------------------------------------------------------------------
 
+// Mean over the H×W plane of [N, C, H, W] into [N, C, 1, 1], for any strides (a
+// channels-last input reads C contiguously in the inner loop).
+class GlobalMeanKernel final : public Kernel {
+public:
+    GlobalMeanKernel(const ZPoint &in, const Strides &x_strides, const Strides &y_strides)
+        : in_(in), x_strides_(x_strides), y_strides_(y_strides) {
+        xs_ = x_strides.empty() ? dense_strides(in) : x_strides;
+        const ZPoint out({in[0], in[1], 1, 1});
+        ys_ = y_strides.empty() ? dense_strides(out) : y_strides;
+    }
+    void run(std::span<const View> inputs, std::span<const View> outputs) override {
+        TAPESTRY_CHECK(canonical(inputs[0].shape, inputs[0].strides) == canonical(inputs[0].shape, x_strides_),
+                       "global pool: input view strides differ from the spec");
+        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, y_strides_),
+                       "global pool: output view strides differ from the spec");
+        const float *x = inputs[0].f32();
+        float *y = outputs[0].f32();
+        const std::int64_t N = in_[0], C = in_[1], H = in_[2], W = in_[3];
+        const float inv = 1.0f / static_cast<float>(H * W);
+        std::vector<float> acc(static_cast<size_t>(C));
+        for (std::int64_t n = 0; n < N; ++n) {
+            std::fill(acc.begin(), acc.end(), 0.0f);
+            for (std::int64_t h = 0; h < H; ++h)
+                for (std::int64_t w = 0; w < W; ++w) {
+                    const float *p = x + n * xs_[0] + h * xs_[2] + w * xs_[3];
+                    for (std::int64_t c = 0; c < C; ++c) acc[static_cast<size_t>(c)] += p[c * xs_[1]];
+                }
+            for (std::int64_t c = 0; c < C; ++c) y[n * ys_[0] + c * ys_[1]] = acc[static_cast<size_t>(c)] * inv;
+        }
+    }
+
+private:
+    static Strides dense_strides(const ZPoint &shape) {
+        Strides s(static_cast<size_t>(shape.rank()), 1);
+        for (int d = shape.rank() - 2; d >= 0; --d) s[static_cast<size_t>(d)] = s[static_cast<size_t>(d) + 1] * shape[d + 1];
+        return s;
+    }
+    ZPoint in_;
+    Strides x_strides_, y_strides_, xs_, ys_;
+};
+
 class Pool2dKernel final : public Kernel {
 public:
     static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec, bool max) {
@@ -480,6 +521,15 @@ public:
             const ZPoint &xs = spec.operands.at(0).operands.at(0).shape;
             const LocalPadding ph = local_padding(px, spec.index_range, xs, 2);
             const LocalPadding pw = local_padding(px, spec.index_range, xs, 3);
+            // A global average pool (the window is the whole unpadded plane, one output
+            // point) is a mean over H and W. oneDNN 2.6 has no fast primitive for it on a
+            // channels-last input (its pooling stages the whole input through an NCHW
+            // copy, its reduction is the reference one), so f32 gets a plain strided loop.
+            const ZPoint &in_shape = spec.input_shapes.at(0), &out_shape = spec.output_shapes.at(0);
+            if (!max && t == DType::f32 && in_shape[2] == kernel.at(0) && in_shape[3] == kernel.at(1) &&
+                out_shape[2] == 1 && out_shape[3] == 1 && ph.before == 0 && ph.after == 0 && pw.before == 0 &&
+                pw.after == 0)
+                return std::unique_ptr<Kernel>(new GlobalMeanKernel(in_shape, k->x_strides_, k->y_strides_));
             const auto alg =
                 max ? dnnl::algorithm::pooling_max
                     : (spec.params.get_bool("count_include_pad", false) ? dnnl::algorithm::pooling_avg_include_padding
