@@ -9,10 +9,8 @@
 #include <exception>
 
 #include "passes/certificate.h"
-#include "passes/fuse.h"
 #include "passes/pipeline_builder.h"
 #include "passes/shard.h"
-#include "passes/substitute.h"
 
 namespace tapestry::views {
 
@@ -121,20 +119,14 @@ PipelineOutcome PipelineWorker::execute(const PipelineRequest &request, const st
             const QString name = request.passes[k];
             if (stopped()) return out;
             report(tr("pass %1/%2: %3").arg(k + 1).arg(passes).arg(name));
-            Expected<Stage, std::string> stage = unexpected(std::string("unknown pass"));
-            if (name == QLatin1String("shard")) {
-                auto options = parse_shard_options(splitSpecs(request.shard_specs));
-                if (!options) {
-                    out.error = tr("pass %1 (%2): %3").arg(k + 1).arg(name, QString::fromStdString(options.error()));
-                    return out;
-                }
-                stage = shard(stages.back().graph, *options);
-                if (stage) stage->options = request.shard_specs.simplified().toStdString();
-            } else if (name == QLatin1String("substitute")) {
-                stage = substitute(stages.back().graph, SubstituteOptions{});
-            } else if (name == QLatin1String("fuse")) {
-                stage = fuse(stages.back().graph, FuseOptions{});
+            PipelineSettings settings;
+            settings.shard_specs = splitSpecs(request.shard_specs);
+            auto pass = make_pass(name.toStdString(), settings);
+            if (!pass) {
+                out.error = tr("pass %1 (%2): %3").arg(k + 1).arg(name, QString::fromStdString(pass.error()));
+                return out;
             }
+            Expected<Stage, std::string> stage = (*pass)(stages.back().graph);
             if (!stage) {
                 out.error = tr("pass %1 (%2): %3").arg(k + 1).arg(name, QString::fromStdString(stage.error()));
                 return out;

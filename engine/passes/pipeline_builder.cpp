@@ -25,37 +25,44 @@ std::vector<std::string> pipeline_names(const std::string &text) {
     return out;
 }
 
+Expected<PassFunction, std::string> make_pass(const std::string &name, const PipelineSettings &settings) {
+    if (name == "shard") {
+        auto parsed = parse_shard_options(settings.shard_specs);
+        if (!parsed) return unexpected(parsed.error());
+        if (parsed->specs.empty())
+            return unexpected(std::string("the shard pass needs at least one shard spec (op:dim=parts, e.g. fc1:0=4)"));
+        parsed->propagate = settings.propagate;
+        parsed->movement = settings.movement;
+        return PassFunction([opts = *parsed](const Graph &g) { return shard(g, opts); });
+    }
+    if (name == "substitute") {
+        SubstituteOptions opts;
+        opts.rules = settings.rules;
+        opts.goal = settings.goal;
+        if (opts.goal != "expand" && opts.goal != "fuse")
+            return unexpected("unknown substitution goal '" + opts.goal + "' (expand or fuse)");
+        // An unknown rule is a usage error now, not a failed pass later.
+        if (!opts.rules.empty()) {
+            auto known = rewrites_by_name(opts.rules);
+            if (!known) return unexpected(known.error());
+        }
+        return PassFunction([opts](const Graph &g) { return substitute(g, opts); });
+    }
+    if (name == "fuse") {
+        FuseOptions opts;
+        for (const std::string &id : settings.fuse_exclude) opts.exclude.push_back(OpId(id));
+        return PassFunction([opts](const Graph &g) { return fuse(g, opts); });
+    }
+    return unexpected("unknown pass '" + name + "' (known: substitute, shard, fuse)");
+}
+
 Expected<Pipeline, std::string> build_pipeline(const std::vector<std::string> &names, const PipelineSettings &settings) {
     if (names.empty()) return unexpected(std::string("the pipeline names no pass (known: substitute, shard, fuse)"));
     Pipeline pipeline;
     for (const std::string &name : names) {
-        if (name == "shard") {
-            auto parsed = parse_shard_options(settings.shard_specs);
-            if (!parsed) return unexpected(parsed.error());
-            if (parsed->specs.empty())
-                return unexpected(std::string("the shard pass needs at least one shard spec (op:dim=parts, e.g. fc1:0=4)"));
-            parsed->propagate = settings.propagate;
-            parsed->movement = settings.movement;
-            pipeline.add("shard", [opts = *parsed](const Graph &g) { return shard(g, opts); });
-        } else if (name == "substitute") {
-            SubstituteOptions opts;
-            opts.rules = settings.rules;
-            opts.goal = settings.goal;
-            if (opts.goal != "expand" && opts.goal != "fuse")
-                return unexpected("unknown substitution goal '" + opts.goal + "' (expand or fuse)");
-            // An unknown rule is a usage error now, not a failed pass later.
-            if (!opts.rules.empty()) {
-                auto known = rewrites_by_name(opts.rules);
-                if (!known) return unexpected(known.error());
-            }
-            pipeline.add("substitute", [opts](const Graph &g) { return substitute(g, opts); });
-        } else if (name == "fuse") {
-            FuseOptions opts;
-            for (const std::string &id : settings.fuse_exclude) opts.exclude.push_back(OpId(id));
-            pipeline.add("fuse", [opts](const Graph &g) { return fuse(g, opts); });
-        } else {
-            return unexpected("unknown pass '" + name + "' (known: substitute, shard, fuse)");
-        }
+        auto pass = make_pass(name, settings);
+        if (!pass) return unexpected(pass.error());
+        pipeline.add(name, std::move(pass).value());
     }
     return pipeline;
 }

@@ -29,6 +29,11 @@ const std::vector<std::string> &known_passes();
 // Splits "substitute, shard,fuse" into names (spaces ignored, empty parts dropped).
 std::vector<std::string> pipeline_names(const std::string &text);
 
+// One pass by name, its options parsed and checked now (the same errors as
+// build_pipeline gives for it). The studio's worker runs passes one at a time
+// through this, so that it can stop between them.
+Expected<PassFunction, std::string> make_pass(const std::string &name, const PipelineSettings &settings);
+
 // The pipeline for `names`. Errors, for the user: "unknown pass 'shrad' (known:
 // substitute, shard, fuse)", "--pipeline names no pass", the first bad shard spec,
 // "the shard pass needs at least one shard spec (op:dim=parts)", an unknown rule.
