@@ -8,6 +8,7 @@
 #include "io/project_file.h"
 #include "passes/certificate.h"
 #include "passes/shard.h"
+#include "substitute_support.h"
 
 using namespace tapestry;
 
@@ -87,42 +88,6 @@ bool mentions(const CertificateCheck &c, const std::string &what) {
     return false;
 }
 
-// The MLP project with every coordinate mapped through `m` and the stated
-// signatures and shard selections dropped (the library derives them again).
-Graph scaled(const Graph &g, const std::map<Coord, Coord> &m) {
-    auto f = [&](Coord c) {
-        auto it = m.find(c);
-        return it == m.end() ? c : it->second;
-    };
-    auto fr = [&](const ZRange &r) {
-        std::vector<Coord> s = r.start().coords(), e = r.end().coords();
-        for (Coord &x : s) x = f(x);
-        for (Coord &x : e) x = f(x);
-        return ZRange(ZPoint(s), ZPoint(e));
-    };
-    Graph out;
-    out.name = g.name;
-    for (const TensorPtr &t : g.tensors()) {
-        Tensor c = *t;
-        c.range = fr(t->range);
-        out.put_tensor(std::move(c));
-    }
-    for (const OpPtr &op : g.operations()) {
-        Operation c = *op;
-        c.index_space.reset();
-        c.signature.reset();
-        for (auto *ports : {&c.inputs, &c.outputs})
-            for (PortBinding &p : *ports)
-                for (TensorSelection &s : p.selections) s.range = fr(s.range);
-        for (Shard &s : c.shards) {
-            s.index = fr(s.index);
-            s.inputs.clear();
-            s.outputs.clear();
-        }
-        out.put_op(std::move(c));
-    }
-    return out;
-}
 
 }  // namespace
 
@@ -263,7 +228,7 @@ void TestCertificate::mlp_sharded_4_way_on_batch_is_certified() {
     QVERIFY2(structural.pass(), structural.text().c_str());
     // Scaled /32 (batch 16, features 24/40) for the numeric run, same structure and shards.
     const std::map<Coord, Coord> m{{512, 16}, {1024, 24}, {4096, 40}, {128, 4}, {256, 8}, {384, 12}};
-    const Graph small = scaled(loaded.graph, m);
+    const Graph small = test::scaled(loaded.graph, m);
     auto stage = shard(small, *options);
     QVERIFY(stage);
     for (const char *op : {"fc1", "fc2", "fc3", "fc4"})
