@@ -28,6 +28,7 @@ struct RunCommandOptions {
     int threads = 2;
     std::uint64_t seed = 0;
     bool no_shards = false;
+    std::size_t tile_kib = cpu::CpuOptions{}.tile_bytes / 1024;
     bool json = false;
     bool verbose = false;
 };
@@ -76,6 +77,7 @@ int run_command(const RunCommandOptions &o) {
     cpu::CpuOptions cpu_options;
     cpu_options.threads = o.threads;
     cpu_options.run_shards = !o.no_shards;
+    cpu_options.tile_bytes = o.tile_kib * 1024;
     const auto compile_start = std::chrono::steady_clock::now();
     auto program = cpu::Program::compile(g, OpLibrary::standard(), cpu_options);
     if (!program) return fail("cannot compile for the CPU: " + program.error());
@@ -132,7 +134,10 @@ int run_command(const RunCommandOptions &o) {
         }
         j["steps"] = ordered_json::array();
         for (const cpu::StepTiming &s : result->steps)
-            j["steps"].push_back({{"op", s.op}, {"shard", s.shard}, {"ms", s.milliseconds}});
+            j["steps"].push_back({{"op", s.op},
+                                  {"shard", s.shard},
+                                  {"tile", s.tile >= 0 ? ordered_json(s.tile + 1) : ordered_json(nullptr)},
+                                  {"ms", s.milliseconds}});
         if (!written.empty()) j["outputs_dir"] = written;
         std::cout << j.dump(2) << "\n";
         return kExitOk;
@@ -168,11 +173,15 @@ int run_command(const RunCommandOptions &o) {
 
     if (o.verbose) {
         std::cout << "\nsteps\n";
-        std::vector<std::vector<std::string>> step_rows{{"op", "shard", "ms", "share"}};
+        std::vector<std::vector<std::string>> step_rows{{"op", "shard / tile", "ms", "share"}};
         double total = 0;
         for (const cpu::StepTiming &s : result->steps) total += s.milliseconds;
         for (const cpu::StepTiming &s : result->steps)
-            step_rows.push_back({s.op, s.shard.empty() ? "-" : s.shard, fixed(s.milliseconds),
+            step_rows.push_back({s.op,
+                                 !s.shard.empty() ? s.shard
+                                 : s.tile >= 0    ? "tile " + std::to_string(s.tile + 1) + "/" + std::to_string(s.tiles)
+                                                  : "-",
+                                 fixed(s.milliseconds),
                                  total > 0 ? fixed(100.0 * s.milliseconds / total, "%.1f%%") : "-"});
         print_rows(step_rows, "  ");
         std::cout << "  (step times add up to " << fixed(total) << " ms of work over " << o.threads
@@ -204,6 +213,10 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
         ->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
     cmd->add_flag("--no-shards", o->no_shards, "Run every operation whole, ignoring its shards");
+    cmd->add_option("--tile-kib", o->tile_kib,
+                    "Batch tiling: chains of batch-parallel steps with small weights (conv stacks) run tile by tile "
+                    "of the batch, each tile's largest tensor about this size; 0 turns it off")
+        ->capture_default_str();
     cmd->add_flag("--json", o->json, "Print the result as JSON");
     cmd->add_flag("-v,--verbose", o->verbose, "Also print the compiled program and per-step times");
     cmd->footer("Exit codes: 0 ran, 1 the project or its inputs are bad or the run failed, 2 usage error.");

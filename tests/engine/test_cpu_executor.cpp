@@ -158,6 +158,42 @@ std::map<TensorId, TensorData> quick_inputs(const Graph &g, std::uint64_t seed) 
 }
 
 // A small MLP: x[b, d] → linear+gelu → linear+relu → linear (+ residual add).
+// conv → relu → max pool → conv → avg pool → flatten → linear on [batch, 3, 12, 12],
+// with constant weights.
+Graph conv_chain(Coord batch) {
+    Graph g;
+    add_tensor(g, "x", ZPoint{batch, 3, 12, 12}, TensorRole::input);
+    auto param = [&](const std::string &id, ZPoint shape, double phase) {
+        add_tensor(g, id, shape, TensorRole::parameter);
+        Tensor t = *g.find_tensor(TensorId(id));
+        auto v = std::make_shared<TensorData>(DType::f32, shape);
+        auto f = v->as<float>();
+        for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(0.4 * std::sin(0.37 * double(i) + phase));
+        t.value = v;
+        g.put_tensor(std::move(t));
+    };
+    param("w1", ZPoint{16, 3, 3, 3}, 0.1);
+    param("b1", ZPoint{16}, 0.2);
+    param("w2", ZPoint{8, 16, 3, 3}, 0.3);
+    param("wl", ZPoint{72, 5}, 0.4);
+    add_tensor(g, "c1", ZPoint{batch, 16, 12, 12}, TensorRole::intermediate);
+    add_tensor(g, "r1", ZPoint{batch, 16, 12, 12}, TensorRole::intermediate);
+    add_tensor(g, "p1", ZPoint{batch, 16, 6, 6}, TensorRole::intermediate);
+    add_tensor(g, "c2", ZPoint{batch, 8, 6, 6}, TensorRole::intermediate);
+    add_tensor(g, "p2", ZPoint{batch, 8, 3, 3}, TensorRole::intermediate);
+    add_tensor(g, "f", ZPoint{batch, 72}, TensorRole::intermediate);
+    add_tensor(g, "y", ZPoint{batch, 5}, TensorRole::output);
+    const Params conv{{"padding", std::vector<std::int64_t>{1, 1, 1, 1}}};
+    add_op(g, "conv1", "conv2d", {{"x", "x"}, {"w", "w1"}, {"bias", "b1"}}, "c1", conv);
+    add_op(g, "relu1", "relu", {{"x", "c1"}}, "r1");
+    add_op(g, "pool1", "max_pool2d", {{"x", "r1"}}, "p1", Params{{"kernel", std::vector<std::int64_t>{2, 2}}});
+    add_op(g, "conv2", "conv2d", {{"x", "p1"}, {"w", "w2"}}, "c2", conv);
+    add_op(g, "pool2", "avg_pool2d", {{"x", "c2"}}, "p2", Params{{"kernel", std::vector<std::int64_t>{2, 2}}});
+    add_op(g, "flat", "reshape", {{"x", "p2"}}, "f", Params{{"shape", std::vector<std::int64_t>{batch, 72}}});
+    add_op(g, "fc", "linear", {{"x", "f"}, {"w", "wl"}}, "y");
+    return g;
+}
+
 Graph small_mlp(Coord b, Coord d, Coord h, bool residual) {
     Graph g;
     add_tensor(g, "x", {b, d}, TensorRole::input);
@@ -347,36 +383,7 @@ private slots:
     // for a constant parameter overrides it (and the next run without one is back
     // on the prepacked weights); channels_last off gives the same values.
     void prepacked_weights_and_channels_last_match_the_oracle() {
-        Graph g;
-        add_tensor(g, "x", ZPoint{4, 3, 12, 12}, TensorRole::input);
-        auto param = [&](const std::string &id, ZPoint shape, double phase) {
-            add_tensor(g, id, shape, TensorRole::parameter);
-            Tensor t = *g.find_tensor(TensorId(id));
-            auto v = std::make_shared<TensorData>(DType::f32, shape);
-            auto f = v->as<float>();
-            for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(0.4 * std::sin(0.37 * double(i) + phase));
-            t.value = v;
-            g.put_tensor(std::move(t));
-        };
-        param("w1", ZPoint{16, 3, 3, 3}, 0.1);
-        param("b1", ZPoint{16}, 0.2);
-        param("w2", ZPoint{8, 16, 3, 3}, 0.3);
-        param("wl", ZPoint{72, 5}, 0.4);
-        add_tensor(g, "c1", ZPoint{4, 16, 12, 12}, TensorRole::intermediate);
-        add_tensor(g, "r1", ZPoint{4, 16, 12, 12}, TensorRole::intermediate);
-        add_tensor(g, "p1", ZPoint{4, 16, 6, 6}, TensorRole::intermediate);
-        add_tensor(g, "c2", ZPoint{4, 8, 6, 6}, TensorRole::intermediate);
-        add_tensor(g, "p2", ZPoint{4, 8, 3, 3}, TensorRole::intermediate);
-        add_tensor(g, "f", ZPoint{4, 72}, TensorRole::intermediate);
-        add_tensor(g, "y", ZPoint{4, 5}, TensorRole::output);
-        const Params conv{{"padding", std::vector<std::int64_t>{1, 1, 1, 1}}};
-        add_op(g, "conv1", "conv2d", {{"x", "x"}, {"w", "w1"}, {"bias", "b1"}}, "c1", conv);
-        add_op(g, "relu1", "relu", {{"x", "c1"}}, "r1");
-        add_op(g, "pool1", "max_pool2d", {{"x", "r1"}}, "p1", Params{{"kernel", std::vector<std::int64_t>{2, 2}}});
-        add_op(g, "conv2", "conv2d", {{"x", "p1"}, {"w", "w2"}}, "c2", conv);
-        add_op(g, "pool2", "avg_pool2d", {{"x", "c2"}}, "p2", Params{{"kernel", std::vector<std::int64_t>{2, 2}}});
-        add_op(g, "flat", "reshape", {{"x", "p2"}}, "f", Params{{"shape", std::vector<std::int64_t>{4, 72}}});
-        add_op(g, "fc", "linear", {{"x", "f"}, {"w", "wl"}}, "y");
+        const Graph g = conv_chain(4);
         QVERIFY(validate(g, OpLibrary::standard()).empty());
 
         auto inputs = make_random_inputs(g, 3);
@@ -427,6 +434,111 @@ private slots:
         auto fourth = run_graph(g, inputs, plain);
         QVERIFY2(fourth.has_value(), fourth ? "" : fourth.error().c_str());
         QVERIFY(rel_diff(fourth->outputs.at(TensorId("y")), first->outputs.at(TensorId("y"))) < 1e-5);
+    }
+
+    // Batch tiling (CpuOptions::tile_bytes): the conv chain runs tile by tile of
+    // the batch, depth-first (every step of tile 1 before tile 2), one thread per
+    // tile; the intermediates only the chain reads are rings of tiles, so the arena
+    // shrinks; the values equal the untiled run's and the oracle's, run after run.
+    void batch_tiles_run_depth_first_and_match_untiled() {
+        const Graph g = conv_chain(9);
+        const auto inputs = make_random_inputs(g, 5);
+        cpu::CpuOptions tiled, untiled;
+        tiled.tile_bytes = 1;  // as small as it gets: one image per tile
+        untiled.tile_bytes = 0;
+        auto p = cpu::Program::compile(g, OpLibrary::standard(), tiled);
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        const std::string text = (*p)->describe();
+        // conv1 (+relu1), pool1, conv2, pool2, flat, fc: 6 steps per tile, 9 tiles.
+        QVERIFY2(text.find("CPU program: 54 steps") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("step 0: conv2d conv1 tile 1/9 + fused relu1 [1 thread]") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("step 1: max_pool2d pool1 tile 1/9 [1 thread]") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("step 5: linear fc tile 1/9 [1 thread]") != std::string::npos, text.c_str());
+        QVERIFY2(text.find("step 6: conv2d conv1 tile 2/9") != std::string::npos, text.c_str());
+        for (const char *t : {"r1 (intermediate", "p1 (intermediate", "c2 (intermediate"}) {
+            const auto at = text.find(t);
+            QVERIFY2(at != std::string::npos && text.find("a ring of 4 batch tiles", at) < text.find('\n', at),
+                     text.c_str());
+        }
+        // y is the graph's output: written whole, never a ring.
+        const auto y_at = text.find("y (output");
+        QVERIFY2(y_at != std::string::npos && text.find("output buffer", y_at) < text.find('\n', y_at), text.c_str());
+
+        auto a = (*p)->run(inputs);
+        QVERIFY2(a.has_value(), a ? "" : a.error().c_str());
+        auto b = run_graph(g, inputs, untiled);
+        QVERIFY2(b.has_value(), b ? "" : b.error().c_str());
+        QCOMPARE(a->steps.size(), size_t{54});
+        QCOMPARE(b->steps.size(), size_t{6});
+        int tiles_seen = 0;
+        for (const auto &st : a->steps) {
+            QVERIFY(st.shard.empty());
+            QCOMPARE(st.tiles, 9);
+            tiles_seen += st.tile == 8 ? 1 : 0;
+        }
+        QCOMPARE(tiles_seen, 6);
+        QVERIFY2(a->arena_bytes < b->arena_bytes,
+                 qPrintable(QString("tiled arena %1 B, untiled %2 B").arg(a->arena_bytes).arg(b->arena_bytes)));
+        const TensorData &ya = a->outputs.at(TensorId("y"));
+        QVERIFY(rel_diff(ya, b->outputs.at(TensorId("y"))) < 1e-5);
+        auto oracle = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
+        QVERIFY2(oracle.has_value(), oracle ? "" : oracle.error().c_str());
+        QVERIFY(rel_diff(ya, oracle->at(TensorId("y"))) < 1e-5);
+        for (int again = 0; again < 3; ++again) {
+            auto c = (*p)->run(inputs);
+            QVERIFY2(c.has_value(), c ? "" : c.error().c_str());
+            QCOMPARE(c->outputs.at(TensorId("y")).bytes, ya.bytes);
+        }
+    }
+
+    // Tiling leaves alone what it cannot help: chains whose weights are big (every
+    // tile would read them again), sharded operations, and small tensors.
+    void batch_tiling_skips_big_weights_shards_and_small_tensors() {
+        cpu::CpuOptions tiled;
+        tiled.tile_bytes = 1;
+        auto described = [&](const Graph &g, const cpu::CpuOptions &o) {
+            auto p = cpu::Program::compile(g, OpLibrary::standard(), o);
+            return p ? (*p)->describe() : "compile failed: " + p.error();
+        };
+        // fc2's 1024×1024 weights are 4 MiB: it runs whole, and fc1 (+gelu1) and fc3
+        // on either side of it are no chain of two steps.
+        const std::string big = described(small_mlp(16, 64, 1024, false), tiled);
+        QVERIFY2(big.find("linear fc2 + fused relu2 [all threads]") != std::string::npos, big.c_str());
+        QVERIFY2(big.find(" tile ") == std::string::npos, big.c_str());
+        // A sharded op runs its shards, not tiles.
+        Graph sharded = conv_chain(8);
+        shard(sharded, "pool1", 0, 2);
+        const std::string sh = described(sharded, tiled);
+        QVERIFY2(sh.find("pool1 shard") != std::string::npos && sh.find("pool1 tile") == std::string::npos, sh.c_str());
+        // The default target (512 KiB) leaves a chain of a few KiB whole.
+        const std::string small = described(conv_chain(8), cpu::CpuOptions{});
+        QVERIFY2(small.find(" tile ") == std::string::npos, small.c_str());
+    }
+
+    // A grouped conv2d's index space is not its output's (the group is a dim of its
+    // own): asking it to fuse a binary epilogue given in the consumer's coordinates
+    // once aborted on the rank mismatch (found by the tiling property). The mul runs
+    // as its own step, and the result matches the oracle.
+    void grouped_conv_with_a_binary_epilogue() {
+        Graph g;
+        add_tensor(g, "x", ZPoint{2, 4, 6, 6}, TensorRole::input);
+        add_tensor(g, "w", ZPoint{6, 2, 3, 3}, TensorRole::parameter);
+        add_tensor(g, "s", ZPoint{2, 6, 4, 4}, TensorRole::input);
+        add_tensor(g, "c", ZPoint{2, 6, 4, 4}, TensorRole::intermediate);
+        add_tensor(g, "y", ZPoint{2, 6, 4, 4}, TensorRole::output);
+        add_op(g, "conv", "conv2d", {{"x", "x"}, {"w", "w"}}, "c", Params{{"groups", std::int64_t{2}}});
+        add_op(g, "scale", "mul", {{"a", "c"}, {"b", "s"}}, "y");
+        QVERIFY(validate(g, OpLibrary::standard()).empty());
+        const auto inputs = make_random_inputs(g, 4);
+        auto p = cpu::Program::compile(g, OpLibrary::standard());
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        const std::string text = (*p)->describe();
+        QVERIFY2(text.find("step 1: mul scale") != std::string::npos, text.c_str());
+        auto r = (*p)->run(inputs);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        auto oracle = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
+        QVERIFY2(oracle.has_value(), oracle ? "" : oracle.error().c_str());
+        QVERIFY(rel_diff(r->outputs.at(TensorId("y")), oracle->at(TensorId("y"))) < 1e-5);
     }
 
     void fused_graph_equals_unfused() {

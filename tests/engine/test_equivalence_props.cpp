@@ -4,11 +4,14 @@
 // transpose, conv2d (grouped too) and pools, with random small shapes), random
 // shardings of their operations (random cut points along every index dim, uneven
 // ones included), then: the sharded run equals the oracle and the unsharded run
-// (cpu::verify). TAPESTRY_PROPS_CASES sets the number of cases (default 60; the
-// `slow` CTest entry runs 2,000). With rapidcheck failing cases shrink; without it
+// (cpu::verify). A second property runs random graphs batch-tiled
+// (CpuOptions::tile_bytes) against their untiled runs and the oracle.
+// TAPESTRY_PROPS_CASES sets the number of cases (default 60; the `slow` CTest
+// entry runs 2,000). With rapidcheck failing cases shrink; without it
 // a seeded generator replays (TAPESTRY_SEED).
 #include <QtTest/QtTest>
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -124,6 +127,47 @@ std::optional<std::string> check_case(const Pick &pick, int *sharded_ops) {
     return std::nullopt;
 }
 
+// One case of batch tiling: a random graph (its ops sharded half the time, which
+// breaks tiled runs), compiled with a small tile target so that chains of
+// batch-parallel steps run tile by tile; its outputs equal the untiled run's, which
+// equals the oracle (verify). Counts the cases where tiles ran.
+std::optional<std::string> check_tiled_case(const Pick &pick, int *tiled_cases, int *graphs) {
+    ++*graphs;
+    GraphBuilder builder(pick);
+    Graph g = builder.build();
+    if (pick(0, 1) == 0)
+        if (auto error = shard_graph(g, pick)) return *error + "\n" + serialize_project(g);
+    const auto inputs = make_random_inputs(g, static_cast<std::uint64_t>(pick(0, 1 << 20)));
+    cpu::CpuOptions tiled, untiled;
+    tiled.tile_bytes = std::size_t{1} << pick(0, 3);  // 1 B .. 8 B: K from 4 to the batch
+    untiled.tile_bytes = 0;
+    auto p = cpu::Program::compile(g, OpLibrary::standard(), tiled);
+    if (!p) return "compile (tiled): " + p.error() + "\n" + serialize_project(g);
+    const std::string program = (*p)->describe();
+    if (program.find(" tile ") != std::string::npos) ++*tiled_cases;
+    auto a = (*p)->run(inputs);
+    if (!a) return "tiled run: " + a.error() + "\n" + program + serialize_project(g);
+    auto q = cpu::Program::compile(g, OpLibrary::standard(), untiled);
+    if (!q) return "compile (untiled): " + q.error();
+    auto b = (*q)->run(inputs);
+    if (!b) return "untiled run: " + b.error();
+    const auto report = cpu::verify(g, OpLibrary::standard(), inputs, cpu::VerifyOptions{});
+    if (!report) return "verify failed: " + report.error() + "\n" + serialize_project(g);
+    if (!report->pass()) return "the untiled run is not equivalent to the oracle\n" + serialize_project(g);
+    for (const auto &[id, ya] : a->outputs) {
+        const TensorData &yb = b->outputs.at(id);
+        double scale = 1;
+        for (std::int64_t i = 0; i < yb.element_count(); ++i)
+            if (std::isfinite(yb.get(i))) scale = std::max(scale, std::abs(yb.get(i)));
+        const auto c = cpu::compare_values(ya, yb, 1e-4 * scale, 1e-3);
+        if (!c.pass)
+            return "tiled output " + id.value + " differs from the untiled run: max abs " +
+                   std::to_string(c.max_abs_error) + " at flat index " + std::to_string(c.worst_index) + "\n" +
+                   program + serialize_project(g);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 class TestEquivalenceProps : public QObject {
@@ -134,6 +178,7 @@ class TestEquivalenceProps : public QObject {
 private slots:
     void initTestCase();
     void sharded_equals_unsharded_equals_oracle();
+    void batch_tiled_equals_untiled_equals_oracle();
 };
 
 void TestEquivalenceProps::initTestCase() {
@@ -168,6 +213,36 @@ void TestEquivalenceProps::sharded_equals_unsharded_equals_oracle() {
     // The property says nothing unless shards were actually exercised.
     QVERIFY2(sharded_ops >= cases_ / 2,
              qPrintable(QString("only %1 sharded operations in %2 cases").arg(sharded_ops).arg(cases_)));
+}
+
+void TestEquivalenceProps::batch_tiled_equals_untiled_equals_oracle() {
+    // About one random graph in eight has a chain of two batch-parallel steps to
+    // tile, and a graph takes a few ms: four graphs per case of the sharding property.
+    int tiled_cases = 0, graphs = 0;
+#ifdef TAPESTRY_HAVE_RAPIDCHECK
+    // Four graphs per rapidcheck case (its case count is set once, for the suite).
+    const bool ok = rc::check("batch tiled == untiled == oracle", [&tiled_cases, &graphs] {
+        const Pick pick = [](Coord lo, Coord hi) { return *rc::gen::inRange<Coord>(lo, hi + 1); };
+        for (int k = 0; k < 4; ++k)
+            if (const auto failure = check_tiled_case(pick, &tiled_cases, &graphs)) RC_FAIL(*failure);
+    });
+    QVERIFY2(ok, "a random graph runs differently tiled (the shrunk case is printed above)");
+#else
+    const unsigned seed =
+        qEnvironmentVariableIsSet("TAPESTRY_SEED") ? qEnvironmentVariableIntValue("TAPESTRY_SEED") : 20240907u;
+    std::mt19937 rng(seed);
+    const Pick pick = [&rng](Coord lo, Coord hi) { return std::uniform_int_distribution<Coord>(lo, hi)(rng); };
+    for (int k = 0; k < 4 * cases_; ++k) {
+        const auto failure = check_tiled_case(pick, &tiled_cases, &graphs);
+        QVERIFY2(
+            !failure,
+            ("case " + std::to_string(k) + " (seed " + std::to_string(seed) + "): " + failure.value_or("")).c_str());
+    }
+#endif
+    // The property says nothing unless tiles actually ran.
+    QVERIFY2(tiled_cases >= graphs / 16,
+             qPrintable(QString("tiles ran in only %1 of %2 graphs").arg(tiled_cases).arg(graphs)));
+    qInfo("batch tiles ran in %d of %d graphs", tiled_cases, graphs);
 }
 
 QTEST_GUILESS_MAIN(TestEquivalenceProps)

@@ -18,6 +18,7 @@ dnnl::stream &thread_stream() {
 }
 
 void set_omp_threads(int n) { omp_set_num_threads(n < 1 ? 1 : n); }
+int omp_threads() { return omp_get_max_threads(); }
 
 std::optional<dnnl::memory::data_type> dnnl_dtype(DType t) {
     switch (t) {

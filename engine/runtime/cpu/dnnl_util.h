@@ -28,6 +28,7 @@ dnnl::stream &thread_stream();
 
 // Sets the OpenMP thread count oneDNN uses on the calling thread (>= 1).
 void set_omp_threads(int n);
+int omp_threads();  // the calling thread's OpenMP thread count (omp_get_max_threads)
 
 // oneDNN element type of a dtype: f32, bf16, f16, i32 (s32), bool (u8); none for i64.
 std::optional<dnnl::memory::data_type> dnnl_dtype(DType t);

@@ -14,9 +14,11 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "graph/resolve.h"
 #include "graph/validate.h"
@@ -52,6 +54,7 @@ struct TensorPlan {
     std::size_t bytes = 0;
     std::vector<std::int64_t> strides;  // element strides of the tensor's range (row-major unless channels_last)
     bool channels_last = false;         // a 4-D [N, C, H, W] intermediate stored NHWC
+    int slots = 0;  // > 0: a tiled run's own intermediate, stored as a ring of this many batch tiles
     int first_step = -1, last_step = -1;  // lifetime in step order
 };
 
@@ -60,6 +63,7 @@ struct Access {
     int tensor = -1;  // index into the tensor plans
     ZRange range;     // absolute coordinates
     bool write = false;
+    int slot = -1;    // the ring slot of a tiled tensor (TensorPlan::slots), or -1
 };
 
 struct StepView {
@@ -75,10 +79,17 @@ struct Step {
     std::string shard;  // "" for a whole operation
     std::string kind;
     bool whole = true;  // runs alone with every thread
+    int tile = -1, tiles = 0;        // batch tile k of K (CpuOptions::tile_bytes)
+    int run = -1;                    // the tiled run it belongs to
+    Coord tile_lo = 0, space_lo = 0, space_rows = 0;  // a tile's first index row; the op's index dim 0
+    int op_order = 0;                // the op's position in dependency order
     std::vector<std::string> fused;  // epilogue operation ids
     std::vector<StepView> inputs, outputs;
     std::vector<Access> accesses;
     std::unique_ptr<Kernel> kernel;
+    // Or, for the tiles of an op (KernelFactory::tile_invariant), one kernel per worker.
+    std::shared_ptr<std::vector<std::unique_ptr<Kernel>>> per_worker;
+    Kernel &kernel_for(int worker) const { return per_worker ? *(*per_worker)[static_cast<size_t>(worker)] : *kernel; }
     std::vector<int> dependents;
     int dependencies = 0;
 };
@@ -135,6 +146,7 @@ private:
     void stop_workers();
     void worker_loop(int index);
     Expected<std::monostate, std::string> plan(const Graph &g, const OpLibrary &lib);
+    void plan_tile_slots(const std::set<int> &eliminated);
     void plan_buffers();
     void plan_dependencies();
     std::string make_description() const;
@@ -333,6 +345,91 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
         }
     }
 
+    // Batch tiling (CpuOptions::tile_bytes): runs of consecutive unsharded steps
+    // (in dependency order) whose index dim 0 is the batch of every operand but the
+    // parameters — each tile of it reads and writes the same rows of dim 0 — and
+    // whose parameters are small.
+    std::map<const OpInfo *, int> tiles;     // head step → number of batch tiles
+    std::map<const OpInfo *, int> tile_run;  // head step → its run
+    if (options_.tile_bytes > 0) {
+        constexpr std::size_t kMaxParamBytes = 1 << 20;  // weights read again by every tile
+        struct Candidate {
+            const OpInfo *info = nullptr;
+            Coord batch = 0;
+            std::size_t largest = 0;  // bytes of its largest batch-parallel operand
+        };
+        auto candidate = [&](const OpInfo &info) -> std::optional<Candidate> {
+            if (sharded(info) || folded.count(&info)) return std::nullopt;
+            const ZRange &space = info.absolute.signature.index_space;
+            if (space.rank() == 0 || space.extent(0) < 2) return std::nullopt;
+            const auto ep = epilogues.find(&info);
+            if (ep != epilogues.end())
+                for (const PlannedEpilogue &e : ep->second)
+                    if (e.extra) return std::nullopt;
+            const Coord n = space.extent(0);
+            const ZRange part = space.split(0, 2)[1];
+            const Coord shift = part.start()[0] - space.start()[0];
+            const auto whole = derive_shard_selections(g, *info.op, info.absolute.signature, space);
+            const auto cut = derive_shard_selections(g, *info.op, info.absolute.signature, part);
+            Candidate c{&info, n, 0};
+            std::size_t param_bytes = 0;
+            auto follows = [&](const std::vector<TensorSelection> &w, const std::vector<TensorSelection> &p,
+                               bool outputs) {
+                if (w.size() != p.size()) return false;
+                for (size_t i = 0; i < w.size(); ++i) {
+                    const Tensor *t = g.find_tensor(w[i].tensor);
+                    if (!t || w[i].tensor != p[i].tensor) return false;
+                    const std::size_t bytes = static_cast<std::size_t>(w[i].range.size()) * dtype_bytes(t->dtype);
+                    if (!outputs && t->role == TensorRole::parameter) {
+                        if (!(p[i].range == w[i].range)) return false;
+                        param_bytes += bytes;
+                        continue;
+                    }
+                    const ZRange &a = w[i].range, &b = p[i].range;
+                    if (a.rank() == 0 || a.rank() != b.rank() || a.extent(0) != n) return false;
+                    if (b.start()[0] != a.start()[0] + shift || b.extent(0) != part.extent(0)) return false;
+                    for (int d = 1; d < a.rank(); ++d)
+                        if (a.start()[d] != b.start()[d] || a.end()[d] != b.end()[d]) return false;
+                    c.largest = std::max(c.largest, bytes);
+                }
+                return true;
+            };
+            if (!follows(flatten(whole.inputs, info.def->input_ports()), flatten(cut.inputs, info.def->input_ports()),
+                         false) ||
+                !follows(flatten(whole.outputs, info.def->output_ports()),
+                         flatten(cut.outputs, info.def->output_ports()), true))
+                return std::nullopt;
+            if (param_bytes > kMaxParamBytes) return std::nullopt;
+            return c;
+        };
+        std::vector<Candidate> run;
+        auto close_run = [&] {
+            if (run.size() >= 2) {
+                std::size_t largest = 0;
+                for (const Candidate &c : run) largest = std::max(largest, c.largest);
+                const Coord n = run.front().batch;
+                // Worth it only when the run's tensors do not already fit in cache.
+                if (largest >= 4 * options_.tile_bytes) {
+                    const Coord want = static_cast<Coord>((largest + options_.tile_bytes - 1) / options_.tile_bytes);
+                    const Coord k = std::min<Coord>(n, std::max<Coord>(2 * options_.threads, want));
+                    const int id = static_cast<int>(tile_run.size());
+                    for (const Candidate &c : run) {
+                        tiles[c.info] = static_cast<int>(k);
+                        tile_run[c.info] = id;
+                    }
+                }
+            }
+            run.clear();
+        };
+        for (const OpInfo &info : infos) {
+            if (folded.count(&info)) continue;
+            auto c = candidate(info);
+            if (!c || (!run.empty() && run.front().batch != c->batch)) close_run();
+            if (c) run.push_back(*c);
+        }
+        close_run();
+    }
+
     // Steps.
     std::set<int> eliminated;  // intermediates folded away
     for (const auto &[p, chain] : epilogues) {
@@ -357,16 +454,29 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
         step.accesses.push_back({ti, s.range, write});
         return v;
     };
+    std::map<std::string, std::shared_ptr<std::vector<std::unique_ptr<Kernel>>>> tile_kernels;
+    // oneDNN fixes a primitive's thread count when the primitive is created (from
+    // the creating thread's OpenMP setting), not when it runs: kernels are made
+    // with the count of the step that runs them (spec.threads), or a one-thread
+    // shard would run two threads inside a worker beside another worker.
+    struct RestoreThreads {
+        int n = omp_threads();
+        ~RestoreThreads() { set_omp_threads(n); }
+    } restore_threads;
     for (const OpInfo &info : infos) {
         if (folded.count(&info)) continue;
         const auto ep_it = epilogues.find(&info);
         std::vector<ZRange> ranges;
         std::vector<std::string> shard_ids;
+        const auto tiled = tiles.find(&info);
         if (sharded(info)) {
             for (const Shard &s : info.op->shards) {
                 ranges.push_back(s.index);
                 shard_ids.push_back(s.id.value);
             }
+        } else if (tiled != tiles.end()) {
+            ranges = info.absolute.signature.index_space.split(0, tiled->second);
+            shard_ids.resize(ranges.size());
         } else {
             ranges.push_back(info.absolute.signature.index_space);
             shard_ids.emplace_back();
@@ -377,7 +487,16 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
             step.op = info.op->id.value;
             step.shard = shard_ids[r];
             step.kind = info.op->kind;
-            step.whole = shard_ids[r].empty();
+            step.op_order = info.order;
+            if (tiled != tiles.end()) {
+                step.tile = static_cast<int>(r);
+                step.tiles = static_cast<int>(ranges.size());
+                step.run = tile_run.at(&info);
+                step.tile_lo = ranges[r].start()[0];
+                step.space_lo = info.absolute.signature.index_space.start()[0];
+                step.space_rows = info.absolute.signature.index_space.extent(0);
+            }
+            step.whole = shard_ids[r].empty() && step.tile < 0;
             const auto sel = derive_shard_selections(g, *info.op, info.absolute.signature, ranges[r]);
             for (const TensorSelection &s : flatten(sel.inputs, info.def->input_ports()))
                 step.inputs.push_back(make_view(s, step, false));
@@ -396,7 +515,15 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
                     if (e.extra) step.inputs.push_back(make_view(*e.extra, step, false));
                 }
                 const PlannedEpilogue &last = ep_it->second.back();
+                std::vector<TensorSelection> head_outs = std::move(outs);
                 outs = flatten(last.consumer->op->outputs, last.consumer->def->output_ports());
+                if (step.tile >= 0) {
+                    // The tile of the chain's output: the head's tile, moved to where the
+                    // (same-shaped) last output starts.
+                    const ZRange whole_out =
+                        flatten(info.op->outputs, info.def->output_ports()).at(0).range;
+                    outs.at(0).range = head_outs.at(0).range.translated(outs[0].range.start() - whole_out.start());
+                }
             }
             for (const TensorSelection &s : outs) step.outputs.push_back(make_view(s, step, true));
             for (const StepView &v : step.inputs) {
@@ -413,12 +540,76 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
                 spec.output_shapes.push_back(v.shape);
                 spec.output_strides.push_back(v.strides);
             }
+            set_omp_threads(spec.threads);
+            if (step.tile >= 0 && info.factory->tile_invariant) {
+                // Tiles of the same shapes and strides share one kernel per worker.
+                std::ostringstream key;
+                key << step.op;
+                for (const auto *shapes : {&spec.input_shapes, &spec.output_shapes})
+                    for (const ZPoint &z : *shapes) key << "|" << z.to_string();
+                for (const auto *strides : {&spec.input_strides, &spec.output_strides})
+                    for (const std::vector<std::int64_t> &st : *strides) {
+                        key << "|";
+                        for (std::int64_t x : st) key << x << ",";
+                    }
+                auto &shared = tile_kernels[key.str()];
+                if (!shared) {
+                    auto set = std::make_shared<std::vector<std::unique_ptr<Kernel>>>();
+                    for (int w = 0; w < options_.threads; ++w) {
+                        auto kernel = info.factory->make(spec);
+                        if (!kernel) return unexpected("operation " + quoted(step.op) + ": " + kernel.error());
+                        set->push_back(std::move(kernel).value());
+                    }
+                    shared = std::move(set);
+                }
+                step.per_worker = shared;
+                steps_.push_back(std::move(step));
+                continue;
+            }
             auto kernel = info.factory->make(spec);
             if (!kernel)
                 return unexpected("operation " + quoted(step.op) + (step.shard.empty() ? "" : " shard " + quoted(step.shard)) +
                                   ": " + kernel.error());
             step.kernel = std::move(kernel).value();
             steps_.push_back(std::move(step));
+        }
+    }
+
+    // Tiled runs go depth-first: tile k of every step of the run before tile k+1,
+    // so that the ready step with the lowest index (the workers' pick) continues a
+    // tile rather than starting the next op. Kept only when every conflict between
+    // two steps still has the earlier op first (tiles are batch rows, so it does).
+    if (!tiles.empty()) {
+        std::vector<size_t> step_order(steps_.size());
+        for (size_t i = 0; i < step_order.size(); ++i) step_order[i] = i;
+        // Key: a run of consecutive tiled steps sorts by (tile, op step_order).
+        std::vector<std::tuple<size_t, int, int>> key(steps_.size());
+        size_t run_start = 0;
+        for (size_t i = 0; i < steps_.size(); ++i) {
+            const Step &st = steps_[i];
+            const bool continues = i > 0 && st.tile >= 0 && steps_[i - 1].tile >= 0 && steps_[i - 1].tiles == st.tiles;
+            if (!continues) run_start = i;
+            key[i] = st.tile >= 0 ? std::make_tuple(run_start, st.tile, st.op_order)
+                                  : std::make_tuple(i, 0, st.op_order);
+        }
+        std::stable_sort(step_order.begin(), step_order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+        bool sound = true;
+        for (size_t j = 0; j < step_order.size() && sound; ++j)
+            for (size_t i = 0; i < j && sound; ++i) {
+                const Step &a = steps_[step_order[i]], &b = steps_[step_order[j]];
+                if (a.op_order <= b.op_order) continue;
+                for (const Access &x : a.accesses)
+                    for (const Access &y : b.accesses)
+                        if ((x.write || y.write) && x.tensor == y.tensor &&
+                            (x.range.intersects(y.range) || x.range.rank() == 0))
+                            sound = false;
+            }
+        if (sound) {
+            std::vector<Step> sorted;
+            sorted.reserve(steps_.size());
+            for (size_t i : step_order) sorted.push_back(std::move(steps_[i]));
+            steps_ = std::move(sorted);
+            plan_tile_slots(eliminated);
         }
     }
 
@@ -452,6 +643,62 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
     plan_buffers();
     plan_dependencies();
     return std::monostate{};
+}
+
+// A tiled run's own intermediates (written and read only by its tiles, the
+// whole batch of the tensor) need not exist whole: each is a ring of slots of
+// one tile, tile k in slot k % slots, and a tile's writer waits for the readers
+// of the tile that last used its slot (plan_dependencies: same slot, conflict).
+// The intermediates then stay in cache from one step of a tile to the next.
+void CpuProgram::plan_tile_slots(const std::set<int> &eliminated) {
+    std::map<int, bool> ok;
+    for (size_t s = 0; s < steps_.size(); ++s) {
+        const Step &st = steps_[s];
+        for (const Access &a : st.accesses) {
+            auto [it, fresh] = ok.emplace(a.tensor, true);
+            (void)fresh;
+            const TensorPlan &tp = tensors_[static_cast<size_t>(a.tensor)];
+            if (st.tile < 0 || tp.tensor->role != TensorRole::intermediate || eliminated.count(a.tensor) ||
+                tp.tensor->range.rank() == 0 || tp.tensor->range.extent(0) != st.space_rows)
+                it->second = false;
+        }
+    }
+    for (auto &[ti, good] : ok) {
+        if (!good) continue;
+        // One run, and every access is its step's tile rows.
+        int run = -1, tiles = 0;
+        std::int64_t rows = 0;
+        for (const Step &st : steps_)
+            for (const Access &a : st.accesses) {
+                if (a.tensor != ti) continue;
+                if (run < 0) {
+                    run = st.run;
+                    tiles = st.tiles;
+                }
+                const Coord t0 = tensors_[static_cast<size_t>(ti)].tensor->range.start()[0];
+                if (st.run != run || st.tiles != tiles || a.range.start()[0] - t0 != st.tile_lo - st.space_lo)
+                    good = false;
+                rows = std::max<std::int64_t>(rows, a.range.extent(0));
+            }
+        if (!good || run < 0) continue;
+        TensorPlan &tp = tensors_[static_cast<size_t>(ti)];
+        const std::int64_t stride0 = tp.strides.at(0);
+        tp.slots = std::min(tiles, 2 * options_.threads);
+        const std::int64_t slot_elems = rows * stride0;
+        tp.bytes = static_cast<std::size_t>(tp.slots * slot_elems) * dtype_bytes(tp.tensor->dtype);
+        for (Step &st : steps_) {
+            const int slot = st.tile % std::max(tp.slots, 1);
+            for (Access &a : st.accesses)
+                if (a.tensor == ti) a.slot = slot;
+            auto patch = [&](std::vector<StepView> &views) {
+                for (StepView &v : views)
+                    if (v.tensor == ti)
+                        v.offset += slot * slot_elems - (st.tile_lo - st.space_lo) * stride0;
+            };
+            patch(st.inputs);
+            patch(st.outputs);
+        }
+    }
 }
 
 // Greedy interval allocation: largest first, each at the lowest offset that does
@@ -503,8 +750,10 @@ void CpuProgram::plan_dependencies() {
             for (const Access &a : steps_[i].accesses) {
                 for (const Access &b : steps_[j].accesses) {
                     if (!a.write && !b.write) continue;
-                    if (a.tensor == b.tensor ? a.range.intersects(b.range) || a.range.rank() == 0
-                                             : arena_overlap(a.tensor, b.tensor)) {
+                    const bool same = a.tensor == b.tensor;
+                    if (same && a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
+                        : same                              ? a.range.intersects(b.range) || a.range.rank() == 0
+                                                            : arena_overlap(a.tensor, b.tensor)) {
                         dep = true;
                         break;
                     }
@@ -528,13 +777,14 @@ std::string CpuProgram::make_description() const {
         const Step &st = steps_[s];
         o << "  step " << s << ": " << st.kind << " " << st.op;
         if (!st.shard.empty()) o << " shard " << st.shard;
+        if (st.tile >= 0) o << " tile " << st.tile + 1 << "/" << st.tiles;
         if (!st.fused.empty()) {
             o << " + fused";
             for (const std::string &f : st.fused) o << " " << f;
         }
         o << (st.whole ? " [all threads]" : " [1 thread]");
         if (st.dependencies > 0) o << " after " << st.dependencies << " step(s)";
-        if (st.kernel->scratch_bytes() > 0) o << ", scratch " << st.kernel->scratch_bytes() << " B";
+        if (st.kernel_for(0).scratch_bytes() > 0) o << ", scratch " << st.kernel_for(0).scratch_bytes() << " B";
         o << "\n";
     }
     o << "buffers:\n";
@@ -548,7 +798,8 @@ std::string CpuProgram::make_description() const {
             case Storage::arena:
                 if (t.first_step < 0) o << "unused";
                 else o << "arena @" << t.arena_offset << ", steps " << t.first_step << "-" << t.last_step
-                       << (t.channels_last ? ", channels-last (NHWC)" : "");
+                       << (t.channels_last ? ", channels-last (NHWC)" : "")
+                       << (t.slots > 0 ? ", a ring of " + std::to_string(t.slots) + " batch tiles" : "");
                 intermediate_sum += t.bytes;
                 break;
             case Storage::none: o << "fused away (no buffer)"; break;
@@ -575,11 +826,22 @@ void CpuProgram::stop_workers() {
 
 void CpuProgram::worker_loop(int index) {
     int omp_threads = -1;
+    int last_run = -1, last_tile = -1;
     std::unique_lock lock(mutex_);
     while (true) {
         // Pick a runnable step: whole-operation steps only on worker 0 and only alone.
         int pick = -1;
-        if (!stopping_ && !abort_ && !exclusive_running_) {
+        if (!stopping_ && !abort_ && !exclusive_running_ && last_tile >= 0) {
+            // Stay on the batch tile this worker ran last: its data is in this core's cache.
+            for (int s : ready_) {
+                const Step &st = steps_[static_cast<size_t>(s)];
+                if (st.run == last_run && st.tile == last_tile) {
+                    pick = s;
+                    break;
+                }
+            }
+        }
+        if (pick < 0 && !stopping_ && !abort_ && !exclusive_running_) {
             for (int s : ready_) {
                 const Step &st = steps_[static_cast<size_t>(s)];
                 if (st.whole) {
@@ -606,6 +868,8 @@ void CpuProgram::worker_loop(int index) {
             continue;
         }
         ready_.erase(pick);
+        last_run = st.run;
+        last_tile = st.tile;
         ++running_;
         if (st.whole) exclusive_running_ = true;
         lock.unlock();
@@ -631,7 +895,7 @@ void CpuProgram::worker_loop(int index) {
         std::string failure;
         const auto t0 = std::chrono::steady_clock::now();
         try {
-            st.kernel->run(ins, outs);
+            st.kernel_for(index).run(ins, outs);
         } catch (const dnnl::error &e) {
             failure = dnnl_error_text(e);
         } catch (const std::exception &e) {
@@ -740,7 +1004,8 @@ Expected<RunResult, std::string> CpuProgram::run(const std::map<TensorId, Tensor
         if (!error_.empty()) return unexpected(error_);
         if (cancelled_) return unexpected(std::string("cancelled"));
     }
-    for (size_t s = 0; s < steps_.size(); ++s) result.steps.push_back({steps_[s].op, steps_[s].shard, step_ms_[s]});
+    for (size_t s = 0; s < steps_.size(); ++s)
+        result.steps.push_back({steps_[s].op, steps_[s].shard, step_ms_[s], steps_[s].tile, steps_[s].tiles});
     result.wall_milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return result;
 }

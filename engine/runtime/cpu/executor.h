@@ -23,6 +23,12 @@ struct CpuOptions {
     bool run_shards = true;        // run sharded operations shard by shard (else as whole ops)
     bool fuse_epilogues = true;    // fold single-use elementwise consumers into matmul/conv post-ops
     bool channels_last = true;     // store 4-D intermediates between conv2d/pool steps NHWC
+    // Batch tiling: a chain of two or more unsharded, batch-parallel steps whose
+    // parameters are small (convolution stacks, not big matmuls) runs tile by tile
+    // of the batch, depth-first, one thread per tile, so that a tile's
+    // intermediates stay in cache between steps instead of going through memory.
+    // The target size of a tile's largest tensor, in bytes; 0 turns tiling off.
+    std::size_t tile_bytes = 512 * 1024;
 };
 
 struct RunControl {
@@ -34,6 +40,8 @@ struct StepTiming {
     std::string op;     // operation id
     std::string shard;  // shard id, or "" for a whole operation
     double milliseconds = 0;
+    int tile = -1;      // batch tile (CpuOptions::tile_bytes) of `tiles`, or -1
+    int tiles = 0;
 };
 
 struct RunResult {

@@ -84,6 +84,12 @@ struct KernelFactory {
     // Can this kernel fuse `epilogue` (an elementwise op consuming its only output)?
     std::function<bool(const KernelSpec &, const Epilogue &)> can_fuse;
     std::function<Expected<std::unique_ptr<Kernel>, std::string>(const KernelSpec &)> make;
+    // Whether a kernel made for one batch tile (index dim 0 cut, same shapes and
+    // strides) runs every other such tile when given its views: true when the
+    // kernel depends on the shapes and strides alone, not on where its index
+    // range starts in dim 0. The executor then makes one kernel per worker for all
+    // the tiles of an op instead of one per tile (CpuOptions::tile_bytes).
+    bool tile_invariant = false;
 };
 
 // Every kernel factory, by op kind (built once; thread-safe to read).

@@ -435,7 +435,12 @@ bool conv_can_fuse(const KernelSpec &spec, const Epilogue &e) {
     if (e.extra_input >= 0) {
         const size_t view = own + static_cast<size_t>(e.extra_input);
         if (e.projection.clipped) return false;
-        // The operand's view as the executor would cut it: the image of the index range.
+        // The operand's view as the executor would cut it: the image of the index
+        // range. The projection must be in conv2d's index space (extra_layout maps it
+        // row by row onto the output's); an elementwise consumer's projection is in the
+        // output's coordinates, which differ from a grouped conv2d's index space (the
+        // group is a dim of its own): not fusable then.
+        if (e.projection.projection.index_rank() != spec.index_range.rank()) return false;
         const ZPoint shape = e.projection.projection.image(spec.index_range).shape();
         if (trial.input_shapes.size() <= view) {
             trial.input_shapes.resize(view + 1);
@@ -451,6 +456,7 @@ KernelFactory conv2d_factory() {
     KernelFactory f;
     f.kind = "conv2d";
     f.can_fuse = conv_can_fuse;
+    f.tile_invariant = true;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
         if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
         return Conv2dKernel::make(spec);
@@ -614,6 +620,7 @@ private:
 KernelFactory pool_factory(bool max) {
     KernelFactory f;
     f.kind = max ? "max_pool2d" : "avg_pool2d";
+    f.tile_invariant = true;
     f.can_fuse = [](const KernelSpec &, const Epilogue &) { return false; };
     f.make = [max](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
         if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());

@@ -384,9 +384,9 @@ void register_kernels_matmul(std::vector<KernelFactory> &out) {
     out.push_back({"partial_matmul", [](const KernelSpec &, const Epilogue &) { return false; },
                    [](const KernelSpec &spec) { return PartialMatmulKernel::make(spec); }});
     out.push_back({"matmul", matmul_can_fuse,
-                   [](const KernelSpec &spec) { return MatmulKernel::make(spec, false); }});
+                   [](const KernelSpec &spec) { return MatmulKernel::make(spec, false); }, true});
     out.push_back({"linear", matmul_can_fuse,
-                   [](const KernelSpec &spec) { return MatmulKernel::make(spec, true); }});
+                   [](const KernelSpec &spec) { return MatmulKernel::make(spec, true); }, true});
 }
 
 }  // namespace tapestry::cpu

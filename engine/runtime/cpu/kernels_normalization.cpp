@@ -439,6 +439,7 @@ KernelFactory softmax_factory() {
     KernelFactory f;
     f.kind = "softmax";
     f.can_fuse = never_fuse;
+    f.tile_invariant = true;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
         if (spec.index_range.empty()) return noop();
         const int rank = spec.input_shapes.at(0).rank();
