@@ -5,7 +5,7 @@
 // run. A program, not a test.
 //
 //   bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR]
-//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--steps] PROJECT...
+//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--steps] PROJECT...
 //
 // With --inputs-root, a project's inputs are read from DIR/<project stem>/ (one
 // <tensor name>.npy each, as written by the peer script); otherwise they are
@@ -45,6 +45,7 @@ struct Options {
     bool peak = false;
     bool shards = true;
     std::size_t tile_bytes = cpu::CpuOptions{}.tile_bytes;  // batch tiling target (0: off)
+    bool winograd = true;  // CpuOptions::winograd
     bool steps = false;  // print each step's median time (where the time goes)
     std::string inputs_root, outputs_root, json;
     std::vector<std::string> projects;
@@ -124,7 +125,7 @@ int usage(const char *why) {
     std::fprintf(
         stderr,
         "bench_onnx_peer: %s\nusage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--steps] PROJECT...\n",
+        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--steps] PROJECT...\n",
         why);
     return 2;
 }
@@ -160,12 +161,14 @@ int main(int argc, char **argv) {
             o.shards = false;
         else if (a == "--steps")
             o.steps = true;
+        else if (a == "--no-winograd")
+            o.winograd = false;
         else if (a == "--tile-bytes")
             o.tile_bytes = std::strtoull(value("--tile-bytes"), nullptr, 10);
         else if (a == "--help" || a == "-h") {
             std::printf(
                 "usage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--steps] PROJECT...\n");
+                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--steps] PROJECT...\n");
             return 0;
         } else if (!a.empty() && a[0] == '-')
             return usage(("unknown option " + a).c_str());
@@ -240,6 +243,7 @@ int main(int argc, char **argv) {
         cpu_options.threads = o.threads;
         cpu_options.run_shards = o.shards;
         cpu_options.tile_bytes = o.tile_bytes;
+        cpu_options.winograd = o.winograd;
         const auto compile_start = Clock::now();
         auto program = cpu::Program::compile(g, OpLibrary::standard(), cpu_options);
         if (!program) {

@@ -541,6 +541,43 @@ private slots:
         QVERIFY(rel_diff(r->outputs.at(TensorId("y")), oracle->at(TensorId("y"))) < 1e-5);
     }
 
+    // Winograd (CpuOptions::winograd) for 3×3 stride-1 convolutions with channels
+    // in multiples of 16: a different algorithm runs (the bits change), the values
+    // do not beyond rounding — against the direct run and the oracle — tiled too.
+    void winograd_convolutions_match_direct_and_the_oracle() {
+        Graph g;
+        add_tensor(g, "x", ZPoint{3, 16, 10, 10}, TensorRole::input);
+        add_tensor(g, "w1", ZPoint{32, 16, 3, 3}, TensorRole::parameter);
+        add_tensor(g, "b1", ZPoint{32}, TensorRole::parameter);
+        add_tensor(g, "w2", ZPoint{16, 32, 3, 3}, TensorRole::parameter);
+        add_tensor(g, "c1", ZPoint{3, 32, 10, 10}, TensorRole::intermediate);
+        add_tensor(g, "r1", ZPoint{3, 32, 10, 10}, TensorRole::intermediate);
+        add_tensor(g, "y", ZPoint{3, 16, 10, 10}, TensorRole::output);
+        const Params conv{{"padding", std::vector<std::int64_t>{1, 1, 1, 1}}};
+        add_op(g, "conv1", "conv2d", {{"x", "x"}, {"w", "w1"}, {"bias", "b1"}}, "c1", conv);
+        add_op(g, "relu1", "relu", {{"x", "c1"}}, "r1");
+        add_op(g, "conv2", "conv2d", {{"x", "r1"}, {"w", "w2"}}, "y", conv);
+        QVERIFY(validate(g, OpLibrary::standard()).empty());
+        const auto inputs = make_random_inputs(g, 9);
+        auto oracle = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
+        QVERIFY2(oracle.has_value(), oracle ? "" : oracle.error().c_str());
+        cpu::CpuOptions wino, direct, wino_tiled;
+        direct.winograd = false;
+        wino_tiled.tile_bytes = 1;
+        auto a = run_graph(g, inputs, wino);
+        auto b = run_graph(g, inputs, direct);
+        auto c = run_graph(g, inputs, wino_tiled);
+        for (auto *r : {&a, &b, &c}) QVERIFY2(r->has_value(), *r ? "" : (*r).error().c_str());
+        const TensorData &ya = a->outputs.at(TensorId("y")), &yb = b->outputs.at(TensorId("y"));
+        const TensorData &yc = c->outputs.at(TensorId("y"));
+        QVERIFY2(ya.bytes != yb.bytes, "winograd on and off gave the same bits: the direct algorithm ran both times");
+        QCOMPARE(c->steps.size(), size_t{6});  // two steps (conv1 + relu1, conv2) × three tiles
+        for (const TensorData *y : {&ya, &yb, &yc}) {
+            const double err = rel_diff(*y, oracle->at(TensorId("y")));
+            QVERIFY2(err < 1e-5, std::to_string(err).c_str());
+        }
+    }
+
     void fused_graph_equals_unfused() {
         const Graph g = small_mlp(9, 12, 20, true);
         const auto inputs = make_random_inputs(g, 7);

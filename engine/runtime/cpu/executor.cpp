@@ -508,6 +508,7 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
             spec.operands = info.operands;
             spec.index_range = ranges[r];
             spec.threads = step.whole ? options_.threads : 1;
+            spec.winograd = options_.winograd;
             if (ep_it != epilogues.end()) {
                 for (const PlannedEpilogue &e : ep_it->second) {
                     spec.epilogues.push_back(e.epilogue);

@@ -67,6 +67,11 @@ struct KernelSpec {
     // honoured, so they compare the run's pointer with this one.
     std::vector<const std::byte *> constant_inputs;
     int threads = 1;                   // threads this kernel may use
+    // conv2d: a 3×3, stride-1 f32 convolution with 16k input and output channels
+    // may run as Winograd F(4×4, 3×3) (oneDNN's jit_wino_4x3): ~2× faster on
+    // these layers, with rounding errors a few times the direct algorithm's
+    // (CpuOptions::winograd).
+    bool winograd = false;
 };
 
 class Kernel {

@@ -307,6 +307,17 @@ private:
                                 : dnnl::convolution_forward::desc(prop, alg, blocked(src_md), blocked(w_md),
                                                                   blocked(*dst_md), strides, dil, pl, pr);
             dnnl::convolution_forward::primitive_desc pd3(d3, attr, cpu_engine(), true);
+            if (spec.winograd && r == 3 && s == 3 && plan_.stride_h == 1 && plan_.stride_w == 1 && plan_.dil_h == 1 &&
+                plan_.dil_w == 1 && ic % 16 == 0 && oc % 16 == 0) {
+                // Winograd F(4×4, 3×3) where oneDNN has it (KernelSpec::winograd).
+                const auto wino = dnnl::algorithm::convolution_winograd;
+                auto dw = has_bias_ ? dnnl::convolution_forward::desc(prop, wino, blocked(src_md), blocked(w_md), bias_md,
+                                                                      blocked(*dst_md), strides, dil, pl, pr)
+                                    : dnnl::convolution_forward::desc(prop, wino, blocked(src_md), blocked(w_md),
+                                                                      blocked(*dst_md), strides, dil, pl, pr);
+                dnnl::convolution_forward::primitive_desc pdw(dw, attr, cpu_engine(), true);
+                if (pdw && std::string(pdw.impl_info_str()).find("wino") != std::string::npos) pd3 = pdw;
+            }
             if (pd3 && std::string(pd3.impl_info_str()).rfind("ref", 0) != 0 &&
                 std::string(pd3.impl_info_str()).find("gemm") == std::string::npos) {
                 if (pd3.src_desc() != src_md) {
