@@ -5,7 +5,7 @@
 // run. A program, not a test.
 //
 //   bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR]
-//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--steps] PROJECT...
+//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] PROJECT...
 //
 // With --inputs-root, a project's inputs are read from DIR/<project stem>/ (one
 // <tensor name>.npy each, as written by the peer script); otherwise they are
@@ -46,6 +46,8 @@ struct Options {
     bool shards = true;
     std::size_t tile_bytes = cpu::CpuOptions{}.tile_bytes;  // batch tiling target (0: off)
     bool winograd = true;  // CpuOptions::winograd
+    bool bf16_matmul = false;  // CpuOptions::bf16_matmul
+    std::string label;         // appended to each model's name (outputs folder, JSON, printout)
     bool steps = false;  // print each step's median time (where the time goes)
     std::string inputs_root, outputs_root, json;
     std::vector<std::string> projects;
@@ -125,7 +127,7 @@ int usage(const char *why) {
     std::fprintf(
         stderr,
         "bench_onnx_peer: %s\nusage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--steps] PROJECT...\n",
+        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] PROJECT...\n",
         why);
     return 2;
 }
@@ -163,12 +165,16 @@ int main(int argc, char **argv) {
             o.steps = true;
         else if (a == "--no-winograd")
             o.winograd = false;
+        else if (a == "--bf16-matmul")
+            o.bf16_matmul = true;
+        else if (a == "--label")
+            o.label = value("--label");
         else if (a == "--tile-bytes")
             o.tile_bytes = std::strtoull(value("--tile-bytes"), nullptr, 10);
         else if (a == "--help" || a == "-h") {
             std::printf(
                 "usage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--steps] PROJECT...\n");
+                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] PROJECT...\n");
             return 0;
         } else if (!a.empty() && a[0] == '-')
             return usage(("unknown option " + a).c_str());
@@ -213,7 +219,7 @@ int main(int argc, char **argv) {
 
     int failures = 0;
     for (const std::string &project : o.projects) {
-        const std::string name = stem_of(project);
+        const std::string name = stem_of(project) + o.label;
         LoadResult loaded = load_project(project);
         if (!loaded.ok()) {
             std::fprintf(stderr, "bench_onnx_peer: %s: %s\n", project.c_str(),
@@ -231,7 +237,7 @@ int main(int argc, char **argv) {
         }
         std::map<TensorId, TensorData> inputs = make_random_inputs(g, 0);
         if (!o.inputs_root.empty()) {
-            auto read = read_inputs_dir(g, fs::path(o.inputs_root) / name);
+            auto read = read_inputs_dir(g, fs::path(o.inputs_root) / stem_of(project));
             if (!read) {
                 std::fprintf(stderr, "bench_onnx_peer: %s: %s\n", project.c_str(), read.error().c_str());
                 ++failures;
@@ -244,6 +250,7 @@ int main(int argc, char **argv) {
         cpu_options.run_shards = o.shards;
         cpu_options.tile_bytes = o.tile_bytes;
         cpu_options.winograd = o.winograd;
+        cpu_options.bf16_matmul = o.bf16_matmul;
         const auto compile_start = Clock::now();
         auto program = cpu::Program::compile(g, OpLibrary::standard(), cpu_options);
         if (!program) {

@@ -16,6 +16,8 @@
 #include "ops/evaluate.h"
 #include "runtime/cpu/executor.h"
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 using namespace tapestry;
 using tapestry::test::KernelCase;
 using tapestry::cpu::Epilogue;
@@ -575,6 +577,49 @@ private slots:
         for (const TensorData *y : {&ya, &yb, &yc}) {
             const double err = rel_diff(*y, oracle->at(TensorId("y")));
             QVERIFY2(err < 1e-5, std::to_string(err).c_str());
+        }
+    }
+
+    // Reduced precision, opt-in (CpuOptions::bf16_matmul): a linear with constant
+    // weights computes in bf16 where the CPU has it natively — different bits, errors
+    // of bf16's size (~1e-3, not ~1e-6) against the oracle — and stays f32 elsewhere.
+    void bf16_matmul_is_opt_in_and_within_bf16_error() {
+        Graph g;
+        add_tensor(g, "x", ZPoint{32, 64}, TensorRole::input);
+        add_tensor(g, "w", ZPoint{64, 48}, TensorRole::parameter);
+        add_tensor(g, "b", ZPoint{48}, TensorRole::parameter);
+        add_tensor(g, "h", ZPoint{32, 48}, TensorRole::intermediate);
+        add_tensor(g, "y", ZPoint{32, 48}, TensorRole::output);
+        for (const char *id : {"w", "b"}) {
+            Tensor t = *g.find_tensor(TensorId(id));
+            auto v = std::make_shared<TensorData>(DType::f32, t.shape());
+            auto f = v->as<float>();
+            for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(0.3 * std::sin(0.71 * double(i)));
+            t.value = v;
+            g.put_tensor(std::move(t));
+        }
+        add_op(g, "fc", "linear", {{"x", "x"}, {"w", "w"}, {"bias", "b"}}, "h");
+        add_op(g, "act", "relu", {{"x", "h"}}, "y");
+        QVERIFY(validate(g, OpLibrary::standard()).empty());
+        const auto inputs = make_random_inputs(g, 21);
+        auto oracle = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
+        QVERIFY2(oracle.has_value(), oracle ? "" : oracle.error().c_str());
+        cpu::CpuOptions low;
+        low.bf16_matmul = true;
+        auto a = run_graph(g, inputs);
+        auto b = run_graph(g, inputs, low);
+        QVERIFY2(a.has_value(), a ? "" : a.error().c_str());
+        QVERIFY2(b.has_value(), b ? "" : b.error().c_str());
+        const TensorData &ya = a->outputs.at(TensorId("y")), &yb = b->outputs.at(TensorId("y"));
+        const double err_f32 = rel_diff(ya, oracle->at(TensorId("y")));
+        const double err_bf16 = rel_diff(yb, oracle->at(TensorId("y")));
+        QVERIFY2(err_f32 < 1e-5, std::to_string(err_f32).c_str());
+        const bool native = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
+        if (native) {
+            QVERIFY2(ya.bytes != yb.bytes, "bf16_matmul on gave the f32 bits");
+            QVERIFY2(err_bf16 < 1e-2 && err_bf16 > err_f32, std::to_string(err_bf16).c_str());
+        } else {
+            QCOMPARE(yb.bytes, ya.bytes);  // no native bf16: the step stays f32
         }
     }
 

@@ -509,6 +509,7 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
             spec.index_range = ranges[r];
             spec.threads = step.whole ? options_.threads : 1;
             spec.winograd = options_.winograd;
+            spec.bf16_matmul = options_.bf16_matmul;
             if (ep_it != epilogues.end()) {
                 for (const PlannedEpilogue &e : ep_it->second) {
                     spec.epilogues.push_back(e.epilogue);

@@ -201,7 +201,32 @@ public:
             // Constant 2-D weights: let oneDNN choose their layout and reorder them
             // once, now (runs that bind another b reorder that one instead).
             const std::byte *constant_b = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
-            if (gemm && constant_b && dtype == DType::f32) {
+            if (gemm && constant_b && dtype == DType::f32 && spec.bf16_matmul) {
+                // bf16 compute (KernelSpec::bf16_matmul): a staged to bf16 each run,
+                // the weights packed to bf16 once; only with a native bf16 kernel.
+                const auto bf16 = dnnl::memory::data_type::bf16;
+                const dnnl::memory::desc a16(a_md.dims(), bf16, dnnl::memory::format_tag::ab);
+                const dnnl::memory::desc b16(b_md.dims(), bf16, dnnl::memory::format_tag::any);
+                const auto desc = has_bias ? dnnl::matmul::desc(a16, b16, bias_md, y_md) : dnnl::matmul::desc(a16, b16, y_md);
+                dnnl::matmul::primitive_desc low(desc, attr, cpu_engine(), true);
+                if (low && std::string(low.impl_info_str()).find("bf16") != std::string::npos) {
+                    pd = low;
+                    const auto &eng = cpu_engine();
+                    k->a_stage_.resize(a16.get_size());
+                    k->a_view_ = dnnl::memory(a_md, eng, DNNL_MEMORY_NONE);
+                    k->a_low_ = dnnl::memory(a16, eng, k->a_stage_.data());
+                    k->a_reorder_ = dnnl::reorder(k->a_view_, k->a_low_);
+                    a_md = a16;
+                    k->packed_md_ = pd.weights_desc();
+                    k->packed_.resize(k->packed_md_.get_size());
+                    k->b_source_ = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
+                    k->b_packed_ = dnnl::memory(k->packed_md_, eng, k->packed_.data());
+                    k->b_reorder_ = dnnl::reorder(k->b_source_, k->b_packed_);
+                    k->constant_b_ = constant_b;
+                    k->pack(constant_b);
+                }
+            }
+            if (gemm && constant_b && dtype == DType::f32 && k->a_stage_.empty()) {
                 const dnnl::memory::desc b_any(b_md.dims(), b_md.data_type(), dnnl::memory::format_tag::any);
                 const dnnl::matmul::primitive_desc packed = make_pd(b_any);
                 if (packed.weights_desc() != b_md && std::string(packed.impl_info_str()).rfind("ref", 0) != 0) {
@@ -233,7 +258,14 @@ public:
 
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
         if (empty_) return;
-        prim_.set(DNNL_ARG_SRC, inputs[0].data);
+        if (a_stage_.empty()) {
+            prim_.set(DNNL_ARG_SRC, inputs[0].data);
+        } else {
+            a_view_.set_data_handle(const_cast<std::byte *>(inputs[0].data));
+            dnnl::stream &s = thread_stream();
+            a_reorder_.execute(s, a_view_, a_low_);
+            prim_.set(DNNL_ARG_SRC, a_stage_.data());
+        }
         if (packed_.empty()) {
             prim_.set(DNNL_ARG_WEIGHTS, inputs[1].data);
         } else {
@@ -245,7 +277,7 @@ public:
         prim_.set(DNNL_ARG_DST, outputs[0].data);
         prim_.execute();
     }
-    std::size_t scratch_bytes() const override { return prim_.scratch_bytes() + packed_.size(); }
+    std::size_t scratch_bytes() const override { return prim_.scratch_bytes() + packed_.size() + a_stage_.size(); }
     // oneDNN's naive fallback ("ref:any"), which it picks silently for some post-op sets.
     bool uses_reference_implementation() const { return impl_.rfind("ref", 0) == 0; }
 
@@ -267,6 +299,10 @@ private:
     dnnl::reorder b_reorder_;
     const std::byte *constant_b_ = nullptr;   // the constant b's bytes
     const std::byte *packed_from_ = nullptr;  // what packed_ holds (constant_b_ when prepacked)
+    // bf16 compute (KernelSpec::bf16_matmul): a rounded to bf16 here each run.
+    std::vector<std::byte> a_stage_;
+    dnnl::memory a_view_, a_low_;
+    dnnl::reorder a_reorder_;
     bool empty_ = false;
     bool has_bias_ = false;
     std::vector<std::pair<int, size_t>> binary_;  // (execute argument, input index)

@@ -66,6 +66,11 @@ for r in $(seq 1 "$rounds"); do
       --inputs-root "$work/inputs" --outputs-root "$work/ours_out" --json "$work/ours/$m.$r.json" \
       "$work/projects/$m.tapestry.json"
   done
+  # The MLP again with bf16 matmuls (CpuOptions::bf16_matmul): reduced precision,
+  # reported on its own row against the same ONNX Runtime (f32) runs.
+  OMP_NUM_THREADS="$threads" "$bench" --threads "$threads" --runs "$runs" --warmup "$warmup" --bf16-matmul --label +bf16 \
+    --inputs-root "$work/inputs" --outputs-root "$work/ours_out" --json "$work/ours/mlp+bf16.$r.json" \
+    "$work/projects/mlp.tapestry.json"
 done
 "$bench" --peak --runs "$runs" --json "$work/peak_after.json"
 echo "== load after: $(uptime)"
