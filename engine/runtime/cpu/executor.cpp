@@ -665,7 +665,10 @@ void CpuProgram::plan_tile_slots(const std::set<int> &eliminated) {
                 it->second = false;
         }
     }
-    for (auto &[ti, good] : ok) {
+    for (auto &entry : ok) {
+        // (Not a structured binding: clang 14 cannot capture one in the lambda below.)
+        const int ti = entry.first;
+        bool &good = entry.second;
         if (!good) continue;
         // One run, and every access is its step's tile rows.
         int run = -1, tiles = 0;
