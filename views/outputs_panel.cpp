@@ -323,10 +323,11 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
                                 .arg(formatMs(sum))
                                 .arg(o.threads)
                                 .arg(formatMs(o.run_ms), formatMs(o.compile_ms), formatBytes(o.arena_bytes)));
-    headline_->setText(tr("%1 · ran in %2 ms · %3 · %4 threads · shards %5")
+    headline_->setText(tr("%1 · ran in %2 ms · %3 · %4 threads · shards %5%6")
                            .arg(o.source_name, formatMs(o.run_ms), o.inputs_text)
                            .arg(o.threads)
-                           .arg(o.use_shards ? tr("on") : tr("off")));
+                           .arg(o.use_shards ? tr("on") : tr("off"))
+                           .arg(o.bf16_matmul ? tr(" · bf16 matmuls") : QString()));
     if (tabs_->currentIndex() == VerificationTab) tabs_->setCurrentIndex(TensorsTab);
 }
 

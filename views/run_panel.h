@@ -42,6 +42,8 @@ public:
     QString inputsDir() const;  // "" with random inputs
     int threads() const;
     bool useShards() const;
+    bool bf16Matmul() const;
+    void setBf16Matmul(bool on);
     void setSeed(quint64 seed);
     void setThreads(int threads);
     void setUseShards(bool on);
@@ -75,6 +77,7 @@ private:
     QToolButton *browse_ = nullptr;
     QSpinBox *threads_ = nullptr;
     QCheckBox *shards_ = nullptr;
+    QCheckBox *bf16_ = nullptr;
     QToolButton *run_button_ = nullptr;
     QToolButton *verify_button_ = nullptr;
     QToolButton *cancel_button_ = nullptr;

@@ -65,6 +65,7 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
     out.source_name = request.source_name;
     out.threads = request.threads;
     out.use_shards = request.use_shards;
+    out.bf16_matmul = request.bf16_matmul && request.mode == RunMode::run;
     auto enter = [&](const QString &name) {
         if (phase) phase(name);
     };
@@ -136,6 +137,7 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
         options.threads = request.threads;
         options.run_shards = request.use_shards;
         options.fuse_epilogues = request.fuse_epilogues;
+        options.bf16_matmul = request.bf16_matmul;
         QElapsedTimer compile;
         compile.start();
         auto program = cpu::Program::compile(g, lib, options);

@@ -34,6 +34,7 @@ struct RunRequest {
     int threads = 2;
     bool use_shards = true;
     bool fuse_epilogues = true;
+    bool bf16_matmul = false;  // run mode only: verify always computes in f32
     double atol = 1e-4, rtol = 1e-3;  // verify tolerances
 };
 
@@ -47,6 +48,7 @@ struct RunOutcome {
     QString inputs_text;  // "random inputs, seed 1" or "inputs from /x/y"
     int threads = 0;
     bool use_shards = false;
+    bool bf16_matmul = false;
     std::vector<TensorSummary> inputs;   // role input, in graph order
     std::vector<TensorSummary> outputs;  // role output, in graph order
     std::map<TensorId, TensorData> output_values;

@@ -7,6 +7,7 @@
 // project, runs it and saves it; refused models are explained. With
 // TAPESTRY_SCREENSHOT_DIR set, the run and verify windows are saved there.
 #include <QAction>
+#include <QCheckBox>
 #include <QApplication>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -27,6 +28,7 @@
 #include <QTest>
 #include <QThread>
 #include <QTreeWidget>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -237,6 +239,7 @@ private slots:
     void runShowsOutputs_data();
     void runShowsOutputs();
     void verifyShowsPass();
+    void bf16MatmulIsOptIn();
     void cancelInTheMiddle();
     void cancelAtOnce();
     void runErrorIsReported();
@@ -476,6 +479,58 @@ void TestStudioRun::runShowsOutputs() {
         for (const auto &[id, shown] : w.lastOutcome().output_values) matches = matches || shown == *value;
         QVERIFY2(matches, qPrintable(file));
     }
+}
+
+// The Execution box's "bf16 matmuls": off by default; on, the run's matmuls
+// compute in bf16 (on a CPU with native bf16: other values, within bf16's error of
+// the f32 ones), the headline says so, and the choice is remembered.
+void TestStudioRun::bf16MatmulIsOptIn() {
+    MainWindow w;
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("mlp"))));
+    auto *box = w.runPanel()->findChild<QCheckBox *>(QStringLiteral("bf16Matmul"));
+    QVERIFY(box);
+    box->setChecked(false);
+    w.runPanel()->setRandomInputs();
+    w.runPanel()->setSeed(5);
+    auto run = [&]() -> std::map<TensorId, TensorData> {
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        w.runAction()->trigger();
+        if (!waitRun(finished) || !finished.front().front().toBool()) return {};
+        return w.lastOutcome().output_values;
+    };
+    const auto f32 = run();
+    QVERIFY(!f32.empty());
+    QVERIFY(!w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16")));
+    QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(8, box->height() / 2));
+    QVERIFY(box->isChecked());
+    QVERIFY(w.runPanel()->bf16Matmul());
+    const auto low = run();
+    QVERIFY(!low.empty());
+    QVERIFY2(w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16 matmuls")),
+             qPrintable(w.outputsPanel()->headline()->text()));
+    QVERIFY(w.lastOutcome().bf16_matmul);
+    const bool native = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
+    for (const auto &[id, y] : f32) {
+        const TensorData &z = low.at(id);
+        double worst = 0, scale = 1;
+        for (std::int64_t i = 0; i < y.element_count(); ++i) {
+            worst = std::max(worst, std::abs(y.get(i) - z.get(i)));
+            scale = std::max(scale, std::abs(y.get(i)));
+        }
+        if (native) {
+            QVERIFY2(worst > 0 && worst / scale < 2e-2, qPrintable(QString::number(worst / scale)));
+        } else {
+            QCOMPARE(worst, 0.0);
+        }
+    }
+    // Remembered for the next window.
+    w.runPanel()->setBf16Matmul(true);
+    w.close();
+    MainWindow again;
+    QVERIFY(again.runPanel()->bf16Matmul());
+    again.runPanel()->setBf16Matmul(false);
 }
 
 void TestStudioRun::verifyShowsPass() {

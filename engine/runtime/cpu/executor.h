@@ -34,11 +34,12 @@ struct CpuOptions {
     // those of the direct algorithm (still ~1e-6 of the output's scale). Off: every
     // convolution is direct.
     bool winograd = true;
-    // Reduced precision, opt-in: matmul and linear steps with constant f32 weights
+    // Reduced precision, opt-in: matmul and linear steps with 2-D f32 weights
     // compute in bf16 — their input and weights rounded to bf16 (8 bits of
     // mantissa), products accumulated, biased and written in f32 — on CPUs with
     // AVX512-BF16 or AMX, about twice the f32 rate; relative errors grow from ~1e-6
-    // to ~1e-3. Where the CPU lacks native bf16 the steps stay f32.
+    // to ~1e-3. Constant weights are converted once, others on every run. Where the
+    // CPU lacks native bf16 the steps stay f32.
     bool bf16_matmul = false;
 };
 

@@ -72,9 +72,9 @@ struct KernelSpec {
     // these layers, with rounding errors a few times the direct algorithm's
     // (CpuOptions::winograd).
     bool winograd = false;
-    // matmul/linear with constant 2-D weights, f32: compute in bf16 (inputs and
-    // weights rounded to bf16, f32 accumulation, bias, epilogues and output) where
-    // the CPU has native bf16 (CpuOptions::bf16_matmul).
+    // matmul/linear with 2-D weights, f32: compute in bf16 (inputs and weights
+    // rounded to bf16, f32 accumulation, bias, epilogues and output) where the CPU
+    // has native bf16 (CpuOptions::bf16_matmul).
     bool bf16_matmul = false;
 };
 

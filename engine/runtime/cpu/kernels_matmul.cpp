@@ -201,9 +201,10 @@ public:
             // Constant 2-D weights: let oneDNN choose their layout and reorder them
             // once, now (runs that bind another b reorder that one instead).
             const std::byte *constant_b = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
-            if (gemm && constant_b && dtype == DType::f32 && spec.bf16_matmul) {
+            if (gemm && dtype == DType::f32 && spec.bf16_matmul) {
                 // bf16 compute (KernelSpec::bf16_matmul): a staged to bf16 each run,
-                // the weights packed to bf16 once; only with a native bf16 kernel.
+                // the weights packed to bf16 once when constant (else each run); only
+                // with a native bf16 kernel.
                 const auto bf16 = dnnl::memory::data_type::bf16;
                 const dnnl::memory::desc a16(a_md.dims(), bf16, dnnl::memory::format_tag::ab);
                 const dnnl::memory::desc b16(b_md.dims(), bf16, dnnl::memory::format_tag::any);
@@ -223,7 +224,7 @@ public:
                     k->b_packed_ = dnnl::memory(k->packed_md_, eng, k->packed_.data());
                     k->b_reorder_ = dnnl::reorder(k->b_source_, k->b_packed_);
                     k->constant_b_ = constant_b;
-                    k->pack(constant_b);
+                    if (constant_b) k->pack(constant_b);
                 }
             }
             if (gemm && constant_b && dtype == DType::f32 && k->a_stage_.empty()) {
