@@ -225,7 +225,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
                   "Run every convolution with the direct algorithm (by default 3x3 stride-1 convolutions with "
                   "channels in multiples of 16 run as Winograd, about twice as fast)");
     cmd->add_flag("--bf16-matmul", o->bf16_matmul,
-                  "Reduced precision: matmul/linear with constant weights compute in bf16 (f32 accumulation and "
+                  "Reduced precision: matmul/linear steps compute in bf16 (f32 accumulation and "
                   "output) where the CPU has native bf16 - about twice as fast, relative errors ~1e-3");
     cmd->add_flag("--json", o->json, "Print the result as JSON");
     cmd->add_flag("-v,--verbose", o->verbose, "Also print the compiled program and per-step times");
