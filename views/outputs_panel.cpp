@@ -282,18 +282,21 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
     else
         showTensor(-1);
 
-    // Timings, per operation with its shards below, slowest first.
+    // Timings, per operation with its shards (or the batch tiles the executor
+    // cut it into) below, slowest first.
     timings_->clear();
     struct OpTime {
         double ms = 0;
-        std::vector<const cpu::StepTiming *> shards;
+        std::vector<const cpu::StepTiming *> parts;  // shards or batch tiles
+        int tiles = 0;
     };
     std::map<std::string, OpTime> per_op;
     double sum = 0;
     for (const cpu::StepTiming &s : o.steps) {
         OpTime &t = per_op[s.op];
         t.ms += s.milliseconds;
-        if (!s.shard.empty()) t.shards.push_back(&s);
+        if (!s.shard.empty() || s.tile >= 0) t.parts.push_back(&s);
+        if (s.tile >= 0) t.tiles = s.tiles;
         sum += s.milliseconds;
     }
     std::vector<std::pair<std::string, OpTime>> ordered(per_op.begin(), per_op.end());
@@ -305,12 +308,22 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
     for (const auto &[op, t] : ordered) {
         auto *item = new QTreeWidgetItem(timings_);
         item->setText(0, QString::fromStdString(op));
-        item->setText(1, t.shards.empty() ? QStringLiteral("—") : QString::number(t.shards.size()));
+        QString parts = QStringLiteral("—");
+        if (t.tiles > 0)
+            parts = tr("%1 batch tiles").arg(t.tiles);  // never fewer than 2
+        else if (!t.parts.empty())
+            parts = QString::number(t.parts.size());
+        item->setText(1, parts);
         item->setText(2, formatMs(t.ms));
         item->setText(3, share(t.ms));
-        for (const cpu::StepTiming *s : t.shards) {
+        for (const cpu::StepTiming *s : t.parts) {
             auto *child = new QTreeWidgetItem(item);
-            child->setText(0, QString::fromStdString(s->shard));
+            QString name = QString::fromStdString(s->shard);
+            if (s->tile >= 0) {
+                const QString tile = tr("tile %1/%2").arg(s->tile + 1).arg(s->tiles);
+                name = name.isEmpty() ? tile : name + QStringLiteral(" · ") + tile;
+            }
+            child->setText(0, name);
             child->setText(2, formatMs(s->milliseconds));
             child->setText(3, share(s->milliseconds));
             for (int col = 1; col < 4; ++col) child->setTextAlignment(col, Qt::AlignRight | Qt::AlignVCenter);

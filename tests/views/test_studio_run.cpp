@@ -240,6 +240,7 @@ private slots:
     void runShowsOutputs();
     void verifyShowsPass();
     void bf16MatmulIsOptIn();
+    void timingsListBatchTiles();
     void cancelInTheMiddle();
     void cancelAtOnce();
     void runErrorIsReported();
@@ -479,6 +480,67 @@ void TestStudioRun::runShowsOutputs() {
         for (const auto &[id, shown] : w.lastOutcome().output_values) matches = matches || shown == *value;
         QVERIFY2(matches, qPrintable(file));
     }
+}
+
+// The Timings tab lists the batch tiles the executor cut an operation into, as it
+// lists shards: "N batch tiles" on the operation's row, one child per tile whose
+// times add up to the row's. The conv net of the examples, with a tile target
+// small enough that its conv chain tiles.
+void TestStudioRun::timingsListBatchTiles() {
+    MainWindow w;
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
+    const Graph &g = w.graph();
+    cpu::CpuOptions options;
+    options.threads = 2;
+    options.tile_bytes = 32 * 1024;
+    auto program = cpu::Program::compile(g, OpLibrary::standard(), options);
+    QVERIFY2(program.has_value(), program ? "" : program.error().c_str());
+    auto result = (*program)->run(make_random_inputs(g, 3));
+    QVERIFY2(result.has_value(), result ? "" : result.error().c_str());
+
+    RunOutcome outcome;
+    outcome.ok = true;
+    outcome.source_name = QStringLiteral("convnet");
+    outcome.inputs_text = QStringLiteral("random inputs, seed 3");
+    outcome.threads = 2;
+    outcome.steps = result->steps;
+    outcome.run_ms = result->wall_milliseconds;
+    outcome.arena_bytes = result->arena_bytes;
+    OutputsPanel *panel = w.outputsPanel();
+    panel->showOutcome(outcome);
+
+    std::map<QString, int> tiles;  // operation -> its tile count
+    for (const cpu::StepTiming &s : result->steps)
+        if (s.tile >= 0) tiles[QString::fromStdString(s.op)] = s.tiles;
+    QVERIFY2(tiles.size() >= 2, "the conv chain did not tile");
+    QTreeWidget *timings = panel->timingsTree();
+    int checked = 0;
+    for (int i = 0; i < timings->topLevelItemCount(); ++i) {
+        QTreeWidgetItem *row = timings->topLevelItem(i);
+        auto it = tiles.find(row->text(0));
+        if (it == tiles.end()) {
+            QCOMPARE(row->childCount(), 0);
+            QCOMPARE(row->text(1), QStringLiteral("—"));
+            continue;
+        }
+        ++checked;
+        QCOMPARE(row->text(1), QStringLiteral("%1 batch tiles").arg(it->second));
+        QCOMPARE(row->childCount(), it->second);
+        QSet<QString> names;
+        double sum = 0;
+        for (int c = 0; c < row->childCount(); ++c) {
+            names.insert(row->child(c)->text(0));
+            sum += row->child(c)->text(2).toDouble();
+        }
+        for (int k = 1; k <= it->second; ++k)
+            QVERIFY2(names.contains(QStringLiteral("tile %1/%2").arg(k).arg(it->second)), qPrintable(row->text(0)));
+        // Shown rounded: the children add up to the row within the rounding.
+        QVERIFY2(std::abs(sum - row->text(2).toDouble()) <= 0.01 * (row->childCount() + 1) + 0.01 * sum,
+                 qPrintable(QStringLiteral("%1: %2 vs %3").arg(row->text(0)).arg(sum).arg(row->text(2))));
+    }
+    QCOMPARE(checked, static_cast<int>(tiles.size()));
 }
 
 // The Execution box's "bf16 matmuls": off by default; on, the run's matmuls
