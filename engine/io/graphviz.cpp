@@ -680,8 +680,8 @@ std::vector<size_t> cut_positions(const Graph &g, const std::vector<size_t> &seq
                 for (const TensorId &t : g.operations()[number - nt]->input_tensors())
                     if (const int ti = g.tensor_index(t); ti >= 0)
                         if (++reads[static_cast<size_t>(ti)] == kHubConsumers) hubs->insert(static_cast<size_t>(ti));
-    std::vector<long> cover(m + 1, 0);  // difference array of edges jumping over a position
     std::vector<char> wrong_way(m, 0);  // an edge comes in from after or goes out to before
+    std::vector<long> cover(m + 1, 0);  // difference array of edges jumping over a position
     auto edge = [&](size_t from, size_t to) {
         const size_t a = pos.at(from), b = pos.at(to);
         if (a > b) {
