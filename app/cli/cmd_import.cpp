@@ -65,7 +65,7 @@ int import_command(const ImportCommandOptions &o) {
 void add_import_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<ImportCommandOptions>();
     CLI::App *cmd = app.add_subcommand(
-        "import", "Import an ONNX model (opsets 13–17) as a project; parameters keep their values (docs/onnx.md).");
+        "import", "Import an ONNX model (opsets 13–17; older ones are converted to 13 with ONNX's version converter) as a project; parameters keep their values (docs/onnx.md).");
     cmd->add_option("MODEL", o->model, "ONNX model file (*.onnx)")->required();
     cmd->add_option("-o,--output", o->output, "Project file to write (*.tapestry.json)")->required();
     cmd->add_option("--dim", o->dims, "Value of a symbolic input dimension, NAME=N (repeatable)");

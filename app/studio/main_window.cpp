@@ -184,7 +184,7 @@ void MainWindow::createActions() {
                                           &MainWindow::importDialog);
     import_onnx_action_->setShortcut(QKeySequence(tr("Ctrl+I")));
     import_onnx_action_->setObjectName(QStringLiteral("actionImportOnnx"));
-    import_onnx_action_->setStatusTip(tr("Import an ONNX model (opsets 13–17) as a graph"));
+    import_onnx_action_->setStatusTip(tr("Import an ONNX model (opsets 13–17; older ones are converted) as a graph"));
     reload_action_ = file->addAction(icon("reload"), tr("&Reload"), this, &MainWindow::reload);
     // F5 only: Ctrl+R is Run (QKeySequence::Refresh includes Ctrl+R on some desktops).
     reload_action_->setShortcut(QKeySequence(Qt::Key_F5));

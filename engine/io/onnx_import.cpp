@@ -16,6 +16,7 @@
 
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include "graph/validate.h"
 #include "io/onnx_attention.h"
@@ -94,6 +95,10 @@ public:
     Importer(const OnnxImportOptions &options) : options_(options) {}
 
     Graph run(onnx::ModelProto &model);
+    std::vector<Coord> static_dims(onnx::ValueInfoProto &vi, const std::string &who) const;
+    // The default domain's opset the model was written in, when the importer had
+    // it converted to opset 13 by ONNX's version converter (else 0).
+    int converted_from() const { return converted_from_; }
 
 private:
     // ---- failures --------------------------------------------------------------------
@@ -186,6 +191,7 @@ private:
     std::set<std::string> used_ids_;
     const onnx::NodeProto *node_ = nullptr;
     std::string node_label_;  // "Gemm (fc1)"
+    int converted_from_ = 0;
     int node_index_ = -1;
     const onnx::GraphProto *graph_ = nullptr;
     // Conv → BatchNormalization pairs folded into one conv2d (io/onnx_conv_bn.h),
@@ -924,11 +930,45 @@ void Importer::map_cast() {
     emit("cast", Params{{"to", std::string(dtype_name(*target))}}, {{"x", {x}}}, node_->output(0));
 }
 
+// The sizes of a graph input, each dynamic dimension given its value from
+// OnnxImportOptions::dim_values (written into the proto, so that shape inference and
+// the version converter see it); refused when one has none.
+std::vector<Coord> Importer::static_dims(onnx::ValueInfoProto &vi, const std::string &who) const {
+    onnx::TypeProto_Tensor &tt = *vi.mutable_type()->mutable_tensor_type();
+    std::vector<Coord> dims;
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        onnx::TensorShapeProto_Dimension &dim = *tt.mutable_shape()->mutable_dim(d);
+        if (dim.has_dim_value()) {
+            if (dim.dim_value() < 0) throw ImportFailure{who + " has a negative dimension " + std::to_string(d), {}};
+            dims.push_back(dim.dim_value());
+            continue;
+        }
+        if (!dim.has_dim_param() || dim.dim_param().empty())
+            throw ImportFailure{who + " has an unnamed dynamic dimension (dimension " + std::to_string(d) +
+                                    "); the importer needs a static size for it",
+                                {}};
+        const std::string param = dim.dim_param();
+        auto it = std::find_if(options_.dim_values.begin(), options_.dim_values.end(),
+                               [&](const auto &p) { return p.first == param; });
+        if (it == options_.dim_values.end())
+            throw ImportFailure{who + " has a dynamic dimension " + quoted(param) + " (dimension " +
+                                    std::to_string(d) + ") without a value; give one with --dim " + param + "=N",
+                                {}};
+        if (it->second < 1)
+            throw ImportFailure{"the value " + std::to_string(it->second) + " given for dimension " + quoted(param) +
+                                    " must be at least 1",
+                                {}};
+        dim.set_dim_value(it->second);  // so that shape inference sees it
+        dims.push_back(it->second);
+    }
+    return dims;
+}
+
 // ---- the whole model ----------------------------------------------------------------------
 
 Graph Importer::run(onnx::ModelProto &model) {
     if (!model.has_graph()) throw ImportFailure{"not an ONNX model: it has no graph", {}};
-    onnx::GraphProto &graph = *model.mutable_graph();
+    const onnx::GraphProto &original = model.graph();
 
     // Opset of the default domain.
     int opset = -1;
@@ -940,34 +980,27 @@ Graph Importer::run(onnx::ModelProto &model) {
         throw ImportFailure{"opset " + std::to_string(opset) +
                                 " of the default ONNX domain is not supported (supported: opsets 13 to 17)" + convert,
                             {"opset " + std::to_string(opset)}};
+    // An older model: read as opset 13 when none of its operators changed in
+    // between (their definitions, and our mapping, are then the same); otherwise
+    // converted to opset 13 by ONNX's version converter, as a user would do by
+    // hand, with a clear error when it cannot be converted.
+    std::vector<std::string> changed;
     if (opset < kMinOpset) {
-        // An older model is read as opset 13 when none of its operators changed in
-        // between: then their definitions (and our mapping) are the same.
-        std::vector<std::string> changed;
         const auto *registry = onnx::OpSchemaRegistry::Instance();
-        for (int i = 0; i < graph.node_size(); ++i) {
-            const onnx::NodeProto &n = graph.node(i);
+        for (int i = 0; i < original.node_size(); ++i) {
+            const onnx::NodeProto &n = original.node(i);
             if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
             const onnx::OpSchema *old_schema = registry->GetSchema(n.op_type(), opset, "");
             const onnx::OpSchema *new_schema = registry->GetSchema(n.op_type(), kMinOpset, "");
             if (!old_schema || !new_schema || old_schema->SinceVersion() != new_schema->SinceVersion())
                 changed.push_back(node_label(n, i));
         }
-        if (!changed.empty()) {
-            std::string list;
-            for (const std::string &c : changed) list += (list.empty() ? "" : ", ") + c;
-            throw ImportFailure{"opset " + std::to_string(opset) +
-                                    " of the default ONNX domain is not supported (supported: opsets 13 to 17; an "
-                                    "older model only when its operators are unchanged up to opset 13, and " +
-                                    list + (changed.size() == 1 ? " has" : " have") + " changed since)" + convert,
-                                {"opset " + std::to_string(opset)}};
-        }
     }
 
     // Every unsupported operator, before anything else.
     std::vector<std::string> missing;
-    for (int i = 0; i < graph.node_size(); ++i) {
-        const onnx::NodeProto &n = graph.node(i);
+    for (int i = 0; i < original.node_size(); ++i) {
+        const onnx::NodeProto &n = original.node(i);
         const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
         if (!default_domain || !onnx_operator_supported(n.op_type()))
             missing.push_back((default_domain ? n.op_type() : n.domain() + "." + n.op_type()) + " (" +
@@ -982,11 +1015,51 @@ Graph Importer::run(onnx::ModelProto &model) {
                             missing};
     }
 
-    try {
-        onnx::checker::check_model(model);
-    } catch (const std::exception &e) {
-        throw ImportFailure{std::string("the model is not valid ONNX: ") + e.what(), {}};
+    auto check = [&model] {
+        try {
+            onnx::checker::check_model(model);
+        } catch (const std::exception &e) {
+            throw ImportFailure{std::string("the model is not valid ONNX: ") + e.what(), {}};
+        }
+    };
+    check();
+    if (!changed.empty()) {
+        std::string list;
+        for (const std::string &c : changed) list += (list.empty() ? "" : ", ") + c;
+        const std::string why = "opset " + std::to_string(opset) + " of the default ONNX domain, in which " + list +
+                                (changed.size() == 1 ? " differs" : " differ") + " from opset 13";
+        // The converter's adapters need the shapes of the values they touch: give
+        // it the user's dimension values and ONNX's shape inference first.
+        onnx::ModelProto prepared = model;
+        std::set<std::string> initialized;
+        for (const onnx::TensorProto &t : prepared.graph().initializer()) initialized.insert(t.name());
+        for (onnx::ValueInfoProto &vi : *prepared.mutable_graph()->mutable_input())
+            if (!initialized.count(vi.name()) && vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+                static_dims(vi, "input " + quoted(vi.name()));
+        try {
+            onnx::shape_inference::InferShapes(prepared);
+        } catch (const std::exception &) {
+            // The converter then says which shape it lacks.
+        }
+        onnx::ModelProto converted;
+        try {
+            converted = onnx::version_conversion::ConvertVersion(prepared, kMinOpset);
+        } catch (const std::exception &e) {
+            throw ImportFailure{why + ": ONNX's version converter cannot take it to opset 13 (" +
+                                    std::string(e.what()) + ")" + convert,
+                                {"opset " + std::to_string(opset)}};
+        }
+        model.Swap(&converted);
+        converted_from_ = opset;
+        // Operators the conversion brought in must be supported too.
+        for (int i = 0; i < model.graph().node_size(); ++i) {
+            const onnx::NodeProto &n = model.graph().node(i);
+            if (!onnx_operator_supported(n.op_type()))
+                throw ImportFailure{why + ": " + node_label(n, i) + " is not supported", {node_label(n, i)}};
+        }
+        check();
     }
+    onnx::GraphProto &graph = *model.mutable_graph();
 
     // Initializers: constants, made graph parameters when an operation reads them.
     std::set<std::string> initializer_names;
@@ -1008,32 +1081,7 @@ Graph Importer::run(onnx::ModelProto &model) {
             throw ImportFailure{who + " has element type " + elem_type_name(tt.elem_type()) + ", which is not supported",
                                 {elem_type_name(tt.elem_type()) + " tensor (" + who + ")"}};
         if (!tt.has_shape()) throw ImportFailure{who + " has no shape; the importer needs its rank and sizes", {}};
-        std::vector<Coord> dims;
-        for (int d = 0; d < tt.shape().dim_size(); ++d) {
-            onnx::TensorShapeProto_Dimension &dim = *tt.mutable_shape()->mutable_dim(d);
-            if (dim.has_dim_value()) {
-                if (dim.dim_value() < 0) throw ImportFailure{who + " has a negative dimension " + std::to_string(d), {}};
-                dims.push_back(dim.dim_value());
-                continue;
-            }
-            if (!dim.has_dim_param() || dim.dim_param().empty())
-                throw ImportFailure{who + " has an unnamed dynamic dimension (dimension " + std::to_string(d) +
-                                        "); the importer needs a static size for it",
-                                    {}};
-            const std::string param = dim.dim_param();
-            auto it = std::find_if(options_.dim_values.begin(), options_.dim_values.end(),
-                                   [&](const auto &p) { return p.first == param; });
-            if (it == options_.dim_values.end())
-                throw ImportFailure{who + " has a dynamic dimension " + quoted(param) + " (dimension " +
-                                        std::to_string(d) + ") without a value; give one with --dim " + param + "=N",
-                                    {}};
-            if (it->second < 1)
-                throw ImportFailure{"the value " + std::to_string(it->second) + " given for dimension " + quoted(param) +
-                                        " must be at least 1",
-                                    {}};
-            dim.set_dim_value(it->second);  // so that shape inference sees it
-            dims.push_back(it->second);
-        }
+        const std::vector<Coord> dims = static_dims(vi, who);
         Tensor t;
         t.id = TensorId(unique_id(vi.name()));
         t.name = vi.name();
@@ -1143,6 +1191,14 @@ Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_
     auto error = [&](const std::string &message, std::vector<std::string> unsupported = {}) {
         return unexpected(OnnxImportError{file + ": " + message, std::move(unsupported)});
     };
+    Importer importer(options);
+    // A refusal after a conversion may be about nodes the converter wrote: say so.
+    auto context = [&importer](std::string message) {
+        if (importer.converted_from() > 0)
+            message += " (in the model as converted from opset " + std::to_string(importer.converted_from()) +
+                       " to 13 by ONNX's version converter)";
+        return message;
+    };
     try {
         std::ifstream in(model_path, std::ios::binary);
         if (!in) return error("cannot open the file");
@@ -1153,15 +1209,18 @@ Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_
         onnx::ModelProto model;
         if (!model.ParseFromString(data))
             return error("not an ONNX model, or a truncated one: its protobuf data cannot be parsed");
-        Importer importer(options);
+        const std::string producer = model.producer_name();
         Graph g = importer.run(model);
         g.name = model_path.stem().string();
-        g.description = "imported from " + file + (model.producer_name().empty() ? "" : " (" + model.producer_name() + ")");
+        g.description = "imported from " + file + (producer.empty() ? "" : " (" + producer + ")");
+        if (importer.converted_from() > 0)
+            g.description += ", converted from opset " + std::to_string(importer.converted_from()) +
+                             " to 13 by ONNX's version converter";
         return g;
     } catch (const ImportFailure &f) {
-        return error(f.message, f.unsupported);
+        return error(context(f.message), f.unsupported);
     } catch (const std::exception &e) {
-        return error(std::string("cannot import the model: ") + e.what());
+        return error(context(std::string("cannot import the model: ") + e.what()));
     }
 }
 

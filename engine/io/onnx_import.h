@@ -1,4 +1,5 @@
-// ONNX import (opsets 13–17): reads a model with the ONNX library, runs ONNX shape
+// ONNX import (opsets 13–17; older models converted to 13 with ONNX's version
+// converter): reads a model with the ONNX library, runs ONNX shape
 // inference, and maps every node to operations of the op library. Initializers and
 // Constant nodes become parameter tensors carrying their values. A model with
 // unsupported operators is refused with the list of operator types and node
