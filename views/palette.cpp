@@ -250,9 +250,20 @@ QStringList OpPalette::visibleEntries() const {
     return out;
 }
 
+// The best visible match: the entry named exactly what was typed, else the first
+// whose name starts with it, else the first shown ("relu" picks relu, not
+// leaky_relu, which comes before it).
 QString OpPalette::firstMatch() const {
     const QStringList entries = visibleEntries();
-    return entries.isEmpty() ? QString() : entries.front();
+    if (entries.isEmpty()) return QString();
+    const QString typed = search_->text().trimmed().toLower();
+    if (!typed.isEmpty()) {
+        for (const QString &e : entries)
+            if (e.toLower() == typed) return e;
+        for (const QString &e : entries)
+            if (e.toLower().startsWith(typed)) return e;
+    }
+    return entries.front();
 }
 
 void OpPalette::focusSearch() {

@@ -30,13 +30,15 @@ namespace tapestry {
 
 const std::vector<std::string> &onnx_supported_operators() {
     static const std::vector<std::string> ops = [] {
-        std::vector<std::string> v{"Add",        "AveragePool", "BatchNormalization", "Cast",      "Concat",
-                                   "Constant",   "Conv",        "Div",                "Erf",       "Exp",
-                                   "Flatten",    "Gather",      "Gemm",               "Identity",  "LayerNormalization",
-                                   "MatMul",     "MaxPool",     "Mul",                "Pow",       "ReduceMax",
-                                   "ReduceMean", "ReduceSum",   "Relu",               "Reshape",   "Sigmoid",
-                                   "Slice",      "Softmax",     "Sqrt",               "Squeeze",   "Sub",
-                                   "Tanh",       "Transpose",   "Unsqueeze"};
+        std::vector<std::string> v{"Abs",        "Add",         "AveragePool", "BatchNormalization", "Cast",
+                                   "Clip",       "Concat",      "Constant",    "Conv",               "Div",
+                                   "Elu",        "Erf",         "Exp",         "Flatten",            "Gather",
+                                   "Gemm",       "HardSigmoid", "HardSwish",   "Identity",           "LayerNormalization",
+                                   "LeakyRelu",  "Log",         "MatMul",      "MaxPool",            "Mul",
+                                   "Neg",        "Pow",         "Reciprocal",  "ReduceMax",          "ReduceMean",
+                                   "ReduceSum",  "Relu",        "Reshape",     "Selu",               "Sigmoid",
+                                   "Slice",      "Softmax",     "Softplus",    "Softsign",           "Sqrt",
+                                   "Squeeze",    "Sub",         "Tanh",        "Transpose",          "Unsqueeze"};
         std::sort(v.begin(), v.end());
         return v;
     }();
@@ -451,9 +453,23 @@ void Importer::map_node() {
     const std::string &type = node_->op_type();
     const std::string out = node_->output(0);
     static const std::map<std::string, std::string> binary{{"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}};
-    static const std::map<std::string, std::string> unary{{"Sqrt", "sqrt"},       {"Exp", "exp"},   {"Erf", "erf"},
-                                                          {"Tanh", "tanh"},       {"Sigmoid", "sigmoid"},
-                                                          {"Relu", "relu"}};
+    static const std::map<std::string, std::string> unary{
+        {"Sqrt", "sqrt"},         {"Exp", "exp"},           {"Erf", "erf"},           {"Tanh", "tanh"},
+        {"Sigmoid", "sigmoid"},   {"Relu", "relu"},         {"Neg", "neg"},           {"Abs", "abs"},
+        {"Log", "log"},           {"Reciprocal", "reciprocal"}, {"Softplus", "softplus"}, {"Softsign", "softsign"},
+        {"HardSwish", "hard_swish"}};
+    // Unary functions with constants given as attributes: (attribute, default, our
+    // parameter) by ONNX operator.
+    struct UnaryConstant {
+        const char *attribute;
+        double fallback;
+        const char *param;
+    };
+    static const std::map<std::string, std::pair<std::string, std::vector<UnaryConstant>>> unary_with_constants{
+        {"LeakyRelu", {"leaky_relu", {{"alpha", 0.01, "alpha"}}}},
+        {"Elu", {"elu", {{"alpha", 1.0, "alpha"}}}},
+        {"Selu", {"selu", {{"alpha", 1.67326319217681884765625, "alpha"}, {"gamma", 1.05070102214813232421875, "gamma"}}}},
+        {"HardSigmoid", {"hard_sigmoid", {{"alpha", 0.2, "alpha"}, {"beta", 0.5, "beta"}}}}};
     if (auto it = binary.find(type); it != binary.end()) {
         const Value a = operand(node_->input(0)), b = operand(node_->input(1));
         require_float(a, "A");
@@ -463,6 +479,20 @@ void Importer::map_node() {
         const Value x = operand(node_->input(0));
         require_float(x, "X");
         emit(u->second, {}, {{"x", {x}}}, out);
+    } else if (auto uc = unary_with_constants.find(type); uc != unary_with_constants.end()) {
+        const Value x = operand(node_->input(0));
+        require_float(x, "X");
+        Params params;
+        for (const UnaryConstant &c : uc->second.second) params.set(c.param, attr_float(c.attribute, c.fallback));
+        emit(uc->second.first, params, {{"x", {x}}}, out);
+    } else if (type == "Clip") {
+        // Opset 11+: min and max are optional inputs, which must be constants.
+        const Value x = operand(node_->input(0));
+        require_float(x, "input");
+        Params params;
+        if (has_input(1)) params.set("min", constant_scalar(1, "Clip's min"));
+        if (has_input(2)) params.set("max", constant_scalar(2, "Clip's max"));
+        emit("clip", params, {{"x", {x}}}, out);
     } else if (type == "MatMul") {
         map_matmul();
     } else if (type == "Gemm") {

@@ -1,6 +1,7 @@
 // Elementwise operations: binary arithmetic with NumPy broadcasting (add, sub,
 // mul, div), unary activations and functions (relu, gelu, sigmoid, tanh, exp,
-// erf, sqrt, pow) and the dtype conversion cast.
+// erf, sqrt, pow, neg, abs, log, reciprocal, leaky_relu, elu, selu, softplus,
+// softsign, hard_sigmoid, hard_swish, clip) and the dtype conversion cast.
 //
 // FLOP convention (shared by every op family of this library): each arithmetic
 // operation, comparison and elementary function evaluation (exp, erf, tanh,
@@ -18,6 +19,8 @@ namespace tapestry {
 namespace {
 
 using namespace op_util;
+
+constexpr double kFloatMax = 3.4028234663852886e38;  // the largest finite float
 
 // ---- binary ---------------------------------------------------------------------
 
@@ -239,6 +242,71 @@ void register_elementwise_ops(OpLibrary &lib) {
         "pow", "y = x^exponent for a constant exponent",
         std::vector<ParamSpec>{required_param("exponent", ParamKind::number, "the constant exponent (float)")},
         [](double x, const Params &p) { return std::pow(x, p.get_float("exponent", 1.0)); }, constant(1)));
+    lib.add(std::make_unique<UnaryOp>(
+        "neg", "y = −x", std::vector<ParamSpec>{}, [](double x, const Params &) { return -x; }, constant(1)));
+    lib.add(std::make_unique<UnaryOp>(
+        "abs", "y = |x|", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::fabs(x); },
+        constant(1)));
+    lib.add(std::make_unique<UnaryOp>(
+        "log", "y = ln x, the natural logarithm", std::vector<ParamSpec>{},
+        [](double x, const Params &) { return std::log(x); }, constant(1)));
+    lib.add(std::make_unique<UnaryOp>(
+        "reciprocal", "y = 1 / x", std::vector<ParamSpec>{}, [](double x, const Params &) { return 1.0 / x; },
+        constant(1)));
+    // leaky_relu: a comparison and a multiply.
+    lib.add(std::make_unique<UnaryOp>(
+        "leaky_relu", "y = x for x ≥ 0, alpha·x below",
+        std::vector<ParamSpec>{float_param("alpha", 0.01, "the slope below 0")},
+        [](double x, const Params &p) { return x >= 0 ? x : p.get_float("alpha", 0.01) * x; }, constant(2)));
+    // elu: a comparison, exp, −1, ·alpha.
+    lib.add(std::make_unique<UnaryOp>(
+        "elu", "y = x for x > 0, alpha·(exp(x) − 1) below",
+        std::vector<ParamSpec>{float_param("alpha", 1.0, "the scale of the negative part")},
+        [](double x, const Params &p) { return x > 0 ? x : p.get_float("alpha", 1.0) * std::expm1(x); },
+        constant(4)));
+    // selu: elu and ·gamma.
+    lib.add(std::make_unique<UnaryOp>(
+        "selu", "y = gamma·x for x > 0, gamma·alpha·(exp(x) − 1) below (scaled ELU)",
+        std::vector<ParamSpec>{float_param("alpha", 1.6732632423543772, "the scale of the negative part"),
+                               float_param("gamma", 1.0507009873554805, "the overall scale")},
+        [](double x, const Params &p) {
+            const double g = p.get_float("gamma", 1.0507009873554805);
+            return x > 0 ? g * x : g * p.get_float("alpha", 1.6732632423543772) * std::expm1(x);
+        },
+        constant(5)));
+    // softplus: exp, +1, log.
+    lib.add(std::make_unique<UnaryOp>(
+        "softplus", "y = ln(1 + exp(x))", std::vector<ParamSpec>{},
+        [](double x, const Params &) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); },
+        constant(3)));
+    // softsign: abs, +1, divide.
+    lib.add(std::make_unique<UnaryOp>(
+        "softsign", "y = x / (1 + |x|)", std::vector<ParamSpec>{},
+        [](double x, const Params &) { return x / (1.0 + std::fabs(x)); }, constant(3)));
+    // hard_sigmoid: a multiply-add and two comparisons.
+    lib.add(std::make_unique<UnaryOp>(
+        "hard_sigmoid", "y = max(0, min(1, alpha·x + beta))",
+        std::vector<ParamSpec>{float_param("alpha", 0.2, "the slope"), float_param("beta", 0.5, "the offset")},
+        [](double x, const Params &p) {
+            return std::max(0.0, std::min(1.0, p.get_float("alpha", 0.2) * x + p.get_float("beta", 0.5)));
+        },
+        constant(4)));
+    // hard_swish: hard_sigmoid (alpha 1/6, beta 1/2) and ·x.
+    lib.add(std::make_unique<UnaryOp>(
+        "hard_swish", "y = x · max(0, min(1, x/6 + 1/2))", std::vector<ParamSpec>{},
+        [](double x, const Params &) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }, constant(5)));
+    // clip: two comparisons. A bound at ±FLT_MAX (the defaults) or beyond is none.
+    lib.add(std::make_unique<UnaryOp>(
+        "clip", "y = min(max(x, min), max)",
+        std::vector<ParamSpec>{float_param("min", -kFloatMax, "the lower bound (the default, −FLT_MAX or below: none)"),
+                               float_param("max", kFloatMax, "the upper bound (the default, FLT_MAX or above: none)")},
+        [](double x, const Params &p) {
+            if (std::isnan(x)) return x;
+            if (const double lo = p.get_float("min", -kFloatMax); lo > -kFloatMax) x = std::max(x, lo);
+            if (const double hi = p.get_float("max", kFloatMax); hi < kFloatMax) x = std::min(x, hi);
+            return x;
+        },
+        constant(2)));
     lib.add(std::make_unique<CastOp>());
 }
 

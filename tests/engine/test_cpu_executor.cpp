@@ -275,6 +275,34 @@ private slots:
             QTest::newRow((std::string(k) + "/strided").c_str())
                 << with_range(kcase(k, {port("x", {5, 9})}), ZRange({1, 2}, {4, 7}));
         }
+        // The kinds added for ONNX models: through oneDNN on dense views (neg, abs,
+        // reciprocal, leaky_relu, elu, hard_swish, clip) or the loop (log, selu,
+        // softplus, softsign, hard_sigmoid), and the loop on strided views.
+        for (const char *k : {"neg", "abs", "leaky_relu", "elu", "selu", "softplus", "softsign", "hard_sigmoid",
+                              "hard_swish", "clip"}) {
+            KernelCase c = kcase(k, {port("x", {4, 5, 6})});
+            c.lo = -7;  // past hard_swish's and hard_sigmoid's corners
+            c.hi = 7;
+            QTest::newRow(k) << c;
+            KernelCase strided = kcase(k, {port("x", {5, 9})});
+            strided.lo = -7;
+            strided.hi = 7;
+            QTest::newRow((std::string(k) + "/strided").c_str()) << with_range(strided, ZRange({1, 2}, {4, 7}));
+        }
+        for (const char *k : {"log", "reciprocal"}) {
+            KernelCase c = kcase(k, {port("x", {4, 9})});
+            c.lo = 0.1;
+            c.hi = 4;
+            QTest::newRow(k) << c;
+            QTest::newRow((std::string(k) + "/strided").c_str()) << with_range(c, ZRange({1, 1}, {3, 8}));
+        }
+        QTest::newRow("clip/bounds") << kcase("clip", {port("x", {4, 9})}, Params{{"min", -0.3}, {"max", 0.2}});
+        QTest::newRow("clip/min-only") << kcase("clip", {port("x", {4, 9})}, Params{{"min", 0.0}});
+        QTest::newRow("leaky_relu/alpha") << kcase("leaky_relu", {port("x", {4, 9})}, Params{{"alpha", 0.3}});
+        QTest::newRow("elu/alpha") << kcase("elu", {port("x", {4, 9})}, Params{{"alpha", 0.5}});
+        QTest::newRow("selu/constants") << kcase("selu", {port("x", {4, 9})}, Params{{"alpha", 1.5}, {"gamma", 2.0}});
+        QTest::newRow("hard_sigmoid/constants")
+            << kcase("hard_sigmoid", {port("x", {4, 9})}, Params{{"alpha", 0.5}, {"beta", 0.25}});
         QTest::newRow("gelu") << kcase("gelu", {port("x", {3, 70})});
         QTest::newRow("gelu/tanh") << kcase("gelu", {port("x", {3, 70})}, tanh_gelu);
         QTest::newRow("gelu/strided") << with_range(kcase("gelu", {port("x", {6, 8})}), ZRange({0, 3}, {6, 8}));
@@ -372,6 +400,18 @@ private slots:
         chain.epilogues = {Epilogue{"mul", Params{}, 0, {IndexProjection::identity(2), false}}, relu};
         chain.epilogue_shapes = {ZPoint{6, 5}};
         QTest::newRow("linear+mul+relu") << chain;
+        // The activations of ONNX CNNs as oneDNN post-ops, with their constants.
+        KernelCase leaky = lin;
+        leaky.epilogues = {Epilogue{"leaky_relu", Params{{"alpha", 0.2}}, -1, {}}};
+        QTest::newRow("linear+leaky_relu") << leaky;
+        KernelCase relu6 = lin;
+        relu6.epilogues = {Epilogue{"clip", Params{{"min", 0.0}, {"max", 0.5}}, -1, {}}};
+        QTest::newRow("linear+clip") << relu6;
+        KernelCase hswish = lin;
+        hswish.lo = -6;
+        hswish.hi = 6;
+        hswish.epilogues = {Epilogue{"hard_swish", Params{}, -1, {}}};
+        QTest::newRow("linear+hard_swish") << hswish;
     }
     void fused_kernel_matches_reference() {
         QFETCH(KernelCase, c);

@@ -723,6 +723,42 @@ private slots:
         QCOMPARE(named(*g, "y")->role, TensorRole::output);
     }
 
+    // The activations of exported CNNs and their constants: LeakyRelu and
+    // HardSigmoid attributes, Clip's min and max inputs (constants; max absent here,
+    // so no upper bound), Selu's defaults; then Neg and Abs.
+    void activations_with_constants() {
+        ModelBuilder b;
+        b.input("x", {2, 4}).output("y", {2, 4});
+        b.floats("lo", {}, {-0.5f});
+        attr(b.node("LeakyRelu", {"x"}, {"a"}, "leaky"), "alpha", 0.25f);
+        b.node("Clip", {"a", "lo"}, {"c"}, "clip");
+        auto &hs = b.node("HardSigmoid", {"c"}, {"h"}, "hsig");
+        attr(hs, "alpha", 0.3f);
+        attr(hs, "beta", 0.4f);
+        b.node("Selu", {"h"}, {"s"}, "selu");
+        b.node("Neg", {"s"}, {"n"}, "neg");
+        b.node("Abs", {"n"}, {"y"}, "abs");
+        auto g = import_onnx(b.save(dir(), "activations.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QCOMPARE(kinds(*g), (std::vector<std::string>{"leaky_relu", "clip", "hard_sigmoid", "selu", "neg", "abs"}));
+        const Operation *clip = g->find_op(OpId("clip"));
+        QVERIFY(clip);
+        QCOMPARE(clip->params.get_float("min", 0), -0.5);
+        QVERIFY(!clip->params.has("max"));
+        QCOMPARE(g->find_op(OpId("leaky"))->params.get_float("alpha", 0), double(0.25f));
+        QCOMPARE(g->find_op(OpId("selu"))->params.get_float("alpha", 0), 1.67326319217681884765625);
+        const std::vector<float> x = {-4, -1, -0.1f, 0, 0.5f, 1, 3, 10};
+        std::vector<double> want;
+        for (float v : x) {
+            double t = v >= 0 ? v : 0.25 * double(v);
+            t = std::max(t, -0.5);
+            t = std::max(0.0, std::min(1.0, double(0.3f) * t + double(0.4f)));
+            t = t > 0 ? 1.05070102214813232421875 * t : 1.05070102214813232421875 * 1.67326319217681884765625 * std::expm1(t);
+            want.push_back(std::fabs(-t));
+        }
+        QVERIFY(close(run_oracle(*g, {{"x", x}})["y"], want));
+    }
+
     // Models older than opset 13. One whose operators all kept their definition
     // (Conv is the same from opset 11 to 13) is read as it is; one with an operator
     // that changed is converted to opset 13 by ONNX's version converter, and says so

@@ -29,6 +29,21 @@ std::vector<OpCase> ops_a_cases() {
         c.push_back({std::string(k) + "/3d", k, {}, {port("x", {2, 3, 4})}});
         c.push_back({std::string(k) + "/scalar", k, {}, {port("x", {})}});
     }
+    for (const char *k : {"neg", "abs", "leaky_relu", "elu", "selu", "softplus", "softsign", "hard_sigmoid",
+                          "hard_swish", "clip"}) {
+        c.push_back({std::string(k) + "/3d", k, {}, {port("x", {2, 3, 4})}});
+        c.push_back({std::string(k) + "/scalar", k, {}, {port("x", {})}});
+    }
+    c.push_back({"clip/bounds", "clip", Params{{"min", -0.25}, {"max", 0.5}}, {port("x", {3, 5})}});
+    c.push_back({"leaky_relu/alpha", "leaky_relu", Params{{"alpha", 0.3}}, {port("x", {6}, DType::bf16)}});
+    {
+        OpCase l{"log/positive", "log", {}, {port("x", {4, 5})}};
+        l.lo = 0.1;
+        c.push_back(l);
+        OpCase r{"reciprocal/positive", "reciprocal", {}, {port("x", {3, 2})}};
+        r.lo = 0.1;
+        c.push_back(r);
+    }
     c.push_back({"erf/3d", "erf", {}, {port("x", {2, 3, 4})}});
     c.push_back({"erf/scalar", "erf", {}, {port("x", {})}});
     c.push_back({"cast/f32-to-f16", "cast", Params{{"to", std::string("f16")}}, {port("x", {3, 5})}});

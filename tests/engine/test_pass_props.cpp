@@ -28,10 +28,12 @@ using tapestry::testing::Pick;
 
 namespace {
 
+// 80 cases: with the fixed seed below every pass changes some graphs (40 were
+// enough until the generator drew from more activations; then no case substituted).
 int default_cases() {
     bool ok = false;
     const int n = qEnvironmentVariableIntValue("TAPESTRY_PASS_PROPS_CASES", &ok);
-    return ok && n > 0 ? n : 40;
+    return ok && n > 0 ? n : 80;
 }
 
 // Up to three specs on random operations: a random index dim, then an even count
@@ -137,7 +139,7 @@ Outcome check_case(const Pick &pick) {
 class TestPassProps : public QObject {
     Q_OBJECT
 
-    int cases_ = 40;
+    int cases_ = 80;
 
 private slots:
     void initTestCase();

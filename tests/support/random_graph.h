@@ -122,13 +122,30 @@ private:
     bool add_random_op() {
         static const char *kinds[] = {"relu",        "gelu",       "sigmoid",   "tanh",    "add",        "sub",
                                       "mul",         "linear",     "matmul",    "softmax", "layernorm",  "reduce_sum",
-                                      "reduce_mean", "reduce_max", "transpose", "conv2d",  "max_pool2d", "avg_pool2d"};
+                                      "reduce_mean", "reduce_max", "transpose", "conv2d",  "max_pool2d", "avg_pool2d",
+                                      "activation"};
         const std::string kind = kinds[pick_(0, static_cast<Coord>(std::size(kinds)) - 1)];
         const TensorId x = pick_value();
         const ZPoint s = shape_of(x);
         const int rank = s.rank();
 
         if (kind == "relu" || kind == "sigmoid" || kind == "tanh") return add_op(kind, {}, {{"x", x}});
+        if (kind == "activation") {  // the other activations, with random constants
+            switch (pick_(0, 6)) {
+                case 0: return add_op("leaky_relu", Params{{"alpha", pick_(1, 50) / 100.0}}, {{"x", x}});
+                case 1: return add_op("elu", Params{{"alpha", pick_(5, 20) / 10.0}}, {{"x", x}});
+                case 2: {
+                    Params p;
+                    if (pick_(0, 2)) p.set("min", pick_(-10, 0) / 10.0);
+                    if (pick_(0, 2)) p.set("max", pick_(1, 10) / 10.0);
+                    return add_op("clip", p, {{"x", x}});
+                }
+                case 3: return add_op("hard_swish", {}, {{"x", x}});
+                case 4: return add_op("softsign", {}, {{"x", x}});
+                case 5: return add_op("selu", {}, {{"x", x}});
+                default: return add_op(pick_(0, 1) ? "neg" : "abs", {}, {{"x", x}});
+            }
+        }
         if (kind == "gelu")
             return add_op(kind, Params{{"approximate", std::string(pick_(0, 1) ? "tanh" : "none")}}, {{"x", x}});
         if (kind == "add" || kind == "sub" || kind == "mul") {

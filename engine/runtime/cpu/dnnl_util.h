@@ -62,6 +62,9 @@ struct EltwiseAlgorithm {
 // relu, sigmoid, tanh, exp, sqrt, gelu (approximate "none" → gelu_erf, "tanh" →
 // gelu_tanh), pow (exponent → eltwise_pow with alpha 1, beta exponent). `params`
 // with defaults filled. None for any other kind.
+// A clip bound as a float: at or beyond the largest finite float (the op
+// library's default, meaning no bound) it is infinite.
+float clip_bound(double v);
 std::optional<EltwiseAlgorithm> eltwise_algorithm(const std::string &kind, const Params &params);
 // add sub mul div → binary_add …; none otherwise.
 std::optional<dnnl::algorithm> binary_algorithm(const std::string &kind);

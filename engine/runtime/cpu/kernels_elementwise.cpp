@@ -1,13 +1,18 @@
 // CPU kernels of the elementwise kinds: unary activations through oneDNN eltwise
-// (dense views) or a plain strided loop (erf, strided views, f16), binary
+// (dense views) or a plain strided loop (what oneDNN lacks or computes too
+// coarsely: erf, log, selu, softplus, softsign, hard_sigmoid; strided views; f16), binary
 // add/sub/mul/div through oneDNN binary with NumPy broadcasting (or the loop when
 // oneDNN cannot take the shapes), and cast between any dtypes.
 #include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numbers>
+#include <tuple>
+#include <utility>
 
 #include <omp.h>
 
@@ -192,37 +197,73 @@ template <typename Body> void for_rows(const Loop &l, Body &&body) {
 
 // ---- scalar functions ---------------------------------------------------------------
 
-enum class Unary { relu, sigmoid, tanh, exp, sqrt, gelu_erf, gelu_tanh, pow, erf };
+enum class Unary {
+    relu, sigmoid, tanh, exp, sqrt, gelu_erf, gelu_tanh, pow, erf, neg, abs, log, reciprocal, leaky_relu, elu, selu,
+    softplus, softsign, hard_sigmoid, hard_swish, clip
+};
 
 std::optional<Unary> unary_of(const std::string &kind, const Params &p) {
-    if (kind == "relu") return Unary::relu;
-    if (kind == "sigmoid") return Unary::sigmoid;
-    if (kind == "tanh") return Unary::tanh;
-    if (kind == "exp") return Unary::exp;
-    if (kind == "sqrt") return Unary::sqrt;
-    if (kind == "erf") return Unary::erf;
-    if (kind == "pow") return Unary::pow;
+    static const std::map<std::string, Unary> kinds{
+        {"relu", Unary::relu},       {"sigmoid", Unary::sigmoid},       {"tanh", Unary::tanh},
+        {"exp", Unary::exp},         {"sqrt", Unary::sqrt},             {"erf", Unary::erf},
+        {"pow", Unary::pow},         {"neg", Unary::neg},               {"abs", Unary::abs},
+        {"log", Unary::log},         {"reciprocal", Unary::reciprocal}, {"leaky_relu", Unary::leaky_relu},
+        {"elu", Unary::elu},         {"selu", Unary::selu},             {"softplus", Unary::softplus},
+        {"softsign", Unary::softsign}, {"hard_sigmoid", Unary::hard_sigmoid}, {"hard_swish", Unary::hard_swish},
+        {"clip", Unary::clip}};
     if (kind == "gelu") return p.get_string("approximate", "none") == "tanh" ? Unary::gelu_tanh : Unary::gelu_erf;
-    return std::nullopt;
+    auto it = kinds.find(kind);
+    if (it == kinds.end()) return std::nullopt;
+    return it->second;
 }
 
-template <Unary U> inline float apply_unary(float x, float e) {
+// The two constants of a unary function (pow: the exponent; leaky_relu, elu:
+// alpha; selu: alpha, gamma; hard_sigmoid: alpha, beta; clip: min, max, infinite
+// when absent), as the op library documents them.
+std::pair<float, float> unary_constants(Unary u, const Params &p) {
+    switch (u) {
+        case Unary::pow: return {static_cast<float>(p.get_float("exponent", 1.0)), 0.f};
+        case Unary::leaky_relu: return {static_cast<float>(p.get_float("alpha", 0.01)), 0.f};
+        case Unary::elu: return {static_cast<float>(p.get_float("alpha", 1.0)), 0.f};
+        case Unary::selu:
+            return {static_cast<float>(p.get_float("alpha", 1.6732632423543772)),
+                    static_cast<float>(p.get_float("gamma", 1.0507009873554805))};
+        case Unary::hard_sigmoid:
+            return {static_cast<float>(p.get_float("alpha", 0.2)), static_cast<float>(p.get_float("beta", 0.5))};
+        case Unary::clip: return {clip_bound(p.get_float("min", -FLT_MAX)), clip_bound(p.get_float("max", FLT_MAX))};
+        default: return {0.f, 0.f};
+    }
+}
+
+template <Unary U> inline float apply_unary(float x, float a, float b) {
     if constexpr (U == Unary::relu) return x > 0 ? x : 0.0f;
     if constexpr (U == Unary::sigmoid) return 1.0f / (1.0f + std::exp(-x));
     if constexpr (U == Unary::tanh) return std::tanh(x);
     if constexpr (U == Unary::exp) return std::exp(x);
     if constexpr (U == Unary::sqrt) return std::sqrt(x);
     if constexpr (U == Unary::erf) return std::erf(x);
-    if constexpr (U == Unary::pow) return std::pow(x, e);
+    if constexpr (U == Unary::pow) return std::pow(x, a);
     if constexpr (U == Unary::gelu_erf) return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(std::numbers::sqrt2 / 2)));
     if constexpr (U == Unary::gelu_tanh) {
         const float c = static_cast<float>(0.7978845608028654);  // √(2/π)
         return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
     }
+    if constexpr (U == Unary::neg) return -x;
+    if constexpr (U == Unary::abs) return std::fabs(x);
+    if constexpr (U == Unary::log) return std::log(x);
+    if constexpr (U == Unary::reciprocal) return 1.0f / x;
+    if constexpr (U == Unary::leaky_relu) return x >= 0 ? x : a * x;
+    if constexpr (U == Unary::elu) return x > 0 ? x : a * std::expm1(x);
+    if constexpr (U == Unary::selu) return x > 0 ? b * x : b * a * std::expm1(x);
+    if constexpr (U == Unary::softplus) return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    if constexpr (U == Unary::softsign) return x / (1.0f + std::fabs(x));
+    if constexpr (U == Unary::hard_sigmoid) return std::max(0.0f, std::min(1.0f, a * x + b));
+    if constexpr (U == Unary::hard_swish) return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
+    if constexpr (U == Unary::clip) return std::isnan(x) ? x : std::min(std::max(x, a), b);
     return x;
 }
 
-template <typename T, Unary U> void unary_loop(const Loop &l, const std::byte *x, std::byte *y, float e) {
+template <typename T, Unary U> void unary_loop(const Loop &l, const std::byte *x, std::byte *y, float a, float b) {
     using S = typename T::storage;
     const S *xs = reinterpret_cast<const S *>(x);
     S *ys = reinterpret_cast<S *>(y);
@@ -232,24 +273,40 @@ template <typename T, Unary U> void unary_loop(const Loop &l, const std::byte *x
         const S *xp = xs + off[0];
         S *yp = ys + off[1];
         if (sx == 1 && sy == 1) {
-            for (std::int64_t i = 0; i < n; ++i) T::store(yp + i, apply_unary<U>(T::load(xp + i), e));
+            for (std::int64_t i = 0; i < n; ++i) T::store(yp + i, apply_unary<U>(T::load(xp + i), a, b));
         } else {
-            for (std::int64_t i = 0; i < n; ++i) T::store(yp + i * sy, apply_unary<U>(T::load(xp + i * sx), e));
+            for (std::int64_t i = 0; i < n; ++i) T::store(yp + i * sy, apply_unary<U>(T::load(xp + i * sx), a, b));
         }
     });
 }
 
-template <typename T> void unary_dispatch(Unary u, const Loop &l, const std::byte *x, std::byte *y, float e) {
+template <typename T>
+void unary_dispatch(Unary u, const Loop &l, const std::byte *x, std::byte *y, float a, float b) {
     switch (u) {
-        case Unary::relu: return unary_loop<T, Unary::relu>(l, x, y, e);
-        case Unary::sigmoid: return unary_loop<T, Unary::sigmoid>(l, x, y, e);
-        case Unary::tanh: return unary_loop<T, Unary::tanh>(l, x, y, e);
-        case Unary::exp: return unary_loop<T, Unary::exp>(l, x, y, e);
-        case Unary::sqrt: return unary_loop<T, Unary::sqrt>(l, x, y, e);
-        case Unary::erf: return unary_loop<T, Unary::erf>(l, x, y, e);
-        case Unary::pow: return unary_loop<T, Unary::pow>(l, x, y, e);
-        case Unary::gelu_erf: return unary_loop<T, Unary::gelu_erf>(l, x, y, e);
-        case Unary::gelu_tanh: return unary_loop<T, Unary::gelu_tanh>(l, x, y, e);
+#define TAPESTRY_UNARY_CASE(name) \
+    case Unary::name: return unary_loop<T, Unary::name>(l, x, y, a, b);
+        TAPESTRY_UNARY_CASE(relu)
+        TAPESTRY_UNARY_CASE(sigmoid)
+        TAPESTRY_UNARY_CASE(tanh)
+        TAPESTRY_UNARY_CASE(exp)
+        TAPESTRY_UNARY_CASE(sqrt)
+        TAPESTRY_UNARY_CASE(erf)
+        TAPESTRY_UNARY_CASE(pow)
+        TAPESTRY_UNARY_CASE(gelu_erf)
+        TAPESTRY_UNARY_CASE(gelu_tanh)
+        TAPESTRY_UNARY_CASE(neg)
+        TAPESTRY_UNARY_CASE(abs)
+        TAPESTRY_UNARY_CASE(log)
+        TAPESTRY_UNARY_CASE(reciprocal)
+        TAPESTRY_UNARY_CASE(leaky_relu)
+        TAPESTRY_UNARY_CASE(elu)
+        TAPESTRY_UNARY_CASE(selu)
+        TAPESTRY_UNARY_CASE(softplus)
+        TAPESTRY_UNARY_CASE(softsign)
+        TAPESTRY_UNARY_CASE(hard_sigmoid)
+        TAPESTRY_UNARY_CASE(hard_swish)
+        TAPESTRY_UNARY_CASE(clip)
+#undef TAPESTRY_UNARY_CASE
     }
 }
 
@@ -329,7 +386,7 @@ public:
             const auto u = unary_of(kind, spec.params);
             if (!u) return unexpected("no CPU kernel for kind '" + kind + "'");
             k->unary_ = *u;
-            k->exponent_ = static_cast<float>(spec.params.get_float("exponent", 1.0));
+            std::tie(k->a_, k->b_) = unary_constants(*u, spec.params);
             k->dtype_ = spec.operands[0].operands[0].dtype;
             if (k->dtype_ != DType::f32 && k->dtype_ != DType::bf16 && k->dtype_ != DType::f16)
                 return unexpected(kind + " kernel: no CPU kernel for dtype " + quoted_dtype(k->dtype_));
@@ -364,9 +421,9 @@ public:
             return;
         }
         switch (dtype_) {
-            case DType::bf16: return unary_dispatch<BF16>(unary_, loop_, inputs[0].data, outputs[0].data, exponent_);
-            case DType::f16: return unary_dispatch<F16>(unary_, loop_, inputs[0].data, outputs[0].data, exponent_);
-            default: return unary_dispatch<F32>(unary_, loop_, inputs[0].data, outputs[0].data, exponent_);
+            case DType::bf16: return unary_dispatch<BF16>(unary_, loop_, inputs[0].data, outputs[0].data, a_, b_);
+            case DType::f16: return unary_dispatch<F16>(unary_, loop_, inputs[0].data, outputs[0].data, a_, b_);
+            default: return unary_dispatch<F32>(unary_, loop_, inputs[0].data, outputs[0].data, a_, b_);
         }
     }
     std::size_t scratch_bytes() const override { return prim_.scratch_bytes(); }
@@ -374,7 +431,7 @@ public:
 private:
     UnaryKernel() = default;
     Unary unary_ = Unary::relu;
-    float exponent_ = 1;
+    float a_ = 0, b_ = 0;  // unary_constants
     DType dtype_ = DType::f32;
     bool empty_ = false;
     bool use_dnnl_ = false;
@@ -501,7 +558,9 @@ private:
 }  // namespace
 
 void register_kernels_elementwise(std::vector<KernelFactory> &out) {
-    for (const char *kind : {"relu", "sigmoid", "tanh", "exp", "sqrt", "gelu", "pow", "erf"})
+    for (const char *kind : {"relu", "sigmoid", "tanh", "exp", "sqrt", "gelu", "pow", "erf", "neg", "abs", "log",
+                             "reciprocal", "leaky_relu", "elu", "selu", "softplus", "softsign", "hard_sigmoid",
+                             "hard_swish", "clip"})
         out.push_back({kind, never_fuse, [](const KernelSpec &spec) { return UnaryKernel::make(spec); }});
     for (const char *kind : {"add", "sub", "mul", "div"})
         out.push_back({kind, never_fuse, [](const KernelSpec &spec) { return BinaryKernel::make(spec); }});

@@ -5,7 +5,11 @@
 // element, reading every operand through its broadcast strides. A normalization
 // tail (softmax, layernorm, rmsnorm) runs after either, per normalized slice of the
 // output view, in place (its pieces hold whole slices).
+#include <cfloat>
 #include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
 
 #include "ops/fused.h"
 #include "ops/library.h"
@@ -15,30 +19,47 @@
 namespace tapestry::cpu {
 namespace {
 
-enum class Fn { relu, sigmoid, tanh_, exp_, erf_, sqrt_, pow_, gelu_erf, gelu_tanh, add, sub, mul, div };
+enum class Fn {
+    relu, sigmoid, tanh_, exp_, erf_, sqrt_, pow_, gelu_erf, gelu_tanh, neg, abs_, log_, reciprocal, leaky_relu, elu,
+    selu, softplus, softsign, hard_sigmoid, hard_swish, clip, add, sub, mul, div
+};
 
 std::optional<Fn> fn_of(const std::string &kind, const Params &params) {
-    if (kind == "relu") return Fn::relu;
-    if (kind == "sigmoid") return Fn::sigmoid;
-    if (kind == "tanh") return Fn::tanh_;
-    if (kind == "exp") return Fn::exp_;
-    if (kind == "erf") return Fn::erf_;
-    if (kind == "sqrt") return Fn::sqrt_;
-    if (kind == "pow") return Fn::pow_;
+    static const std::map<std::string, Fn> kinds{
+        {"relu", Fn::relu},           {"sigmoid", Fn::sigmoid},         {"tanh", Fn::tanh_},
+        {"exp", Fn::exp_},            {"erf", Fn::erf_},                {"sqrt", Fn::sqrt_},
+        {"pow", Fn::pow_},            {"neg", Fn::neg},                 {"abs", Fn::abs_},
+        {"log", Fn::log_},            {"reciprocal", Fn::reciprocal},   {"leaky_relu", Fn::leaky_relu},
+        {"elu", Fn::elu},             {"selu", Fn::selu},               {"softplus", Fn::softplus},
+        {"softsign", Fn::softsign},   {"hard_sigmoid", Fn::hard_sigmoid}, {"hard_swish", Fn::hard_swish},
+        {"clip", Fn::clip},           {"add", Fn::add},                 {"sub", Fn::sub},
+        {"mul", Fn::mul},             {"div", Fn::div}};
     if (kind == "gelu") {
         const std::string a = params.get_string("approximate", "none");
         if (a == "none") return Fn::gelu_erf;
         if (a == "tanh") return Fn::gelu_tanh;
         return std::nullopt;
     }
-    if (kind == "add") return Fn::add;
-    if (kind == "sub") return Fn::sub;
-    if (kind == "mul") return Fn::mul;
-    if (kind == "div") return Fn::div;
-    return std::nullopt;
+    auto it = kinds.find(kind);
+    if (it == kinds.end()) return std::nullopt;
+    return it->second;
 }
 
-double apply1(Fn f, double x, double p) {
+// The constants of a unary member (pow: exponent; leaky_relu, elu: alpha; selu:
+// alpha, gamma; hard_sigmoid: alpha, beta; clip: min, max, infinite at ±FLT_MAX).
+std::pair<double, double> constants_of(Fn f, const Params &p) {
+    switch (f) {
+        case Fn::pow_: return {p.get_float("exponent", 1.0), 0};
+        case Fn::leaky_relu: return {p.get_float("alpha", 0.01), 0};
+        case Fn::elu: return {p.get_float("alpha", 1.0), 0};
+        case Fn::selu: return {p.get_float("alpha", 1.6732632423543772), p.get_float("gamma", 1.0507009873554805)};
+        case Fn::hard_sigmoid: return {p.get_float("alpha", 0.2), p.get_float("beta", 0.5)};
+        case Fn::clip: return {clip_bound(p.get_float("min", -FLT_MAX)), clip_bound(p.get_float("max", FLT_MAX))};
+        default: return {0, 0};
+    }
+}
+
+double apply1(Fn f, double x, double a, double b) {
     switch (f) {
         case Fn::relu: return x > 0 ? x : 0;
         case Fn::sigmoid: return 1 / (1 + std::exp(-x));
@@ -46,12 +67,24 @@ double apply1(Fn f, double x, double p) {
         case Fn::exp_: return std::exp(x);
         case Fn::erf_: return std::erf(x);
         case Fn::sqrt_: return std::sqrt(x);
-        case Fn::pow_: return std::pow(x, p);
+        case Fn::pow_: return std::pow(x, a);
         case Fn::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
         case Fn::gelu_tanh: {
             const double c = std::sqrt(2.0 / 3.14159265358979323846);
             return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x)));
         }
+        case Fn::neg: return -x;
+        case Fn::abs_: return std::fabs(x);
+        case Fn::log_: return std::log(x);
+        case Fn::reciprocal: return 1 / x;
+        case Fn::leaky_relu: return x >= 0 ? x : a * x;
+        case Fn::elu: return x > 0 ? x : a * std::expm1(x);
+        case Fn::selu: return x > 0 ? b * x : b * a * std::expm1(x);
+        case Fn::softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+        case Fn::softsign: return x / (1 + std::fabs(x));
+        case Fn::hard_sigmoid: return std::max(0.0, std::min(1.0, a * x + b));
+        case Fn::hard_swish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+        case Fn::clip: return std::isnan(x) ? x : std::min(std::max(x, a), b);
         default: return x;
     }
 }
@@ -68,12 +101,12 @@ double apply2(Fn f, double a, double b) {
 
 bool binary(Fn f) { return f == Fn::add || f == Fn::sub || f == Fn::mul || f == Fn::div; }
 
-// One member of an elementwise chain: the function, pow's exponent, and for a
-// binary member the input view of its other operand and whether the chain's
-// value is its left operand.
+// One member of an elementwise chain: the function, its constants (constants_of),
+// and for a binary member the input view of its other operand and whether the
+// chain's value is its left operand.
 struct Member {
     Fn fn = Fn::relu;
-    double exponent = 1;
+    double a = 0, b = 0;
     int other = -1;
     bool value_left = true;
 };
@@ -103,11 +136,11 @@ public:
         for (std::int64_t count = 0; count < n; ++count) {
             auto in = [&](int i) { return static_cast<double>(inputs[static_cast<size_t>(i)].f32()[off[static_cast<size_t>(i)]]); };
             const Member &h = members_.front();
-            double v = head_inputs_ == 2 ? apply2(h.fn, in(0), in(1)) : apply1(h.fn, in(0), h.exponent);
+            double v = head_inputs_ == 2 ? apply2(h.fn, in(0), in(1)) : apply1(h.fn, in(0), h.a, h.b);
             for (size_t k = 1; k < members_.size(); ++k) {
                 const Member &m = members_[k];
                 if (m.other < 0)
-                    v = apply1(m.fn, v, m.exponent);
+                    v = apply1(m.fn, v, m.a, m.b);
                 else
                     v = m.value_left ? apply2(m.fn, v, in(m.other)) : apply2(m.fn, in(m.other), v);
             }
@@ -356,7 +389,7 @@ Expected<std::unique_ptr<Kernel>, std::string> make_body(const KernelSpec &spec,
         if (!fn) return unexpected("fused kernel: no fused loop for " + m.kind);
         Member mem;
         mem.fn = *fn;
-        mem.exponent = p.get_float("exponent", 1.0);
+        std::tie(mem.a, mem.b) = constants_of(*fn, p);
         if (k == 0) {
             if (binary(*fn) != (own == 2)) return unexpected(std::string("fused kernel: head arity"));
         } else if (fd->extra_operand[k - 1] >= 0) {
