@@ -35,10 +35,11 @@ const std::vector<std::string> &onnx_supported_operators() {
                                    "Elu",        "Erf",         "Exp",         "Flatten",            "Gather",
                                    "Gemm",       "HardSigmoid", "HardSwish",   "Identity",           "LayerNormalization",
                                    "LeakyRelu",  "Log",         "MatMul",      "MaxPool",            "Mul",
-                                   "Neg",        "Pow",         "Reciprocal",  "ReduceMax",          "ReduceMean",
-                                   "ReduceSum",  "Relu",        "Reshape",     "Selu",               "Sigmoid",
-                                   "Slice",      "Softmax",     "Softplus",    "Softsign",           "Sqrt",
-                                   "Squeeze",    "Sub",         "Tanh",        "Transpose",          "Unsqueeze"};
+                                   "Max",        "Min",         "Neg",         "PRelu",              "Pow",
+                                   "Reciprocal", "ReduceMax",   "ReduceMean",  "ReduceSum",          "Relu",
+                                   "Reshape",    "Selu",        "Sigmoid",     "Slice",              "Softmax",
+                                   "Softplus",   "Softsign",    "Split",       "Sqrt",               "Squeeze",
+                                   "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze"};
         std::sort(v.begin(), v.end());
         return v;
     }();
@@ -180,6 +181,9 @@ private:
     void map_batchnorm();
     void map_reshape();
     void map_slice();
+    void map_split();
+    void map_variadic(const std::string &kind);
+    void map_prelu();
     void map_gather();
     void map_conv_or_pool(const std::string &op_type);
     void map_constant();
@@ -528,6 +532,12 @@ void Importer::map_node() {
         emit("concat", Params{{"axis", attr_int("axis", 0)}}, {{"inputs", pieces}}, out);
     } else if (type == "Slice") {
         map_slice();
+    } else if (type == "Split") {
+        map_split();
+    } else if (type == "Max" || type == "Min" || type == "Sum") {
+        map_variadic(type == "Max" ? "max" : type == "Min" ? "min" : "add");
+    } else if (type == "PRelu") {
+        map_prelu();
     } else if (type == "Gather") {
         map_gather();
     } else if (type == "Conv" || type == "MaxPool" || type == "AveragePool") {
@@ -790,6 +800,87 @@ void Importer::map_slice() {
     if (has_input(3)) p.set("axes", constant_ints(3, "axes"));
     if (has_input(4)) p.set("steps", constant_ints(4, "steps"));
     emit("slice", p, {{"x", {x}}}, node_->output(0));
+}
+
+// Split (opset 13): one slice per output, along `axis`, of the sizes in the
+// optional constant `split` input, else equal parts.
+void Importer::map_split() {
+    const Value x = operand(node_->input(0));
+    const int rank = x.shape.rank();
+    std::int64_t axis = attr_int("axis", 0);
+    if (axis < -rank || axis >= rank)
+        fail(node_label_ + ": axis " + std::to_string(axis) + " is outside a rank-" + std::to_string(rank) + " input");
+    if (axis < 0) axis += rank;
+    const std::int64_t extent = x.shape[static_cast<int>(axis)];
+    const int parts = node_->output_size();
+    std::vector<std::int64_t> sizes;
+    if (has_input(1)) {
+        sizes = constant_ints(1, "split");
+        std::int64_t total = 0;
+        for (std::int64_t v : sizes) total += v;
+        if (static_cast<int>(sizes.size()) != parts || total != extent ||
+            std::any_of(sizes.begin(), sizes.end(), [](std::int64_t v) { return v < 0; }))
+            fail(node_label_ + ": split sizes must be " + std::to_string(parts) + " non-negative numbers summing to " +
+                 std::to_string(extent) + ", the extent of axis " + std::to_string(axis));
+    } else {
+        if (parts < 1 || extent % parts != 0)
+            fail(node_label_ + ": axis " + std::to_string(axis) + " of extent " + std::to_string(extent) +
+                 " does not split into " + std::to_string(parts) + " equal parts");
+        sizes.assign(static_cast<size_t>(parts), extent / parts);
+    }
+    std::int64_t start = 0;
+    for (int k = 0; k < parts; ++k) {
+        const std::int64_t size = sizes[static_cast<size_t>(k)];
+        if (has_output(k)) {
+            Params p{{"starts", std::vector<std::int64_t>{start}}, {"ends", std::vector<std::int64_t>{start + size}},
+                     {"axes", std::vector<std::int64_t>{axis}}};
+            emit("slice", p, {{"x", {x}}}, node_->output(k), "part" + std::to_string(k));
+        }
+        start += size;
+    }
+}
+
+// Max, Min, Sum of one or more operands (NumPy broadcasting): a chain of binary
+// operations, left to right; one operand is the operand itself.
+void Importer::map_variadic(const std::string &kind) {
+    std::vector<Value> in;
+    for (int i = 0; i < node_->input_size(); ++i)
+        if (!node_->input(i).empty()) {
+            in.push_back(operand(node_->input(i)));
+            require_float(in.back(), "input " + std::to_string(i));
+        }
+    if (in.empty()) fail(node_label_ + " has no input");
+    if (in.size() == 1) {
+        alias(node_->output(0), in[0]);
+        return;
+    }
+    Value v = in[0];
+    for (size_t k = 1; k < in.size(); ++k) {
+        const bool last = k + 1 == in.size();
+        v = emit(kind, {}, {{"a", {v}}, {"b", {in[k]}}}, last ? node_->output(0) : "", "step" + std::to_string(k));
+    }
+}
+
+// PRelu: y = max(x, 0) + slope · min(x, 0), slope broadcast to x; exact in
+// floating point (one of the two terms is zero).
+void Importer::map_prelu() {
+    const Value x = operand(node_->input(0));
+    Value slope = operand(node_->input(1));
+    require_float(x, "X");
+    require_float(slope, "slope");
+    // Before opset 7 a 1-D slope of C values was per channel (dim 1), which the
+    // version converter leaves as it is: make it [C, 1, …] for the broadcast.
+    if (converted_from_ > 0 && converted_from_ < 7 && slope.shape.rank() == 1 && x.shape.rank() > 2 &&
+        slope.shape[0] == x.shape[1] && slope.shape[0] != x.shape[x.shape.rank() - 1]) {
+        std::vector<Coord> dims{slope.shape[0]};
+        dims.resize(static_cast<size_t>(x.shape.rank() - 1), 1);
+        slope = reshape(slope, ZPoint(dims), "", "slope_per_channel");
+    }
+    const Value zero = scalar(0.0, x.dtype, "zero");
+    const Value pos = emit("max", {}, {{"a", {x}}, {"b", {zero}}}, "", "positive");
+    const Value neg = emit("min", {}, {{"a", {x}}, {"b", {zero}}}, "", "negative");
+    const Value scaled = emit("mul", {}, {{"a", {neg}}, {"b", {slope}}}, "", "scaled");
+    emit("add", {}, {{"a", {pos}}, {"b", {scaled}}}, node_->output(0));
 }
 
 void Importer::map_gather() {

@@ -1,11 +1,12 @@
 // Elementwise operations: binary arithmetic with NumPy broadcasting (add, sub,
-// mul, div), unary activations and functions (relu, gelu, sigmoid, tanh, exp,
+// mul, div, max, min), unary activations and functions (relu, gelu, sigmoid, tanh, exp,
 // erf, sqrt, pow, neg, abs, log, reciprocal, leaky_relu, elu, selu, softplus,
 // softsign, hard_sigmoid, hard_swish, clip) and the dtype conversion cast.
 //
 // FLOP convention (shared by every op family of this library): each arithmetic
 // operation, comparison and elementary function evaluation (exp, erf, tanh,
 // sqrt, pow) counts 1; a multiply-add counts 2.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -210,6 +211,13 @@ void register_elementwise_ops(OpLibrary &lib) {
     lib.add(std::make_unique<BinaryOp>("sub", "y = a − b, broadcasting", [](double a, double b) { return a - b; }));
     lib.add(std::make_unique<BinaryOp>("mul", "y = a · b, broadcasting", [](double a, double b) { return a * b; }));
     lib.add(std::make_unique<BinaryOp>("div", "y = a / b, broadcasting", [](double a, double b) { return a / b; }));
+    // max/min propagate NaN, as ONNX Max/Min and NumPy maximum/minimum do.
+    lib.add(std::make_unique<BinaryOp>("max", "y = max(a, b), broadcasting; NaN if either is", [](double a, double b) {
+        return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+    }));
+    lib.add(std::make_unique<BinaryOp>("min", "y = min(a, b), broadcasting; NaN if either is", [](double a, double b) {
+        return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::min(a, b);
+    }));
 
     // relu: one comparison.
     lib.add(std::make_unique<UnaryOp>(

@@ -46,9 +46,9 @@ private:
 };
 
 // Registration functions, one per family file (ops/<family>.cpp).
-void register_elementwise_ops(OpLibrary &lib);  // add sub mul div relu gelu sigmoid tanh exp erf sqrt pow
-                                                 // neg abs log reciprocal leaky_relu elu selu softplus
-                                                 // softsign hard_sigmoid hard_swish clip cast
+void register_elementwise_ops(OpLibrary &lib);  // add sub mul div max min relu gelu sigmoid tanh exp
+                                                 // erf sqrt pow neg abs log reciprocal leaky_relu elu selu
+                                                 // softplus softsign hard_sigmoid hard_swish clip cast
 void register_linear_algebra_ops(OpLibrary &lib);  // matmul linear partial_matmul
 void register_reduction_ops(OpLibrary &lib);  // reduce_sum reduce_mean reduce_max softmax
 void register_normalization_ops(OpLibrary &lib);  // layernorm rmsnorm batchnorm

@@ -317,7 +317,7 @@ private slots:
             QTest::newRow("pow") << p;
             QTest::newRow("pow/strided") << with_range(p, ZRange({1, 1}, {3, 8}));
         }
-        for (const char *k : {"add", "sub", "mul", "div"}) {
+        for (const char *k : {"add", "sub", "mul", "div", "max", "min"}) {
             KernelCase c = kcase(k, {port("a", {4, 6}), port("b", {4, 6})});
             if (std::string(k) == "div") c.rtol = 1e-3;
             QTest::newRow(k) << c;

@@ -759,6 +759,37 @@ private slots:
         QVERIFY(close(run_oracle(*g, {{"x", x}})["y"], want));
     }
 
+    // Split (sizes from a constant, and equal parts), Max, Sum of three operands
+    // (a chain of binary operations, broadcasting) and PRelu with a per-channel
+    // slope ([C, 1] against [N, C, W]).
+    void split_variadic_and_prelu() {
+        ModelBuilder b;
+        b.input("x", {2, 6}).output("y", {2, 2}).output("s", {2, 3}).output("p", {1, 2, 3});
+        b.ints("sizes", {3}, {1, 2, 3});
+        auto &sp = b.node("Split", {"x", "sizes"}, {"x0", "x1", "x2"}, "split");
+        attr(sp, "axis", std::int64_t{1});
+        b.node("Split", {"x2"}, {"h0", "h1"}, "halves");  // axis 0, equal parts: [1, 3] each
+        b.node("Max", {"x1", "x0"}, {"y"}, "max");
+        b.node("Sum", {"h0", "h1", "x2"}, {"s"}, "sum");
+        b.input("q", {1, 2, 3});
+        b.floats("slope", {2, 1}, {0.5f, -2.0f});
+        b.node("PRelu", {"q", "slope"}, {"p"}, "prelu");
+        auto g = import_onnx(b.save(dir(), "split.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QCOMPARE(named(*g, "x1")->shape(), (ZPoint{2, 2}));
+        QCOMPARE(named(*g, "h0")->shape(), (ZPoint{1, 3}));
+        const std::vector<float> x = {1, -2, 3, 4, -5, 6, -7, 8, 9, -10, 11, 12}, q = {-1, 2, -3, 4, -5, 6};
+        auto out = run_oracle(*g, {{"x", x}, {"q", q}});
+        // x0 = x[:, 0:1], x1 = x[:, 1:3], x2 = x[:, 3:6]
+        QCOMPARE(out["y"], (std::vector<double>{1, 3, 8, 9}));  // max(x1, x0 broadcast)
+        // h0 = x2[0], h1 = x2[1]; s = h0 + h1 + x2
+        std::vector<double> want;
+        for (int r = 0; r < 2; ++r)
+            for (int c = 0; c < 3; ++c) want.push_back(double(x[3 + c]) + x[9 + c] + x[r * 6 + 3 + c]);
+        QCOMPARE(out["s"], want);
+        QCOMPARE(out["p"], (std::vector<double>{-0.5, 2, -1.5, 4, 10, 6}));  // channel 0 × 0.5, 1 × −2
+    }
+
     // Models older than opset 13. One whose operators all kept their definition
     // (Conv is the same from opset 11 to 13) is read as it is; one with an operator
     // that changed is converted to opset 13 by ONNX's version converter, and says so

@@ -16,7 +16,7 @@ namespace {
 // ---- ops A: elementwise, linear algebra, reduction, normalization --------------------
 std::vector<OpCase> ops_a_cases() {
     std::vector<OpCase> c;
-    for (const char *k : {"add", "sub", "mul", "div"}) {
+    for (const char *k : {"add", "sub", "mul", "div", "max", "min"}) {
         const std::string kind = k;
         c.push_back({kind + "/same", kind, {}, {port("a", {3, 4}), port("b", {3, 4})}});
         c.push_back({kind + "/broadcast-row", kind, {}, {port("a", {4, 3, 5}), port("b", {1, 5})}});

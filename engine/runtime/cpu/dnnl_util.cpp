@@ -139,6 +139,8 @@ std::optional<dnnl::algorithm> binary_algorithm(const std::string &kind) {
     if (kind == "sub") return dnnl::algorithm::binary_sub;
     if (kind == "mul") return dnnl::algorithm::binary_mul;
     if (kind == "div") return dnnl::algorithm::binary_div;
+    if (kind == "max") return dnnl::algorithm::binary_max;
+    if (kind == "min") return dnnl::algorithm::binary_min;
     return std::nullopt;
 }
 

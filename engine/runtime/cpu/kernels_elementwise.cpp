@@ -310,12 +310,14 @@ void unary_dispatch(Unary u, const Loop &l, const std::byte *x, std::byte *y, fl
     }
 }
 
-enum class Binary { add, sub, mul, div };
+enum class Binary { add, sub, mul, div, max, min };
 
 template <Binary B> inline float apply_binary(float a, float b) {
     if constexpr (B == Binary::add) return a + b;
     if constexpr (B == Binary::sub) return a - b;
     if constexpr (B == Binary::mul) return a * b;
+    if constexpr (B == Binary::max) return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::max(a, b);
+    if constexpr (B == Binary::min) return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::min(a, b);
     return a / b;
 }
 
@@ -349,6 +351,8 @@ template <typename T> void binary_dispatch(Binary op, const Loop &l, const std::
         case Binary::sub: return binary_loop<T, Binary::sub>(l, a, b, y);
         case Binary::mul: return binary_loop<T, Binary::mul>(l, a, b, y);
         case Binary::div: return binary_loop<T, Binary::div>(l, a, b, y);
+        case Binary::max: return binary_loop<T, Binary::max>(l, a, b, y);
+        case Binary::min: return binary_loop<T, Binary::min>(l, a, b, y);
     }
 }
 
@@ -357,6 +361,8 @@ std::optional<Binary> binary_of(const std::string &kind) {
     if (kind == "sub") return Binary::sub;
     if (kind == "mul") return Binary::mul;
     if (kind == "div") return Binary::div;
+    if (kind == "max") return Binary::max;
+    if (kind == "min") return Binary::min;
     return std::nullopt;
 }
 
@@ -467,7 +473,7 @@ public:
             // oneDNN binary needs src0 shaped like dst; src1 may broadcast.
             int src0 = -1;
             if (full(as)) src0 = 0;
-            else if (full(bs) && (k->op_ == Binary::add || k->op_ == Binary::mul)) src0 = 1;
+            else if (full(bs) && k->op_ != Binary::sub && k->op_ != Binary::div) src0 = 1;  // commutative
             if (k->dtype_ != DType::f16 && src0 >= 0) {
                 const ZPoint &s0 = src0 == 0 ? as : bs;
                 const ZPoint &s1 = src0 == 0 ? bs : as;
@@ -562,7 +568,7 @@ void register_kernels_elementwise(std::vector<KernelFactory> &out) {
                              "reciprocal", "leaky_relu", "elu", "selu", "softplus", "softsign", "hard_sigmoid",
                              "hard_swish", "clip"})
         out.push_back({kind, never_fuse, [](const KernelSpec &spec) { return UnaryKernel::make(spec); }});
-    for (const char *kind : {"add", "sub", "mul", "div"})
+    for (const char *kind : {"add", "sub", "mul", "div", "max", "min"})
         out.push_back({kind, never_fuse, [](const KernelSpec &spec) { return BinaryKernel::make(spec); }});
     out.push_back({"cast", never_fuse, [](const KernelSpec &spec) { return CastKernel::make(spec); }});
 }

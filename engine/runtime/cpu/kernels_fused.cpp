@@ -5,8 +5,10 @@
 // element, reading every operand through its broadcast strides. A normalization
 // tail (softmax, layernorm, rmsnorm) runs after either, per normalized slice of the
 // output view, in place (its pieces hold whole slices).
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -21,7 +23,7 @@ namespace {
 
 enum class Fn {
     relu, sigmoid, tanh_, exp_, erf_, sqrt_, pow_, gelu_erf, gelu_tanh, neg, abs_, log_, reciprocal, leaky_relu, elu,
-    selu, softplus, softsign, hard_sigmoid, hard_swish, clip, add, sub, mul, div
+    selu, softplus, softsign, hard_sigmoid, hard_swish, clip, add, sub, mul, div, max_, min_
 };
 
 std::optional<Fn> fn_of(const std::string &kind, const Params &params) {
@@ -33,7 +35,8 @@ std::optional<Fn> fn_of(const std::string &kind, const Params &params) {
         {"elu", Fn::elu},             {"selu", Fn::selu},               {"softplus", Fn::softplus},
         {"softsign", Fn::softsign},   {"hard_sigmoid", Fn::hard_sigmoid}, {"hard_swish", Fn::hard_swish},
         {"clip", Fn::clip},           {"add", Fn::add},                 {"sub", Fn::sub},
-        {"mul", Fn::mul},             {"div", Fn::div}};
+        {"mul", Fn::mul},             {"div", Fn::div},                 {"max", Fn::max_},
+        {"min", Fn::min_}};
     if (kind == "gelu") {
         const std::string a = params.get_string("approximate", "none");
         if (a == "none") return Fn::gelu_erf;
@@ -95,11 +98,15 @@ double apply2(Fn f, double a, double b) {
         case Fn::sub: return a - b;
         case Fn::mul: return a * b;
         case Fn::div: return a / b;
+        case Fn::max_: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+        case Fn::min_: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::min(a, b);
         default: return a;
     }
 }
 
-bool binary(Fn f) { return f == Fn::add || f == Fn::sub || f == Fn::mul || f == Fn::div; }
+bool binary(Fn f) {
+    return f == Fn::add || f == Fn::sub || f == Fn::mul || f == Fn::div || f == Fn::max_ || f == Fn::min_;
+}
 
 // One member of an elementwise chain: the function, its constants (constants_of),
 // and for a binary member the input view of its other operand and whether the
