@@ -221,7 +221,8 @@ void register_elementwise_ops(OpLibrary &lib) {
 
     // relu: one comparison.
     lib.add(std::make_unique<UnaryOp>(
-        "relu", "y = max(x, 0)", std::vector<ParamSpec>{}, [](double x, const Params &) { return x > 0 ? x : 0.0; },
+        "relu", "y = max(x, 0); NaN gives 0 (as oneDNN's relu, also as a post-op)", std::vector<ParamSpec>{},
+        [](double x, const Params &) { return x > 0 ? x : 0.0; },
         constant(1)));
     // gelu "none": x/√2, erf, +1, ·x, ·0.5 = 5; "tanh": x³ (2), ·0.044715, +x,
     // ·√(2/π), tanh, +1, ·x, ·0.5 = 9.
@@ -296,6 +297,7 @@ void register_elementwise_ops(OpLibrary &lib) {
         "hard_sigmoid", "y = max(0, min(1, alpha·x + beta))",
         std::vector<ParamSpec>{float_param("alpha", 0.2, "the slope"), float_param("beta", 0.5, "the offset")},
         [](double x, const Params &p) {
+            if (std::isnan(x)) return x;
             return std::max(0.0, std::min(1.0, p.get_float("alpha", 0.2) * x + p.get_float("beta", 0.5)));
         },
         constant(4)));

@@ -43,6 +43,15 @@ KernelCase with_range(KernelCase c, ZRange r) {
     return c;
 }
 
+// An operand of `shape` whose every third element is NaN, the others spread over
+// [-3, 3): NaN must come out NaN on every path (oneDNN, loops, fused chains).
+TensorData with_nans(const ZPoint &shape, int phase = 0) {
+    TensorData d(DType::f32, shape);
+    for (std::int64_t i = 0; i < d.element_count(); ++i)
+        d.set(i, (i + phase) % 3 == 0 ? std::nan("") : -3.0 + 6.0 * double((i * 7 + phase) % 13) / 13.0);
+    return d;
+}
+
 // Graph building.
 void add_tensor(Graph &g, const std::string &id, ZPoint shape, TensorRole role) {
     Tensor t;
@@ -303,6 +312,26 @@ private slots:
         QTest::newRow("selu/constants") << kcase("selu", {port("x", {4, 9})}, Params{{"alpha", 1.5}, {"gamma", 2.0}});
         QTest::newRow("hard_sigmoid/constants")
             << kcase("hard_sigmoid", {port("x", {4, 9})}, Params{{"alpha", 0.5}, {"beta", 0.25}});
+        for (const char *k : {"relu", "leaky_relu", "elu", "selu", "abs", "neg", "softplus", "softsign",
+                              "hard_sigmoid", "hard_swish", "clip", "sigmoid", "tanh"}) {
+            for (bool strided : {false, true}) {
+                KernelCase c = kcase(k, {port("x", {5, 9})}, std::string(k) == "clip" ? Params{{"min", -1.0}, {"max", 1.0}}
+                                                                                        : Params{});
+                c.data["x"] = {with_nans(ZPoint{5, 9})};
+                if (strided) c.index_range = ZRange({1, 2}, {4, 7});
+                QTest::newRow((std::string(k) + (strided ? "/nan-strided" : "/nan")).c_str()) << c;
+            }
+        }
+        for (const char *k : {"max", "min"}) {
+            KernelCase c = kcase(k, {port("a", {4, 6}), port("b", {4, 6})});
+            c.data["a"] = {with_nans(ZPoint{4, 6})};
+            c.data["b"] = {with_nans(ZPoint{4, 6}, 1)};
+            QTest::newRow((std::string(k) + "/nan").c_str()) << c;
+            KernelCase row = kcase(k, {port("a", {3, 6}), port("b", {6})});
+            row.data["a"] = {with_nans(ZPoint{3, 6})};
+            row.data["b"] = {with_nans(ZPoint{6}, 2)};
+            QTest::newRow((std::string(k) + "/nan-broadcast").c_str()) << row;
+        }
         QTest::newRow("gelu") << kcase("gelu", {port("x", {3, 70})});
         QTest::newRow("gelu/tanh") << kcase("gelu", {port("x", {3, 70})}, tanh_gelu);
         QTest::newRow("gelu/strided") << with_range(kcase("gelu", {port("x", {6, 8})}), ZRange({0, 3}, {6, 8}));
@@ -404,9 +433,9 @@ private slots:
         KernelCase leaky = lin;
         leaky.epilogues = {Epilogue{"leaky_relu", Params{{"alpha", 0.2}}, -1, {}}};
         QTest::newRow("linear+leaky_relu") << leaky;
-        KernelCase relu6 = lin;
-        relu6.epilogues = {Epilogue{"clip", Params{{"min", 0.0}, {"max", 0.5}}, -1, {}}};
-        QTest::newRow("linear+clip") << relu6;
+        KernelCase elu = lin;
+        elu.epilogues = {Epilogue{"elu", Params{{"alpha", 0.5}}, -1, {}}};
+        QTest::newRow("linear+elu") << elu;
         KernelCase hswish = lin;
         hswish.lo = -6;
         hswish.hi = 6;

@@ -236,7 +236,7 @@ std::pair<float, float> unary_constants(Unary u, const Params &p) {
 }
 
 template <Unary U> inline float apply_unary(float x, float a, float b) {
-    if constexpr (U == Unary::relu) return x > 0 ? x : 0.0f;
+    if constexpr (U == Unary::relu) return x > 0 ? x : 0.0f;  // NaN gives 0, as oneDNN's relu
     if constexpr (U == Unary::sigmoid) return 1.0f / (1.0f + std::exp(-x));
     if constexpr (U == Unary::tanh) return std::tanh(x);
     if constexpr (U == Unary::exp) return std::exp(x);
@@ -257,7 +257,7 @@ template <Unary U> inline float apply_unary(float x, float a, float b) {
     if constexpr (U == Unary::selu) return x > 0 ? b * x : b * a * std::expm1(x);
     if constexpr (U == Unary::softplus) return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
     if constexpr (U == Unary::softsign) return x / (1.0f + std::fabs(x));
-    if constexpr (U == Unary::hard_sigmoid) return std::max(0.0f, std::min(1.0f, a * x + b));
+    if constexpr (U == Unary::hard_sigmoid) return std::isnan(x) ? x : std::max(0.0f, std::min(1.0f, a * x + b));
     if constexpr (U == Unary::hard_swish) return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
     if constexpr (U == Unary::clip) return std::isnan(x) ? x : std::min(std::max(x, a), b);
     return x;
@@ -474,7 +474,7 @@ public:
             int src0 = -1;
             if (full(as)) src0 = 0;
             else if (full(bs) && k->op_ != Binary::sub && k->op_ != Binary::div) src0 = 1;  // commutative
-            if (k->dtype_ != DType::f16 && src0 >= 0) {
+            if (k->dtype_ != DType::f16 && src0 >= 0 && binary_algorithm(kind)) {
                 const ZPoint &s0 = src0 == 0 ? as : bs;
                 const ZPoint &s1 = src0 == 0 ? bs : as;
                 auto md0 = make_md(s0, src0 == 0 ? ast : bst, k->dtype_, out.rank());

@@ -85,7 +85,7 @@ double apply1(Fn f, double x, double a, double b) {
         case Fn::selu: return x > 0 ? b * x : b * a * std::expm1(x);
         case Fn::softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
         case Fn::softsign: return x / (1 + std::fabs(x));
-        case Fn::hard_sigmoid: return std::max(0.0, std::min(1.0, a * x + b));
+        case Fn::hard_sigmoid: return std::isnan(x) ? x : std::max(0.0, std::min(1.0, a * x + b));
         case Fn::hard_swish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
         case Fn::clip: return std::isnan(x) ? x : std::min(std::max(x, a), b);
         default: return x;
