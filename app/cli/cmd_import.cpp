@@ -57,6 +57,8 @@ int import_command(const ImportCommandOptions &o) {
     }
     std::cout << "imported " << o.model << " → " << o.output << ": " << g->operations().size() << " operations, "
               << inputs << " inputs, " << parameters << " parameters, " << outputs << " outputs\n";
+    if (const auto at = g->description.find("converted from opset"); at != std::string::npos)
+        std::cout << "  " << g->description.substr(at) << "\n";
     return kExitOk;
 }
 

@@ -803,6 +803,11 @@ void MainWindow::onImportFinished(quint64, const views::OnnxImportOutcome &outco
     project.elapsed_ms = outcome.elapsed_ms;
     load_ms_ = outcome.elapsed_ms;
     showProject(project);
+    // An older model went through ONNX's version converter: say so.
+    if (const auto at = project_.graph.description.find("converted from opset"); at != std::string::npos)
+        statusBar()->showMessage(statusBar()->currentMessage() + QStringLiteral("; ") +
+                                     QString::fromStdString(project_.graph.description.substr(at)),
+                                 12000);
     emit importFinished(true);
 }
 

@@ -7,6 +7,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QDir>
+#include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
@@ -181,6 +183,8 @@ private slots:
     void cli_run_refuses_a_missing_input_file();
     void cli_verify_exit_codes_data();
     void cli_verify_exit_codes();
+    void cli_import_exit_codes_data();
+    void cli_import_exit_codes();
 };
 
 void TestVerify::compare_values_data() {
@@ -630,6 +634,44 @@ void TestVerify::cli_verify_exit_codes() {
     QCOMPARE(comparisons[0].toObject()["against"].toString(), QString("oracle"));
     QCOMPARE(comparisons[1].toObject()["against"].toString(), QString("unsharded"));
     QCOMPARE(comparisons[0].toObject()["worst_element"].toArray().size(), 2);
+}
+
+// tapestry import: 0 with a summary line (and the conversion, for an older
+// opset), 1 with one message naming the file for a bad model, 2 for usage.
+void TestVerify::cli_import_exit_codes_data() {
+    QTest::addColumn<QStringList>("args");  // model (under tests/data/onnx, or absolute) and options
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("expect");  // in stdout for 0, stderr otherwise
+    QTest::newRow("truncated") << QStringList{"truncated.onnx"} << 1
+                               << "tapestry: truncated.onnx: not an ONNX model, or a truncated one";
+    QTest::newRow("not onnx") << QStringList{"not_onnx.onnx"} << 1 << "tapestry: not_onnx.onnx: not an ONNX model";
+    QTest::newRow("unsupported ops") << QStringList{"unsupported_ops.onnx"} << 1
+                                     << "2 operators are not supported: Hardmax (hm), LpNormalization (node #2)";
+    QTest::newRow("dynamic dim") << QStringList{"dynamic_dim.onnx"} << 1 << "give one with --dim batch=N";
+    QTest::newRow("dynamic dim given") << QStringList{"dynamic_dim.onnx", "--dim", "batch=3"} << 0
+                                       << "operations, 1 inputs";
+    QTest::newRow("bad dim") << QStringList{"dynamic_dim.onnx", "--dim", "batch"} << 2 << "--dim";
+    QTest::newRow("opset 6, converted")
+        << QStringList{"/usr/share/libonnx-testdata/data/pytorch-converted/test_ReLU/model.onnx"} << 0
+        << "  converted from opset 6 to 13 by ONNX's version converter";
+}
+
+void TestVerify::cli_import_exit_codes() {
+    QFETCH(QStringList, args);
+    QFETCH(int, code);
+    QFETCH(QString, expect);
+    if (qEnvironmentVariableIsEmpty("TAPESTRY_CLI")) QSKIP("TAPESTRY_CLI is not set (CTest sets it)");
+    QString model = args.takeFirst();
+    if (!QDir::isAbsolutePath(model))
+        model = QDir(qEnvironmentVariable("TAPESTRY_SOURCE_DIR")).filePath(QStringLiteral("tests/data/onnx/") + model);
+    if (!QFileInfo::exists(model)) QSKIP(qPrintable(model + QStringLiteral(" is not installed")));
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("m.tapestry.json"));
+    const CliResult r = run_cli(QStringList{"import", model, "-o", out} + args);
+    QCOMPARE(r.code, code);
+    QVERIFY2((code == 0 ? r.out : r.err).contains(expect.toUtf8()), (r.out + r.err).constData());
+    QCOMPARE(QFileInfo::exists(out), code == 0);  // nothing is written for a refused model
+    if (code == 1) QCOMPARE(r.err.count('\n'), 1);  // one message
 }
 
 QTEST_GUILESS_MAIN(TestVerify)

@@ -14,6 +14,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -245,6 +246,7 @@ private slots:
     void cancelAtOnce();
     void runErrorIsReported();
     void importOnnxAsksDimensionRunsAndSaves();
+    void importOlderOpsetSaysConverted();
     void importRefusedModels_data();
     void importRefusedModels();
 
@@ -711,6 +713,25 @@ void TestStudioRun::runErrorIsReported() {
 }
 
 // ---- ONNX import ---------------------------------------------------------------
+
+// A PyTorch export of opset 6 imports through ONNX's version converter, and the
+// status bar says so.
+void TestStudioRun::importOlderOpsetSaysConverted() {
+    const QString model = QStringLiteral("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx");
+    if (!QFileInfo::exists(model)) QSKIP("libonnx-testdata is not installed");
+    MainWindow w;
+    w.show();
+    QSignalSpy imported(&w, &MainWindow::importFinished);
+    w.importOnnx(model);
+    QVERIFY(imported.wait(20000));
+    QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
+    QVERIFY2(w.statusBar()->currentMessage().contains(
+                 QStringLiteral("converted from opset 6 to 13 by ONNX's version converter")),
+             qPrintable(w.statusBar()->currentMessage()));
+    bool conv = false;
+    for (const OpPtr &op : w.graph().operations()) conv = conv || op->kind == "conv2d";
+    QVERIFY(conv);
+}
 
 void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     const QString model = tmp_.filePath(QStringLiteral("tiny.onnx"));
