@@ -57,8 +57,7 @@ int import_command(const ImportCommandOptions &o) {
     }
     std::cout << "imported " << o.model << " → " << o.output << ": " << g->operations().size() << " operations, "
               << inputs << " inputs, " << parameters << " parameters, " << outputs << " outputs\n";
-    if (const auto at = g->description.find("converted from opset"); at != std::string::npos)
-        std::cout << "  " << g->description.substr(at) << "\n";
+    if (const std::string note = onnx_conversion_note(*g); !note.empty()) std::cout << "  " << note << "\n";
     return kExitOk;
 }
 

@@ -37,6 +37,7 @@
 
 #include "io/atomic_file.h"
 #include "io/graphviz.h"
+#include "io/onnx_import.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
 #include "store/session.h"
@@ -804,9 +805,8 @@ void MainWindow::onImportFinished(quint64, const views::OnnxImportOutcome &outco
     load_ms_ = outcome.elapsed_ms;
     showProject(project);
     // An older model went through ONNX's version converter: say so.
-    if (const auto at = project_.graph.description.find("converted from opset"); at != std::string::npos)
-        statusBar()->showMessage(statusBar()->currentMessage() + QStringLiteral("; ") +
-                                     QString::fromStdString(project_.graph.description.substr(at)),
+    if (const std::string note = onnx_conversion_note(project_.graph); !note.empty())
+        statusBar()->showMessage(statusBar()->currentMessage() + QStringLiteral("; ") + QString::fromStdString(note),
                                  12000);
     emit importFinished(true);
 }

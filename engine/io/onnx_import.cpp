@@ -25,6 +25,7 @@
 #include "io/onnx_support.h"
 #include "io/onnx_tensor.h"
 #include "ops/library.h"
+#include "ops/op_util.h"
 
 namespace tapestry {
 
@@ -806,12 +807,12 @@ void Importer::map_slice() {
 // optional constant `split` input, else equal parts.
 void Importer::map_split() {
     const Value x = operand(node_->input(0));
-    const int rank = x.shape.rank();
-    std::int64_t axis = attr_int("axis", 0);
-    if (axis < -rank || axis >= rank)
-        fail(node_label_ + ": axis " + std::to_string(axis) + " is outside a rank-" + std::to_string(rank) + " input");
-    if (axis < 0) axis += rank;
-    const std::int64_t extent = x.shape[static_cast<int>(axis)];
+    const std::optional<int> normalized = op_util::normalize_axis(attr_int("axis", 0), x.shape.rank());
+    if (!normalized)
+        fail(node_label_ + ": axis " + std::to_string(attr_int("axis", 0)) + " is outside a rank-" +
+             std::to_string(x.shape.rank()) + " input");
+    const std::int64_t axis = *normalized;
+    const std::int64_t extent = x.shape[*normalized];
     const int parts = node_->output_size();
     std::vector<std::int64_t> sizes;
     if (has_input(1)) {
@@ -1307,6 +1308,19 @@ Graph Importer::run(onnx::ModelProto &model) {
 
 }  // namespace
 
+namespace {
+
+std::string conversion_note(int from) {
+    return "converted from opset " + std::to_string(from) + " to 13 by ONNX's version converter";
+}
+
+}  // namespace
+
+std::string onnx_conversion_note(const Graph &imported) {
+    const auto at = imported.description.find("converted from opset ");
+    return at == std::string::npos ? std::string() : imported.description.substr(at);
+}
+
 Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_path, const OnnxImportOptions &options) {
     const std::string file = model_path.filename().string();
     auto error = [&](const std::string &message, std::vector<std::string> unsupported = {}) {
@@ -1315,9 +1329,7 @@ Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_
     Importer importer(options);
     // A refusal after a conversion may be about nodes the converter wrote: say so.
     auto context = [&importer](std::string message) {
-        if (importer.converted_from() > 0)
-            message += " (in the model as converted from opset " + std::to_string(importer.converted_from()) +
-                       " to 13 by ONNX's version converter)";
+        if (importer.converted_from() > 0) message += " (in the model as " + conversion_note(importer.converted_from()) + ")";
         return message;
     };
     try {
@@ -1334,9 +1346,7 @@ Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_
         Graph g = importer.run(model);
         g.name = model_path.stem().string();
         g.description = "imported from " + file + (producer.empty() ? "" : " (" + producer + ")");
-        if (importer.converted_from() > 0)
-            g.description += ", converted from opset " + std::to_string(importer.converted_from()) +
-                             " to 13 by ONNX's version converter";
+        if (importer.converted_from() > 0) g.description += ", " + conversion_note(importer.converted_from());
         return g;
     } catch (const ImportFailure &f) {
         return error(context(f.message), f.unsupported);

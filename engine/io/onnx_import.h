@@ -36,4 +36,8 @@ struct OnnxImportError {
 
 Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model, const OnnxImportOptions &options = {});
 
+// "converted from opset N to 13 by ONNX's version converter" when import_onnx had
+// the model converted (its description ends with that), else "".
+std::string onnx_conversion_note(const Graph &imported);
+
 }  // namespace tapestry

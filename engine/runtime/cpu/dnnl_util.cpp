@@ -92,12 +92,19 @@ Expected<dnnl::memory::desc, std::string> dense_md(const ZPoint &shape, DType t,
     return make_md(shape, dense_strides(shape), t, rank);
 }
 
-float clip_bound(double v) {
-    constexpr float inf = std::numeric_limits<float>::infinity();
-    if (std::isnan(v)) return static_cast<float>(v);
-    if (v >= FLT_MAX) return inf;
-    if (v <= -FLT_MAX) return -inf;
-    return static_cast<float>(v);
+std::pair<double, double> unary_constants(const std::string &kind, const Params &p) {
+    // A clip bound at or beyond the largest finite float is none.
+    auto bound = [](double v) {
+        constexpr double inf = std::numeric_limits<double>::infinity();
+        return v >= FLT_MAX ? inf : v <= -FLT_MAX ? -inf : v;
+    };
+    if (kind == "pow") return {p.get_float("exponent", 1.0), 0};
+    if (kind == "leaky_relu") return {p.get_float("alpha", 0.01), 0};
+    if (kind == "elu") return {p.get_float("alpha", 1.0), 0};
+    if (kind == "selu") return {p.get_float("alpha", 1.6732632423543772), p.get_float("gamma", 1.0507009873554805)};
+    if (kind == "hard_sigmoid") return {p.get_float("alpha", 0.2), p.get_float("beta", 0.5)};
+    if (kind == "clip") return {bound(p.get_float("min", -FLT_MAX)), bound(p.get_float("max", FLT_MAX))};
+    return {0, 0};
 }
 
 std::optional<EltwiseAlgorithm> eltwise_algorithm(const std::string &kind, const Params &params) {
@@ -125,9 +132,9 @@ std::optional<EltwiseAlgorithm> eltwise_algorithm(const std::string &kind, const
     if (kind == "neg") return EltwiseAlgorithm{a::eltwise_linear, -1.f, 0.f};
     if (kind == "abs") return EltwiseAlgorithm{a::eltwise_abs, 0.f, 0.f};
     if (kind == "reciprocal") return EltwiseAlgorithm{a::eltwise_pow, 1.f, -1.f};
-    if (kind == "leaky_relu")
-        return EltwiseAlgorithm{a::eltwise_relu, static_cast<float>(params.get_float("alpha", 0.01)), 0.f};
-    if (kind == "elu") return EltwiseAlgorithm{a::eltwise_elu, static_cast<float>(params.get_float("alpha", 1.0)), 0.f};
+    if (kind == "leaky_relu" || kind == "elu")
+        return EltwiseAlgorithm{kind == "elu" ? a::eltwise_elu : a::eltwise_relu,
+                                static_cast<float>(unary_constants(kind, params).first), 0.f};
     if (kind == "hard_swish") return EltwiseAlgorithm{a::eltwise_hardswish, 0.f, 0.f};
     return std::nullopt;
 }

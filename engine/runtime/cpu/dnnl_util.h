@@ -59,14 +59,18 @@ struct EltwiseAlgorithm {
     float alpha = 0.f;
     float beta = 0.f;
 };
+// The two constants of a unary kind, as the op library defines them: pow's
+// exponent; leaky_relu's and elu's alpha; selu's alpha and gamma; hard_sigmoid's
+// alpha and beta; clip's min and max, infinite at or beyond ±FLT_MAX (the
+// defaults, meaning no bound). {0, 0} for the other kinds. The one place the CPU
+// kernels (the loops, the fused chains, the oneDNN eltwise) read them.
+std::pair<double, double> unary_constants(const std::string &kind, const Params &params);
 // relu, sigmoid, tanh, exp, sqrt, gelu (approximate "none" → gelu_erf, "tanh" →
-// gelu_tanh), pow (exponent → eltwise_pow with alpha 1, beta exponent). `params`
-// with defaults filled. None for any other kind.
-// A clip bound as a float: at or beyond the largest finite float (the op
-// library's default, meaning no bound) it is infinite.
-float clip_bound(double v);
+// gelu_tanh), pow (exponent → eltwise_pow with alpha 1, beta exponent), neg, abs,
+// reciprocal, leaky_relu, elu, hard_swish. `params` with defaults filled. None for
+// any other kind (those run as loops).
 std::optional<EltwiseAlgorithm> eltwise_algorithm(const std::string &kind, const Params &params);
-// add sub mul div → binary_add …; none otherwise.
+// add sub mul div → binary_add …; none otherwise (max and min: oneDNN's drop NaN).
 std::optional<dnnl::algorithm> binary_algorithm(const std::string &kind);
 
 // Epilogues as oneDNN post-ops. A unary epilogue needs an eltwise algorithm; a

@@ -5,13 +5,11 @@
 // oneDNN cannot take the shapes), and cast between any dtypes.
 #include <algorithm>
 #include <bit>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <numbers>
-#include <tuple>
 #include <utility>
 
 #include <omp.h>
@@ -217,24 +215,6 @@ std::optional<Unary> unary_of(const std::string &kind, const Params &p) {
     return it->second;
 }
 
-// The two constants of a unary function (pow: the exponent; leaky_relu, elu:
-// alpha; selu: alpha, gamma; hard_sigmoid: alpha, beta; clip: min, max, infinite
-// when absent), as the op library documents them.
-std::pair<float, float> unary_constants(Unary u, const Params &p) {
-    switch (u) {
-        case Unary::pow: return {static_cast<float>(p.get_float("exponent", 1.0)), 0.f};
-        case Unary::leaky_relu: return {static_cast<float>(p.get_float("alpha", 0.01)), 0.f};
-        case Unary::elu: return {static_cast<float>(p.get_float("alpha", 1.0)), 0.f};
-        case Unary::selu:
-            return {static_cast<float>(p.get_float("alpha", 1.6732632423543772)),
-                    static_cast<float>(p.get_float("gamma", 1.0507009873554805))};
-        case Unary::hard_sigmoid:
-            return {static_cast<float>(p.get_float("alpha", 0.2)), static_cast<float>(p.get_float("beta", 0.5))};
-        case Unary::clip: return {clip_bound(p.get_float("min", -FLT_MAX)), clip_bound(p.get_float("max", FLT_MAX))};
-        default: return {0.f, 0.f};
-    }
-}
-
 template <Unary U> inline float apply_unary(float x, float a, float b) {
     if constexpr (U == Unary::relu) return x > 0 ? x : 0.0f;  // NaN gives 0, as oneDNN's relu
     if constexpr (U == Unary::sigmoid) return 1.0f / (1.0f + std::exp(-x));
@@ -392,7 +372,9 @@ public:
             const auto u = unary_of(kind, spec.params);
             if (!u) return unexpected("no CPU kernel for kind '" + kind + "'");
             k->unary_ = *u;
-            std::tie(k->a_, k->b_) = unary_constants(*u, spec.params);
+            const auto [a, b] = unary_constants(kind, spec.params);
+            k->a_ = static_cast<float>(a);
+            k->b_ = static_cast<float>(b);
             k->dtype_ = spec.operands[0].operands[0].dtype;
             if (k->dtype_ != DType::f32 && k->dtype_ != DType::bf16 && k->dtype_ != DType::f16)
                 return unexpected(kind + " kernel: no CPU kernel for dtype " + quoted_dtype(k->dtype_));

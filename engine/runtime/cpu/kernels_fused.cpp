@@ -6,7 +6,6 @@
 // tail (softmax, layernorm, rmsnorm) runs after either, per normalized slice of the
 // output view, in place (its pieces hold whole slices).
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -46,20 +45,6 @@ std::optional<Fn> fn_of(const std::string &kind, const Params &params) {
     auto it = kinds.find(kind);
     if (it == kinds.end()) return std::nullopt;
     return it->second;
-}
-
-// The constants of a unary member (pow: exponent; leaky_relu, elu: alpha; selu:
-// alpha, gamma; hard_sigmoid: alpha, beta; clip: min, max, infinite at ±FLT_MAX).
-std::pair<double, double> constants_of(Fn f, const Params &p) {
-    switch (f) {
-        case Fn::pow_: return {p.get_float("exponent", 1.0), 0};
-        case Fn::leaky_relu: return {p.get_float("alpha", 0.01), 0};
-        case Fn::elu: return {p.get_float("alpha", 1.0), 0};
-        case Fn::selu: return {p.get_float("alpha", 1.6732632423543772), p.get_float("gamma", 1.0507009873554805)};
-        case Fn::hard_sigmoid: return {p.get_float("alpha", 0.2), p.get_float("beta", 0.5)};
-        case Fn::clip: return {clip_bound(p.get_float("min", -FLT_MAX)), clip_bound(p.get_float("max", FLT_MAX))};
-        default: return {0, 0};
-    }
 }
 
 double apply1(Fn f, double x, double a, double b) {
@@ -108,7 +93,7 @@ bool binary(Fn f) {
     return f == Fn::add || f == Fn::sub || f == Fn::mul || f == Fn::div || f == Fn::max_ || f == Fn::min_;
 }
 
-// One member of an elementwise chain: the function, its constants (constants_of),
+// One member of an elementwise chain: the function, its constants (unary_constants),
 // and for a binary member the input view of its other operand and whether the
 // chain's value is its left operand.
 struct Member {
@@ -396,7 +381,7 @@ Expected<std::unique_ptr<Kernel>, std::string> make_body(const KernelSpec &spec,
         if (!fn) return unexpected("fused kernel: no fused loop for " + m.kind);
         Member mem;
         mem.fn = *fn;
-        std::tie(mem.a, mem.b) = constants_of(*fn, p);
+        std::tie(mem.a, mem.b) = unary_constants(m.kind, p);
         if (k == 0) {
             if (binary(*fn) != (own == 2)) return unexpected(std::string("fused kernel: head arity"));
         } else if (fd->extra_operand[k - 1] >= 0) {

@@ -218,13 +218,7 @@ public:
                     k->a_low_ = dnnl::memory(a16, eng, k->a_stage_.data());
                     k->a_reorder_ = dnnl::reorder(k->a_view_, k->a_low_);
                     a_md = a16;
-                    k->packed_md_ = pd.weights_desc();
-                    k->packed_.resize(k->packed_md_.get_size());
-                    k->b_source_ = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
-                    k->b_packed_ = dnnl::memory(k->packed_md_, eng, k->packed_.data());
-                    k->b_reorder_ = dnnl::reorder(k->b_source_, k->b_packed_);
-                    k->constant_b_ = constant_b;
-                    if (constant_b) k->pack(constant_b);
+                    k->prepare_packing(pd.weights_desc(), b_md, constant_b);
                 }
             }
             if (gemm && constant_b && dtype == DType::f32 && k->a_stage_.empty()) {
@@ -232,14 +226,7 @@ public:
                 const dnnl::matmul::primitive_desc packed = make_pd(b_any);
                 if (packed.weights_desc() != b_md && std::string(packed.impl_info_str()).rfind("ref", 0) != 0) {
                     pd = packed;
-                    const auto &eng = cpu_engine();
-                    k->packed_md_ = pd.weights_desc();
-                    k->packed_.resize(k->packed_md_.get_size());
-                    k->b_source_ = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
-                    k->b_packed_ = dnnl::memory(k->packed_md_, eng, k->packed_.data());
-                    k->b_reorder_ = dnnl::reorder(k->b_source_, k->b_packed_);
-                    k->constant_b_ = constant_b;
-                    k->pack(constant_b);
+                    k->prepare_packing(pd.weights_desc(), b_md, constant_b);
                 }
             }
             k->impl_ = pd.impl_info_str();
@@ -285,6 +272,19 @@ public:
 private:
     MatmulKernel() = default;
     // Reorders b (at `from`) into the packed layout.
+    // Weights reordered into `packed` (the primitive's layout) from `source`: once
+    // here when they are constant, else on every run.
+    void prepare_packing(const dnnl::memory::desc &packed, const dnnl::memory::desc &source,
+                         const std::byte *constant_b) {
+        const auto &eng = cpu_engine();
+        packed_md_ = packed;
+        packed_.resize(packed_md_.get_size());
+        b_source_ = dnnl::memory(source, eng, DNNL_MEMORY_NONE);
+        b_packed_ = dnnl::memory(packed_md_, eng, packed_.data());
+        b_reorder_ = dnnl::reorder(b_source_, b_packed_);
+        constant_b_ = constant_b;
+        if (constant_b) pack(constant_b);
+    }
     void pack(const std::byte *from) {
         b_source_.set_data_handle(const_cast<std::byte *>(from));
         dnnl::stream &s = thread_stream();
