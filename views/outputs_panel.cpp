@@ -76,6 +76,14 @@ OutputsPanel::OutputsPanel(QWidget *parent) : QWidget(parent) {
     top->addWidget(headline_, 1);
     top->addWidget(save_);
     layout->addLayout(top);
+    // What the run could not do as asked on this CPU, over every tab.
+    notices_ = new QLabel(this);
+    notices_->setObjectName(QStringLiteral("runNotices"));
+    notices_->setWordWrap(true);
+    notices_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    notices_->setContentsMargins(10, 4, 10, 4);
+    notices_->hide();
+    layout->addWidget(notices_);
 
     tabs_ = new QTabWidget(this);
     tabs_->setObjectName(QStringLiteral("outputsTabs"));
@@ -132,7 +140,8 @@ OutputsPanel::OutputsPanel(QWidget *parent) : QWidget(parent) {
     auto *timing_page = new QWidget(tabs_);
     auto *tl = new QVBoxLayout(timing_page);
     tl->setContentsMargins(0, 0, 0, 0);
-    timings_ = makeTree(timing_page, {tr("Operation"), tr("Shards"), tr("Time (ms)"), tr("Share")}, "timingsTree");
+    timings_ = makeTree(timing_page, {tr("Operation"), tr("Shards"), tr("Time (ms)"), tr("Share"), tr("Kernel")},
+                        "timingsTree");
     timings_->setRootIsDecorated(true);
     timings_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     timings_total_ = new QLabel(timing_page);
@@ -169,6 +178,7 @@ OutputsPanel::OutputsPanel(QWidget *parent) : QWidget(parent) {
                        "QLabel#tensorTitle { font-weight: 600; font-size: 14px; color: #0f172a; }"
                        "QLabel#tensorStats { color: #334155; }"
                        "QLabel#outputsHeadline { color: #334155; }"
+                       "QLabel#runNotices { background: #fffbeb; color: #78350f; border-bottom: 1px solid #fde68a; }"
                        "QTreeWidget { background: #ffffff; alternate-background-color: #f8fafc; }"
                        "QTreeWidget::item { padding: 2px 2px; }"
                        "QTreeWidget::item:selected { background: #dbeafe; color: #0f172a; }"));
@@ -187,11 +197,20 @@ void OutputsPanel::clear() {
     timings_->clear();
     verify_->clear();
     timings_total_->clear();
+    notices_->clear();
+    notices_->hide();
     verdict_->hide();
     save_->setEnabled(false);
     showTensor(-1);
     headline_->setStyleSheet(QString());
     headline_->setText(tr("Nothing has run yet: Run ▸ Run (Ctrl+R) runs the open graph on the CPU."));
+}
+
+void OutputsPanel::showNotices(const std::vector<std::string> &notices) {
+    QStringList lines;
+    for (const std::string &n : notices) lines << QStringLiteral("⚠ ") + QString::fromStdString(n);
+    notices_->setText(lines.join(QLatin1Char('\n')));
+    notices_->setVisible(!lines.isEmpty());
 }
 
 void OutputsPanel::showError(const QString &message) {
@@ -231,6 +250,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
                                                         : tr("The graph has no shards: the run is checked against the "
                                                              "oracle only."));
         verify_summary_->setText(summary);
+        showNotices(o.notices);
         headline_->setText(tr("%1 · verification %2 · %3 · %4 ms")
                                .arg(o.source_name, pass ? tr("passed") : tr("FAILED"), o.inputs_text)
                                .arg(o.total_ms, 0, 'f', 0));
@@ -289,6 +309,14 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
         double ms = 0;
         std::vector<const cpu::StepTiming *> parts;  // shards or batch tiles
         int tiles = 0;
+        const cpu::StepTiming *noted = nullptr;  // a step whose kernel is not the plain native one
+    };
+    // The Kernel column: a short label, the whole sentence as its tooltip.
+    auto set_kernel = [this](QTreeWidgetItem *item, const cpu::StepTiming *s) {
+        if (!s) return;
+        item->setText(TimingKernelColumn, s->fallback.empty() ? tr("note") : tr("f32 fallback"));
+        item->setToolTip(TimingKernelColumn, QString::fromStdString(s->note()));
+        item->setForeground(TimingKernelColumn, QColor(0xb4, 0x53, 0x09));
     };
     std::map<std::string, OpTime> per_op;
     double sum = 0;
@@ -297,6 +325,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
         t.ms += s.milliseconds;
         if (!s.shard.empty() || s.tile >= 0) t.parts.push_back(&s);
         if (s.tile >= 0) t.tiles = s.tiles;
+        if (!t.noted && (!s.fallback.empty() || !s.notes.empty())) t.noted = &s;
         sum += s.milliseconds;
     }
     std::vector<std::pair<std::string, OpTime>> ordered(per_op.begin(), per_op.end());
@@ -316,6 +345,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
         item->setText(1, parts);
         item->setText(2, formatMs(t.ms));
         item->setText(3, share(t.ms));
+        set_kernel(item, t.noted);
         for (const cpu::StepTiming *s : t.parts) {
             auto *child = new QTreeWidgetItem(item);
             QString name = QString::fromStdString(s->shard);
@@ -326,21 +356,27 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
             child->setText(0, name);
             child->setText(2, formatMs(s->milliseconds));
             child->setText(3, share(s->milliseconds));
+            if (!s->fallback.empty() || !s->notes.empty()) set_kernel(child, s);
             for (int col = 1; col < 4; ++col) child->setTextAlignment(col, Qt::AlignRight | Qt::AlignVCenter);
         }
         for (int col = 1; col < 4; ++col) item->setTextAlignment(col, Qt::AlignRight | Qt::AlignVCenter);
     }
     timings_total_->setText(tr("%1 steps · %2 ms in steps (they overlap on %3 threads) · wall %4 ms · compile %5 ms · "
-                               "arena %6")
+                               "arena %6 · oneDNN on %7")
                                 .arg(o.steps.size())
                                 .arg(formatMs(sum))
                                 .arg(o.threads)
-                                .arg(formatMs(o.run_ms), formatMs(o.compile_ms), formatBytes(o.arena_bytes)));
+                                .arg(formatMs(o.run_ms), formatMs(o.compile_ms), formatBytes(o.arena_bytes), o.isa));
+    showNotices(o.notices);
+    bool bf16_unavailable = false;  // asked for, but this CPU has no native bf16 (a notice says so)
+    for (const std::string &n : o.notices) bf16_unavailable = bf16_unavailable || n.starts_with("bf16 matmuls are not");
     headline_->setText(tr("%1 · ran in %2 ms · %3 · %4 threads · shards %5%6")
                            .arg(o.source_name, formatMs(o.run_ms), o.inputs_text)
                            .arg(o.threads)
                            .arg(o.use_shards ? tr("on") : tr("off"))
-                           .arg(o.bf16_matmul ? tr(" · bf16 matmuls") : QString()));
+                           .arg(!o.bf16_matmul      ? QString()
+                                : bf16_unavailable ? tr(" · bf16 matmuls not available on %1 (f32)").arg(o.isa)
+                                                   : tr(" · bf16 matmuls")));
     if (tabs_->currentIndex() == VerificationTab) tabs_->setCurrentIndex(TensorsTab);
 }
 

@@ -45,6 +45,14 @@ public:
         VerifyResultColumn,
         VerifyColumnCount
     };
+    enum TimingColumn {
+        TimingOperationColumn,
+        TimingShardsColumn,
+        TimingMsColumn,
+        TimingShareColumn,
+        TimingKernelColumn,  // "f32 fallback" / "note" where the kernel is not the plain native one (tooltip: why)
+        TimingColumnCount
+    };
     enum Tab { TensorsTab, TimingsTab, VerificationTab };
 
     explicit OutputsPanel(QWidget *parent = nullptr);
@@ -62,9 +70,13 @@ public:
     QTabWidget *tabs() const { return tabs_; }
     QTreeWidget *tensorTree() const { return tensors_; }
     QTreeWidget *timingsTree() const { return timings_; }
+    QLabel *timingsTotal() const { return timings_total_; }
     QTreeWidget *verifyTree() const { return verify_; }
     QLabel *verdictLabel() const { return verdict_; }
     QLabel *headline() const { return headline_; }
+    // The run's notices (cpu::Program::notices(): steps that fell back to f32,
+    // options this CPU cannot honour), under the headline; hidden when there are none.
+    QLabel *noticesLabel() const { return notices_; }
     HistogramWidget *histogram() const { return histogram_; }
     QLabel *previewLabel() const { return preview_; }
     QPushButton *saveButton() const { return save_; }
@@ -75,6 +87,7 @@ signals:
 
 private:
     void showTensor(int index);
+    void showNotices(const std::vector<std::string> &notices);
 
     QLabel *headline_ = nullptr;
     QTabWidget *tabs_ = nullptr;
@@ -86,6 +99,7 @@ private:
     QLabel *preview_note_ = nullptr;
     QTreeWidget *timings_ = nullptr;
     QLabel *timings_total_ = nullptr;
+    QLabel *notices_ = nullptr;
     QLabel *verdict_ = nullptr;
     QLabel *verify_summary_ = nullptr;
     QTreeWidget *verify_ = nullptr;

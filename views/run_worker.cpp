@@ -64,6 +64,7 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
     out.mode = request.mode;
     out.source_name = request.source_name;
     out.threads = request.threads;
+    out.isa = QString::fromStdString(cpu::cpu_isa().name);
     out.use_shards = request.use_shards;
     out.bf16_matmul = request.bf16_matmul && request.mode == RunMode::run;
     auto enter = [&](const QString &name) {
@@ -128,6 +129,7 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
                 return finish();
             }
             out.report = std::move(*report);
+            out.notices = out.report.notices;
             out.ok = true;
             return finish();
         }
@@ -160,6 +162,7 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
         out.outputs = summarize(g, result->outputs, TensorRole::output);
         out.output_values = std::move(result->outputs);
         out.steps = std::move(result->steps);
+        out.notices = std::move(result->notices);
         out.run_ms = result->wall_milliseconds;
         out.arena_bytes = result->arena_bytes;
         out.ok = true;

@@ -57,6 +57,8 @@ struct RunOutcome {
     double compile_ms = 0;
     double total_ms = 0;  // request to outcome, everything included
     std::size_t arena_bytes = 0;
+    std::vector<std::string> notices;  // cpu::Program::notices() (verify: the report's)
+    QString isa;                       // the instruction set oneDNN ran on ("avx2", …)
     cpu::VerifyReport report;  // verify mode
 };
 

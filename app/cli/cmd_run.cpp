@@ -121,6 +121,8 @@ int run_command(const RunCommandOptions &o) {
         j["compile_ms"] = compile_ms;
         j["wall_ms"] = result->wall_milliseconds;
         j["arena_bytes"] = result->arena_bytes;
+        j["isa"] = cpu::cpu_isa().name;
+        j["notices"] = result->notices;
         j["outputs"] = ordered_json::array();
         for (const TensorPtr &t : g.tensors()) {
             auto it = result->outputs.find(t->id);
@@ -141,7 +143,9 @@ int run_command(const RunCommandOptions &o) {
             j["steps"].push_back({{"op", s.op},
                                   {"shard", s.shard},
                                   {"tile", s.tile >= 0 ? ordered_json(s.tile + 1) : ordered_json(nullptr)},
-                                  {"ms", s.milliseconds}});
+                                  {"ms", s.milliseconds},
+                                  {"fallback", s.fallback},
+                                  {"notes", s.notes}});
         if (!written.empty()) j["outputs_dir"] = written;
         std::cout << j.dump(2) << "\n";
         return kExitOk;
@@ -152,7 +156,11 @@ int run_command(const RunCommandOptions &o) {
               << (sharded ? std::to_string(shard_count) + " shards"
                           : std::string(o.no_shards ? "shards off" : "no shards"))
               << ", " << o.threads << (o.threads == 1 ? " thread" : " threads") << ", inputs " << prepared.input_source
-              << "\n";
+              << ", oneDNN ISA " << cpu::cpu_isa().name << "\n";
+    for (const std::string &n : result->notices) std::cout << "     note: " << n << "\n";
+    const bool fell_back = std::any_of(result->steps.begin(), result->steps.end(),
+                                       [](const cpu::StepTiming &s) { return !s.fallback.empty(); });
+    if (fell_back && !o.verbose) std::cout << "     (run -v gives each step's reason)\n";
     if (o.verbose) {
         std::string text = (*program)->describe();
         while (!text.empty() && text.back() == '\n') text.pop_back();
@@ -177,7 +185,7 @@ int run_command(const RunCommandOptions &o) {
 
     if (o.verbose) {
         std::cout << "\nsteps\n";
-        std::vector<std::vector<std::string>> step_rows{{"op", "shard / tile", "ms", "share"}};
+        std::vector<std::vector<std::string>> step_rows{{"op", "shard / tile", "ms", "share", "kernel note"}};
         double total = 0;
         for (const cpu::StepTiming &s : result->steps) total += s.milliseconds;
         for (const cpu::StepTiming &s : result->steps)
@@ -186,7 +194,8 @@ int run_command(const RunCommandOptions &o) {
                                  : s.tile >= 0    ? "tile " + std::to_string(s.tile + 1) + "/" + std::to_string(s.tiles)
                                                   : "-",
                                  fixed(s.milliseconds),
-                                 total > 0 ? fixed(100.0 * s.milliseconds / total, "%.1f%%") : "-"});
+                                 total > 0 ? fixed(100.0 * s.milliseconds / total, "%.1f%%") : "-",
+                                 s.note().empty() ? "-" : s.note()});
         print_rows(step_rows, "  ");
         std::cout << "  (step times add up to " << fixed(total) << " ms of work over " << o.threads
                   << (o.threads == 1 ? " thread)\n" : " threads)\n");

@@ -31,6 +31,7 @@ struct VerifyCommandOptions {
     double atol = 1e-4;
     double rtol = 1e-3;
     bool absolute_atol = false;
+    bool tolerance_given = false;  // --atol or --rtol on the command line: no dtype floor
     bool json = false;
 };
 
@@ -71,6 +72,7 @@ int verify_command(const VerifyCommandOptions &o) {
     options.atol = o.atol;
     options.rtol = o.rtol;
     options.scale_atol = !o.absolute_atol;
+    options.dtype_floor = !o.tolerance_given;
     options.control.progress = [&](int done, int total) {
         const std::string label = phase < phases.size() ? phases[phase] : std::string("run");
         if (done >= total && phase < phases.size()) {
@@ -112,6 +114,9 @@ int verify_command(const VerifyCommandOptions &o) {
         j["atol"] = o.atol;
         j["rtol"] = o.rtol;
         j["scale_atol"] = !o.absolute_atol;
+        j["dtype_floor"] = options.dtype_floor;
+        j["isa"] = cpu::cpu_isa().name;
+        j["notices"] = report->notices;
         j["seconds"] = seconds;
         j["comparisons"] = ordered_json::array();
         for (const cpu::OutputComparison &c : report->comparisons)
@@ -121,6 +126,7 @@ int verify_command(const VerifyCommandOptions &o) {
                  {"max_abs_error", c.max_abs_error},
                  {"max_rel_error", c.max_rel_error},
                  {"atol_applied", c.atol},
+                 {"rtol_applied", c.rtol},
                  {"worst_index", c.worst_index},
                  {"worst_element", element_coords(std::max<std::int64_t>(c.worst_index, 0), shape_of(c.tensor))},
                  {"pass", c.pass}});
@@ -137,11 +143,14 @@ int verify_command(const VerifyCommandOptions &o) {
                                                        : "no shards: unsharded run vs the original's oracle (" +
                                                              o.against + ")"))
               << "; inputs " << prepared.input_source << "\n        pass when |error| <= " << sci(o.atol)
-              << (o.absolute_atol ? "" : "·max(1, max |reference|)") << " + " << sci(o.rtol) << "·|reference|\n\n";
+              << (o.absolute_atol ? "" : "·max(1, max |reference|)") << " + " << sci(o.rtol) << "·|reference|"
+              << (options.dtype_floor ? "; bf16/f16 outputs at least 2 ulps of their dtype" : "") << "\n";
+    for (const std::string &n : report->notices) std::cout << "        note: " << n << "\n";
+    std::cout << "\n";
     std::vector<std::vector<std::string>> rows{
-        {"output", "against", "max abs", "max rel", "atol", "worst at", "result"}};
+        {"output", "against", "max abs", "max rel", "atol", "rtol", "worst at", "result"}};
     for (const cpu::OutputComparison &c : report->comparisons)
-        rows.push_back({c.tensor, c.against, sci(c.max_abs_error), sci(c.max_rel_error), sci(c.atol),
+        rows.push_back({c.tensor, c.against, sci(c.max_abs_error), sci(c.max_rel_error), sci(c.atol), sci(c.rtol),
                         element_string(c.worst_index, shape_of(c.tensor)), c.pass ? "pass" : "FAIL"});
     print_rows(rows, "  ");
     const auto failed = std::count_if(report->comparisons.begin(), report->comparisons.end(),
@@ -171,19 +180,24 @@ void add_verify_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "Worker threads of the CPU runs")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
-    cmd->add_option("--atol", o->atol, "Absolute tolerance, in units of max(1, max |reference|) of each output")
-        ->check(CLI::NonNegativeNumber)
-        ->capture_default_str();
+    CLI::Option *atol =
+        cmd->add_option("--atol", o->atol, "Absolute tolerance, in units of max(1, max |reference|) of each output")
+            ->check(CLI::NonNegativeNumber)
+            ->capture_default_str();
     cmd->add_flag("--absolute-atol", o->absolute_atol, "Apply --atol as it is, not scaled by the output's magnitude");
-    cmd->add_option("--rtol", o->rtol, "Relative tolerance (times |reference|)")
-        ->check(CLI::NonNegativeNumber)
-        ->capture_default_str();
+    CLI::Option *rtol = cmd->add_option("--rtol", o->rtol, "Relative tolerance (times |reference|)")
+                            ->check(CLI::NonNegativeNumber)
+                            ->capture_default_str();
     cmd->add_flag("--json", o->json, "Print the comparisons as JSON");
     cmd->footer(
         "An element passes when |result - reference| <= atol·max(1, max |reference|) + rtol·|reference|\n"
-        "(atol unscaled with --absolute-atol).\n"
+        "(atol unscaled with --absolute-atol). Without --atol and --rtol, a bf16 or f16 output is compared\n"
+        "at no less than two units in its last place: 2^-6 (bf16), 2^-9 (f16) for both.\n"
         "Exit codes: 0 equivalent, 1 a comparison failed or the project/inputs are bad, 2 usage error.");
-    cmd->callback([o, &action] { action = [o] { return verify_command(*o); }; });
+    cmd->callback([o, atol, rtol, &action] {
+        o->tolerance_given = atol->count() > 0 || rtol->count() > 0;
+        action = [o] { return verify_command(*o); };
+    });
 }
 
 }  // namespace tapestry::cli

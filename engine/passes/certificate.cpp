@@ -259,13 +259,15 @@ CertificateCheck check_numeric(const Graph &original, const Graph &stage, const 
         }
         double scale = 1;
         for (std::int64_t i = 0; i < expected.element_count(); ++i) scale = std::max(scale, std::fabs(expected.get(i)));
-        cpu::OutputComparison cmp = cpu::compare_values(it->second, expected, o.atol * scale, o.rtol);
+        const cpu::Tolerance floor = cpu::dtype_tolerance_floor(expected.dtype);
+        cpu::OutputComparison cmp = cpu::compare_values(it->second, expected, std::max(o.atol, floor.atol) * scale,
+                                                        std::max(o.rtol, floor.rtol));
         const std::string line =
             id.value + ": max abs error " + number(cmp.max_abs_error) + ", max rel error " + number(cmp.max_rel_error);
         if (!cmp.pass)
             fail(c,
                  "output '" + id.value + "' differs from the original: max abs error " + number(cmp.max_abs_error) +
-                     " (tolerance " + number(cmp.atol) + " + " + number(o.rtol) + "·|x|), max rel error " +
+                     " (tolerance " + number(cmp.atol) + " + " + number(cmp.rtol) + "·|x|), max rel error " +
                      number(cmp.max_rel_error) + ", worst at flat index " + std::to_string(cmp.worst_index),
                  id.value);
         summary += (summary.empty() ? "" : "; ") + line;

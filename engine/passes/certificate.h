@@ -18,7 +18,8 @@ struct CertifyOptions {
     bool numeric = false;
     std::uint64_t seed = 1;
     // An output passes when |stage - original| <= atol·scale + rtol·|original| for
-    // every element, scale = max(1, max |original|) (as cpu::verify does).
+    // every element, scale = max(1, max |original|) (as cpu::verify does); for a
+    // bf16/f16 output atol and rtol are at least cpu::dtype_tolerance_floor's.
     double atol = 1e-4;
     double rtol = 1e-3;
     int threads = 2;

@@ -1,15 +1,23 @@
 // The CPU kernels of the normalization, convolution and data families against the
 // op library's double-precision reference kernels: on the whole index space and
 // on random uneven sub-ranges (shards), through strided views of the selections
-// (tests/support/kernel_check.h).
+// (tests/support/kernel_check.h); and every row of the op table in every floating
+// dtype its op accepts, on whatever instruction set oneDNN runs here (a native
+// kernel or the bf16/f16 → f32 fallback, cpu::make_kernel).
 #include <QtTest/QtTest>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <optional>
 #include <random>
+#include <set>
+#include <string>
 
 #include "kernel_check.h"
-#include "runtime/cpu/kernel.h"
+#include "op_cases.h"
 #include "ops/op_util.h"
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/kernel.h"
 
 using namespace tapestry;
 using tapestry::test::KernelCase;
@@ -289,6 +297,42 @@ void check_row(const Row &row) {
     }
 }
 
+// An op-table row (tests/support/op_cases.h) with its floating operands retyped
+// to `dtype`, as a kernel case; integer and bool operands keep their type and get
+// values in [0, int_bound). nullopt when the op library refuses that dtype.
+std::optional<KernelCase> retyped(const testing::OpCase &row, DType dtype) {
+    std::vector<PortTypes> types = row.inputs;
+    for (PortTypes &p : types)
+        for (OperandType &o : p.operands)
+            if (dtype_is_float(o.dtype)) o.dtype = dtype;
+    if (!OpLibrary::standard().derive(row.kind, row.params, types)) return std::nullopt;
+    KernelCase c;
+    c.kind = row.kind;
+    c.params = row.params;
+    c.dtype = dtype;
+    c.lo = row.lo;
+    c.hi = row.hi;
+    std::uint64_t seed = 7;
+    for (const PortTypes &p : types) {
+        std::vector<ZPoint> shapes;
+        for (const OperandType &o : p.operands) {
+            shapes.push_back(o.shape);
+            if (!dtype_is_float(o.dtype))
+                c.data[p.port].push_back(
+                    test::random_tensor(o.dtype, o.shape, seed++, 0.0, static_cast<double>(row.int_bound)));
+        }
+        c.inputs.emplace_back(p.port, std::move(shapes));
+    }
+    // One rounding of the result to the dtype (half an ulp; a whole one when the
+    // f32 result sits on a rounding boundary), plus f32's own error.
+    switch (dtype) {
+        case DType::bf16: c.rtol = 1e-2; c.atol = 1e-3; break;
+        case DType::f16: c.rtol = 2e-3; c.atol = 1e-3; break;
+        default: c.rtol = 1e-4; c.atol = 1e-4; break;
+    }
+    return c;
+}
+
 }  // namespace
 
 class TestCpuKernels : public QObject {
@@ -302,6 +346,49 @@ private slots:
             QVERIFY2(cpu::find_kernel(kind) != nullptr, kind);
         for (const char *kind : {"batchnorm", "gather"})
             if (OpLibrary::standard().find(kind)) QVERIFY2(cpu::find_kernel(kind) != nullptr, kind);
+    }
+
+    // Every dtype the op library accepts runs on this CPU, whatever its instruction
+    // set: each row of the op table in f32, bf16 and f16 (where the op takes them),
+    // on the whole index space, against the double oracle at the dtype's tolerance.
+    // Where oneDNN or our loops have no kernel for a 16-bit float, make_kernel's
+    // f32 fallback runs and says why, naming the instruction set.
+    void every_kind_runs_in_every_float_dtype() {
+        const cpu::CpuIsa &isa = cpu::cpu_isa();
+        qInfo("oneDNN ISA: %s (native bf16: %s)", isa.name.c_str(), isa.native_bf16 ? "yes" : "no");
+        std::map<DType, std::set<std::string>> kinds_run;
+        std::map<DType, int> ran, fell_back;
+        std::string failures;
+        for (const testing::OpCase &row : testing::all_op_cases())
+            for (const DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+                const auto c = retyped(row, dtype);
+                if (!c) continue;  // the op does not take this dtype
+                const auto r = test::check_kernel(*c);
+                const std::string where = row.name + " in " + std::string(dtype_name(dtype));
+                if (!r.ok) {
+                    failures += "\n  " + where + ": " + r.message;
+                    continue;
+                }
+                ++ran[dtype];
+                kinds_run[dtype].insert(row.kind);
+                if (!r.fallback.empty()) {
+                    ++fell_back[dtype];
+                    if (r.fallback.find(isa.name) == std::string::npos)
+                        failures += "\n  " + where + ": the fallback does not name the ISA: " + r.fallback;
+                }
+                if (dtype == DType::f32 && !r.fallback.empty())
+                    failures += "\n  " + where + ": an f32 kernel fell back: " + r.fallback;
+            }
+        QVERIFY2(failures.empty(), failures.c_str());
+        for (const DType dtype : {DType::f32, DType::bf16, DType::f16})
+            qInfo("%s: %d rows of %zu kinds ran, %d through the f32 fallback", std::string(dtype_name(dtype)).c_str(),
+                  ran[dtype], kinds_run[dtype].size(), fell_back[dtype]);
+        // Not vacuous: every kind that runs in f32 on floats runs in bf16 and f16 too,
+        // except the ones whose rows all use integer operands only (gather of ids).
+        for (const DType dtype : {DType::bf16, DType::f16})
+            for (const char *k : {"matmul", "linear", "conv2d", "softmax", "layernorm", "rmsnorm", "attention",
+                                         "reduce_sum", "max_pool2d", "gelu", "add", "fused", "embedding"})
+                QVERIFY2(kinds_run[dtype].count(k), (std::string(k) + " did not run in " + std::string(dtype_name(dtype))).c_str());
     }
 
     void normalization_data() { add_rows(normalization_rows()); }
@@ -498,11 +585,14 @@ private slots:
             c.index_range = r;
             const auto res = test::check_kernel(c);
             QVERIFY2(res.ok, res.message.c_str());
+            qInfo("%s on %s: %s", c.kind.c_str(), cpu::cpu_isa().name.c_str(),
+                  res.fallback.empty() ? "native bf16 kernel" : res.fallback.c_str());
         }
     }
 
-    // The row loop states what it lacks instead of computing garbage.
-    void row_loop_refuses_bf16() {
+    // The row loop states what it lacks instead of computing garbage; make_kernel
+    // then runs it in f32 behind the bf16 conversion and says so.
+    void row_loop_refuses_bf16_and_make_kernel_falls_back() {
         const OpLibrary &lib = OpLibrary::standard();
         std::vector<PortTypes> ports{{"x", {OperandType{DType::bf16, ZPoint{3, 8}}}}};
         auto d = lib.derive("rmsnorm", {}, ports);
@@ -518,6 +608,12 @@ private slots:
         auto k = cpu::find_kernel("rmsnorm")->make(spec);
         QVERIFY(!k.has_value());
         QCOMPARE(QString::fromStdString(k.error()), QString("rmsnorm: the CPU row kernel supports f32 only, got bf16"));
+        auto made = cpu::make_kernel(*cpu::find_kernel("rmsnorm"), spec);
+        QVERIFY2(made.has_value(), made ? "" : made.error().c_str());
+        QCOMPARE(QString::fromStdString(made->fallback),
+                 QString("bf16 computed in f32 (on %1 there is no native kernel: rmsnorm: the CPU row kernel supports "
+                         "f32 only, got bf16)")
+                     .arg(QString::fromStdString(cpu::cpu_isa().name)));
     }
 
     void normalized_axis_shards() {

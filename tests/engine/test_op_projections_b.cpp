@@ -14,143 +14,12 @@
 #include <optional>
 
 #include "index/index_set.h"
-#include "op_check.h"
+#include "op_cases.h"
 
 using namespace tapestry;
 using namespace tapestry::testing;
-using Ints = std::vector<std::int64_t>;
 
 namespace {
-
-std::vector<OpCase> ops_b_rows() {
-    std::vector<OpCase> c;
-    // transpose
-    c.push_back({"transpose/perm", "transpose", Params{{"perm", Ints{2, 0, 1}}}, {port("x", {2, 3, 4})}});
-    c.push_back({"transpose/default", "transpose", {}, {port("x", {3, 5})}});
-    c.push_back({"transpose/rank1", "transpose", {}, {port("x", {4}, DType::i64)}});
-    c.push_back({"transpose/scalar", "transpose", {}, {port("x", {})}});
-    // reshape
-    c.push_back({"reshape/split", "reshape", Params{{"shape", Ints{3, 4}}}, {port("x", {12})}});
-    c.push_back({"reshape/merge", "reshape", Params{{"shape", Ints{6, 4}}}, {port("x", {2, 3, 4})}});
-    c.push_back({"reshape/refined", "reshape", Params{{"shape", Ints{8, 3}}}, {port("x", {4, 6})}});
-    c.push_back({"reshape/no-refinement", "reshape", Params{{"shape", Ints{3, 2}}}, {port("x", {2, 3})}});
-    c.push_back({"reshape/mixed-groups", "reshape", Params{{"shape", Ints{3, 2, 2, 6}}}, {port("x", {2, 3, 12})}});
-    c.push_back({"reshape/units", "reshape", Params{{"shape", Ints{2, 1, 3}}}, {port("x", {1, 6, 1})}});
-    c.push_back({"reshape/batch-split", "reshape", Params{{"shape", Ints{2, 4, -1}}}, {port("x", {2, 12})}});
-    c.push_back({"reshape/from-scalar", "reshape", Params{{"shape", Ints{1, 1}}}, {port("x", {})}});
-    // concat
-    c.push_back(
-        {"concat/rows", "concat", Params{{"axis", std::int64_t{0}}}, {ports("inputs", {{1, 3}, {3, 3}, {2, 3}})}});
-    c.push_back(
-        {"concat/last", "concat", Params{{"axis", std::int64_t{-1}}}, {ports("inputs", {{2, 2, 3}, {2, 2, 1}})}});
-    c.push_back({"concat/empty-piece",
-                 "concat",
-                 Params{{"axis", std::int64_t{1}}},
-                 {ports("inputs", {{2, 2}, {2, 0}, {2, 3}})}});
-    c.push_back({"concat/single", "concat", Params{{"axis", std::int64_t{0}}}, {ports("inputs", {{4}})}});
-    // slice
-    c.push_back({"slice/steps",
-                 "slice",
-                 Params{{"starts", Ints{1, 7}}, {"ends", Ints{9, 0}}, {"steps", Ints{3, -2}}},
-                 {port("x", {10, 8})}});
-    c.push_back({"slice/negative-start",
-                 "slice",
-                 Params{{"starts", Ints{-3}}, {"ends", Ints{100}}, {"axes", Ints{1}}},
-                 {port("x", {4, 5})}});
-    c.push_back({"slice/reverse",
-                 "slice",
-                 Params{{"starts", Ints{-1}}, {"ends", Ints{-100}}, {"steps", Ints{-1}}},
-                 {port("x", {6})}});
-    c.push_back({"slice/middle-axis",
-                 "slice",
-                 Params{{"starts", Ints{1}}, {"ends", Ints{6}}, {"axes", Ints{-2}}, {"steps", Ints{2}}},
-                 {port("x", {2, 7, 3})}});
-    c.push_back({"slice/empty", "slice", Params{{"starts", Ints{3}}, {"ends", Ints{1}}}, {port("x", {5, 2})}});
-    // conv2d
-    c.push_back({"conv2d/plain", "conv2d", {}, {port("x", {2, 3, 5, 4}), port("w", {4, 3, 3, 2})}});
-    c.push_back({"conv2d/pad",
-                 "conv2d",
-                 Params{{"padding", Ints{1, 2, 0, 1}}},
-                 {port("x", {1, 2, 5, 5}), port("w", {3, 2, 3, 3}), port("bias", {3})}});
-    c.push_back({"conv2d/stride-dilation",
-                 "conv2d",
-                 Params{{"stride", Ints{2, 1}}, {"dilation", Ints{2, 2}}, {"padding", Ints{0, 1, 1, 0}}},
-                 {port("x", {2, 2, 8, 7}), port("w", {3, 2, 2, 3}), port("bias", {3})}});
-    c.push_back({"conv2d/groups",
-                 "conv2d",
-                 Params{{"groups", std::int64_t{2}}, {"padding", Ints{1, 1, 1, 1}}},
-                 {port("x", {1, 4, 4, 4}), port("w", {6, 2, 3, 3}), port("bias", {6})}});
-    c.push_back({"conv2d/depthwise",
-                 "conv2d",
-                 Params{{"groups", std::int64_t{3}}, {"stride", Ints{2, 2}}},
-                 {port("x", {2, 3, 5, 5}), port("w", {3, 1, 2, 2})}});
-    c.push_back({"conv2d/pointwise-stride",
-                 "conv2d",
-                 Params{{"stride", Ints{2, 3}}},
-                 {port("x", {1, 3, 5, 7}), port("w", {2, 3, 1, 1})}});
-    // pools
-    c.push_back({"max_pool2d/default-stride", "max_pool2d", Params{{"kernel", Ints{2, 3}}}, {port("x", {2, 2, 6, 7})}});
-    c.push_back({"max_pool2d/overlap-pad",
-                 "max_pool2d",
-                 Params{{"kernel", Ints{3, 3}}, {"stride", Ints{2, 1}}, {"padding", Ints{1, 2, 2, 1}}},
-                 {port("x", {1, 3, 6, 5})}});
-    c.push_back({"max_pool2d/gaps",
-                 "max_pool2d",
-                 Params{{"kernel", Ints{1, 2}}, {"stride", Ints{2, 3}}},
-                 {port("x", {1, 2, 5, 8})}});
-    c.push_back({"avg_pool2d/pad",
-                 "avg_pool2d",
-                 Params{{"kernel", Ints{3, 2}}, {"stride", Ints{2, 1}}, {"padding", Ints{1, 1, 1, 0}}},
-                 {port("x", {2, 1, 5, 5})}});
-    c.push_back({"avg_pool2d/include-pad",
-                 "avg_pool2d",
-                 Params{{"kernel", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}}, {"count_include_pad", true}},
-                 {port("x", {1, 2, 4, 3})}});
-    // embedding
-    {
-        OpCase e{"embedding/2d-ids", "embedding", {}, {port("ids", {2, 3}, DType::i64), port("table", {6, 4})}};
-        e.int_bound = 6;
-        c.push_back(e);
-        OpCase s{"embedding/scalar-id", "embedding", {}, {port("ids", {}, DType::i32), port("table", {5, 3})}};
-        s.int_bound = 5;
-        c.push_back(s);
-        OpCase r{"embedding/1d", "embedding", {}, {port("ids", {7}, DType::i32), port("table", {3, 5}, DType::bf16)}};
-        r.int_bound = 3;
-        c.push_back(r);
-    }
-    // gather (ONNX Gather: any axis, negative indices wrap)
-    {
-        OpCase a0{"gather/axis0", "gather", {}, {port("data", {5, 3}), port("indices", {2, 2}, DType::i64)}};
-        a0.int_bound = 5;
-        c.push_back(a0);
-        OpCase a1{"gather/axis1-3d", "gather", Params{{"axis", std::int64_t{1}}},
-                  {port("data", {2, 4, 3}), port("indices", {3}, DType::i32)}};
-        a1.int_bound = 4;
-        c.push_back(a1);
-        OpCase sc{"gather/scalar-index-last-axis", "gather", Params{{"axis", std::int64_t{-1}}},
-                  {port("data", {3, 4}, DType::i64), port("indices", {}, DType::i64)}};
-        sc.int_bound = 4;
-        c.push_back(sc);
-    }
-    // attention
-    c.push_back({"attention/one-head",
-                 "attention",
-                 Params{{"heads", std::int64_t{1}}},
-                 {port("q", {2, 3, 4}), port("k", {2, 5, 4}), port("v", {2, 5, 3})}});
-    c.push_back({"attention/heads",
-                 "attention",
-                 Params{{"heads", std::int64_t{2}}},
-                 {port("q", {2, 4, 6}), port("k", {2, 3, 6}), port("v", {2, 3, 4})}});
-    c.push_back({"attention/causal-mask",
-                 "attention",
-                 Params{{"heads", std::int64_t{3}}, {"causal", true}},
-                 {port("q", {1, 4, 6}), port("k", {1, 4, 6}), port("v", {1, 4, 3}), port("mask", {4, 4})}});
-    c.push_back({"attention/scale-rect",
-                 "attention",
-                 Params{{"heads", std::int64_t{2}}, {"scale", 0.3}, {"causal", true}},
-                 {port("q", {1, 2, 4}), port("k", {1, 5, 4}), port("v", {1, 5, 6})}});
-    return c;
-}
 
 IndexSet set_of(const std::map<ZPoint, int> &points, int rank) {
     std::vector<ZRange> boxes;
@@ -276,12 +145,12 @@ class TestOpProjectionsB : public QObject {
 private slots:
     void touched_elements_match_projections_data() {
         QTest::addColumn<int>("row");
-        const std::vector<OpCase> rows = ops_b_rows();
+        const std::vector<OpCase> rows = ops_b_cases();
         for (size_t i = 0; i < rows.size(); ++i) QTest::newRow(rows[i].name.c_str()) << static_cast<int>(i);
     }
     void touched_elements_match_projections() {
         QFETCH(int, row);
-        const OpCase c = ops_b_rows()[static_cast<size_t>(row)];
+        const OpCase c = ops_b_cases()[static_cast<size_t>(row)];
         for (std::uint64_t seed : {1u, 2u}) {
             const std::string err = check_case_exact(c, seed);
             QVERIFY2(err.empty(), (c.name + " (seed " + std::to_string(seed) + "): " + err).c_str());
@@ -292,7 +161,7 @@ private slots:
     // harness unchanged (check_op_case).
     void box_harness_agrees_data() {
         QTest::addColumn<int>("row");
-        const std::vector<OpCase> rows = ops_b_rows();
+        const std::vector<OpCase> rows = ops_b_cases();
         for (size_t i = 0; i < rows.size(); ++i) {
             const std::string &n = rows[i].name;
             // Outputs through a multi-coefficient row: holes on some sub-ranges.
@@ -307,13 +176,13 @@ private slots:
     }
     void box_harness_agrees() {
         QFETCH(int, row);
-        const OpCase c = ops_b_rows()[static_cast<size_t>(row)];
+        const OpCase c = ops_b_cases()[static_cast<size_t>(row)];
         const std::string err = check_op_case(c, 3);
         QVERIFY2(err.empty(), (c.name + ": " + err).c_str());
     }
 
     void every_ops_b_kind_has_a_row() {
-        const std::set<std::string> covered = covered_kinds(ops_b_rows());
+        const std::set<std::string> covered = covered_kinds(ops_b_cases());
         for (const std::string &k : kOpsBKinds) QVERIFY2(covered.count(k), ("no row for " + k).c_str());
         for (const std::string &k : covered)
             QVERIFY2(kOpsBKinds.count(k), ("row for a kind not of ops B: " + k).c_str());

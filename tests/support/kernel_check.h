@@ -1,5 +1,6 @@
 // Test harness for CPU kernels: builds one kernel (op kind, params, operand
-// shapes, an index sub-range, optional fused epilogues) over random TensorData
+// shapes, an index sub-range, optional fused epilogues) through cpu::make_kernel —
+// as the executor does, so a dtype fallback counts — over random TensorData
 // buffers, runs it on strided views of the sub-range's selections, and compares
 // with the op library's double-precision reference kernel over the same points.
 #pragma once
@@ -48,6 +49,7 @@ struct KernelCheckResult {
     std::string message;  // why it failed, or a summary
     double max_abs_error = 0;
     std::int64_t compared = 0;  // elements compared
+    std::string fallback;       // cpu::MadeKernel::fallback: the kernel computed 16-bit floats in f32, and why
 };
 
 // Uniform values in [-1, 1) (or [lo, hi) when given), rounded to the dtype.
@@ -232,12 +234,13 @@ inline KernelCheckResult check_kernel(const KernelCase &c) {
             r.message = "kernel " + c.kind + " cannot fuse epilogue " + e.kind;
             return r;
         }
-    auto kernel = factory->make(spec);
-    if (!kernel) {
-        r.message = "make failed: " + kernel.error();
+    auto made = cpu::make_kernel(*factory, spec);
+    if (!made) {
+        r.message = "make failed: " + made.error();
         return r;
     }
-    (*kernel)->run(in_views, out_views);
+    r.fallback = made->fallback;
+    made->kernel->run(in_views, out_views);
 
     // Reference over the same index range.
     std::vector<std::vector<RefArray>> ref_in(ports.size());

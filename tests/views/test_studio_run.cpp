@@ -29,10 +29,10 @@
 #include <QTest>
 #include <QThread>
 #include <QTreeWidget>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "app/studio/main_window.h"
 #include "io/npy.h"
@@ -40,6 +40,7 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
+#include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/executor.h"
 #include "views/histogram_widget.h"
 #include "views/issues_panel.h"
@@ -240,6 +241,7 @@ private slots:
     void runShowsOutputs_data();
     void runShowsOutputs();
     void verifyShowsPass();
+    void bf16ProjectRunsAndSaysWhichStepsFellBack();
     void bf16MatmulIsOptIn();
     void timingsListBatchTiles();
     void cancelInTheMiddle();
@@ -575,7 +577,13 @@ void TestStudioRun::bf16MatmulIsOptIn() {
     QVERIFY2(w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16 matmuls")),
              qPrintable(w.outputsPanel()->headline()->text()));
     QVERIFY(w.lastOutcome().bf16_matmul);
-    const bool native = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
+    // Without native bf16 the matmuls stay f32, and the panel says so.
+    const bool native = cpu::cpu_isa().native_bf16;
+    qInfo("oneDNN ISA: %s", cpu::cpu_isa().name.c_str());
+    const QString unavailable = QStringLiteral("bf16 matmuls are not available on %1").arg(w.lastOutcome().isa);
+    QCOMPARE(w.outputsPanel()->noticesLabel()->isVisibleTo(w.outputsPanel()), !native);
+    QCOMPARE(w.outputsPanel()->noticesLabel()->text().contains(unavailable), !native);
+    QCOMPARE(w.outputsPanel()->headline()->text().contains(QStringLiteral("not available")), !native);
     for (const auto &[id, y] : f32) {
         const TensorData &z = low.at(id);
         double worst = 0, scale = 1;
@@ -595,6 +603,52 @@ void TestStudioRun::bf16MatmulIsOptIn() {
     MainWindow again;
     QVERIFY(again.runPanel()->bf16Matmul());
     again.runPanel()->setBf16Matmul(false);
+}
+
+// A bf16 project runs on any CPU: where a step has no native bf16 kernel here
+// (oneDNN's below AVX512-BF16, our f32-only loops) it computes in f32 and rounds
+// back; the Timings' Kernel column marks each such step "f32 fallback" with the
+// reason as its tooltip, and the notice above the tabs names the operations.
+void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
+    MainWindow w;
+    w.resize(1500, 950);
+    w.show();
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("mlp_bf16"))));
+    w.runPanel()->setRandomInputs();
+    w.runPanel()->setSeed(2);
+    QSignalSpy finished(&w, &MainWindow::runFinished);
+    w.runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    const RunOutcome &o = w.lastOutcome();
+    QVERIFY2(finished.front().front().toBool(), qPrintable(o.error));
+    qInfo("oneDNN ISA: %s", qPrintable(o.isa));
+    QCOMPARE(o.isa, QString::fromStdString(cpu::cpu_isa().name));
+    for (const auto &[id, y] : o.output_values) QCOMPARE(y.dtype, DType::bf16);
+
+    std::set<QString> fell_back;
+    for (const cpu::StepTiming &s : o.steps)
+        if (!s.fallback.empty()) fell_back.insert(QString::fromStdString(s.op));
+    if (!cpu::cpu_isa().native_bf16) QVERIFY2(fell_back.count(QStringLiteral("fc2")), "fc2 ran bf16 natively");
+    OutputsPanel *panel = w.outputsPanel();
+    QTreeWidget *timings = panel->timingsTree();
+    int marked = 0;
+    for (int i = 0; i < timings->topLevelItemCount(); ++i) {
+        QTreeWidgetItem *row = timings->topLevelItem(i);
+        const bool expect = fell_back.count(row->text(OutputsPanel::TimingOperationColumn)) > 0;
+        QCOMPARE(row->text(OutputsPanel::TimingKernelColumn) == QStringLiteral("f32 fallback"), expect);
+        if (!expect) continue;
+        ++marked;
+        QVERIFY2(row->toolTip(OutputsPanel::TimingKernelColumn).contains(QStringLiteral("bf16 computed in f32 (on ") + o.isa),
+                 qPrintable(row->toolTip(OutputsPanel::TimingKernelColumn)));
+    }
+    QCOMPARE(marked, static_cast<int>(fell_back.size()));
+    QCOMPARE(panel->noticesLabel()->isVisibleTo(panel), !fell_back.empty());
+    if (!fell_back.empty())
+        QVERIFY2(panel->noticesLabel()->text().contains(QStringLiteral("16-bit floats in f32")),
+                 qPrintable(panel->noticesLabel()->text()));
+    QVERIFY2(panel->timingsTotal()->text().contains(QStringLiteral("oneDNN on ") + o.isa),
+             qPrintable(panel->timingsTotal()->text()));
+    screenshot(w, QStringLiteral("studio-run-bf16.png"));
 }
 
 void TestStudioRun::verifyShowsPass() {

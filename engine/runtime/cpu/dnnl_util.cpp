@@ -10,6 +10,34 @@ namespace tapestry::cpu {
 
 using dt = dnnl::memory::data_type;
 
+const CpuIsa &cpu_isa() {
+    static const CpuIsa isa = [] {
+        using isa_t = dnnl::cpu_isa;
+        CpuIsa out;
+        switch (dnnl::get_effective_cpu_isa()) {
+            case isa_t::sse41: out.name = "sse41"; break;
+            case isa_t::avx: out.name = "avx"; break;
+            case isa_t::avx2: out.name = "avx2"; break;
+            case isa_t::avx2_vnni: out.name = "avx2_vnni"; break;
+            case isa_t::avx512_mic: out.name = "avx512_mic"; break;
+            case isa_t::avx512_mic_4ops: out.name = "avx512_mic_4ops"; break;
+            case isa_t::avx512_core: out.name = "avx512_core"; out.avx512 = true; break;
+            case isa_t::avx512_core_vnni: out.name = "avx512_core_vnni"; out.avx512 = true; break;
+            case isa_t::avx512_core_bf16:
+                out.name = "avx512_core_bf16";
+                out.avx512 = out.native_bf16 = true;
+                break;
+            case isa_t::avx512_core_amx:
+                out.name = "avx512_core_amx";
+                out.avx512 = out.native_bf16 = true;
+                break;
+            default: out.name = "x86-64 without AVX"; break;
+        }
+        return out;
+    }();
+    return isa;
+}
+
 const dnnl::engine &cpu_engine() {
     static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
     return e;

@@ -17,6 +17,7 @@
 #include "graph/dtype.h"
 #include "graph/params.h"
 #include "index/zpoint.h"
+#include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/kernel.h"
 
 namespace tapestry::cpu {

@@ -84,6 +84,8 @@ struct Step {
     Coord tile_lo = 0, space_lo = 0, space_rows = 0;  // a tile's first index row; the op's index dim 0
     int op_order = 0;                // the op's position in dependency order
     std::vector<std::string> fused;  // epilogue operation ids
+    std::string fallback;            // MadeKernel::fallback: why it computes in f32, or ""
+    std::vector<std::string> notes;  // Kernel::notes()
     std::vector<StepView> inputs, outputs;
     std::vector<Access> accesses;
     std::unique_ptr<Kernel> kernel;
@@ -140,6 +142,7 @@ public:
     Expected<RunResult, std::string> run(const std::map<TensorId, TensorData> &inputs,
                                          const RunControl &control) override;
     std::string describe() const override { return description_; }
+    std::vector<std::string> notices() const override { return notices_; }
 
 private:
     void start_workers();
@@ -150,6 +153,7 @@ private:
     void plan_buffers();
     void plan_dependencies();
     std::string make_description() const;
+    std::vector<std::string> make_notices() const;
 
     Graph graph_;
     CpuOptions options_;
@@ -159,6 +163,7 @@ private:
     std::size_t arena_bytes_ = 0;
     AlignedBuffer arena_;
     std::string description_;
+    std::vector<std::string> notices_;
 
     // Run state (guarded by mutex_).
     std::mutex run_mutex_;  // one run at a time
@@ -191,6 +196,7 @@ Expected<std::unique_ptr<Program>, std::string> CpuProgram::build(const Graph &g
     auto planned = p->plan(p->graph_, lib);
     if (!planned) return unexpected(planned.error());
     p->description_ = p->make_description();
+    p->notices_ = p->make_notices();
     p->start_workers();
     return std::unique_ptr<Program>(std::move(p));
 }
@@ -303,7 +309,7 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
                     pe.epilogue.extra_input = extras;
                     probe.input_shapes.push_back(pe.extra->range.shape());
                 }
-                if (!epilogue_supported(pe.epilogue) || !p.factory->can_fuse || !p.factory->can_fuse(probe, pe.epilogue)) break;
+                if (!epilogue_supported(pe.epilogue) || !can_fuse(*p.factory, probe, pe.epilogue)) break;
                 chain.push_back(pe);
                 folded.insert(c);
                 current = c_outs[0];
@@ -455,6 +461,7 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
         return v;
     };
     std::map<std::string, std::shared_ptr<std::vector<std::unique_ptr<Kernel>>>> tile_kernels;
+    std::map<std::string, std::string> shared_fallback;  // tile_kernels' make_kernel fallbacks
     // oneDNN fixes a primitive's thread count when the primitive is created (from
     // the creating thread's OpenMP setting), not when it runs: kernels are made
     // with the count of the step that runs them (spec.threads), or a one-thread
@@ -558,21 +565,26 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
                 if (!shared) {
                     auto set = std::make_shared<std::vector<std::unique_ptr<Kernel>>>();
                     for (int w = 0; w < options_.threads; ++w) {
-                        auto kernel = info.factory->make(spec);
-                        if (!kernel) return unexpected("operation " + quoted(step.op) + ": " + kernel.error());
-                        set->push_back(std::move(kernel).value());
+                        auto made = make_kernel(*info.factory, spec);
+                        if (!made) return unexpected("operation " + quoted(step.op) + ": " + made.error());
+                        shared_fallback[key.str()] = made->fallback;
+                        set->push_back(std::move(made->kernel));
                     }
                     shared = std::move(set);
                 }
                 step.per_worker = shared;
+                step.fallback = shared_fallback[key.str()];
+                step.notes = (*shared)[0]->notes();
                 steps_.push_back(std::move(step));
                 continue;
             }
-            auto kernel = info.factory->make(spec);
-            if (!kernel)
+            auto made = make_kernel(*info.factory, spec);
+            if (!made)
                 return unexpected("operation " + quoted(step.op) + (step.shard.empty() ? "" : " shard " + quoted(step.shard)) +
-                                  ": " + kernel.error());
-            step.kernel = std::move(kernel).value();
+                                  ": " + made.error());
+            step.kernel = std::move(made->kernel);
+            step.fallback = std::move(made->fallback);
+            step.notes = step.kernel->notes();
             steps_.push_back(std::move(step));
         }
     }
@@ -777,7 +789,7 @@ std::string CpuProgram::make_description() const {
     std::ostringstream o;
     o << "CPU program: " << steps_.size() << " steps, " << options_.threads << " threads"
       << (options_.run_shards ? ", shards" : ", whole operations") << (options_.fuse_epilogues ? ", fused epilogues" : "")
-      << "\n";
+      << ", oneDNN ISA " << cpu_isa().name << "\n";
     for (size_t s = 0; s < steps_.size(); ++s) {
         const Step &st = steps_[s];
         o << "  step " << s << ": " << st.kind << " " << st.op;
@@ -791,6 +803,8 @@ std::string CpuProgram::make_description() const {
         if (st.dependencies > 0) o << " after " << st.dependencies << " step(s)";
         if (st.kernel_for(0).scratch_bytes() > 0) o << ", scratch " << st.kernel_for(0).scratch_bytes() << " B";
         o << "\n";
+        if (!st.fallback.empty()) o << "      fallback: " << st.fallback << "\n";
+        for (const std::string &n : st.notes) o << "      note: " << n << "\n";
     }
     o << "buffers:\n";
     std::size_t intermediate_sum = 0;
@@ -813,6 +827,35 @@ std::string CpuProgram::make_description() const {
     }
     o << "arena: " << arena_bytes_ << " B for " << intermediate_sum << " B of intermediates\n";
     return o.str();
+}
+
+std::vector<std::string> CpuProgram::make_notices() const {
+    std::vector<std::string> out;
+    std::map<std::string, int> fallback_ops;  // op → steps
+    for (const Step &st : steps_)
+        if (!st.fallback.empty()) ++fallback_ops[st.op];
+    if (!fallback_ops.empty()) {
+        std::string ops;
+        int shown = 0;
+        for (const auto &[op, n] : fallback_ops) {
+            if (shown++ == 4) {
+                ops += ", …";
+                break;
+            }
+            ops += (ops.empty() ? "" : ", ") + quoted(op);
+        }
+        out.push_back(std::to_string(fallback_ops.size()) +
+                      (fallback_ops.size() == 1 ? " operation computes its" : " operations compute their") +
+                      " 16-bit floats in f32 (" + ops + "): no native kernel for them on " + cpu_isa().name);
+    }
+    std::map<std::string, int> notes;  // note → steps
+    std::vector<std::string> order;
+    for (const Step &st : steps_)
+        for (const std::string &n : st.notes)
+            if (notes[n]++ == 0) order.push_back(n);
+    for (const std::string &n : order)
+        out.push_back(n + " (" + std::to_string(notes[n]) + (notes[n] == 1 ? " step)" : " steps)"));
+    return out;
 }
 
 void CpuProgram::start_workers() {
@@ -1009,13 +1052,22 @@ Expected<RunResult, std::string> CpuProgram::run(const std::map<TensorId, Tensor
         if (!error_.empty()) return unexpected(error_);
         if (cancelled_) return unexpected(std::string("cancelled"));
     }
-    for (size_t s = 0; s < steps_.size(); ++s)
-        result.steps.push_back({steps_[s].op, steps_[s].shard, step_ms_[s], steps_[s].tile, steps_[s].tiles});
+    for (size_t s = 0; s < steps_.size(); ++s) {
+        const Step &st = steps_[s];
+        result.steps.push_back({st.op, st.shard, step_ms_[s], st.tile, st.tiles, st.fallback, st.notes});
+    }
+    result.notices = notices_;
     result.wall_milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return result;
 }
 
 }  // namespace
+
+std::string StepTiming::note() const {
+    std::string out = fallback;
+    for (const std::string &n : notes) out += (out.empty() ? "" : "; ") + n;
+    return out;
+}
 
 Expected<std::unique_ptr<Program>, std::string> Program::compile(const Graph &g, const OpLibrary &lib,
                                                                 const CpuOptions &options) {

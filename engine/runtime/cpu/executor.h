@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "graph/tensor_data.h"
 #include "ops/library.h"
+#include "runtime/cpu/cpu_isa.h"
 
 namespace tapestry::cpu {
 
@@ -54,6 +55,13 @@ struct StepTiming {
     double milliseconds = 0;
     int tile = -1;      // batch tile (CpuOptions::tile_bytes) of `tiles`, or -1
     int tiles = 0;
+    // How its kernel runs on this CPU where that is not the plain native kernel:
+    // the dtype fallback (MadeKernel::fallback: "bf16 computed in f32 (on avx2
+    // there is no native kernel: …)") and the kernel's notes (Kernel::notes(): an
+    // option that could not take effect). Empty otherwise.
+    std::string fallback;
+    std::vector<std::string> notes;
+    std::string note() const;  // fallback and notes joined by "; "
 };
 
 struct RunResult {
@@ -61,6 +69,7 @@ struct RunResult {
     std::vector<StepTiming> steps;
     double wall_milliseconds = 0;
     std::size_t arena_bytes = 0;  // the one allocation holding intermediates
+    std::vector<std::string> notices;  // Program::notices()
 };
 
 class Program {
@@ -75,6 +84,11 @@ public:
     virtual Expected<RunResult, std::string> run(const std::map<TensorId, TensorData> &inputs,
                                                  const RunControl &control = {}) = 0;
     virtual std::string describe() const = 0;  // steps, fusions, buffer plan — for `tapestry run -v`
+    // Sentences a user should see with every run of this program: the steps whose
+    // kernels fell back to f32 compute, and options that cannot take effect on this
+    // CPU (bf16 matmuls without native bf16, Winograd below AVX-512), each naming
+    // the instruction set oneDNN runs on and how many steps it concerns.
+    virtual std::vector<std::string> notices() const = 0;
 };
 
 }  // namespace tapestry::cpu

@@ -86,6 +86,11 @@ public:
     virtual void run(std::span<const View> inputs, std::span<const View> outputs) = 0;
     // Bytes of scratch memory the kernel holds (reported in run statistics).
     virtual std::size_t scratch_bytes() const { return 0; }
+    // What a user should know about how this kernel runs on this CPU, one sentence
+    // each: an option of the spec that could not take effect here ("Winograd is not
+    // available on avx2: direct convolution"). Shown by `tapestry run -v` and the
+    // studio's Timings.
+    virtual std::vector<std::string> notes() const { return {}; }
 };
 
 struct KernelFactory {
@@ -103,6 +108,26 @@ struct KernelFactory {
 
 // Every kernel factory, by op kind (built once; thread-safe to read).
 const KernelFactory *find_kernel(const std::string &kind);
+
+// A kernel made for a spec: the factory's own, or a dtype fallback.
+struct MadeKernel {
+    std::unique_ptr<Kernel> kernel;
+    // Empty for the factory's own kernel. Otherwise why the kernel computes in f32:
+    // "bf16 computed in f32 (on avx2 there is no native kernel: conv2d: oneDNN: …)".
+    std::string fallback;
+};
+// The one way kernels are made (the executor, the tests): factory.make(spec); when
+// that fails for a spec with bf16/f16 operands, the factory's f32 kernel behind a
+// conversion — bf16/f16 inputs widened to f32 (exact), outputs rounded back to
+// their dtype (nearest even), as the oracle defines 16-bit float ops: computed
+// wide, stored narrow. Fails with the factory's own error when neither can be made.
+// (runtime/cpu/dtype_fallback.cpp)
+Expected<MadeKernel, std::string> make_kernel(const KernelFactory &factory, const KernelSpec &spec);
+// Whether make_kernel can make `spec` with `epilogue` fused: the factory's
+// can_fuse, or — for bf16/f16 specs — its can_fuse of the f32 spec the fallback
+// would make (where the native kernel cannot be made, the f32 one takes the
+// epilogue as a post-op all the same).
+bool can_fuse(const KernelFactory &factory, const KernelSpec &spec, const Epilogue &epilogue);
 std::vector<std::string> kernel_kinds();
 
 // Registration, one function per family file (runtime/cpu/kernels_<family>.cpp).

@@ -191,6 +191,7 @@ public:
         return scratchpad_.size() + zeros_.size() * sizeof(float) + src_stage_.size() + dst_stage_.size() +
                w_packed_.size();
     }
+    std::vector<std::string> notes() const override { return notes_; }
 
 private:
     struct Extra {
@@ -316,7 +317,13 @@ private:
                                     : dnnl::convolution_forward::desc(prop, wino, blocked(src_md), blocked(w_md),
                                                                       blocked(*dst_md), strides, dil, pl, pr);
                 dnnl::convolution_forward::primitive_desc pdw(dw, attr, cpu_engine(), true);
-                if (pdw && std::string(pdw.impl_info_str()).find("wino") != std::string::npos) pd3 = pdw;
+                if (pdw && std::string(pdw.impl_info_str()).find("wino") != std::string::npos)
+                    pd3 = pdw;
+                else if (!cpu_isa().avx512)
+                    notes_.push_back("Winograd is not available on " + cpu_isa().name +
+                                     " (oneDNN has it for AVX-512 only): direct convolution");
+                else
+                    notes_.push_back("oneDNN's Winograd does not take this convolution: direct convolution");
             }
             if (pd3 && std::string(pd3.impl_info_str()).rfind("ref", 0) != 0 &&
                 std::string(pd3.impl_info_str()).find("gemm") == std::string::npos) {
@@ -402,6 +409,7 @@ private:
     }
 
     ConvPlan plan_;
+    std::vector<std::string> notes_;
     int threads_ = 1;
     DType dtype_ = DType::f32;
     bool has_bias_ = false, zero_src_ = false;

@@ -210,7 +210,12 @@ public:
                 const dnnl::memory::desc b16(b_md.dims(), bf16, dnnl::memory::format_tag::any);
                 const auto desc = has_bias ? dnnl::matmul::desc(a16, b16, bias_md, y_md) : dnnl::matmul::desc(a16, b16, y_md);
                 dnnl::matmul::primitive_desc low(desc, attr, cpu_engine(), true);
-                if (low && std::string(low.impl_info_str()).find("bf16") != std::string::npos) {
+                const bool native = cpu_isa().native_bf16 && low &&
+                                    std::string(low.impl_info_str()).find("bf16") != std::string::npos;
+                if (!native)
+                    k->notes_.push_back("bf16 matmuls are not available on " + cpu_isa().name +
+                                        " (no native bf16 in this CPU): computed in f32");
+                if (native) {
                     pd = low;
                     const auto &eng = cpu_engine();
                     k->a_stage_.resize(a16.get_size());
@@ -266,6 +271,7 @@ public:
         prim_.execute();
     }
     std::size_t scratch_bytes() const override { return prim_.scratch_bytes() + packed_.size() + a_stage_.size(); }
+    std::vector<std::string> notes() const override { return notes_; }
     // oneDNN's naive fallback ("ref:any"), which it picks silently for some post-op sets.
     bool uses_reference_implementation() const { return impl_.rfind("ref", 0) == 0; }
 
@@ -308,6 +314,7 @@ private:
     bool has_bias_ = false;
     std::vector<std::pair<int, size_t>> binary_;  // (execute argument, input index)
     std::string impl_;
+    std::vector<std::string> notes_;
 };
 
 bool matmul_can_fuse(const KernelSpec &spec, const Epilogue &e) {

@@ -97,6 +97,14 @@ std::vector<double> as_doubles(const TensorData &t) {
 
 }  // namespace
 
+Tolerance dtype_tolerance_floor(DType dtype) {
+    switch (dtype) {
+        case DType::bf16: return {0.015625, 0.015625};       // 2^-6
+        case DType::f16: return {0.001953125, 0.001953125};  // 2^-9
+        default: return {};
+    }
+}
+
 bool VerifyReport::pass() const {
     return std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison &c) { return c.pass; });
 }
@@ -107,6 +115,7 @@ OutputComparison compare_values(const TensorData &actual, std::span<const double
     OutputComparison c;
     c.pass = true;
     c.atol = atol;
+    c.rtol = rtol;
     // The worst element: the failing one with the largest error; while none fails,
     // the one closest to its tolerance (largest error / tolerance).
     double worst_ratio = -1;
@@ -199,14 +208,17 @@ Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
 
     const RunResult &subject = sharded ? *sharded : *unsharded;
     const char *subject_name = sharded ? "sharded" : "unsharded";
+    report.notices = subject.notices;
     for (const Tensor *t : outputs) {
         auto actual = output_of(subject, *t, subject_name);
         if (!actual) return unexpected(actual.error());
         auto ref = oracle->find(t->id);
         if (ref == oracle->end() || ref->second.data.size() != static_cast<size_t>(t->range.size()))
             return unexpected("the " + oracle_name + " oracle computed no value for output " + quoted(t->id.value));
+        const Tolerance floor = options.dtype_floor ? dtype_tolerance_floor(t->dtype) : Tolerance{};
+        const double atol = std::max(options.atol, floor.atol), rtol = std::max(options.rtol, floor.rtol);
         const double scale = options.scale_atol ? output_scale(ref->second.data) : 1.0;
-        OutputComparison vs_oracle = compare_values(**actual, ref->second.data, options.atol * scale, options.rtol);
+        OutputComparison vs_oracle = compare_values(**actual, ref->second.data, atol * scale, rtol);
         vs_oracle.tensor = t->id.value;
         vs_oracle.against = oracle_name;
         report.comparisons.push_back(std::move(vs_oracle));
@@ -215,7 +227,7 @@ Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
             if (!whole) return unexpected(whole.error());
             const std::vector<double> reference = as_doubles(**whole);
             const double whole_scale = options.scale_atol ? output_scale(reference) : 1.0;
-            OutputComparison vs_whole = compare_values(**actual, reference, options.atol * whole_scale, options.rtol);
+            OutputComparison vs_whole = compare_values(**actual, reference, atol * whole_scale, rtol);
             vs_whole.tensor = t->id.value;
             vs_whole.against = "unsharded";
             report.comparisons.push_back(std::move(vs_whole));

@@ -32,8 +32,24 @@ struct VerifyOptions {
     // parameters the inputs do not give) and every output of it must be an output of
     // the verified graph ("against" is then "original"). Null: the graph's own oracle.
     const Graph *original = nullptr;
+    // Raise atol and rtol, per output, to at least dtype_tolerance_floor(its dtype):
+    // a bf16 output cannot be compared at f32's tolerance. The CLI turns this off
+    // when the user gives --atol or --rtol.
+    bool dtype_floor = true;
     RunControl control;
 };
+
+// The least tolerance a comparison of an output of `dtype` can ask for. A 16-bit
+// float result is rounded to 8 (bf16) or 11 (f16) significant bits, so two
+// correct computations of it (the oracle's double, a kernel's f32 rounded once;
+// two kernels rounding in other places) may differ in its last bit or two: two
+// units in the last place, 2^-6 for bf16 and 2^-9 for f16, as rtol and as atol
+// (in units of the output's scale). {0, 0} for f32 and the integer dtypes.
+struct Tolerance {
+    double atol = 0;
+    double rtol = 0;
+};
+Tolerance dtype_tolerance_floor(DType dtype);
 
 struct OutputComparison {
     std::string tensor;
@@ -43,11 +59,13 @@ struct OutputComparison {
     std::int64_t worst_index = -1;  // flat index of the worst element
     bool pass = false;
     double atol = 0;  // the absolute tolerance applied (atol × the output's scale with scale_atol)
+    double rtol = 0;  // the relative tolerance applied
 };
 
 struct VerifyReport {
     std::vector<OutputComparison> comparisons;  // per output: sharded vs oracle, sharded vs unsharded
     bool sharded = false;                       // whether the graph had shards to run
+    std::vector<std::string> notices;           // the compared run's Program::notices()
     bool pass() const;
 };
 
