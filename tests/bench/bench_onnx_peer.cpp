@@ -5,7 +5,7 @@
 // run. A program, not a test.
 //
 //   bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR]
-//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] PROJECT...
+//                   [--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] [--isa] PROJECT...
 //
 // With --inputs-root, a project's inputs are read from DIR/<project stem>/ (one
 // <tensor name>.npy each, as written by the peer script); otherwise they are
@@ -127,7 +127,7 @@ int usage(const char *why) {
     std::fprintf(
         stderr,
         "bench_onnx_peer: %s\nusage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] PROJECT...\n",
+        "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] [--isa] PROJECT...\n",
         why);
     return 2;
 }
@@ -163,6 +163,10 @@ int main(int argc, char **argv) {
             o.shards = false;
         else if (a == "--steps")
             o.steps = true;
+        else if (a == "--isa") {
+            std::printf("%s\n", cpu::cpu_isa().name.c_str());  // what oneDNN dispatches to here, and exit
+            return 0;
+        }
         else if (a == "--no-winograd")
             o.winograd = false;
         else if (a == "--bf16-matmul")
@@ -174,7 +178,7 @@ int main(int argc, char **argv) {
         else if (a == "--help" || a == "-h") {
             std::printf(
                 "usage: bench_onnx_peer [--threads T] [--runs N] [--warmup W] [--inputs-root DIR] "
-                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] PROJECT...\n");
+                "[--outputs-root DIR] [--json FILE] [--peak] [--no-shards] [--tile-bytes B] [--no-winograd] [--bf16-matmul] [--label L] [--steps] [--isa] PROJECT...\n");
             return 0;
         } else if (!a.empty() && a[0] == '-')
             return usage(("unknown option " + a).c_str());
@@ -184,7 +188,14 @@ int main(int argc, char **argv) {
     if (o.threads < 1 || o.runs < 1 || o.warmup < 0) return usage("--threads and --runs must be positive");
     if (o.projects.empty() && !o.peak) return usage("no project given");
 
+    // Which kernels run depends on the instruction set oneDNN dispatches to (the
+    // CPU's, or less under ONEDNN_MAX_CPU_ISA): every figure is quoted with it.
+    const char *cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+    std::printf("oneDNN ISA: %s%s%s\n", cpu::cpu_isa().name.c_str(), cap ? " (ONEDNN_MAX_CPU_ISA=" : "",
+                cap ? (std::string(cap) + ")").c_str() : "");
     nlohmann::ordered_json report;
+    report["isa"] = cpu::cpu_isa().name;
+    report["isa_cap"] = cap ? std::string(cap) : std::string();
     report["threads"] = o.threads;
     report["runs"] = o.runs;
     report["warmup"] = o.warmup;
@@ -259,6 +270,7 @@ int main(int argc, char **argv) {
             continue;
         }
         const double compile_ms = ms_since(compile_start);
+        for (const std::string &n : (*program)->notices()) std::printf("note (%s): %s\n", project.c_str(), n.c_str());
         std::vector<double> times;
         std::map<std::string, std::vector<double>> step_ms;
         std::vector<std::string> step_order;

@@ -16,11 +16,14 @@
 #include "kernel_check.h"
 #include "op_cases.h"
 #include "ops/op_util.h"
+#include "runtime/cpu/conv_winograd.h"
 #include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/kernel.h"
 
 using namespace tapestry;
 using tapestry::test::KernelCase;
+
+Q_DECLARE_METATYPE(tapestry::test::KernelCase)
 
 namespace {
 
@@ -588,6 +591,82 @@ private slots:
             qInfo("%s on %s: %s", c.kind.c_str(), cpu::cpu_isa().name.c_str(),
                   res.fallback.empty() ? "native bf16 kernel" : res.fallback.c_str());
         }
+    }
+
+    // Our Winograd F(4×4, 3×3) convolution (the conv2d kernel below AVX-512, run
+    // here directly whatever the ISA): against the oracle on output sizes that are
+    // not multiples of 4, asymmetric padding, no padding, shards with local
+    // padding and a slice of the filters, unary epilogues, two threads, and more
+    // tiles than one block holds (a shorter last block).
+    void winograd_matches_the_oracle_data() {
+        QTest::addColumn<KernelCase>("c");
+        auto conv = [](Ints padding, ZPoint x, ZPoint w, bool bias) {
+            std::vector<std::pair<std::string, std::vector<ZPoint>>> ins{in("x", x), in("w", w)};
+            if (bias) ins.push_back(in("bias", ZPoint{w[0]}));
+            KernelCase c = make_case("conv2d", {{"padding", padding}}, ins);
+            c.rtol = 1e-4;
+            c.atol = 1e-4;
+            return c;
+        };
+        QTest::newRow("pad 1, 9x11 output") << conv({1, 1, 1, 1}, {2, 16, 9, 11}, {32, 16, 3, 3}, true);
+        QTest::newRow("no padding") << conv({0, 0, 0, 0}, {1, 24, 10, 7}, {16, 24, 3, 3}, false);
+        QTest::newRow("asymmetric padding") << conv({2, 0, 1, 1}, {1, 16, 8, 8}, {16, 16, 3, 3}, true);
+        {
+            KernelCase c = conv({1, 1, 1, 1}, {2, 16, 12, 12}, {40, 16, 3, 3}, true);
+            c.index_range = ZRange(ZPoint{1, 8, 3, 0}, ZPoint{2, 24, 10, 7});
+            QTest::newRow("shard: filters 8-24, rows 3-10, left border") << c;
+            KernelCase d = conv({1, 1, 1, 1}, {2, 16, 12, 12}, {16, 16, 3, 3}, false);
+            d.index_range = ZRange(ZPoint{0, 0, 9, 5}, ZPoint{2, 16, 12, 12});
+            QTest::newRow("shard: bottom right corner") << d;
+        }
+        {
+            KernelCase c = conv({1, 1, 1, 1}, {1, 16, 10, 10}, {16, 16, 3, 3}, true);
+            c.epilogues = {unary("relu")};
+            QTest::newRow("relu epilogue") << c;
+            KernelCase g = conv({1, 1, 1, 1}, {1, 16, 10, 10}, {16, 16, 3, 3}, true);
+            g.epilogues = {unary("gelu", Params{{"approximate", std::string("tanh")}}), unary("neg")};
+            QTest::newRow("gelu then neg epilogues") << g;
+        }
+        {
+            KernelCase c = conv({1, 1, 1, 1}, {3, 16, 40, 40}, {16, 16, 3, 3}, true);
+            c.threads = 2;
+            QTest::newRow("300 tiles in two blocks, two threads") << c;
+        }
+    }
+    void winograd_matches_the_oracle() {
+        QFETCH(KernelCase, c);
+        cpu::KernelFactory winograd = *cpu::find_kernel("conv2d");
+        winograd.make = cpu::make_winograd_conv;
+        c.factory = &winograd;
+        const auto r = test::check_kernel(c);
+        QVERIFY2(r.ok, r.message.c_str());
+        QVERIFY(r.compared > 0);
+        QVERIFY2(r.fallback.empty(), r.fallback.c_str());
+    }
+
+    // What it does not take, it says (the conv2d kernel then runs direct).
+    void winograd_refusals_data() {
+        QTest::addColumn<KernelCase>("c");
+        QTest::addColumn<QString>("why");
+        QTest::newRow("stride 2") << make_case("conv2d", {{"stride", Ints{2, 2}}}, {in("x", {1, 16, 8, 8}), in("w", {16, 16, 3, 3})})
+                                  << "the stride is not 1";
+        QTest::newRow("5x5") << make_case("conv2d", {}, {in("x", {1, 16, 8, 8}), in("w", {16, 16, 5, 5})})
+                             << "the window is not 3×3";
+        QTest::newRow("3 channels") << make_case("conv2d", {}, {in("x", {1, 3, 8, 8}), in("w", {16, 3, 3, 3})})
+                                    << "fewer than 16 input or output channels";
+        QTest::newRow("groups") << make_case("conv2d", {{"groups", std::int64_t{2}}},
+                                             {in("x", {1, 32, 8, 8}), in("w", {32, 16, 3, 3})})
+                                << "grouped convolutions run direct";
+    }
+    void winograd_refusals() {
+        QFETCH(KernelCase, c);
+        QFETCH(QString, why);
+        cpu::KernelFactory winograd = *cpu::find_kernel("conv2d");
+        winograd.make = cpu::make_winograd_conv;
+        c.factory = &winograd;
+        const auto r = test::check_kernel(c);
+        QVERIFY(!r.ok);
+        QVERIFY2(QString::fromStdString(r.message).contains(why), r.message.c_str());
     }
 
     // The row loop states what it lacks instead of computing garbage; make_kernel

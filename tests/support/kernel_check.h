@@ -39,6 +39,9 @@ struct KernelCase {
     std::vector<ZPoint> epilogue_shapes;
     double lo = -1.0, hi = 1.0;  // float inputs are uniform in [lo, hi) (lo > 0 for sqrt, pow)
     int threads = 1;
+    // The kernel to check instead of cpu::find_kernel(kind) (one implementation
+    // of a kind among several, e.g. our Winograd convolution on any ISA).
+    const cpu::KernelFactory *factory = nullptr;
     std::uint64_t seed = 1;
     double rtol = 1e-4;
     double atol = 1e-5;
@@ -224,16 +227,20 @@ inline KernelCheckResult check_kernel(const KernelCase &c) {
         spec.output_strides.push_back(v.strides);
     }
 
-    const cpu::KernelFactory *factory = cpu::find_kernel(c.kind);
+    const cpu::KernelFactory *factory = c.factory ? c.factory : cpu::find_kernel(c.kind);
     if (!factory) {
         r.message = "no CPU kernel for " + c.kind;
         return r;
     }
-    for (const cpu::Epilogue &e : c.epilogues)
-        if (!factory->can_fuse || !factory->can_fuse(spec, e)) {
-            r.message = "kernel " + c.kind + " cannot fuse epilogue " + e.kind;
+    // As the executor asks: each epilogue with the ones before it already fused.
+    for (size_t i = 0; i < c.epilogues.size(); ++i) {
+        cpu::KernelSpec probe = spec;
+        probe.epilogues.assign(c.epilogues.begin(), c.epilogues.begin() + static_cast<std::ptrdiff_t>(i));
+        if (!factory->can_fuse || !factory->can_fuse(probe, c.epilogues[i])) {
+            r.message = "kernel " + c.kind + " cannot fuse epilogue " + c.epilogues[i].kind;
             return r;
         }
+    }
     auto made = cpu::make_kernel(*factory, spec);
     if (!made) {
         r.message = "make failed: " + made.error();

@@ -9,6 +9,8 @@
 
 #include "common/check.h"
 #include "ops/op_util.h"
+#include "runtime/cpu/conv_geometry.h"
+#include "runtime/cpu/conv_winograd.h"
 #include "runtime/cpu/dnnl_util.h"
 
 namespace tapestry::cpu {
@@ -29,29 +31,6 @@ public:
     void run(std::span<const View>, std::span<const View>) override {}
 };
 
-// The padding of one spatial axis local to a shard: how far the unclipped image
-// of the shard's index range reaches before and after the clipped selection.
-struct LocalPadding {
-    std::int64_t before = 0, after = 0;
-    std::int64_t extent = 0;  // the clipped selection's extent
-};
-
-LocalPadding local_padding(const OperandProjection &px, const ZRange &index_range, const ZPoint &x_shape, int dim) {
-    const ZRange image = px.projection.image(index_range);
-    const ZRange clipped = image.intersect(ZRange::of_shape(x_shape));
-    LocalPadding p;
-    p.extent = clipped.extent(dim);
-    if (p.extent <= 0) {
-        p.extent = 0;
-        p.before = 0;
-        p.after = image.extent(dim);
-    } else {
-        p.before = clipped.start()[dim] - image.start()[dim];
-        p.after = image.end()[dim] - clipped.end()[dim];
-    }
-    return p;
-}
-
 dnnl::primitive_attr user_scratchpad() {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -59,47 +38,6 @@ dnnl::primitive_attr user_scratchpad() {
 }
 
 // ---- conv2d --------------------------------------------------------------------------
-
-// The geometry of one conv2d kernel (a shard, or the whole op).
-struct ConvPlan {
-    bool grouped = false;
-    std::int64_t groups = 1, cg = 1, kg = 1;  // whole-op groups, channels and filters per group
-    std::int64_t g_local = 1, k_local = 1;    // the shard's groups and filters per group
-    bool one_grouped_primitive = false;       // g_local > 1 groups with all their filters
-    int loops = 1;                            // primitives runs (one per group when filters are split)
-    LocalPadding ph, pw;
-    std::int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
-};
-
-ConvPlan conv_plan(const KernelSpec &spec) {
-    ConvPlan c;
-    const ZPoint &xs = spec.operands.at(0).operands.at(0).shape;
-    const ZPoint &ws = spec.operands.at(1).operands.at(0).shape;
-    c.groups = spec.params.get_int("groups", 1);
-    c.grouped = c.groups > 1;
-    c.cg = ws[1];
-    c.kg = ws[0] / c.groups;
-    const ZRange &r = spec.index_range;
-    if (c.grouped) {
-        c.g_local = r.extent(1);
-        c.k_local = r.extent(2);
-    } else {
-        c.g_local = 1;
-        c.k_local = r.extent(1);
-    }
-    c.one_grouped_primitive = c.grouped && c.g_local > 1 && c.k_local == c.kg;
-    c.loops = (c.grouped && c.g_local > 1 && !c.one_grouped_primitive) ? static_cast<int>(c.g_local) : 1;
-    const OperandProjection &px = *spec.derivation.signature.input("x", 0);
-    c.ph = local_padding(px, r, xs, 2);
-    c.pw = local_padding(px, r, xs, 3);
-    const auto stride = spec.params.get_ints("stride", {1, 1});
-    const auto dilation = spec.params.get_ints("dilation", {1, 1});
-    c.stride_h = stride.at(0);
-    c.stride_w = stride.at(1);
-    c.dil_h = dilation.at(0);
-    c.dil_w = dilation.at(1);
-    return c;
-}
 
 // The 4-D descriptor of an epilogue's extra operand as the destination sees it:
 // each operand dim whose projection row equals a row of y's projection follows
@@ -308,7 +246,8 @@ private:
                                 : dnnl::convolution_forward::desc(prop, alg, blocked(src_md), blocked(w_md),
                                                                   blocked(*dst_md), strides, dil, pl, pr);
             dnnl::convolution_forward::primitive_desc pd3(d3, attr, cpu_engine(), true);
-            if (spec.winograd && r == 3 && s == 3 && plan_.stride_h == 1 && plan_.stride_w == 1 && plan_.dil_h == 1 &&
+            if (spec.winograd && cpu_isa().avx512 && r == 3 && s == 3 && plan_.stride_h == 1 && plan_.stride_w == 1 &&
+                plan_.dil_h == 1 &&
                 plan_.dil_w == 1 && ic % 16 == 0 && oc % 16 == 0) {
                 // Winograd F(4×4, 3×3) where oneDNN has it (KernelSpec::winograd).
                 const auto wino = dnnl::algorithm::convolution_winograd;
@@ -319,9 +258,6 @@ private:
                 dnnl::convolution_forward::primitive_desc pdw(dw, attr, cpu_engine(), true);
                 if (pdw && std::string(pdw.impl_info_str()).find("wino") != std::string::npos)
                     pd3 = pdw;
-                else if (!cpu_isa().avx512)
-                    notes_.push_back("Winograd is not available on " + cpu_isa().name +
-                                     " (oneDNN has it for AVX-512 only): direct convolution");
                 else
                     notes_.push_back("oneDNN's Winograd does not take this convolution: direct convolution");
             }
@@ -478,6 +414,8 @@ KernelFactory conv2d_factory() {
     f.tile_invariant = true;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
         if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        // Winograd: oneDNN's own on AVX-512 (Conv2dKernel asks for it), ours below.
+        if (spec.winograd && !cpu_isa().avx512 && winograd_refusal(spec).empty()) return make_winograd_conv(spec);
         return Conv2dKernel::make(spec);
     };
     return f;

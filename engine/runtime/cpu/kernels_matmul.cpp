@@ -105,9 +105,11 @@ public:
         return dnnl_guard(what, [&]() -> Expected<std::unique_ptr<Kernel>, std::string> {
             auto k = std::unique_ptr<MatmulKernel>(new MatmulKernel());
             const size_t own = own_input_count(spec);
-            const bool has_bias = linear && has_port(spec, "bias");
-            if (spec.output_shapes.size() != 1 || own != (has_bias ? 3u : 2u) || spec.input_shapes.size() < own)
+            const bool own_bias = linear && has_port(spec, "bias");
+            if (spec.output_shapes.size() != 1 || own != (own_bias ? 3u : 2u) || spec.input_shapes.size() < own)
                 return unexpected(what + ": unexpected operands");
+            bool has_bias = own_bias;
+            size_t bias_input = own_bias ? 2 : 0;  // the input view the bias argument reads
             const ZPoint &ys = spec.output_shapes[0];
             const int rank = std::max(2, ys.rank());
             DType dtype = spec.operands[0].operands[0].dtype;
@@ -189,7 +191,22 @@ public:
                 if ((err = take(make_md(bs, spec_input_strides(spec, 2), dtype, md_rank), bias_md)))
                     return unexpected(what + ": " + *err);
             }
-            auto post = make_post_ops(spec.epilogues, extra_mds);
+            // A first epilogue that adds one value per output column (an exported
+            // Linear's separate bias Add) becomes the primitive's bias: oneDNN's
+            // GEMM-based matmul (below AVX-512) applies a binary post-op in a pass of
+            // its own over the whole output, the bias inside the product.
+            std::vector<Epilogue> post_epilogues = spec.epilogues;
+            if (!has_bias && gemm && dtype == DType::f32 && !post_epilogues.empty() && post_epilogues[0].kind == "add" &&
+                post_epilogues[0].extra_input >= 0) {
+                const dnnl::memory::desc &e = extra_mds[static_cast<size_t>(post_epilogues[0].extra_input)];
+                if (e.dims().size() == 2 && e.dims()[0] == 1 && e.dims()[1] == y_md.dims()[1]) {
+                    has_bias = true;
+                    bias_md = e;
+                    bias_input = own + static_cast<size_t>(post_epilogues[0].extra_input);
+                    post_epilogues.erase(post_epilogues.begin());
+                }
+            }
+            auto post = make_post_ops(post_epilogues, extra_mds);
             if (!post) return unexpected(what + ": " + post.error());
             const dnnl::primitive_attr attr = make_attr(&post->ops);
             auto make_pd = [&](const dnnl::memory::desc &weights) {
@@ -241,6 +258,7 @@ public:
             k->prim_.bind(DNNL_ARG_DST, y_md);
             if (has_bias) k->prim_.bind(DNNL_ARG_BIAS, bias_md);
             k->has_bias_ = has_bias;
+            k->bias_input_ = bias_input;
             for (const auto &[index, input] : post->binary_args) {
                 k->prim_.bind(post_op_arg(index), extra_mds[static_cast<size_t>(input)]);
                 k->binary_.emplace_back(post_op_arg(index), own + static_cast<size_t>(input));
@@ -265,7 +283,7 @@ public:
             if (inputs[1].data != constant_b_ || packed_from_ != constant_b_) pack(inputs[1].data);
             prim_.set(DNNL_ARG_WEIGHTS, packed_.data());
         }
-        if (has_bias_) prim_.set(DNNL_ARG_BIAS, inputs[2].data);
+        if (has_bias_) prim_.set(DNNL_ARG_BIAS, inputs[bias_input_].data);
         for (const auto &[arg, input] : binary_) prim_.set(arg, inputs[input].data);
         prim_.set(DNNL_ARG_DST, outputs[0].data);
         prim_.execute();
@@ -312,6 +330,7 @@ private:
     dnnl::reorder a_reorder_;
     bool empty_ = false;
     bool has_bias_ = false;
+    size_t bias_input_ = 2;  // the input view of the bias: linear's own, or a folded add's operand
     std::vector<std::pair<int, size_t>> binary_;  // (execute argument, input index)
     std::string impl_;
     std::vector<std::string> notes_;

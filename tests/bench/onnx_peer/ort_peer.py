@@ -110,7 +110,11 @@ def cmd_report(work):
         flops = ours["models"][0]["flops"]
         rate = flops / (our_ms * 1e-3) / 1e9
         rows.append((name, ort_ms, our_ms, ort_ms / our_ms, max_abs, max_rel, rate, len(our_runs), note))
-    print()
+    isas = set()
+    for f in os.listdir(os.path.join(work, "ours")):
+        with open(os.path.join(work, "ours", f)) as fh:
+            isas.add(json.load(fh).get("isa", "?"))
+    print(f"\nours on oneDNN ISA {', '.join(sorted(isas))}; ONNX Runtime on the CPU's own dispatch")
     print(f"{'model':<12} {'ORT ms':>10} {'ours ms':>10} {'ORT/ours':>9} {'max abs err':>12} {'err/max|y|':>11}"
           f" {'GFLOP/s':>8} {'runs':>5}")
     for name, ort_ms, our_ms, ratio, max_abs, max_rel, rate, n, note in rows:

@@ -11,6 +11,10 @@
 # run ORT, ours, ORT, ours… so that a change of machine load hits both sides).
 # Makes a virtual environment in build/bench-venv with onnx, onnxruntime and
 # numpy from PyPI — a benchmark-only dependency, never a build or runtime one.
+# ISA=AVX2 (or any ONEDNN_MAX_CPU_ISA value) caps oneDNN's dispatch for our side and
+# the peak, so an AVX-512 machine measures what an AVX2-only one would run; ONNX
+# Runtime's MLAS reads cpuid itself and has no such cap, so it keeps the CPU's
+# full instruction set — a comparison harder for us than on a real AVX2 machine.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,6 +24,7 @@ threads="${THREADS:-2}"
 runs="${RUNS:-10}"
 warmup="${WARMUP:-3}"
 rounds="${ROUNDS:-2}"
+if [ -n "${ISA:-}" ]; then export ONEDNN_MAX_CPU_ISA="$ISA"; fi
 venv="$root/build/bench-venv"
 work="$root/build/bench-peer"
 tapestry="$build/app/tapestry"
@@ -56,6 +61,7 @@ done
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "== onnxruntime $("$py" -c 'import onnxruntime; print(onnxruntime.__version__)'), threads $threads, $runs runs x $rounds rounds, $warmup warm-up"
+echo "== ours: oneDNN ${ONEDNN_MAX_CPU_ISA:+capped at $ONEDNN_MAX_CPU_ISA, }$("$bench" --isa); ONNX Runtime: the CPU's own dispatch"
 echo "== load before: $(uptime)"
 "$bench" --peak --runs "$runs" --json "$work/peak.json"
 for r in $(seq 1 "$rounds"); do
