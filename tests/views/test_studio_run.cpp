@@ -648,6 +648,7 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
                  qPrintable(panel->noticesLabel()->text()));
     QVERIFY2(panel->timingsTotal()->text().contains(QStringLiteral("oneDNN on ") + o.isa),
              qPrintable(panel->timingsTotal()->text()));
+    panel->tabs()->setCurrentIndex(OutputsPanel::TimingsTab);
     screenshot(w, QStringLiteral("studio-run-bf16.png"));
 }
 

@@ -960,8 +960,12 @@ void CpuProgram::worker_loop(int index) {
             error_ = "operation " + quoted(st.op) + (st.shard.empty() ? "" : " shard " + quoted(st.shard)) + ": " + failure;
             abort_ = true;
         }
+        bool released = st.whole || running_ == 0;  // a whole step may now start on worker 0
         for (int d : st.dependents)
-            if (--pending_[static_cast<size_t>(d)] == 0) ready_.insert(d);
+            if (--pending_[static_cast<size_t>(d)] == 0) {
+                ready_.insert(d);
+                released = true;
+            }
         const int done = finished_;
         const int total = static_cast<int>(steps_.size());
         if (control_ && control_->progress) {
@@ -969,8 +973,11 @@ void CpuProgram::worker_loop(int index) {
             control_->progress(done, total);
             lock.lock();
         }
-        work_cv_.notify_all();
-        done_cv_.notify_all();
+        // Wake the others only when there is something for them (a run of batch
+        // tiles finishes hundreds of steps; a wake-up per step is a futex call and,
+        // on a busy machine, a lost time slice).
+        if (released) work_cv_.notify_all();
+        if (finished_ == total || (abort_ && running_ == 0)) done_cv_.notify_all();
     }
 }
 
