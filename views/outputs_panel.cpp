@@ -226,7 +226,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
         setVerdict(verdict_, pass ? tr("✔ PASS") : tr("✘ FAIL"), pass);
         verdict_->show();
         int failed = 0;
-        for (const cpu::OutputComparison &c : o.report.comparisons) {
+        for (const verify::OutputComparison &c : o.report.comparisons) {
             auto *item = new QTreeWidgetItem(verify_);
             item->setText(VerifyOutputColumn, QString::fromStdString(c.tensor));
             item->setText(VerifyAgainstColumn,

@@ -11,6 +11,8 @@
 #include "passes/certificate.h"
 #include "passes/pipeline_builder.h"
 #include "passes/shard.h"
+#include "runtime/cpu/fusion_backend.h"
+#include "verify/numeric_check.h"
 
 namespace tapestry::views {
 
@@ -101,11 +103,11 @@ PipelineOutcome PipelineWorker::execute(const PipelineRequest &request, const st
     };
     try {
         CertifyOptions structural;
-        structural.numeric = false;
-        structural.seed = request.seed;
-        structural.threads = request.threads;
+        verify::NumericCheckOptions numeric_options;
+        numeric_options.seed = request.seed;
+        numeric_options.threads = request.threads;
         CertifyOptions numeric = structural;
-        numeric.numeric = true;
+        numeric.numeric = verify::numeric_check(numeric_options);
 
         if (stopped()) return out;
         std::vector<Stage> stages;
@@ -121,6 +123,7 @@ PipelineOutcome PipelineWorker::execute(const PipelineRequest &request, const st
             report(tr("pass %1/%2: %3").arg(k + 1).arg(passes).arg(name));
             PipelineSettings settings;
             settings.shard_specs = splitSpecs(request.shard_specs);
+            settings.fusion_backends = {&cpu::fusion_backend()};
             auto pass = make_pass(name.toStdString(), settings);
             if (!pass) {
                 out.error = tr("pass %1 (%2): %3").arg(k + 1).arg(name, QString::fromStdString(pass.error()));

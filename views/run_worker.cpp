@@ -115,12 +115,12 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
         const OpLibrary &lib = OpLibrary::standard();
         if (request.mode == RunMode::verify) {
             enter(QObject::tr("Verifying"));
-            cpu::VerifyOptions options;
+            verify::VerifyOptions options;
             options.threads = request.threads;
             options.atol = request.atol;
             options.rtol = request.rtol;
             options.control = control;
-            auto report = cpu::verify(g, lib, inputs, options);
+            auto report = verify::check_equivalence(g, lib, inputs, options);
             if (!report) {
                 if (report.error() == "cancelled" || stopped())
                     out.cancelled = true;

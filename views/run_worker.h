@@ -17,7 +17,7 @@
 #include "graph/graph.h"
 #include "graph/tensor_data.h"
 #include "runtime/cpu/executor.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 #include "views/tensor_stats.h"
 
 namespace tapestry::views {
@@ -59,7 +59,7 @@ struct RunOutcome {
     std::size_t arena_bytes = 0;
     std::vector<std::string> notices;  // cpu::Program::notices() (verify: the report's)
     QString isa;                       // the instruction set oneDNN ran on ("avx2", …)
-    cpu::VerifyReport report;  // verify mode
+    verify::VerifyReport report;  // verify mode
 };
 
 class RunWorker : public QObject {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "commands.h"
+#include "cli_support.h"
 #include "io/onnx_import.h"
 #include "io/tensor_values.h"
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "commands.h"
+#include "cli_support.h"
 #include "io/atomic_file.h"
 #include "io/graphviz.h"
 #include "io/project_file.h"
@@ -15,6 +15,8 @@
 #include "ops/library.h"
 #include "passes/pipeline_builder.h"
 #include "passes/stage.h"
+#include "runtime/cpu/fusion_backend.h"
+#include "verify/numeric_check.h"
 #include "run_support.h"
 
 namespace tapestry::cli {
@@ -46,6 +48,7 @@ int passes_command(const PassesOptions &o) {
     settings.rules = o.rules;
     settings.goal = o.goal;
     settings.fuse_exclude = o.fuse_exclude;
+    settings.fusion_backends = {&cpu::fusion_backend()};
     auto pipeline = build_pipeline(pipeline_names(o.pipeline), settings);
     if (!pipeline) {
         std::cerr << "tapestry: " << pipeline.error() << "\n";
@@ -62,8 +65,11 @@ int passes_command(const PassesOptions &o) {
     if (has_errors(value_issues)) return kExitInvalid;
 
     CertifyOptions certify;
-    certify.numeric = o.numeric;
-    certify.seed = o.seed;
+    if (o.numeric) {
+        verify::NumericCheckOptions numeric;
+        numeric.seed = o.seed;
+        certify.numeric = verify::numeric_check(numeric);
+    }
     auto stages = pipeline->run(loaded.graph, certify);
     if (!stages) {
         std::cerr << "tapestry: " << o.project << ": " << stages.error() << "\n";
@@ -114,7 +120,7 @@ int passes_command(const PassesOptions &o) {
                         s.certificate.certified() ? s.certificate.badge() : "-", files});
     }
     std::cout << o.project << ": " << stages->size() - 1 << " pass(es), stages written to " << o.out << "\n";
-    print_rows(rows, "  ");
+    print_table(rows, "  ");
     for (const Stage &s : *stages)
         if (!s.summary.empty() && s.pass != "original") std::cout << "  " << s.pass << ": " << s.summary << "\n";
     for (const Stage &s : *stages)

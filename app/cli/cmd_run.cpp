@@ -10,7 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
+#include "cli_support.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
 #include "run_support.h"
@@ -41,25 +41,8 @@ extern "C" void on_interrupt(int) {
     g_interrupted.store(true);
 }
 
-std::string fixed(double v, const char *format = "%.3f") {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, format, v);
-    return buf;
-}
-
-std::string number(double v) {
-    return fixed(v, "%.6g");
-}
-
-std::string human_bytes(double bytes) {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        ++u;
-    }
-    return fixed(bytes, u == 0 ? "%.0f" : "%.1f") + " " + units[u];
-}
+std::string fixed(double v, const char *format = "%.3f") { return formatted(v, format); }
+std::string number(double v) { return formatted(v, "%.6g"); }
 
 int run_command(const RunCommandOptions &o) {
     PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
@@ -180,7 +163,7 @@ int run_command(const RunCommandOptions &o) {
             notes.push_back(t->id.value + " has " + std::to_string(s.nan_count) + " NaN and " +
                             std::to_string(s.inf_count) + " infinite elements (not in min/max/mean)");
     }
-    print_rows(rows, "  ");
+    print_table(rows, "  ");
     for (const std::string &n : notes) std::cout << "  note: " << n << "\n";
 
     if (o.verbose) {
@@ -196,7 +179,7 @@ int run_command(const RunCommandOptions &o) {
                                  fixed(s.milliseconds),
                                  total > 0 ? fixed(100.0 * s.milliseconds / total, "%.1f%%") : "-",
                                  s.note().empty() ? "-" : s.note()});
-        print_rows(step_rows, "  ");
+        print_table(step_rows, "  ");
         std::cout << "  (step times add up to " << fixed(total) << " ms of work over " << o.threads
                   << (o.threads == 1 ? " thread)\n" : " threads)\n");
     }

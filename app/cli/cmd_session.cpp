@@ -7,7 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
+#include "cli_support.h"
 #include "graph/issue.h"
 #include "io/project_file.h"
 #include "io/tensor_values.h"

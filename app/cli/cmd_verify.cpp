@@ -10,12 +10,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
+#include "cli_support.h"
 #include "io/project_file.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
 #include "run_support.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 
 namespace tapestry::cli {
 namespace {
@@ -35,11 +35,7 @@ struct VerifyCommandOptions {
     bool json = false;
 };
 
-std::string sci(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-    return buf;
-}
+std::string sci(double v) { return formatted(v, "%.3g"); }
 
 int verify_command(const VerifyCommandOptions &o) {
     PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
@@ -55,7 +51,7 @@ int verify_command(const VerifyCommandOptions &o) {
     std::vector<std::string> phases{"unsharded run"};
     if (has_shards) phases.push_back("sharded run");
     size_t phase = 0;
-    cpu::VerifyOptions options;
+    verify::VerifyOptions options;
     Graph original;
     if (!o.against.empty()) {
         LoadResult loaded = load_project(o.against);
@@ -84,7 +80,7 @@ int verify_command(const VerifyCommandOptions &o) {
     };
 
     const auto start = std::chrono::steady_clock::now();
-    auto report = cpu::verify(g, OpLibrary::standard(), prepared.inputs, options);
+    auto report = verify::check_equivalence(g, OpLibrary::standard(), prepared.inputs, options);
     bar.clear();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!report) {
@@ -119,7 +115,7 @@ int verify_command(const VerifyCommandOptions &o) {
         j["notices"] = report->notices;
         j["seconds"] = seconds;
         j["comparisons"] = ordered_json::array();
-        for (const cpu::OutputComparison &c : report->comparisons)
+        for (const verify::OutputComparison &c : report->comparisons)
             j["comparisons"].push_back(
                 {{"tensor", c.tensor},
                  {"against", c.against},
@@ -149,12 +145,12 @@ int verify_command(const VerifyCommandOptions &o) {
     std::cout << "\n";
     std::vector<std::vector<std::string>> rows{
         {"output", "against", "max abs", "max rel", "atol", "rtol", "worst at", "result"}};
-    for (const cpu::OutputComparison &c : report->comparisons)
+    for (const verify::OutputComparison &c : report->comparisons)
         rows.push_back({c.tensor, c.against, sci(c.max_abs_error), sci(c.max_rel_error), sci(c.atol), sci(c.rtol),
                         element_string(c.worst_index, shape_of(c.tensor)), c.pass ? "pass" : "FAIL"});
-    print_rows(rows, "  ");
+    print_table(rows, "  ");
     const auto failed = std::count_if(report->comparisons.begin(), report->comparisons.end(),
-                                      [](const cpu::OutputComparison &c) { return !c.pass; });
+                                      [](const verify::OutputComparison &c) { return !c.pass; });
     std::cout << "\n"
               << (report->pass() ? "equivalent" : "NOT equivalent") << "  (" << report->comparisons.size()
               << (report->comparisons.size() == 1 ? " comparison, " : " comparisons, ") << failed << " failed, "

@@ -5,7 +5,7 @@
 #include <functional>
 #include <iostream>
 
-#include "commands.h"
+#include "cli_support.h"
 
 #ifndef TAPESTRY_VERSION
 #define TAPESTRY_VERSION "0.1.0"  // normally set by app/CMakeLists.txt from project()
@@ -23,47 +23,13 @@ int main(int argc, char **argv) {
     });
     app.footer("Exit codes: 0 ok, 1 invalid input (unreadable, malformed or invalid project), 2 usage error.\n");
 
-    std::string file;
-    bool json = false;
-
-    CLI::App *validate = app.add_subcommand(
-        "validate", "Check a project file: syntax, references, shapes, projections, shards. Exit 1 when invalid.");
-    validate->add_option("PROJECT", file, "Project file (*.tapestry.json)")->required();
-    validate->add_flag("--json", json, "Print {file, valid, issues[]} as JSON");
-
-    CLI::App *show = app.add_subcommand(
-        "show", "Summarise a project: tensors, operations with index spaces, FLOPs and bytes, shards, totals.");
-    show->add_option("PROJECT", file, "Project file (*.tapestry.json)")->required();
-    show->add_flag("--json", json, "Print the summary as JSON");
-
-    ExportOptions export_options;
-    bool no_shards = false;
-    CLI::App *exporter = app.add_subcommand(
-        "export", "Draw a project as DOT, SVG or PNG (through Graphviz), or re-serialise it as project JSON.");
-    exporter->add_option("PROJECT", file, "Project file (*.tapestry.json)")->required();
-    exporter->add_option("--format,-f", export_options.format, "Output format")
-        ->check(CLI::IsMember({"dot", "svg", "png", "json"}))
-        ->capture_default_str();
-    exporter->add_option("-o,--output", export_options.output, "Output file (default: standard output)");
-    exporter->add_flag("--projections", export_options.projections,
-                       "Draw each operation's index projections as [A | b | window] tables");
-    exporter->add_flag("--no-shards", no_shards, "Do not draw shards");
-    exporter->add_option("--rankdir", export_options.rankdir, "Layout direction")
-        ->check(CLI::IsMember({"TB", "LR"}))
-        ->capture_default_str();
-
-    std::string kind;
-    CLI::App *ops = app.add_subcommand("ops", "List the operation library: kinds, categories, ports, parameters.");
-    ops->add_option("KIND", kind, "Show one kind in full");
-    ops->add_flag("--json", json, "Print the library as JSON");
-
-    // Subcommands in their own files (cmd_*.cpp) set `action` when chosen.
+    // Every subcommand lives in its own file (cmd_<name>.cpp) and sets `action`
+    // when it is chosen.
     std::function<int()> action;
-    add_run_command(app, action);
-    add_verify_command(app, action);
-    add_import_command(app, action);
-    add_session_command(app, action);
-    add_passes_command(app, action);
+    for (const AddCommand add : {add_validate_command, add_show_command, add_export_command, add_ops_command,
+                                 add_run_command, add_verify_command, add_import_command, add_session_command,
+                                 add_passes_command})
+        add(app, action);
 
     // CLI11 would call an unknown word "an extra argument" after "a subcommand is
     // required"; name it instead.
@@ -89,13 +55,6 @@ int main(int argc, char **argv) {
         return app.exit(e) == 0 ? kExitOk : kExitUsage;
     }
 
-    if (*validate) return run_validate(file, json);
-    if (*show) return run_show(file, json);
-    if (*exporter) {
-        export_options.shards = !no_shards;
-        return run_export(file, export_options);
-    }
-    if (*ops) return run_ops(kind, json);
     if (action) return action();
     return kExitUsage;
 }

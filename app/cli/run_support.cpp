@@ -150,23 +150,6 @@ std::string element_string(std::int64_t flat, const ZPoint &shape) {
     return ZPoint(element_coords(flat, shape)).to_string();
 }
 
-void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
-    std::vector<size_t> width;
-    for (const auto &row : rows)
-        for (size_t c = 0; c < row.size(); ++c) {
-            if (width.size() <= c) width.push_back(0);
-            width[c] = std::max(width[c], row[c].size());
-        }
-    for (const auto &row : rows) {
-        std::string line = indent;
-        for (size_t c = 0; c < row.size(); ++c) {
-            line += row[c];
-            if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-        }
-        std::cout << line << "\n";
-    }
-}
-
 bool report_preparation(const std::string &project, const PreparedRun &prepared, bool json) {
     if (prepared.ok()) {
         if (!json) report_problems(project, prepared);  // warnings

@@ -69,7 +69,4 @@ std::vector<std::int64_t> element_coords(std::int64_t flat, const ZPoint &shape)
 // else errors and warnings on stderr. False when the run cannot go ahead.
 bool report_preparation(const std::string &project, const PreparedRun &prepared, bool json);
 
-// Prints rows as left-aligned columns two spaces apart, each line prefixed by `indent`.
-void print_rows(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
-
 }  // namespace tapestry::cli

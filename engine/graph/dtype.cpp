@@ -1,7 +1,5 @@
+// Element types: names, sizes, parsing (see dtype.h).
 #include "graph/dtype.h"
-
-#include "graph/issue.h"
-#include "graph/tensor.h"
 
 namespace tapestry {
 
@@ -36,46 +34,5 @@ int dtype_bytes(DType t) {
 }
 
 bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
-
-std::string_view role_name(TensorRole r) {
-    switch (r) {
-        case TensorRole::input: return "input";
-        case TensorRole::parameter: return "parameter";
-        case TensorRole::intermediate: return "intermediate";
-        case TensorRole::output: return "output";
-    }
-    return "?";
-}
-
-std::optional<TensorRole> parse_role(std::string_view name) {
-    for (TensorRole r : {TensorRole::input, TensorRole::parameter, TensorRole::intermediate, TensorRole::output})
-        if (role_name(r) == name) return r;
-    return std::nullopt;
-}
-
-std::string_view severity_name(Severity s) {
-    switch (s) {
-        case Severity::error: return "error";
-        case Severity::warning: return "warning";
-        case Severity::info: return "info";
-    }
-    return "?";
-}
-
-std::string format_issue(const Issue &issue) {
-    std::string s{severity_name(issue.severity)};
-    s += ' ';
-    s += issue.code;
-    if (!issue.json_path.empty()) s += " at " + issue.json_path;
-    if (!issue.node.empty()) s += " (" + issue.node + ")";
-    s += ": " + issue.message;
-    return s;
-}
-
-bool has_errors(const std::vector<Issue> &issues) {
-    for (const Issue &i : issues)
-        if (i.severity == Severity::error) return true;
-    return false;
-}
 
 }  // namespace tapestry

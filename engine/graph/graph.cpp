@@ -6,6 +6,16 @@
 
 namespace tapestry {
 
+bool Signature::is_reduction_dim(int dim) const {
+    for (const PortProjections &pp : outputs)
+        for (const OperandProjection &p : pp.operands) {
+            const ZMatrix &a = p.projection.map().matrix();
+            for (int r = 0; r < a.rows(); ++r)
+                if (a.at(r, dim) != 0) return false;
+        }
+    return true;
+}
+
 const OperandProjection *Signature::input(const std::string &port, size_t i) const {
     for (const PortProjections &p : inputs)
         if (p.port == port) return i < p.operands.size() ? &p.operands[i] : nullptr;

@@ -53,6 +53,9 @@ struct Signature {
 
     const OperandProjection *input(const std::string &port, size_t i) const;
     const OperandProjection *output(const std::string &port, size_t i) const;
+    // Whether index dim `dim` is a reduction: no output projection reads it (its
+    // column is zero in every output map), so its points combine into one element.
+    bool is_reduction_dim(int dim) const;
     friend bool operator==(const Signature &, const Signature &) = default;
 };
 

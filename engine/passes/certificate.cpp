@@ -1,7 +1,7 @@
 // Certificates. The structural checks reuse validate() where it already decides
 // the question (index-space coverage, op-level output injectivity) and add what it
 // does not: disjoint shard writes and dataflow completeness, both per element with
-// ISL. The numeric check runs both graphs on the CPU executor.
+// ISL. The numeric check is the caller's (CertifyOptions::numeric).
 #include "passes/certificate.h"
 
 #include <algorithm>
@@ -14,9 +14,6 @@
 #include "graph/resolve.h"
 #include "graph/validate.h"
 #include "index/index_set.h"
-#include "io/random_inputs.h"
-#include "runtime/cpu/executor.h"
-#include "runtime/cpu/verify.h"
 
 namespace tapestry {
 namespace {
@@ -25,12 +22,7 @@ const std::set<std::string> kCoverageCodes = {"shard-overlap", "shard-gap", "sha
                                               "shard-coverage"};
 const std::set<std::string> kInjectivityCodes = {"non-injective-output"};
 
-void fail(CertificateCheck &c, std::string finding, std::string node) {
-    if (c.pass) c.message = finding;
-    c.pass = false;
-    c.findings.push_back(std::move(finding));
-    c.nodes.push_back(std::move(node));
-}
+void fail(CertificateCheck &c, std::string finding, std::string node) { c.fail(std::move(finding), std::move(node)); }
 
 // The elements an index range touches through one operand projection, exactly.
 IndexSet touched(const OperandProjection &p, const ZRange &index, const ZRange &operand_range) {
@@ -212,72 +204,14 @@ CertificateCheck check_dataflow(const Graph &g, const std::vector<Resolved> &ops
     return c;
 }
 
-std::string number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2e", v);
-    return buf;
-}
-
-CertificateCheck check_numeric(const Graph &original, const Graph &stage, const CertifyOptions &o,
-                               const OpLibrary &lib) {
-    CertificateCheck c{"numeric", true, "", {}, {}};
-    auto inputs = make_random_inputs(original, o.seed);
-    for (auto &[id, data] : make_random_inputs(stage, o.seed)) inputs.try_emplace(id, std::move(data));
-    cpu::CpuOptions cpu_options;
-    cpu_options.threads = o.threads;
-    cpu_options.run_shards = true;
-    auto run = [&](const Graph &g, const char *which) -> Expected<cpu::RunResult, std::string> {
-        auto program = cpu::Program::compile(g, lib, cpu_options);
-        if (!program) return unexpected(std::string(which) + " does not compile: " + program.error());
-        auto result = (*program)->run(inputs);
-        if (!result) return unexpected(std::string(which) + " does not run: " + result.error());
-        return std::move(result).value();
-    };
-    auto want = run(original, "the original");
-    if (!want) {
-        fail(c, want.error(), "");
-        return c;
-    }
-    auto got = run(stage, "the stage");
-    if (!got) {
-        fail(c, got.error(), "");
-        return c;
-    }
-    std::string summary;
-    for (const auto &[id, expected] : want->outputs) {
-        auto it = got->outputs.find(id);
-        if (it == got->outputs.end()) {
-            fail(c, "output '" + id.value + "' of the original is not an output of the stage", id.value);
-            continue;
-        }
-        if (it->second.element_count() != expected.element_count()) {
-            fail(c,
-                 "output '" + id.value + "' has shape " + it->second.shape.to_string() + " in the stage but " +
-                     expected.shape.to_string() + " in the original",
-                 id.value);
-            continue;
-        }
-        double scale = 1;
-        for (std::int64_t i = 0; i < expected.element_count(); ++i) scale = std::max(scale, std::fabs(expected.get(i)));
-        const cpu::Tolerance floor = cpu::dtype_tolerance_floor(expected.dtype);
-        cpu::OutputComparison cmp = cpu::compare_values(it->second, expected, std::max(o.atol, floor.atol) * scale,
-                                                        std::max(o.rtol, floor.rtol));
-        const std::string line =
-            id.value + ": max abs error " + number(cmp.max_abs_error) + ", max rel error " + number(cmp.max_rel_error);
-        if (!cmp.pass)
-            fail(c,
-                 "output '" + id.value + "' differs from the original: max abs error " + number(cmp.max_abs_error) +
-                     " (tolerance " + number(cmp.atol) + " + " + number(cmp.rtol) + "·|x|), max rel error " +
-                     number(cmp.max_rel_error) + ", worst at flat index " + std::to_string(cmp.worst_index),
-                 id.value);
-        summary += (summary.empty() ? "" : "; ") + line;
-    }
-    if (want->outputs.empty()) fail(c, "the original has no output tensor to compare", "");
-    if (c.pass) c.message = "seed " + std::to_string(o.seed) + ": " + summary;
-    return c;
-}
-
 }  // namespace
+
+void CertificateCheck::fail(std::string finding, std::string node) {
+    if (pass) message = finding;
+    pass = false;
+    findings.push_back(std::move(finding));
+    nodes.push_back(std::move(node));
+}
 
 bool Certificate::pass() const {
     if (checks.empty()) return false;
@@ -327,7 +261,7 @@ Certificate certify(const Graph &original, const Graph &stage, const CertifyOpti
     cert.checks.push_back(check_coverage(issues, stage));
     cert.checks.push_back(check_injectivity(issues, ops));
     cert.checks.push_back(check_dataflow(stage, ops));
-    if (options.numeric) cert.checks.push_back(check_numeric(original, stage, options, lib));
+    if (options.numeric) cert.checks.push_back(options.numeric(original, stage));
     return cert;
 }
 

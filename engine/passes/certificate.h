@@ -1,9 +1,12 @@
 // Certificates: the proof that a stage computes what the original graph computes
 // (DESIGN.md §5, issue 5). Named checks — structure, coverage, injectivity,
-// dataflow and, on request, a randomized numeric run on the CPU executor.
+// dataflow and, on request, a numeric one. The passes know no runtime: the
+// numeric check is given to them by a layer above (verify/numeric_check.h runs
+// the CPU executor and the double-precision oracle).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,17 +15,15 @@
 
 namespace tapestry {
 
+struct CertificateCheck;
+
+// Runs `stage` and `original` on the same inputs and compares their outputs,
+// as a certificate check named "numeric" (verify::numeric_check makes one).
+using NumericCheck = std::function<CertificateCheck(const Graph &original, const Graph &stage)>;
+
 struct CertifyOptions {
-    // Run the stage and the original on the CPU executor with the same random
-    // inputs and compare every output (slow on big graphs: off by default).
-    bool numeric = false;
-    std::uint64_t seed = 1;
-    // An output passes when |stage - original| <= atol·scale + rtol·|original| for
-    // every element, scale = max(1, max |original|) (as cpu::verify does); for a
-    // bf16/f16 output atol and rtol are at least cpu::dtype_tolerance_floor's.
-    double atol = 1e-4;
-    double rtol = 1e-3;
-    int threads = 2;
+    // The numeric check (slow on big graphs: none by default).
+    NumericCheck numeric;
     const OpLibrary *library = nullptr;  // null: OpLibrary::standard()
 };
 
@@ -34,6 +35,9 @@ struct CertificateCheck {
     std::string message;
     std::vector<std::string> findings;
     std::vector<std::string> nodes;  // ids of the nodes at fault, in finding order
+
+    // Records a failure: the first finding becomes the message.
+    void fail(std::string finding, std::string node);
 };
 
 struct Certificate {

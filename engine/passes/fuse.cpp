@@ -1,6 +1,6 @@
 // The fusion pass: grow chains from each head along single-consumer edges whose
 // shard selections match exactly, check each candidate with the op library and the
-// CPU kernel, and replace the chain by one `fused` operation through the
+// backends it must run on (ops/fusion.h), and replace the chain by one `fused` operation through the
 // RecordingRewriter (so the stage diff is exactly the fused heads, the removed
 // members and the removed intermediates).
 #include "passes/fuse.h"
@@ -13,7 +13,7 @@
 #include "graph/order.h"
 #include "graph/resolve.h"
 #include "ops/fused.h"
-#include "runtime/cpu/kernel.h"
+#include "ops/fusion.h"
 
 namespace tapestry {
 namespace {
@@ -130,9 +130,7 @@ private:
                 s.inputs = std::move(sel.inputs);
                 s.outputs = std::move(sel.outputs);
             }
-        // Ask the CPU kernel, once per distinct piece shape.
-        const cpu::KernelFactory *factory = cpu::find_kernel("fused");
-        if (!factory) return unexpected(std::string("no CPU kernel for fused"));
+        // Ask every backend, once per distinct piece shape.
         const OpDef *def = lib_->find("fused");
         auto types = operand_types(g, f);
         if (!types) return unexpected(types.error().message);
@@ -140,29 +138,29 @@ private:
         if (!rel) return unexpected(rel.error().message);
         std::set<std::vector<ZPoint>> seen;
         for (const Piece &p : pieces_of(g, f, abs->signature)) {
-            cpu::KernelSpec spec;
-            spec.def = def;
-            spec.params = lib_->with_defaults(*def, f.params);
-            spec.derivation = *rel;
-            spec.operands = *types;
-            spec.index_range = p.index;
+            FusedPiece piece;
+            piece.def = def;
+            piece.params = lib_->with_defaults(*def, f.params);
+            piece.derivation = *rel;
+            piece.operands = *types;
+            piece.index_range = p.index;
             // Views as the executor cuts them: boxes of row-major tensor buffers.
             for (const PortBinding &b : p.sel.inputs)
                 for (const TensorSelection &s : b.selections) {
-                    spec.input_shapes.push_back(s.range.shape());
-                    spec.input_strides.push_back(row_major_strides(g, s.tensor));
+                    piece.input_shapes.push_back(s.range.shape());
+                    piece.input_strides.push_back(row_major_strides(g, s.tensor));
                 }
             for (const PortBinding &b : p.sel.outputs)
                 for (const TensorSelection &s : b.selections) {
-                    spec.output_shapes.push_back(s.range.shape());
-                    spec.output_strides.push_back(row_major_strides(g, s.tensor));
+                    piece.output_shapes.push_back(s.range.shape());
+                    piece.output_strides.push_back(row_major_strides(g, s.tensor));
                 }
-            std::vector<ZPoint> key = spec.input_shapes;
-            for (const auto &st : spec.input_strides) key.push_back(ZPoint(std::vector<Coord>(st.begin(), st.end())));
-            key.insert(key.end(), spec.output_shapes.begin(), spec.output_shapes.end());
+            std::vector<ZPoint> key = piece.input_shapes;
+            for (const auto &st : piece.input_strides) key.push_back(ZPoint(std::vector<Coord>(st.begin(), st.end())));
+            key.insert(key.end(), piece.output_shapes.begin(), piece.output_shapes.end());
             if (!seen.insert(key).second) continue;
-            auto kernel = factory->make(spec);
-            if (!kernel) return unexpected("the CPU kernel cannot run the chain (" + kernel.error() + ")");
+            for (const FusionBackend *backend : options_.backends)
+                if (const std::string why = backend->refusal(piece); !why.empty()) return unexpected(why);
         }
         return f;
     }
@@ -369,6 +367,8 @@ std::string plural(int n, const char *one, const char *many) { return std::to_st
 }  // namespace
 
 Expected<Stage, std::string> fuse(const Graph &g, const FuseOptions &options) {
+    if (options.backends.empty())
+        return unexpected(std::string("fuse: no backend to ask which chains it can run (FuseOptions::backends)"));
     Stage stage;
     stage.pass = "fuse";
     stage.input = g;

@@ -11,6 +11,7 @@
 
 #include "common/expected.h"
 #include "graph/graph.h"
+#include "ops/fusion.h"
 #include "ops/library.h"
 #include "passes/certificate.h"
 #include "passes/stage.h"
@@ -23,6 +24,10 @@ struct FuseOptions {
     // Operations never fused.
     std::vector<OpId> exclude;
     const OpLibrary *library = nullptr;  // null: OpLibrary::standard()
+    // The backends every fused op must run on (ops/fusion.h), e.g.
+    // cpu::fusion_backend(): a chain is fused only when each can run every piece.
+    // At least one is required.
+    std::vector<const FusionBackend *> backends;
     // Certify the stage against the input graph when set.
     std::optional<CertifyOptions> certify;
 };
@@ -35,10 +40,10 @@ struct FuseOptions {
 // unsharded) read exactly the selections P's pieces write (same count, equal
 // selections, compatible devices), P and C are replaced by one `fused` op with
 // P's id and P's shards; greedily, C's own consumer may join the chain. T is
-// removed. A chain is fused only when the CPU kernel can run it (ops/fused.h,
-// runtime/cpu/kernels_fused.cpp). Edges between fusable kinds that are not fused
+// removed. A chain is fused only when every backend of FuseOptions::backends can
+// run it (ops/fusion.h; the CPU's: runtime/cpu/fusion_backend.h). Edges between fusable kinds that are not fused
 // are named in the summary with the reason. Fails only when the graph does not
-// resolve.
+// resolve or no backend is given.
 Expected<Stage, std::string> fuse(const Graph &g, const FuseOptions &options = {});
 
 }  // namespace tapestry

@@ -51,6 +51,7 @@ Expected<PassFunction, std::string> make_pass(const std::string &name, const Pip
     if (name == "fuse") {
         FuseOptions opts;
         for (const std::string &id : settings.fuse_exclude) opts.exclude.push_back(OpId(id));
+        opts.backends = settings.fusion_backends;
         return PassFunction([opts](const Graph &g) { return fuse(g, opts); });
     }
     return unexpected("unknown pass '" + name + "' (known: substitute, shard, fuse)");

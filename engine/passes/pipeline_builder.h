@@ -21,6 +21,9 @@ struct PipelineSettings {
     std::vector<std::string> rules;        // substitute: rule names; empty = the default set
     std::string goal = "expand";           // substitute: "expand" or "fuse"
     std::vector<std::string> fuse_exclude; // fuse: op ids never fused
+    // fuse: the backends every fused op must run on (FuseOptions::backends); the
+    // CLI and the studio give cpu::fusion_backend().
+    std::vector<const FusionBackend *> fusion_backends;
 };
 
 // The passes a pipeline may name, in their usual order.

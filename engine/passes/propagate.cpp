@@ -87,16 +87,6 @@ int unit_column_of_row(const IndexProjection &p, int row) {
     return unit_row_of_column(p, found) == row ? found : -1;
 }
 
-bool is_reduction_dim(const Signature &sig, int dim) {
-    for (const PortProjections &pp : sig.outputs)
-        for (const OperandProjection &p : pp.operands) {
-            const ZMatrix &a = p.projection.map().matrix();
-            for (int r = 0; r < a.rows(); ++r)
-                if (a.at(r, dim) != 0) return false;
-        }
-    return true;
-}
-
 // Projections of the operands of `bindings` that select tensor `t`.
 std::vector<const OperandProjection *> projections_of(const std::vector<PortBinding> &bindings,
                                                       const std::vector<PortProjections> &ports, const TensorId &t) {
@@ -122,7 +112,7 @@ std::optional<Cuts> map_cuts(const Cuts &cuts, const OperandProjection &from, co
         const int t = unit_row_of_column(from.projection, static_cast<int>(d));
         if (t < 0) return std::nullopt;
         const int e = unit_column_of_row(to.projection, t);
-        if (e < 0 || is_reduction_dim(to_sig, e)) return std::nullopt;
+        if (e < 0 || to_sig.is_reduction_dim(e)) return std::nullopt;
         std::vector<Coord> &mine = out[static_cast<size_t>(e)];
         for (Coord c : cuts[d]) {
             // index c of the sharded op → tensor element c + b_from → neighbour index − b_to

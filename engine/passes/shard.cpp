@@ -32,18 +32,6 @@ std::string join_sizes(const std::vector<Coord> &sizes) {
     return out;
 }
 
-// An index dim is a reduction when no output projection depends on it: every
-// output's matrix has a zero column there.
-bool is_reduction_dim(const Signature &sig, int dim) {
-    for (const PortProjections &pp : sig.outputs)
-        for (const OperandProjection &p : pp.operands) {
-            const ZMatrix &a = p.projection.map().matrix();
-            for (int r = 0; r < a.rows(); ++r)
-                if (a.at(r, dim) != 0) return false;
-        }
-    return true;
-}
-
 // The sizes a piece of extent `extent` is split into, or an error naming the spec.
 Expected<std::vector<Coord>, std::string> part_sizes(const ShardSpec &spec, Coord extent, const std::string &where) {
     const std::string prefix = "shard spec '" + spec.text + "': ";
@@ -116,7 +104,7 @@ Expected<Applied, std::string> apply_spec(RecordingRewriter &rw, const ShardSpec
                                          : (contractions.size() == 1 ? " and its contraction " : " and its contractions ") +
                                                named));
     }
-    if (is_reduction_dim(sig, spec.dim))
+    if (sig.is_reduction_dim(spec.dim))
         return unexpected(prefix + "dim " + std::to_string(spec.dim) + " of " + op->id.value +
                           " is a reduction with no monoid split for kind '" + op->kind + "' (contractions of matmul/linear and the reduced axes of reduce_* split)");
 

@@ -19,6 +19,7 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "ops/library.h"
+#include "numeric_certify.h"
 #include "passes/certificate.h"
 #include "passes/fuse.h"
 #include "passes/pipeline_builder.h"
@@ -103,7 +104,7 @@ void run(const std::string &label, const Graph &g, int reps, bool numeric, std::
     rows.push_back({label, "fuse (after the shard stage)",
                     median_ms(reps,
                               [&] {
-                                  auto s = fuse(staged.graph, {});
+                                  auto s = fuse(staged.graph, test::cpu_fuse());
                                   if (!s) {
                                       std::fprintf(stderr, "bench_passes: fuse: %s\n", s.error().c_str());
                                       std::exit(1);
@@ -117,6 +118,7 @@ void run(const std::string &label, const Graph &g, int reps, bool numeric, std::
     // name the ops of the input graph that survive substitution (every one but the
     // expanded composites).
     PipelineSettings settings;
+    settings.fusion_backends = {&cpu::fusion_backend()};
     for (const std::string &spec : batch_specs(g)) {
         const std::string op = spec.substr(0, spec.find(':'));
         if (substituted.graph.find_op(OpId(op))) settings.shard_specs.push_back(spec);
@@ -143,7 +145,7 @@ void run(const std::string &label, const Graph &g, int reps, bool numeric, std::
                     verdict});
     if (numeric) {
         CertifyOptions o;
-        o.numeric = true;
+        o.numeric = verify::numeric_check();
         rows.push_back({label, "certify + numeric run", median_ms(std::max(1, reps / 5), [&] { cert = certify(g, staged.graph, o); }),
                         cert.badge()});
     }

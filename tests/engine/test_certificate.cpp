@@ -6,19 +6,17 @@
 #include <filesystem>
 
 #include "io/project_file.h"
+#include "verify/numeric_check.h"
 #include "passes/certificate.h"
 #include "passes/shard.h"
 #include "substitute_support.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
 namespace {
 
-Graph parse(const char *text) {
-    LoadResult r = parse_project(text);
-    TAPESTRY_CHECK(r.ok(), "test project does not parse");
-    return r.graph;
-}
+using test::parse;
 
 // x[10, 6] → linear fc1 → h[10, 8] → relu r1 → y[10, 8].
 const char *kTiny = R"({
@@ -99,6 +97,7 @@ private slots:
     void dropped_shard_is_a_coverage_gap();
     void unwritten_reads_fail_dataflow();
     void numeric_check_catches_swapped_matmul_operands();
+    void numeric_check_sees_what_both_runs_share();
     void numeric_check_passes_on_an_equal_graph();
     void text_and_badge();
     void mlp_sharded_4_way_on_batch_is_certified();
@@ -168,14 +167,45 @@ void TestCertificate::numeric_check_catches_swapped_matmul_operands() {
     Operation mm = *g.find_op(OpId("mm"));
     std::swap(mm.inputs[0].selections, mm.inputs[1].selections);  // y = b · a
     s.put_op(std::move(mm));
+    verify::NumericCheckOptions numeric;
+    numeric.seed = 7;
     CertifyOptions o;
-    o.numeric = true;
-    o.seed = 7;
+    o.numeric = verify::numeric_check(numeric);
     const Certificate c = certify(g, s, o);
     QCOMPARE(failed_checks(c), QString("numeric"));
     const CertificateCheck *n = c.find("numeric");
-    QVERIFY2(n->message.rfind("output 'y' differs from the original: max abs error ", 0) == 0, n->message.c_str());
-    QCOMPARE(n->nodes, std::vector<std::string>{"y"});
+    QVERIFY2(n->message.rfind("output 'y' differs from the original's run: max abs error ", 0) == 0, n->message.c_str());
+    // Against the original's run and against the oracle: two findings, both on y.
+    QCOMPARE(n->nodes, (std::vector<std::string>{"y", "y"}));
+    QVERIFY2(n->findings[1].rfind("output 'y' differs from the oracle: max abs error ", 0) == 0, n->findings[1].c_str());
+}
+
+// A fault both executor runs share is invisible to a comparison of the two runs;
+// the oracle sees it. Here the stage is the original sharded, and both overflow
+// f32 the same way (|y| reaches 8 · 3e38) where the double oracle stays finite:
+// the check fails against the oracle only.
+void TestCertificate::numeric_check_sees_what_both_runs_share() {
+    Graph g = parse(kTiny);
+    Tensor w = *g.find_tensor(TensorId("w"));
+    auto big = std::make_shared<TensorData>(DType::f32, w.shape());
+    for (float &v : big->as<float>()) v = 3e38f;
+    w.value = big;
+    g.put_tensor(std::move(w));
+    auto options = parse_shard_options({"fc1:0=2"});
+    QVERIFY(options);
+    auto stage = shard(g, *options);
+    QVERIFY(stage);
+    CertifyOptions o;
+    o.numeric = verify::numeric_check();
+    const Certificate c = certify(g, stage->graph, o);
+    QCOMPARE(failed_checks(c), QString("numeric"));
+    const CertificateCheck *n = c.find("numeric");
+    for (const std::string &f : n->findings)
+        QVERIFY2(f.rfind("output 'y' differs from the oracle: ", 0) == 0, f.c_str());
+    verify::NumericCheckOptions runs_only;
+    runs_only.oracle = false;
+    o.numeric = verify::numeric_check(runs_only);
+    QVERIFY2(certify(g, stage->graph, o).pass(), "the two runs agree with each other");
 }
 
 void TestCertificate::numeric_check_passes_on_an_equal_graph() {
@@ -185,10 +215,13 @@ void TestCertificate::numeric_check_passes_on_an_equal_graph() {
     auto stage = shard(g, *options);
     QVERIFY(stage);
     CertifyOptions o;
-    o.numeric = true;
+    o.numeric = verify::numeric_check();
     const Certificate c = certify(g, stage->graph, o);
     QVERIFY2(c.pass(), c.text().c_str());
-    QVERIFY2(c.find("numeric")->message.rfind("seed 1: y: max abs error ", 0) == 0, c.find("numeric")->message.c_str());
+    QVERIFY2(c.find("numeric")->message.rfind("seed 1: y vs the original's run: max abs error ", 0) == 0,
+             c.find("numeric")->message.c_str());
+    QVERIFY2(c.find("numeric")->message.find(", y vs the oracle: max abs error ") != std::string::npos,
+             c.find("numeric")->message.c_str());
 }
 
 void TestCertificate::text_and_badge() {
@@ -233,9 +266,10 @@ void TestCertificate::mlp_sharded_4_way_on_batch_is_certified() {
     QVERIFY(stage);
     for (const char *op : {"fc1", "fc2", "fc3", "fc4"})
         QCOMPARE(stage->graph.find_op(OpId(op))->shards.size(), size_t(4));
+    verify::NumericCheckOptions numeric;
+    numeric.seed = 2024;
     CertifyOptions o;
-    o.numeric = true;
-    o.seed = 2024;
+    o.numeric = verify::numeric_check(numeric);
     const Certificate c = certify(small, stage->graph, o);
     QVERIFY2(c.pass(), c.text().c_str());
     QCOMPARE(c.checks.size(), size_t(5));

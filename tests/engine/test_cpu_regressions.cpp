@@ -5,7 +5,7 @@
 #include "io/project_file.h"
 #include "io/random_inputs.h"
 #include "ops/library.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 
 using namespace tapestry;
 
@@ -14,10 +14,10 @@ QString verify_text(const std::string &json) {
     LoadResult loaded = parse_project(json, "regression.tapestry.json");
     if (!loaded.ok()) return QString::fromStdString("load failed: " + format_issue(loaded.issues.front()));
     auto inputs = make_random_inputs(loaded.graph, 7);
-    auto report = cpu::verify(loaded.graph, OpLibrary::standard(), inputs);
+    auto report = verify::check_equivalence(loaded.graph, OpLibrary::standard(), inputs);
     if (!report) return QString::fromStdString("verify failed: " + report.error());
     QString out;
-    for (const cpu::OutputComparison &c : report->comparisons)
+    for (const verify::OutputComparison &c : report->comparisons)
         out += QString::fromStdString(c.tensor + " vs " + c.against + ": " + (c.pass ? "pass" : "FAIL") + " (max abs " +
                                       std::to_string(c.max_abs_error) + ")\n");
     return report->pass() ? QString() : out;

@@ -7,15 +7,14 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "ops/library.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 using namespace tapestry::edit;
 
 namespace {
 
-std::filesystem::path source_dir() {
-    return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString());
-}
+using test::source_dir;
 
 Graph example(const char *name) {
     LoadResult r = load_project(source_dir() / "projects" / name);

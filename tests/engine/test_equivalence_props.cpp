@@ -23,7 +23,7 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "io/random_inputs.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 #include "random_graph.h"
 
 #ifdef TAPESTRY_HAVE_RAPIDCHECK
@@ -113,8 +113,8 @@ std::optional<std::string> check_case(const Pick &pick, int *sharded_ops) {
     if (auto error = shard_graph(g, pick)) return *error + "\n" + serialize_project(g);
     for (const OpPtr &op : g.operations()) *sharded_ops += op->shards.empty() ? 0 : 1;
     const auto inputs = make_random_inputs(g, static_cast<std::uint64_t>(pick(0, 1 << 20)));
-    cpu::VerifyOptions options;  // atol 1e-4, rtol 1e-3
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs, options);
+    verify::VerifyOptions options;  // atol 1e-4, rtol 1e-3
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs, options);
     if (!report) return "verify failed: " + report.error() + "\n" + serialize_project(g);
     if (!report->pass()) {
         std::string s = "not equivalent:\n";
@@ -151,7 +151,7 @@ std::optional<std::string> check_tiled_case(const Pick &pick, int *tiled_cases, 
     if (!q) return "compile (untiled): " + q.error();
     auto b = (*q)->run(inputs);
     if (!b) return "untiled run: " + b.error();
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs, cpu::VerifyOptions{});
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs, verify::VerifyOptions{});
     if (!report) return "verify failed: " + report.error() + "\n" + serialize_project(g);
     if (!report->pass()) return "the untiled run is not equivalent to the oracle\n" + serialize_project(g);
     for (const auto &[id, ya] : a->outputs) {
@@ -159,7 +159,7 @@ std::optional<std::string> check_tiled_case(const Pick &pick, int *tiled_cases, 
         double scale = 1;
         for (std::int64_t i = 0; i < yb.element_count(); ++i)
             if (std::isfinite(yb.get(i))) scale = std::max(scale, std::abs(yb.get(i)));
-        const auto c = cpu::compare_values(ya, yb, 1e-4 * scale, 1e-3);
+        const auto c = verify::compare_values(ya, yb, 1e-4 * scale, 1e-3);
         if (!c.pass)
             return "tiled output " + id.value + " differs from the untiled run: max abs " +
                    std::to_string(c.max_abs_error) + " at flat index " + std::to_string(c.worst_index) + "\n" +

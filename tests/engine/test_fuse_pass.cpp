@@ -16,20 +16,18 @@
 #include "io/random_inputs.h"
 #include "ops/fused.h"
 #include "ops/library.h"
+#include "numeric_certify.h"
 #include "passes/fuse.h"
 #include "passes/shard.h"
 #include "passes/substitute.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
 namespace {
 
-Graph parse(const char *json) {
-    LoadResult r = parse_project(json);
-    TAPESTRY_CHECK(r.ok(), "test project does not parse");
-    return r.graph;
-}
+using test::parse;
 
 // The MLP's topology at a small size: linear → gelu → linear → relu → linear → gelu → linear.
 const char *kSmallMlp = R"({
@@ -302,10 +300,9 @@ std::string first_difference(const std::string &expected, const std::string &act
 // Certify numerically with a looser tolerance than the default: fused epilogues
 // round once where the unfused graph rounds per tensor.
 CertifyOptions numeric() {
-    CertifyOptions c;
-    c.numeric = true;
-    c.seed = 7;
-    return c;
+    verify::NumericCheckOptions o;
+    o.seed = 7;
+    return test::numeric_certify(o);
 }
 
 }  // namespace
@@ -438,13 +435,13 @@ void TestFusePass::random_tails() {
             specs = QString("h:%1=%2 n:%1=%2").arg(d).arg(n);
         }
         const std::string what = json + "\nshards: " + specs.toStdString();
-        auto stage = fuse(split(original, specs));
+        auto stage = fuse(split(original, specs), test::cpu_fuse());
         QVERIFY2(stage, stage ? "" : stage.error().c_str());
         QVERIFY2(stage->graph.operations().size() == 1, (stage->summary + "\n" + what).c_str());
         QCOMPARE(stage->graph.operations().front()->kind, std::string("fused"));
-        auto report = cpu::verify(stage->graph, OpLibrary::standard(), make_random_inputs(stage->graph, 5));
+        auto report = verify::check_equivalence(stage->graph, OpLibrary::standard(), make_random_inputs(stage->graph, 5));
         QVERIFY2(report, report ? "" : report.error().c_str());
-        for (const cpu::OutputComparison &c : report->comparisons)
+        for (const verify::OutputComparison &c : report->comparisons)
             QVERIFY2(c.pass, (c.tensor + ": max abs error " + std::to_string(c.max_abs_error) + "\n" + what).c_str());
         const Certificate cert = certify(original, stage->graph, numeric());
         QVERIFY2(cert.pass(), (cert.text() + "\n" + what).c_str());
@@ -469,7 +466,7 @@ void TestFusePass::golden() {
     LoadResult loaded = load_project(root / "projects/mlp.tapestry.json");
     QVERIFY(loaded.ok());
     const Graph input = sharded(loaded.graph, specs);
-    FuseOptions options;
+    FuseOptions options = test::cpu_fuse();
     options.certify = CertifyOptions{};
     auto stage = fuse(input, options);
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
@@ -501,7 +498,7 @@ void TestFusePass::small_mlp_certifies() {
     QFETCH(int, fused_ops);
     const Graph original = parse(kSmallMlp);
     const Graph input = split(original, specs);
-    auto stage = fuse(input);
+    auto stage = fuse(input, test::cpu_fuse());
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
     int count = 0;
     for (const OpPtr &op : stage->graph.operations())
@@ -561,7 +558,7 @@ void TestFusePass::refusals() {
     QFETCH(QString, reason);
     const std::string text = json.toStdString();
     const Graph input = split(parse(text.c_str()), specs);
-    auto stage = fuse(input);
+    auto stage = fuse(input, test::cpu_fuse());
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
     QVERIFY(stage->diff.empty());
     QVERIFY(stage->graph.shares_all_nodes(input));
@@ -572,17 +569,17 @@ void TestFusePass::refusals() {
 void TestFusePass::options_exclude_and_kinds() {
     const std::string text = tiny();
     const Graph input = parse(text.c_str());
-    FuseOptions excl;
+    FuseOptions excl = test::cpu_fuse();
     excl.exclude = {OpId("r1")};
     auto a = fuse(input, excl);
     QVERIFY(a && a->diff.empty());
     QCOMPARE(a->summary, std::string("nothing fused"));
     QCOMPARE(a->options, std::string("exclude=r1"));
-    FuseOptions kinds;
+    FuseOptions kinds = test::cpu_fuse();
     kinds.kinds = {"linear"};
     auto b = fuse(input, kinds);
     QVERIFY(b && b->diff.empty());
-    auto c = fuse(input);
+    auto c = fuse(input, test::cpu_fuse());
     QVERIFY(c.has_value());
     QCOMPARE(c->summary, std::string("fused 1 pair into 1 op: fc1+r1"));
     const GraphDelta::Summary s = c->diff.summary();
@@ -646,7 +643,7 @@ void TestFusePass::chains() {
     const std::string text = json.toStdString();
     const Graph original = parse(text.c_str());
     const Graph input = split(original, specs);
-    auto stage = fuse(input);
+    auto stage = fuse(input, test::cpu_fuse());
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
     const Operation &f = *stage->graph.operations().front();
     if (f.kind != "fused") {
@@ -667,9 +664,9 @@ void TestFusePass::chains() {
     QVERIFY2(!has_errors(issues), issues.empty() ? "" : format_issue(issues.front()).c_str());
 
     for (std::uint64_t seed : {3u, 4u}) {
-        auto report = cpu::verify(stage->graph, OpLibrary::standard(), make_random_inputs(stage->graph, seed));
+        auto report = verify::check_equivalence(stage->graph, OpLibrary::standard(), make_random_inputs(stage->graph, seed));
         QVERIFY2(report, report ? "" : report.error().c_str());
-        for (const cpu::OutputComparison &c : report->comparisons)
+        for (const verify::OutputComparison &c : report->comparisons)
             QVERIFY2(c.pass, (c.tensor + " vs " + c.against + ": max abs error " + std::to_string(c.max_abs_error)).c_str());
         QCOMPARE(report->sharded, !stage->graph.operations().back()->shards.empty());
     }
@@ -687,7 +684,7 @@ void TestFusePass::gpt2_block_tails() {
     LoadResult loaded = load_project(std::filesystem::path(source.toStdString()) / "projects/gpt2_block.tapestry.json");
     QVERIFY(loaded.ok());
     {
-        auto stage = fuse(sharded(loaded.graph, "residual_1:0=2 ln_2:0=2"));
+        auto stage = fuse(sharded(loaded.graph, "residual_1:0=2 ln_2:0=2"), test::cpu_fuse());
         QVERIFY(stage.has_value());
         QVERIFY2(QString::fromStdString(stage->summary).contains("residual_1→{ln_2,residual_2} not fused: h has 2 consumers"),
                  stage->summary.c_str());
@@ -697,7 +694,7 @@ void TestFusePass::gpt2_block_tails() {
     auto sub = substitute(loaded.graph, so);
     QVERIFY2(sub, sub ? "" : sub.error().c_str());
     const Graph input = sharded(sub->graph, "attention.add:0=2 attention.softmax:0=2");
-    FuseOptions options;
+    FuseOptions options = test::cpu_fuse();
     options.certify = numeric();
     auto stage = fuse(input, options);
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
@@ -730,11 +727,11 @@ void TestFusePass::example_projects_certify() {
     if (source.isEmpty()) QSKIP("TAPESTRY_SOURCE_DIR is not set (CTest sets it)");
     LoadResult loaded = load_project(std::filesystem::path(source.toStdString()) / "projects" / file.toStdString());
     QVERIFY(loaded.ok());
-    FuseOptions options;
+    FuseOptions options = test::cpu_fuse();
     options.certify = CertifyOptions{};
     // Numerically too, except the full-size MLP (seconds of GEMMs; its small copy
     // above is certified numerically).
-    options.certify->numeric = file != "mlp.tapestry.json";
+    if (file != "mlp.tapestry.json") options.certify->numeric = verify::numeric_check();
     auto stage = fuse(loaded.graph, options);
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
     QVERIFY2(stage->certificate.pass(), (stage->summary + "\n" + stage->certificate.text()).c_str());

@@ -15,22 +15,20 @@
 #include "io/project_file.h"
 #include "kernel_check.h"
 #include "ops/library.h"
+#include "verify/numeric_check.h"
 #include "passes/monoid_split.h"
 #include "passes/shard.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
 namespace {
 
-Graph parse_or_die(const std::string &json) {
-    LoadResult r = parse_project(json);
-    TAPESTRY_CHECK(r.ok(), "test project does not parse");
-    return r.graph;
-}
+using test::parse;
 
 // a [A] @ b [B] → mm → y → relu r → z (output). Shapes as JSON arrays.
 Graph matmul_graph(const std::string &a, const std::string &b, const std::string &y) {
-    return parse_or_die(R"({"format": "tapestry-project", "version": 1, "name": "mm",
+    return parse(R"({"format": "tapestry-project", "version": 1, "name": "mm",
   "tensors": [
     {"id": "a", "dtype": "f32", "shape": )" + a + R"(, "role": "input"},
     {"id": "b", "dtype": "f32", "shape": )" + b + R"(, "role": "parameter"},
@@ -45,7 +43,7 @@ Graph matmul_graph(const std::string &a, const std::string &b, const std::string
 
 // x[10, 6] → linear fc1 (+ bias) → h[10, 8] → relu r1 → out[10, 8].
 Graph linear_graph(bool with_bias) {
-    return parse_or_die(std::string(R"({"format": "tapestry-project", "version": 1, "name": "lin",
+    return parse(std::string(R"({"format": "tapestry-project", "version": 1, "name": "lin",
   "tensors": [
     {"id": "x", "dtype": "f32", "shape": [10, 6], "role": "input"},
     {"id": "w", "dtype": "f32", "shape": [6, 8], "role": "parameter"},
@@ -62,7 +60,7 @@ Graph linear_graph(bool with_bias) {
 
 // x[6, 10, 4] → reduce r (kind, params) → y → relu q → z (output).
 Graph reduce_graph(const std::string &kind, const std::string &params, const std::string &y) {
-    return parse_or_die(R"({"format": "tapestry-project", "version": 1, "name": "red",
+    return parse(R"({"format": "tapestry-project", "version": 1, "name": "red",
   "tensors": [
     {"id": "x", "dtype": "f32", "shape": [6, 10, 4], "role": "input"},
     {"id": "y", "dtype": "f32", "shape": )" + y + R"(, "role": "intermediate"},
@@ -81,7 +79,7 @@ Expected<Stage, std::string> split(const Graph &g, const std::vector<std::string
     options->propagate = false;
     options->movement = false;
     options->certify = CertifyOptions{};
-    options->certify->numeric = numeric;
+    if (numeric) options->certify->numeric = verify::numeric_check();
     return shard(g, *options);
 }
 
@@ -98,7 +96,7 @@ QString ids(const std::vector<std::string> &v) {
     return out.join(" ");
 }
 
-std::filesystem::path source_dir() { return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString()); }
+using test::source_dir;
 
 std::vector<std::string> split_lines(const std::string &text) {
     std::vector<std::string> out;
@@ -355,7 +353,7 @@ void TestMonoidSplit::split_with_propagation_and_movement() {
     auto options = parse_shard_options({"fc1:0=2", "fc1:2=3"});
     QVERIFY(options);
     options->certify = CertifyOptions{};
-    options->certify->numeric = true;
+    options->certify->numeric = verify::numeric_check();
     auto stage = shard(linear_graph(true), *options);
     QVERIFY2(stage, stage ? "" : stage.error().c_str());
     QVERIFY2(stage->summary.find("fc1.reduce (reduction of partials: reduce_scatter)") != std::string::npos,
@@ -374,7 +372,7 @@ void TestMonoidSplit::numeric_check_catches_a_wrong_reduction() {
     reduce.kind = "reduce_max";
     broken.put_op(reduce);
     CertifyOptions options;
-    options.numeric = true;
+    options.numeric = verify::numeric_check();
     const Certificate c = certify(g, broken, options);
     QVERIFY(c.find("dataflow")->pass);
     QVERIFY(!c.find("numeric")->pass);
@@ -434,7 +432,7 @@ void TestMonoidSplit::refusals() {
     QFETCH(QString, message);
     Graph g = matmul_graph("[4, 10]", "[10, 3]", "[4, 3]");
     if (graph == "vector")
-        g = parse_or_die(R"({"format": "tapestry-project", "version": 1, "name": "v",
+        g = parse(R"({"format": "tapestry-project", "version": 1, "name": "v",
   "tensors": [{"id": "x", "dtype": "f32", "shape": [6], "role": "input"},
               {"id": "w", "dtype": "f32", "shape": [6, 4], "role": "parameter"},
               {"id": "y", "dtype": "f32", "shape": [4], "role": "output"}],

@@ -11,9 +11,11 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "ops/library.h"
+#include "verify/numeric_check.h"
 #include "passes/movement.h"
 #include "passes/shard.h"
 #include "runtime/cpu/kernel.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
@@ -72,15 +74,9 @@ std::string conv_chain_text(int n, int c, int h, int w, int k1, int k2, int r) {
        "inputs": {"x": "t", "w": "w2"}, "outputs": {"y": "y"}}]})";
 }
 
-Graph parse(const std::string &text) {
-    LoadResult r = parse_project(text);
-    if (!r.ok()) qFatal("test project does not parse: %s", format_issue(r.issues.front()).c_str());
-    return r.graph;
-}
+using test::parse;
 
-std::filesystem::path source_dir() {
-    return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString());
-}
+using test::source_dir;
 
 Expected<Stage, std::string> run(const Graph &g, const QStringList &specs, bool propagate = true) {
     std::vector<std::string> list;
@@ -102,7 +98,7 @@ QStringList transfers_text(const std::vector<Transfer> &ts) {
 
 void verify_numeric(const Graph &original, const Graph &stage) {
     CertifyOptions o;
-    o.numeric = true;
+    o.numeric = verify::numeric_check();
     const Certificate c = certify(original, stage, o);
     QVERIFY2(c.pass(), c.text().c_str());
     QVERIFY(c.find("numeric"));
@@ -331,7 +327,7 @@ void TestMovement::random_specs_certify() {
         auto stage = run(g, specs);
         QVERIFY2(stage, stage ? "" : stage.error().c_str());
         CertifyOptions o;
-        o.numeric = true;
+        o.numeric = verify::numeric_check();
         const Certificate c = certify(g, stage->graph, o);
         QVERIFY2(c.pass(), (specs.join(' ').toStdString() + "\n" + c.text()).c_str());
         const auto moves = data_movement(stage->graph, OpLibrary::standard());

@@ -12,6 +12,7 @@
 
 #include "graph/resolve.h"
 #include "io/project_file.h"
+#include "numeric_certify.h"
 #include "passes/fuse.h"
 #include "passes/shard.h"
 #include "passes/stage.h"
@@ -99,15 +100,16 @@ Outcome check_case(const Pick &pick) {
     auto options = parse_shard_options(specs);
     if (!options) return {"specs the generator wrote do not parse: " + options.error(), false};
 
+    verify::NumericCheckOptions numeric;
+    numeric.seed = static_cast<std::uint64_t>(pick(0, 1 << 20));
     CertifyOptions certify;
-    certify.numeric = true;
-    certify.seed = static_cast<std::uint64_t>(pick(0, 1 << 20));
+    certify.numeric = verify::numeric_check(numeric);
     // substitute (sometimes) → shard → fuse (sometimes).
     Pipeline pipeline;
     if (pick(0, 3) == 0) pipeline.add("substitute", [](const Graph &in) { return substitute(in, {}); });
     const ShardOptions shard_options = *options;
     pipeline.add("shard", [shard_options](const Graph &in) { return shard(in, shard_options); });
-    if (pick(0, 1) == 0) pipeline.add("fuse", [](const Graph &in) { return fuse(in, {}); });
+    if (pick(0, 1) == 0) pipeline.add("fuse", [](const Graph &in) { return fuse(in, test::cpu_fuse()); });
     const auto stages = pipeline.run(g, certify);
     if (!stages) {
         // A refusal is fine when it says which spec and why.

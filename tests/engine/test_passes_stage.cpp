@@ -7,8 +7,10 @@
 #include <sstream>
 
 #include "io/project_file.h"
+#include "verify/numeric_check.h"
 #include "passes/shard.h"
 #include "passes/stage.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
@@ -28,9 +30,7 @@ const char *kTiny = R"({
   ]
 })";
 
-std::filesystem::path source_dir() {
-    return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString());
-}
+using test::source_dir;
 
 Graph input_graph(const QString &input) {
     if (input == "tiny") {
@@ -114,7 +114,7 @@ void TestPassesStage::pipeline_keeps_every_stage() {
     });
     QCOMPARE(p.size(), size_t(2));
     CertifyOptions o;
-    o.numeric = true;
+    o.numeric = verify::numeric_check();
     auto stages = p.run(g, o);
     QVERIFY2(stages, stages ? "" : stages.error().c_str());
     QCOMPARE(stages->size(), size_t(3));

@@ -11,9 +11,11 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "ops/library.h"
+#include "verify/numeric_check.h"
 #include "passes/movement.h"
 #include "passes/propagate.h"
 #include "passes/shard.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
@@ -49,15 +51,9 @@ std::string small_mlp_text(int batch) {
     return t;
 }
 
-Graph parse(const std::string &text) {
-    LoadResult r = parse_project(text);
-    if (!r.ok()) qFatal("test project does not parse: %s", format_issue(r.issues.front()).c_str());
-    return r.graph;
-}
+using test::parse;
 
-std::filesystem::path source_dir() {
-    return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString());
-}
+using test::source_dir;
 
 // The example MLP without the shards its file states (the tests shard it themselves).
 Graph mlp_unsharded() {
@@ -187,7 +183,7 @@ void TestPropagate::small_mlp_certifies_numerically() {
     const std::string said = "propagated to " + std::to_string(propagated) + (propagated == 1 ? " op" : " ops");
     QVERIFY2(stage->summary.find(said) != std::string::npos, stage->summary.c_str());
     CertifyOptions o;
-    o.numeric = true;
+    o.numeric = verify::numeric_check();
     const Certificate c = certify(g, stage->graph, o);
     QVERIFY2(c.pass(), c.text().c_str());
     QVERIFY(c.find("numeric"));

@@ -6,6 +6,7 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "ops/library.h"
+#include "verify/numeric_check.h"
 #include "passes/shard.h"
 
 using namespace tapestry;
@@ -268,7 +269,7 @@ void TestShardPass::certify_option_certifies_the_stage() {
     QVERIFY(plain);
     QVERIFY(!plain->certificate.certified());
     options->certify = CertifyOptions{};
-    options->certify->numeric = true;
+    options->certify->numeric = verify::numeric_check();
     auto stage = shard(tiny(), *options);
     QVERIFY(stage);
     QVERIFY2(stage->certificate.pass(), stage->certificate.text().c_str());

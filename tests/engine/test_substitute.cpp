@@ -9,16 +9,18 @@
 #include <sstream>
 
 #include "io/project_file.h"
+#include "numeric_certify.h"
 #include "passes/rules.h"
 #include "passes/substitute.h"
 #include "substitute_support.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 using tapestry::test::GraphBuilder;
 
 namespace {
 
-std::filesystem::path source_dir() { return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString()); }
+using test::source_dir;
 
 Graph project(const std::string &name) {
     LoadResult r = load_project(source_dir() / "projects" / name);
@@ -54,12 +56,6 @@ int count_kind(const Graph &g, const std::string &kind) {
     int n = 0;
     for (const OpPtr &op : g.operations()) n += op->kind == kind;
     return n;
-}
-
-CertifyOptions numeric_certify() {
-    CertifyOptions c;
-    c.numeric = true;
-    return c;
 }
 
 std::string read_file(const std::filesystem::path &p) {
@@ -113,7 +109,7 @@ void TestSubstitute::mlp_certifies_numerically() {
     auto full = substitute(project("mlp.tapestry.json"), o);
     QVERIFY(full.has_value());
     QVERIFY2(full->certificate.pass(), full->certificate.text().c_str());
-    o.certify = numeric_certify();
+    o.certify = test::numeric_certify();
     const std::map<Coord, Coord> m{{512, 16}, {1024, 24}, {4096, 40}, {128, 4}, {256, 8}, {384, 12}};
     auto stage = substitute(test::scaled(project("mlp.tapestry.json"), m), o);
     QVERIFY(stage.has_value());
@@ -154,7 +150,7 @@ void TestSubstitute::block_expands_and_certifies_data() {
 void TestSubstitute::block_expands_and_certifies() {
     QFETCH(int, heads);
     SubstituteOptions o;  // the default: expand composites
-    o.certify = numeric_certify();
+    o.certify = test::numeric_certify();
     auto stage = substitute(small_block(2, 6, 8, heads), o);
     QVERIFY2(stage.has_value(), stage ? "" : stage.error().c_str());
     QVERIFY2(stage->certificate.pass(), stage->certificate.text().c_str());
@@ -178,7 +174,7 @@ void TestSubstitute::gpt2_project_expands_and_certifies() {
     QCOMPARE(count_kind(full->graph, "attention"), 0);
     QCOMPARE(count_kind(full->graph, "layernorm"), 0);
     qInfo("%s", full->summary.c_str());
-    o.certify = numeric_certify();
+    o.certify = test::numeric_certify();
     const std::map<Coord, Coord> m{{8, 2}, {256, 8}, {768, 96}, {1536, 192}, {2304, 288}, {3072, 384}};
     auto stage = substitute(test::scaled(project("gpt2_block.tapestry.json"), m), o);
     QVERIFY2(stage.has_value(), stage ? "" : stage.error().c_str());
@@ -199,7 +195,7 @@ void TestSubstitute::fuse_goal_undoes_the_expansion() {
     SubstituteOptions fuse;
     fuse.goal = "fuse";
     fuse.rules = {"attention-fuse", "layernorm-fuse", "linear-fuse"};
-    fuse.certify = numeric_certify();
+    fuse.certify = test::numeric_certify();
     auto fused = substitute(expanded->graph, fuse);
     QVERIFY(fused.has_value());
     QVERIFY2(fused->certificate.pass(), fused->certificate.text().c_str());
@@ -232,7 +228,7 @@ void TestSubstitute::limits_show_in_the_summary() {
     SubstituteOptions o;
     o.rules = {"add-assoc", "add-comm"};
     o.limits.iterations = 2;
-    o.certify = numeric_certify();
+    o.certify = test::numeric_certify();
     auto stage = substitute(b.g, o);
     QVERIFY(stage.has_value());
     QVERIFY2(QString::fromStdString(stage->summary).startsWith("2 iterations (iteration limit), "),

@@ -10,19 +10,17 @@
 #include <functional>
 
 #include "io/project_file.h"
+#include "numeric_certify.h"
 #include "passes/certificate.h"
 #include "passes/fuse.h"
 #include "passes/shard.h"
+#include "test_projects.h"
 
 using namespace tapestry;
 
 namespace {
 
-Graph parse(const char *text) {
-    LoadResult r = parse_project(text);
-    TAPESTRY_CHECK(r.ok(), "test project does not parse");
-    return r.graph;
-}
+using test::parse;
 
 // x[12, 6] → fc1 (linear + bias) → h[12, 8] → relu r1 → a[12, 8] → fc2 → y[12, 5].
 const char *kChain = R"({
@@ -244,7 +242,7 @@ std::vector<Mutation> mutations() {
                    k_split({{0, 3}, {3, 6}}, {{3, 6}, {0, 3}}, "add"), "numeric"});
 
     // The passes' own node kinds. A fused op that lost its epilogue:
-    auto fused_stage = fuse(chain4);
+    auto fused_stage = fuse(chain4, test::cpu_fuse());
     TAPESTRY_CHECK(fused_stage.has_value(), "fuse failed in the test");
     const Graph fused = fused_stage->graph;
     TAPESTRY_CHECK(fused.find_op(OpId("fc1")) && fused.find_op(OpId("fc1"))->kind == "fused", "fc1 was not fused");
@@ -287,10 +285,9 @@ std::vector<Mutation> mutations() {
 }
 
 CertifyOptions numeric() {
-    CertifyOptions o;
-    o.numeric = true;
+    verify::NumericCheckOptions o;
     o.seed = 7;
-    return o;
+    return test::numeric_certify(o);
 }
 
 std::string failed(const Certificate &c) {

@@ -1,4 +1,4 @@
-// The numeric proof of equivalence (runtime/cpu/verify.h): the comparison
+// The numeric proof of equivalence (verify/verify.h): the comparison
 // machinery on crafted values (errors, tolerances, NaN, the worst element), verify
 // on small graphs (sharded and not, a failing output, bad inputs), and verify on
 // every example project (the large ones scaled down so the double-precision oracle
@@ -23,10 +23,11 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "ops/evaluate.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 
 using namespace tapestry;
 using namespace tapestry::cpu;
+using namespace tapestry::verify;
 using CoordMap = std::map<Coord, Coord>;
 Q_DECLARE_METATYPE(std::vector<double>)
 Q_DECLARE_METATYPE(CoordMap)
@@ -247,7 +248,7 @@ void TestVerify::compare_values() {
     const TensorData a = f32_values(actual);
     std::vector<double> exact_actual(actual.size());
     for (size_t i = 0; i < actual.size(); ++i) exact_actual[i] = a.get(static_cast<std::int64_t>(i));
-    const OutputComparison c = cpu::compare_values(a, expected, atol, rtol);
+    const OutputComparison c = verify::compare_values(a, expected, atol, rtol);
     QCOMPARE(c.pass, pass);
     QCOMPARE(c.worst_index, worst);
     if (std::isinf(max_abs)) {
@@ -274,11 +275,11 @@ void TestVerify::compare_values_tensor_overload() {
         b.set(i, static_cast<double>(i));
     }
     a.set(4, 4.25);  // element [1, 1]
-    OutputComparison c = cpu::compare_values(a, b, 0.1, 0.0);
+    OutputComparison c = verify::compare_values(a, b, 0.1, 0.0);
     QVERIFY(!c.pass);
     QCOMPARE(c.worst_index, std::int64_t{4});
     QCOMPARE(c.max_abs_error, 0.25);
-    c = cpu::compare_values(a, b, 0.3, 0.0);
+    c = verify::compare_values(a, b, 0.3, 0.0);
     QVERIFY(c.pass);
 }
 
@@ -296,7 +297,7 @@ void TestVerify::verify_sharded_graph_passes() {
     const Graph g = linear_relu(rows, 16, 5, shards);
     QVERIFY(!has_errors(validate(g, OpLibrary::standard())));
     const auto inputs = make_random_inputs(g, 7);
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs);
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs);
     QVERIFY2(report, report ? "" : report.error().c_str());
     QVERIFY(report->sharded);
     QCOMPARE(report->comparisons.size(), size_t{2});
@@ -313,7 +314,7 @@ void TestVerify::verify_sharded_graph_passes() {
 
 void TestVerify::verify_unsharded_graph_compares_with_oracle_only() {
     const Graph g = linear_relu(6, 8, 3, 1);
-    const auto report = cpu::verify(g, OpLibrary::standard(), make_random_inputs(g, 1));
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), make_random_inputs(g, 1));
     QVERIFY2(report, report ? "" : report.error().c_str());
     QVERIFY(!report->sharded);
     QCOMPARE(report->comparisons.size(), size_t{1});
@@ -337,7 +338,7 @@ void TestVerify::verify_reports_the_overflowing_element() {
     inputs[TensorId("x")] = x;
     inputs[TensorId("w")] = w;
     inputs[TensorId("bias")] = bias;
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs);
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs);
     QVERIFY2(report, report ? "" : report.error().c_str());
     QVERIFY(!report->pass());
     const OutputComparison &vs_oracle = report->comparisons[0];
@@ -358,7 +359,7 @@ void TestVerify::verify_with_zero_tolerance_fails_on_rounding() {
     options.atol = 0;
     options.rtol = 0;
     const auto inputs = make_random_inputs(g, 3);
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs, options);
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs, options);
     QVERIFY2(report, report ? "" : report.error().c_str());
     const OutputComparison &c = report->comparisons[0];
     QVERIFY(!c.pass);
@@ -416,7 +417,7 @@ void TestVerify::verify_measures_atol_in_units_of_the_output_scale() {
     std::map<TensorId, TensorData> inputs{{TensorId("x"), f32_values({1e8, 1e8})},
                                           {TensorId("c"), f32_values({1, 5e7})},
                                           {TensorId("d"), f32_values({1e8, 0})}};
-    auto report = cpu::verify(g, OpLibrary::standard(), inputs);
+    auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs);
     QVERIFY2(report, report ? "" : report.error().c_str());
     QVERIFY2(report->pass(), comparisons_text(*report).c_str());
     QCOMPARE(report->comparisons[0].max_abs_error, 1.0);
@@ -424,7 +425,7 @@ void TestVerify::verify_measures_atol_in_units_of_the_output_scale() {
 
     VerifyOptions absolute;
     absolute.scale_atol = false;
-    report = cpu::verify(g, OpLibrary::standard(), inputs, absolute);
+    report = verify::check_equivalence(g, OpLibrary::standard(), inputs, absolute);
     QVERIFY2(report, report ? "" : report.error().c_str());
     QVERIFY(!report->pass());
     QCOMPARE(report->comparisons[0].worst_index, std::int64_t{0});
@@ -435,7 +436,7 @@ void TestVerify::verify_refuses_a_missing_input() {
     const Graph g = linear_relu(4, 3, 2, 2);
     auto inputs = make_random_inputs(g, 1);
     inputs.erase(TensorId("w"));
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs);
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs);
     QVERIFY(!report);
     QVERIFY2(report.error().find("'w'") != std::string::npos, report.error().c_str());
 }
@@ -445,7 +446,7 @@ void TestVerify::verify_refuses_a_graph_without_outputs() {
     Tensor y = *g.find_tensor(TensorId("y"));
     y.role = TensorRole::intermediate;
     g.put_tensor(y);
-    const auto report = cpu::verify(g, OpLibrary::standard(), make_random_inputs(g, 1));
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), make_random_inputs(g, 1));
     QVERIFY(!report);
     QCOMPARE(report.error(), std::string("the graph has no tensor with role output to compare"));
 }
@@ -454,7 +455,7 @@ void TestVerify::verify_refuses_an_input_of_the_wrong_shape() {
     const Graph g = linear_relu(4, 3, 2, 1);
     auto inputs = make_random_inputs(g, 1);
     inputs[TensorId("x")] = TensorData(DType::f32, ZPoint{3, 4});
-    const auto report = cpu::verify(g, OpLibrary::standard(), inputs);
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), inputs);
     QVERIFY(!report);
     QVERIFY2(report.error().find("'x'") != std::string::npos, report.error().c_str());
 }
@@ -492,7 +493,7 @@ void TestVerify::example_projects_are_equivalent() {
     size_t outputs = 0;
     for (const TensorPtr &t : g.tensors()) outputs += t->role == TensorRole::output ? 1 : 0;
 
-    const auto report = cpu::verify(g, OpLibrary::standard(), make_random_inputs(g, 2024));
+    const auto report = verify::check_equivalence(g, OpLibrary::standard(), make_random_inputs(g, 2024));
     QVERIFY2(report, report ? "" : report.error().c_str());
     QCOMPARE(report->sharded, sharded);
     QCOMPARE(report->comparisons.size(), outputs * (sharded ? 2 : 1));

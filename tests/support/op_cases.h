@@ -1,7 +1,8 @@
 // The table of op cases: every kind of the standard op library applied to
 // operands of given types, with the value bounds its reference kernel needs.
-// Shared by the projection suites (test_op_projections: ops A with box checks;
-// test_op_projections_b: ops B with exact ISL images) and the CPU kernel suite,
+// Shared by the projection suites (test_op_projections_boxes: the elementwise and
+// linear-algebra families with box checks; test_op_projections_exact: the shape,
+// convolution, embedding and attention families with exact ISL images) and the CPU kernel suite,
 // which runs every row in every floating dtype the op accepts. See op_check.h
 // (HOW TO ADD ROWS) for where a new kind goes.
 #pragma once
@@ -16,8 +17,8 @@ namespace tapestry::testing {
 
 using Ints = std::vector<std::int64_t>;
 
-// ---- ops A: elementwise, linear algebra, reduction, normalization --------------------
-inline std::vector<OpCase> ops_a_cases() {
+// ---- elementwise, linear algebra, reduction, normalization ---------------------------
+inline std::vector<OpCase> elementwise_linalg_cases() {
     std::vector<OpCase> c;
     for (const char *k : {"add", "sub", "mul", "div", "max", "min"}) {
         const std::string kind = k;
@@ -129,8 +130,8 @@ inline std::vector<OpCase> ops_a_cases() {
     return c;
 }
 
-// ---- ops B: shape, convolution, embedding, attention ----------------------------------
-inline std::vector<OpCase> ops_b_cases() {
+// ---- shape, convolution, embedding, attention -----------------------------------------
+inline std::vector<OpCase> shape_conv_attention_cases() {
     std::vector<OpCase> c;
     // transpose
     c.push_back({"transpose/perm", "transpose", Params{{"perm", Ints{2, 0, 1}}}, {port("x", {2, 3, 4})}});
@@ -262,8 +263,8 @@ inline std::vector<OpCase> ops_b_cases() {
 
 // Every row of both tables.
 inline std::vector<OpCase> all_op_cases() {
-    std::vector<OpCase> all = ops_a_cases();
-    for (OpCase &c : ops_b_cases()) all.push_back(std::move(c));
+    std::vector<OpCase> all = elementwise_linalg_cases();
+    for (OpCase &c : shape_conv_attention_cases()) all.push_back(std::move(c));
     return all;
 }
 

@@ -5,11 +5,13 @@
 // equals one unsharded run bit for bit.
 //
 // HOW TO ADD ROWS (every kind in OpLibrary::standard() needs at least one):
-// tests/engine/test_op_projections.cpp holds the table of the elementwise, linear
-// algebra, reduction and normalization kinds; tests/engine/test_op_projections_b.cpp
+// tests/support/op_cases.h holds the tables: elementwise_linalg_cases() for the
+// elementwise, linear algebra, reduction and normalization kinds (checked by
+// tests/engine/test_op_projections_boxes.cpp), shape_conv_attention_cases()
 // that of the shape, convolution, embedding and attention kinds (listed by name
-// in kKindsCheckedInSuiteB of the first file). A new kind gets rows in the file of
-// its family — in suite B, also add its name to both kind lists. A row is e.g.
+// in kKindsCheckedExactly of test_op_projections_boxes.cpp, checked by
+// test_op_projections_exact.cpp). A new kind gets rows in the table of its family —
+// in the second, also add its name to both kind lists. A row is e.g.
 //
 //     {"conv2d/pad", "conv2d", Params{{"padding", std::vector<std::int64_t>{1, 1, 1, 1}}},
 //      {port("x", {1, 2, 5, 5}), port("w", {3, 2, 3, 3})}},
@@ -18,7 +20,7 @@
 // integer dtypes where the op wants ids), then optional value bounds: `lo`/`hi`
 // for float inputs (use lo > 0 for sqrt, pow, …) and `int_bound` (integer inputs
 // are drawn from [0, int_bound), e.g. the vocabulary size of an embedding table).
-// test_op_projections' every_kind_has_a_row fails while a registered kind is in
+// test_op_projections_boxes' every_kind_has_a_row fails while a registered kind is in
 // neither table.
 #pragma once
 

@@ -663,7 +663,7 @@ void TestStudioRun::verifyShowsPass() {
     QVERIFY(w.isRunning());
     QVERIFY(waitRun(finished));
     QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    const cpu::VerifyReport &report = w.lastOutcome().report;
+    const verify::VerifyReport &report = w.lastOutcome().report;
     QVERIFY(report.sharded);
     QVERIFY(report.pass());
 

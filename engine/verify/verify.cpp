@@ -1,6 +1,6 @@
 // Numeric proof of equivalence: sharded executor run vs the double-precision
 // oracle and vs the unsharded executor run, output by output.
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,12 @@
 
 #include "ops/evaluate.h"
 
-namespace tapestry::cpu {
+namespace tapestry::verify {
 namespace {
+
+using cpu::CpuOptions;
+using cpu::Program;
+using cpu::RunResult;
 
 // Denominator floor of the relative error, so that an exact zero in the oracle
 // gives a large but finite relative error instead of a division by zero.
@@ -30,31 +34,6 @@ std::string quoted(const std::string &s) {
 bool has_shards(const Graph &g) {
     return std::any_of(g.operations().begin(), g.operations().end(),
                        [](const OpPtr &op) { return !op->shards.empty(); });
-}
-
-// The oracle's inputs: every tensor no operation writes, from `inputs` or else
-// from the tensor's own value, as a double array spanning the tensor's range.
-Expected<std::map<TensorId, RefArray>, std::string> oracle_inputs(const Graph &g,
-                                                                  const std::map<TensorId, TensorData> &inputs) {
-    std::map<TensorId, RefArray> out;
-    for (const TensorPtr &t : g.tensors()) {
-        if (!g.producers(t->id).empty()) continue;
-        const TensorData *data = nullptr;
-        if (auto it = inputs.find(t->id); it != inputs.end())
-            data = &it->second;
-        else if (t->value)
-            data = t->value.get();
-        if (!data)
-            return unexpected("tensor " + quoted(t->id.value) +
-                              " has no value: it is not among the inputs, has no data, and no operation writes it");
-        if (data->shape != t->range.shape())
-            return unexpected("the value of tensor " + quoted(t->id.value) + " has shape " + data->shape.to_string() +
-                              ", but the tensor's shape is " + t->range.shape().to_string());
-        RefArray a(t->range);
-        for (std::int64_t i = 0; i < data->element_count(); ++i) a.data[static_cast<size_t>(i)] = data->get(i);
-        out.emplace(t->id, std::move(a));
-    }
-    return out;
 }
 
 Expected<RunResult, std::string> run_program(const Graph &g, const OpLibrary &lib,
@@ -81,14 +60,6 @@ Expected<const TensorData *, std::string> output_of(const RunResult &run, const 
     return &it->second;
 }
 
-// max(1, largest finite |value|): the unit of atol with VerifyOptions::scale_atol.
-double output_scale(std::span<const double> values) {
-    double scale = 1.0;
-    for (double v : values)
-        if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
-    return scale;
-}
-
 std::vector<double> as_doubles(const TensorData &t) {
     std::vector<double> out(static_cast<size_t>(t.element_count()));
     for (std::int64_t i = 0; i < t.element_count(); ++i) out[static_cast<size_t>(i)] = t.get(i);
@@ -96,6 +67,36 @@ std::vector<double> as_doubles(const TensorData &t) {
 }
 
 }  // namespace
+
+Expected<std::map<TensorId, RefArray>, std::string> oracle_inputs(const Graph &g,
+                                                                  const std::map<TensorId, TensorData> &inputs) {
+    std::map<TensorId, RefArray> out;
+    for (const TensorPtr &t : g.tensors()) {
+        if (!g.producers(t->id).empty()) continue;
+        const TensorData *data = nullptr;
+        if (auto it = inputs.find(t->id); it != inputs.end())
+            data = &it->second;
+        else if (t->value)
+            data = t->value.get();
+        if (!data)
+            return unexpected("tensor " + quoted(t->id.value) +
+                              " has no value: it is not among the inputs, has no data, and no operation writes it");
+        if (data->shape != t->range.shape())
+            return unexpected("the value of tensor " + quoted(t->id.value) + " has shape " + data->shape.to_string() +
+                              ", but the tensor's shape is " + t->range.shape().to_string());
+        RefArray a(t->range);
+        for (std::int64_t i = 0; i < data->element_count(); ++i) a.data[static_cast<size_t>(i)] = data->get(i);
+        out.emplace(t->id, std::move(a));
+    }
+    return out;
+}
+
+double output_scale(std::span<const double> values) {
+    double scale = 1.0;
+    for (double v : values)
+        if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+    return scale;
+}
 
 Tolerance dtype_tolerance_floor(DType dtype) {
     switch (dtype) {
@@ -161,8 +162,9 @@ OutputComparison compare_values(const TensorData &actual, const TensorData &expe
     return compare_values(actual, as_doubles(expected), atol, rtol);
 }
 
-Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
-                                           const std::map<TensorId, TensorData> &inputs, const VerifyOptions &options) {
+Expected<VerifyReport, std::string> check_equivalence(const Graph &g, const OpLibrary &lib,
+                                                      const std::map<TensorId, TensorData> &inputs,
+                                                      const VerifyOptions &options) {
     std::vector<const Tensor *> outputs;
     for (const TensorPtr &t : g.tensors())
         if (t->role == TensorRole::output) outputs.push_back(t.get());
@@ -236,4 +238,4 @@ Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
     return report;
 }
 
-}  // namespace tapestry::cpu
+}  // namespace tapestry::verify

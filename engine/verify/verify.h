@@ -1,6 +1,8 @@
-// Numeric proof of equivalence (issue 3): run a graph's sharded form on the CPU
-// executor, its unsharded form, and the double-precision oracle
-// (ops/evaluate.h) on the same inputs, and compare every output.
+// Numeric proof of equivalence (issue 3), the verify layer (DESIGN.md §2: above
+// the runtime and the passes): run a graph's sharded form on the CPU executor,
+// its unsharded form, and the double-precision oracle (ops/evaluate.h) on the
+// same inputs, and compare every output. The comparison primitives here are the
+// ones the stage certificates' numeric check uses too (verify/numeric_check.h).
 #pragma once
 
 #include <cstdint>
@@ -14,9 +16,10 @@
 #include "graph/graph.h"
 #include "graph/tensor_data.h"
 #include "ops/library.h"
+#include "ops/reference.h"
 #include "runtime/cpu/executor.h"
 
-namespace tapestry::cpu {
+namespace tapestry::verify {
 
 struct VerifyOptions {
     int threads = 2;
@@ -36,7 +39,7 @@ struct VerifyOptions {
     // a bf16 output cannot be compared at f32's tolerance. The CLI turns this off
     // when the user gives --atol or --rtol.
     bool dtype_floor = true;
-    RunControl control;
+    cpu::RunControl control;
 };
 
 // The least tolerance a comparison of an output of `dtype` can ask for. A 16-bit
@@ -69,7 +72,7 @@ struct VerifyReport {
     bool pass() const;
 };
 
-// The comparison behind verify(), element by element: error |a-b|, relative error
+// The comparison behind check_equivalence(), element by element: error |a-b|, relative error
 // |a-b| / max(|b|, atol, 1e-30) (a reference below atol counts in units of atol),
 // pass when |a-b| <= atol + rtol·|b| everywhere (b is the `expected` side; atol
 // as given, unscaled). NaN equals NaN; a NaN on one side only fails. The worst index
@@ -79,9 +82,18 @@ struct VerifyReport {
 OutputComparison compare_values(const TensorData &actual, std::span<const double> expected, double atol, double rtol);
 OutputComparison compare_values(const TensorData &actual, const TensorData &expected, double atol, double rtol);
 
-// `inputs`: every input tensor (see make_random_inputs in io/random_inputs.h).
-Expected<VerifyReport, std::string> verify(const Graph &g, const OpLibrary &lib,
-                                           const std::map<TensorId, TensorData> &inputs,
-                                           const VerifyOptions &options = {});
+// The oracle's inputs for `g`: every tensor no operation writes, from `inputs`
+// or else from the tensor's own value, as a double array spanning its range.
+// Errors name the tensor without a value or with a value of the wrong shape.
+Expected<std::map<TensorId, RefArray>, std::string> oracle_inputs(const Graph &g,
+                                                                  const std::map<TensorId, TensorData> &inputs);
 
-}  // namespace tapestry::cpu
+// max(1, largest finite |value|): the unit of atol with VerifyOptions::scale_atol.
+double output_scale(std::span<const double> values);
+
+// `inputs`: every input tensor (see make_random_inputs in io/random_inputs.h).
+Expected<VerifyReport, std::string> check_equivalence(const Graph &g, const OpLibrary &lib,
+                                                      const std::map<TensorId, TensorData> &inputs,
+                                                      const VerifyOptions &options = {});
+
+}  // namespace tapestry::verify

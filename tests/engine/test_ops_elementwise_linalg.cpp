@@ -1,4 +1,4 @@
-// Ops A (elementwise, linear algebra, reductions, normalization): derivation
+// The elementwise, linear algebra, reduction and normalization ops: derivation
 // goldens (shapes, index spaces, projection text), every derivation error with its
 // exact message, FLOP counts, monoids, closed-form numeric checks, and the
 // graph-level reference evaluator (sharded == unsharded).
@@ -227,7 +227,7 @@ std::map<TensorId, RefArray> linear_relu_inputs() {
 
 }  // namespace
 
-class TestOpsA : public QObject {
+class TestOpsElementwiseLinalg : public QObject {
     Q_OBJECT
 private slots:
     // ---- derivation goldens ------------------------------------------------------------
@@ -635,5 +635,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestOpsA)
-#include "test_ops_a.moc"
+QTEST_GUILESS_MAIN(TestOpsElementwiseLinalg)
+#include "test_ops_elementwise_linalg.moc"

@@ -1,7 +1,7 @@
-// The second half of the operation library (shape, convolution, embedding,
-// attention): golden derivations (shapes, index spaces, projection texts), every
-// derivation error with its exact message, FLOP counts and monoids, and the
-// reference kernels against independently written closed forms.
+// The shape, convolution, embedding and attention ops: golden derivations (shapes,
+// index spaces, projection texts), every derivation error with its exact message,
+// FLOP counts and monoids, and the reference kernels against independently
+// written closed forms.
 #include <QtTest/QtTest>
 #include <cmath>
 #include <limits>
@@ -592,7 +592,7 @@ std::vector<double> attention_direct(const std::vector<double> &q, const std::ve
 
 }  // namespace
 
-class TestOpsB : public QObject {
+class TestOpsShapeConvAttention : public QObject {
     Q_OBJECT
 private slots:
     // ---- derivations ----
@@ -1007,5 +1007,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestOpsB)
-#include "test_ops_b.moc"
+QTEST_GUILESS_MAIN(TestOpsShapeConvAttention)
+#include "test_ops_shape_conv_attention.moc"

@@ -1,4 +1,4 @@
-// The ops B kinds (shape, convolution, embedding, attention) in the touched-element
+// The shape, convolution, embedding and attention kinds in the touched-element
 // harness (tests/support/op_check.h), checked exactly: on random sub-ranges of
 // the index space, the elements each reference kernel reads and writes are
 // compared with the exact (ISL) images of the projections as well as with the
@@ -135,33 +135,33 @@ std::string check_case_exact(const OpCase &c, std::uint64_t seed) {
     return {};
 }
 
-const std::set<std::string> kOpsBKinds{"transpose",  "reshape",    "concat",    "slice",    "conv2d",
+const std::set<std::string> kExactKinds{"transpose",  "reshape",    "concat",    "slice",    "conv2d",
                                        "max_pool2d", "avg_pool2d", "embedding", "gather",    "attention"};
 
 }  // namespace
 
-class TestOpProjectionsB : public QObject {
+class TestOpProjectionsExact : public QObject {
     Q_OBJECT
 private slots:
     void touched_elements_match_projections_data() {
         QTest::addColumn<int>("row");
-        const std::vector<OpCase> rows = ops_b_cases();
+        const std::vector<OpCase> rows = shape_conv_attention_cases();
         for (size_t i = 0; i < rows.size(); ++i) QTest::newRow(rows[i].name.c_str()) << static_cast<int>(i);
     }
     void touched_elements_match_projections() {
         QFETCH(int, row);
-        const OpCase c = ops_b_cases()[static_cast<size_t>(row)];
+        const OpCase c = shape_conv_attention_cases()[static_cast<size_t>(row)];
         for (std::uint64_t seed : {1u, 2u}) {
             const std::string err = check_case_exact(c, seed);
             QVERIFY2(err.empty(), (c.name + " (seed " + std::to_string(seed) + "): " + err).c_str());
         }
     }
 
-    // Rows whose outputs are written as whole boxes also pass opsA's box-level
+    // Rows whose outputs are written as whole boxes also pass the box-level
     // harness unchanged (check_op_case).
     void box_harness_agrees_data() {
         QTest::addColumn<int>("row");
-        const std::vector<OpCase> rows = ops_b_cases();
+        const std::vector<OpCase> rows = shape_conv_attention_cases();
         for (size_t i = 0; i < rows.size(); ++i) {
             const std::string &n = rows[i].name;
             // Outputs through a multi-coefficient row: holes on some sub-ranges.
@@ -176,16 +176,16 @@ private slots:
     }
     void box_harness_agrees() {
         QFETCH(int, row);
-        const OpCase c = ops_b_cases()[static_cast<size_t>(row)];
+        const OpCase c = shape_conv_attention_cases()[static_cast<size_t>(row)];
         const std::string err = check_op_case(c, 3);
         QVERIFY2(err.empty(), (c.name + ": " + err).c_str());
     }
 
-    void every_ops_b_kind_has_a_row() {
-        const std::set<std::string> covered = covered_kinds(ops_b_cases());
-        for (const std::string &k : kOpsBKinds) QVERIFY2(covered.count(k), ("no row for " + k).c_str());
+    void every_kind_of_this_suite_has_a_row() {
+        const std::set<std::string> covered = covered_kinds(shape_conv_attention_cases());
+        for (const std::string &k : kExactKinds) QVERIFY2(covered.count(k), ("no row for " + k).c_str());
         for (const std::string &k : covered)
-            QVERIFY2(kOpsBKinds.count(k), ("row for a kind not of ops B: " + k).c_str());
+            QVERIFY2(kExactKinds.count(k), ("row for a kind not of this suite: " + k).c_str());
     }
 
     // The exact check must catch wrong projections: conv2d's x shifted by one row,
@@ -241,5 +241,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestOpProjectionsB)
-#include "test_op_projections_b.moc"
+QTEST_GUILESS_MAIN(TestOpProjectionsExact)
+#include "test_op_projections_exact.moc"

@@ -12,18 +12,18 @@ using namespace tapestry::testing;
 
 namespace {
 
-// ---- ops B: shape, convolution, embedding, attention ----------------------------------
-// Their rows live in tests/engine/test_op_projections_b.cpp (which adds exact ISL
+// ---- shape, convolution, embedding, attention: checked exactly ------------------------
+// Their rows live in tests/engine/test_op_projections_exact.cpp (which adds exact ISL
 // image checks for projections with holes) and that suite fails when one of these
 // kinds has no row there. A kind in neither list fails every_kind_has_a_row.
-const std::set<std::string> kKindsCheckedInSuiteB{"transpose", "reshape",    "concat",    "slice",    "conv2d",
+const std::set<std::string> kKindsCheckedExactly{"transpose", "reshape",    "concat",    "slice",    "conv2d",
                                                   "max_pool2d", "avg_pool2d", "embedding", "gather",    "attention"};
 
-std::vector<OpCase> all_cases() { return ops_a_cases(); }
+std::vector<OpCase> all_cases() { return elementwise_linalg_cases(); }
 
 }  // namespace
 
-class TestOpProjections : public QObject {
+class TestOpProjectionsBoxes : public QObject {
     Q_OBJECT
 private slots:
     void projections_match_reference_accesses_data() {
@@ -44,7 +44,7 @@ private slots:
     // No op escapes the check: every registered kind has at least one row.
     void every_kind_has_a_row() {
         std::set<std::string> covered = covered_kinds(all_cases());
-        covered.insert(kKindsCheckedInSuiteB.begin(), kKindsCheckedInSuiteB.end());
+        covered.insert(kKindsCheckedExactly.begin(), kKindsCheckedExactly.end());
         std::string missing;
         for (const OpDef *d : OpLibrary::standard().all())
             if (!covered.count(std::string(d->kind()))) missing += std::string(missing.empty() ? "" : ", ") + std::string(d->kind());
@@ -83,5 +83,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestOpProjections)
-#include "test_op_projections.moc"
+QTEST_GUILESS_MAIN(TestOpProjectionsBoxes)
+#include "test_op_projections_boxes.moc"

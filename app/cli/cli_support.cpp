@@ -1,0 +1,119 @@
+// What every `tapestry` subcommand shares (see cli_support.h).
+#include "cli_support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "io/project_file.h"
+
+namespace tapestry::cli {
+
+using nlohmann::ordered_json;
+
+void report_issue(const std::string &file, const Issue &issue) {
+    std::cerr << "tapestry: " << file << ": " << format_issue(issue) << "\n";
+}
+
+void report_error(const std::string &file, const std::string &message) {
+    std::cerr << "tapestry: " << file << ": " << message << "\n";
+}
+
+ordered_json issue_json(const Issue &i) {
+    return ordered_json{{"severity", std::string(severity_name(i.severity))},
+                        {"code", i.code},
+                        {"message", i.message},
+                        {"node", i.node},
+                        {"json_path", i.json_path},
+                        {"related", i.related}};
+}
+
+void print_json(const ordered_json &j) { std::cout << j.dump(2) << "\n"; }
+
+int count(const std::vector<Issue> &issues, Severity s) {
+    return static_cast<int>(std::count_if(issues.begin(), issues.end(), [&](const Issue &i) { return i.severity == s; }));
+}
+
+std::string plural(long long n, const std::string &word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+std::string human_bytes(double bytes) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 5) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return buf;
+}
+
+std::string human_flops(double flops) {
+    static const char *units[] = {"", "k", "M", "G", "T", "P", "E"};
+    int u = 0;
+    while (flops >= 1000.0 && u < 6) {
+        flops /= 1000.0;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %sFLOP" : "%.2f %sFLOP", flops, units[u]);
+    return buf;
+}
+
+std::string formatted(double v, const char *printf_format) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, printf_format, v);
+    return buf;
+}
+
+void print_table(const std::vector<std::vector<std::string>> &rows, const std::string &indent) {
+    std::vector<size_t> width;
+    auto display_width = [](const std::string &s) {
+        size_t n = 0;
+        for (char c : s)
+            if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+        return n;
+    };
+    for (const auto &row : rows)
+        for (size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], display_width(row[c]));
+        }
+    for (const auto &row : rows) {
+        std::string line = indent;
+        for (size_t c = 0; c < row.size(); ++c) {
+            line += row[c];
+            if (c + 1 < row.size()) line += std::string(width[c] - display_width(row[c]) + 2, ' ');
+        }
+        std::cout << line << "\n";
+    }
+}
+
+Loaded load(const std::string &file) {
+    LoadResult r = load_project(file);
+    Loaded out;
+    out.issues = std::move(r.issues);
+    if (!has_errors(out.issues)) out.graph = std::move(r.graph);
+    return out;
+}
+
+bool write_output(const std::string &path, const std::string &data, const std::string &file) {
+    if (path.empty() || path == "-") {
+        std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
+        std::cout.flush();
+        return static_cast<bool>(std::cout);
+    }
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (out) out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.close();
+    if (!out) {
+        report_error(file, "cannot write '" + path + "'");
+        return false;
+    }
+    return true;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,66 @@
+// What every `tapestry` subcommand shares (docs/cli.md): exit codes, problems on
+// stderr as "tapestry: <file>: …", JSON on stdout, aligned tables, human units,
+// loading a project for the read-only commands, writing an output file. Each
+// subcommand lives in its own cmd_<name>.cpp and adds itself to the parser.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/issue.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tapestry::cli {
+
+// Exit codes that mean something (docs/cli.md).
+enum ExitCode : int {
+    kExitOk = 0,       // done; the project is valid
+    kExitInvalid = 1,  // the input is bad: unreadable, malformed, or fails validation; or output failed
+    kExitUsage = 2,    // bad command line
+};
+
+// Every subcommand: adds itself to `app`; `action` is set to what runs when it is chosen.
+using AddCommand = void (*)(CLI::App &app, std::function<int()> &action);
+void add_validate_command(CLI::App &app, std::function<int()> &action);  // cmd_validate.cpp
+void add_show_command(CLI::App &app, std::function<int()> &action);      // cmd_show.cpp
+void add_export_command(CLI::App &app, std::function<int()> &action);    // cmd_export.cpp
+void add_ops_command(CLI::App &app, std::function<int()> &action);       // cmd_ops.cpp
+void add_import_command(CLI::App &app, std::function<int()> &action);    // cmd_import.cpp
+void add_run_command(CLI::App &app, std::function<int()> &action);       // cmd_run.cpp
+void add_verify_command(CLI::App &app, std::function<int()> &action);    // cmd_verify.cpp
+void add_passes_command(CLI::App &app, std::function<int()> &action);    // cmd_passes.cpp
+void add_session_command(CLI::App &app, std::function<int()> &action);   // cmd_session.cpp
+
+// "tapestry: <file>: <issue>" / "tapestry: <file>: <message>" on stderr.
+void report_issue(const std::string &file, const Issue &issue);
+void report_error(const std::string &file, const std::string &message);
+nlohmann::ordered_json issue_json(const Issue &issue);
+void print_json(const nlohmann::ordered_json &j);  // indented, on stdout
+int count(const std::vector<Issue> &issues, Severity s);
+std::string plural(long long n, const std::string &word);  // "1 tensor", "3 tensors"
+std::string human_bytes(double bytes);                      // 1536 → "1.5 KiB"
+std::string human_flops(double flops);                      // 2.5e9 → "2.50 GFLOP"
+std::string formatted(double v, const char *printf_format = "%.3f");
+// Rows as left-aligned columns two spaces apart (widths in characters, UTF-8
+// aware), each line prefixed by `indent`; the last column is not padded.
+void print_table(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
+
+// A project as the read-only commands load it: the graph unless loading found an
+// error, and every load issue (warnings survive a successful load).
+struct Loaded {
+    std::optional<Graph> graph;
+    std::vector<Issue> issues;
+};
+Loaded load(const std::string &file);
+
+// Writes `data` to `path` (stdout for "" or "-"); false after reporting a failure for `file`.
+bool write_output(const std::string &path, const std::string &data, const std::string &file);
+
+}  // namespace tapestry::cli

@@ -1,0 +1,2 @@
+// A planted violation for the layering check: a pass reaching into a runtime.
+#include "runtime/cpu/kernel.h"

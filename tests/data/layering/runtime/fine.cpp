@@ -1,0 +1,2 @@
+// Allowed: a runtime includes the op library.
+#include "ops/library.h"
