@@ -58,6 +58,7 @@ using onnx_detail::dtype_of;
 using onnx_detail::elem_type_name;
 
 constexpr int kMinOpset = 13, kMaxOpset = 17;
+constexpr const char *kConvertHint = "; convert the model, e.g. with onnx.version_converter.convert_version(model, 17)";
 
 // A refusal: the message (without the file name) and, when the importer lacks a
 // feature the model uses, the "what (where)" entries naming it.
@@ -98,13 +99,19 @@ class Importer {
 public:
     Importer(const OnnxImportOptions &options) : options_(options) {}
 
-    Graph run(onnx::ModelProto &model);
+    Graph run(onnx::ModelProto &model);  // the steps below, in order
     std::vector<Coord> static_dims(onnx::ValueInfoProto &vi, const std::string &who) const;
     // The default domain's opset the model was written in, when the importer had
     // it converted to opset 13 by ONNX's version converter (else 0).
     int converted_from() const { return converted_from_; }
 
 private:
+    void convert_to_opset_13(onnx::ModelProto &model, int opset, const std::vector<std::string> &changed);
+    std::set<std::string> read_initializers(const onnx::GraphProto &graph);
+    void read_inputs(onnx::GraphProto &graph, const std::set<std::string> &initializers);
+    void map_nodes(onnx::GraphProto &graph, const std::set<std::string> &initializers);
+    void mark_outputs(const onnx::GraphProto &graph);
+    void check_shapes(const onnx::GraphProto &graph) const;
     // ---- failures --------------------------------------------------------------------
     [[noreturn]] void fail(const std::string &message) const { throw ImportFailure{message, {}}; }
     // The importer does not support something this node uses.
@@ -1088,113 +1095,118 @@ std::vector<Coord> Importer::static_dims(onnx::ValueInfoProto &vi, const std::st
 
 // ---- the whole model ----------------------------------------------------------------------
 
-Graph Importer::run(onnx::ModelProto &model) {
-    if (!model.has_graph()) throw ImportFailure{"not an ONNX model: it has no graph", {}};
-    const onnx::GraphProto &original = model.graph();
-
-    // Opset of the default domain.
+// The model's opset of the default domain, refused outside 1..kMaxOpset.
+int default_opset(const onnx::ModelProto &model) {
     int opset = -1;
     for (const auto &o : model.opset_import())
         if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
     if (opset < 0) throw ImportFailure{"not an ONNX model: it imports no opset of the default domain", {}};
-    const std::string convert = "; convert the model, e.g. with onnx.version_converter.convert_version(model, 17)";
     if (opset > kMaxOpset || opset < 1)
         throw ImportFailure{"opset " + std::to_string(opset) +
-                                " of the default ONNX domain is not supported (supported: opsets 13 to 17)" + convert,
+                                " of the default ONNX domain is not supported (supported: opsets 13 to 17)" +
+                                kConvertHint,
                             {"opset " + std::to_string(opset)}};
-    // An older model: read as opset 13 when none of its operators changed in
-    // between (their definitions, and our mapping, are then the same); otherwise
-    // converted to opset 13 by ONNX's version converter, as a user would do by
-    // hand, with a clear error when it cannot be converted.
-    std::vector<std::string> changed;
-    if (opset < kMinOpset) {
-        const auto *registry = onnx::OpSchemaRegistry::Instance();
-        for (int i = 0; i < original.node_size(); ++i) {
-            const onnx::NodeProto &n = original.node(i);
-            if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
-            const onnx::OpSchema *old_schema = registry->GetSchema(n.op_type(), opset, "");
-            const onnx::OpSchema *new_schema = registry->GetSchema(n.op_type(), kMinOpset, "");
-            if (!old_schema || !new_schema || old_schema->SinceVersion() != new_schema->SinceVersion())
-                changed.push_back(node_label(n, i));
-        }
-    }
+    return opset;
+}
 
-    // Every unsupported operator, before anything else.
+// The nodes of an older model whose operator changed between `opset` and 13.
+std::vector<std::string> changed_since(const onnx::GraphProto &graph, int opset) {
+    std::vector<std::string> changed;
+    if (opset >= kMinOpset) return changed;
+    const auto *registry = onnx::OpSchemaRegistry::Instance();
+    for (int i = 0; i < graph.node_size(); ++i) {
+        const onnx::NodeProto &n = graph.node(i);
+        if (!(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+        const onnx::OpSchema *old_schema = registry->GetSchema(n.op_type(), opset, "");
+        const onnx::OpSchema *new_schema = registry->GetSchema(n.op_type(), kMinOpset, "");
+        if (!old_schema || !new_schema || old_schema->SinceVersion() != new_schema->SinceVersion())
+            changed.push_back(node_label(n, i));
+    }
+    return changed;
+}
+
+// Refuses a model with any unsupported operator, naming every one.
+void refuse_unsupported(const onnx::GraphProto &graph) {
     std::vector<std::string> missing;
-    for (int i = 0; i < original.node_size(); ++i) {
-        const onnx::NodeProto &n = original.node(i);
+    for (int i = 0; i < graph.node_size(); ++i) {
+        const onnx::NodeProto &n = graph.node(i);
         const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
         if (!default_domain || !onnx_operator_supported(n.op_type()))
             missing.push_back((default_domain ? n.op_type() : n.domain() + "." + n.op_type()) + " (" +
                               (n.name().empty() ? "node #" + std::to_string(i) : n.name()) + ")");
     }
-    if (!missing.empty()) {
-        std::string list;
-        for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
-        throw ImportFailure{std::to_string(missing.size()) +
-                                (missing.size() == 1 ? " operator is not supported: " : " operators are not supported: ") +
-                                list,
-                            missing};
-    }
+    if (missing.empty()) return;
+    std::string list;
+    for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw ImportFailure{std::to_string(missing.size()) +
+                            (missing.size() == 1 ? " operator is not supported: " : " operators are not supported: ") +
+                            list,
+                        missing};
+}
 
-    auto check = [&model] {
-        try {
-            onnx::checker::check_model(model);
-        } catch (const std::exception &e) {
-            throw ImportFailure{std::string("the model is not valid ONNX: ") + e.what(), {}};
-        }
-    };
-    check();
-    if (!changed.empty()) {
-        std::string list;
-        for (const std::string &c : changed) list += (list.empty() ? "" : ", ") + c;
-        const std::string why = "opset " + std::to_string(opset) + " of the default ONNX domain, in which " + list +
-                                (changed.size() == 1 ? " differs" : " differ") + " from opset 13";
-        // The converter's adapters need the shapes of the values they touch: give
-        // it the user's dimension values and ONNX's shape inference first.
-        onnx::ModelProto prepared = model;
-        std::set<std::string> initialized;
-        for (const onnx::TensorProto &t : prepared.graph().initializer()) initialized.insert(t.name());
-        for (onnx::ValueInfoProto &vi : *prepared.mutable_graph()->mutable_input())
-            if (!initialized.count(vi.name()) && vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
-                static_dims(vi, "input " + quoted(vi.name()));
-        try {
-            onnx::shape_inference::InferShapes(prepared);
-        } catch (const std::exception &) {
-            // The converter then says which shape it lacks.
-        }
-        onnx::ModelProto converted;
-        try {
-            converted = onnx::version_conversion::ConvertVersion(prepared, kMinOpset);
-        } catch (const std::exception &e) {
-            throw ImportFailure{why + ": ONNX's version converter cannot take it to opset 13 (" +
-                                    std::string(e.what()) + ")" + convert,
-                                {"opset " + std::to_string(opset)}};
-        }
-        model.Swap(&converted);
-        converted_from_ = opset;
-        // Operators the conversion brought in must be supported too.
-        for (int i = 0; i < model.graph().node_size(); ++i) {
-            const onnx::NodeProto &n = model.graph().node(i);
-            if (!onnx_operator_supported(n.op_type()))
-                throw ImportFailure{why + ": " + node_label(n, i) + " is not supported", {node_label(n, i)}};
-        }
-        check();
+void check_model(const onnx::ModelProto &model) {
+    try {
+        onnx::checker::check_model(model);
+    } catch (const std::exception &e) {
+        throw ImportFailure{std::string("the model is not valid ONNX: ") + e.what(), {}};
     }
-    onnx::GraphProto &graph = *model.mutable_graph();
+}
 
-    // Initializers: constants, made graph parameters when an operation reads them.
-    std::set<std::string> initializer_names;
+// An older model whose operators changed is taken to opset 13 by ONNX's version
+// converter, as a user would do by hand, with a clear error when it cannot be.
+void Importer::convert_to_opset_13(onnx::ModelProto &model, int opset, const std::vector<std::string> &changed) {
+    std::string list;
+    for (const std::string &c : changed) list += (list.empty() ? "" : ", ") + c;
+    const std::string why = "opset " + std::to_string(opset) + " of the default ONNX domain, in which " + list +
+                            (changed.size() == 1 ? " differs" : " differ") + " from opset 13";
+    // The converter's adapters need the shapes of the values they touch: give it
+    // the user's dimension values and ONNX's shape inference first.
+    onnx::ModelProto prepared = model;
+    std::set<std::string> initialized;
+    for (const onnx::TensorProto &t : prepared.graph().initializer()) initialized.insert(t.name());
+    for (onnx::ValueInfoProto &vi : *prepared.mutable_graph()->mutable_input())
+        if (!initialized.count(vi.name()) && vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+            static_dims(vi, "input " + quoted(vi.name()));
+    try {
+        onnx::shape_inference::InferShapes(prepared);
+    } catch (const std::exception &) {
+        // The converter then says which shape it lacks.
+    }
+    onnx::ModelProto converted;
+    try {
+        converted = onnx::version_conversion::ConvertVersion(prepared, kMinOpset);
+    } catch (const std::exception &e) {
+        throw ImportFailure{why + ": ONNX's version converter cannot take it to opset 13 (" + std::string(e.what()) +
+                                ")" + kConvertHint,
+                            {"opset " + std::to_string(opset)}};
+    }
+    model.Swap(&converted);
+    converted_from_ = opset;
+    // Operators the conversion brought in must be supported too.
+    for (int i = 0; i < model.graph().node_size(); ++i) {
+        const onnx::NodeProto &n = model.graph().node(i);
+        if (!onnx_operator_supported(n.op_type()))
+            throw ImportFailure{why + ": " + node_label(n, i) + " is not supported", {node_label(n, i)}};
+    }
+    check_model(model);
+}
+
+// Initializers: constants, made graph parameters when an operation reads them.
+std::set<std::string> Importer::read_initializers(const onnx::GraphProto &graph) {
+    std::set<std::string> names;
     for (const onnx::TensorProto &t : graph.initializer()) {
         auto d = onnx_detail::tensor_from_proto(t);
         if (!d) throw ImportFailure{"initializer " + quoted(t.name()) + ": " + d.error(), {"initializer " + quoted(t.name())}};
         constants_[t.name()] = std::make_shared<const TensorData>(std::move(d).value());
-        initializer_names.insert(t.name());
+        names.insert(t.name());
     }
+    return names;
+}
 
-    // Inputs: static shapes, with --dim values for symbolic dimensions.
+// Inputs: static shapes, with --dim values for symbolic dimensions.
+void Importer::read_inputs(onnx::GraphProto &graph, const std::set<std::string> &initializers) {
     for (onnx::ValueInfoProto &vi : *graph.mutable_input()) {
-        if (initializer_names.count(vi.name())) continue;
+        if (initializers.count(vi.name())) continue;
         const std::string who = "input " + quoted(vi.name());
         if (!vi.type().has_tensor_type()) throw ImportFailure{who + " is not a tensor", {who}};
         onnx::TypeProto_Tensor &tt = *vi.mutable_type()->mutable_tensor_type();
@@ -1213,19 +1225,16 @@ Graph Importer::run(onnx::ModelProto &model) {
         values_[vi.name()] = Value{t.id, t.dtype, ZPoint(dims)};
         g_.put_tensor(std::move(t));
     }
+}
 
-    // ONNX shape inference: its shapes are compared with ours below.
-    try {
-        onnx::shape_inference::InferShapes(model);
-    } catch (const std::exception &e) {
-        throw ImportFailure{std::string("ONNX shape inference failed: ") + e.what(), {}};
-    }
-
-    // Match, then rewrite: the GELU subgraphs become one operation each at their
-    // final node; their other nodes are skipped.
-    const auto gelus = onnx_detail::find_gelu_patterns(graph, [&](const std::string &name) -> const TensorData * {
-        return initializer_names.count(name) ? constant(name) : nullptr;
-    });
+// Match, then rewrite: GELU subgraphs, conv+batchnorm pairs and attention
+// subgraphs become one operation each at their final node (their other nodes are
+// skipped); every other node maps on its own.
+void Importer::map_nodes(onnx::GraphProto &graph, const std::set<std::string> &initializers) {
+    const auto initializer = [&](const std::string &name) -> const TensorData * {
+        return initializers.count(name) ? constant(name) : nullptr;
+    };
+    const auto gelus = onnx_detail::find_gelu_patterns(graph, initializer);
     std::map<int, const onnx_detail::GeluMatch *> gelu_at;
     std::set<int> inside_gelu;
     for (const auto &m : gelus) {
@@ -1234,9 +1243,7 @@ Graph Importer::run(onnx::ModelProto &model) {
     }
     graph_ = &graph;
     if (options_.fold_batchnorm)
-        for (const auto &m : onnx_detail::find_conv_batchnorm(graph, [&](const std::string &name) -> const TensorData * {
-                 return initializer_names.count(name) ? constant(name) : nullptr;
-             })) {
+        for (const auto &m : onnx_detail::find_conv_batchnorm(graph, initializer)) {
             if (inside_gelu.count(m.conv) || inside_gelu.count(m.batchnorm)) continue;
             conv_bn_at_[m.conv] = m;
             folded_bn_.insert(m.batchnorm);
@@ -1254,9 +1261,11 @@ Graph Importer::run(onnx::ModelProto &model) {
         else if (auto at = attention_at.find(i); at != attention_at.end()) map_attention(at->second, graph);
         else if (!inside_gelu.count(i) && !folded_bn_.count(i) && !inside_attention.count(i)) map_at(graph, i);
     }
+}
 
-    // Graph outputs: the tensor that holds each; a copy where it is an input, a
-    // parameter or already another output.
+// Graph outputs: the tensor that holds each; a copy where it is an input, a
+// parameter or already another output.
+void Importer::mark_outputs(const onnx::GraphProto &graph) {
     std::set<TensorId> claimed;
     for (int k = 0; k < graph.output_size(); ++k) {
         const std::string &name = graph.output(k).name();
@@ -1280,8 +1289,10 @@ Graph Importer::run(onnx::ModelProto &model) {
         claimed.insert(copy.id);
         values_[name] = copy;
     }
+}
 
-    // Our shapes must agree with ONNX's where it inferred static ones.
+// Our shapes must agree with ONNX's where it inferred static ones.
+void Importer::check_shapes(const onnx::GraphProto &graph) const {
     auto check_shape = [&](const onnx::ValueInfoProto &vi) {
         auto it = values_.find(vi.name());
         if (it == values_.end() || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
@@ -1298,9 +1309,27 @@ Graph Importer::run(onnx::ModelProto &model) {
     };
     for (const auto &vi : graph.value_info()) check_shape(vi);
     for (const auto &vi : graph.output()) check_shape(vi);
+}
 
-    std::vector<Issue> issues = validate(g_, lib_, ValidationOptions{false, false});
-    for (const Issue &issue : issues)
+Graph Importer::run(onnx::ModelProto &model) {
+    if (!model.has_graph()) throw ImportFailure{"not an ONNX model: it has no graph", {}};
+    const int opset = default_opset(model);
+    const std::vector<std::string> changed = changed_since(model.graph(), opset);
+    refuse_unsupported(model.graph());  // every unsupported operator, before anything else
+    check_model(model);
+    if (!changed.empty()) convert_to_opset_13(model, opset, changed);
+    onnx::GraphProto &graph = *model.mutable_graph();
+    const std::set<std::string> initializers = read_initializers(graph);
+    read_inputs(graph, initializers);
+    try {  // ONNX shape inference: its shapes are compared with ours at the end
+        onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception &e) {
+        throw ImportFailure{std::string("ONNX shape inference failed: ") + e.what(), {}};
+    }
+    map_nodes(graph, initializers);
+    mark_outputs(graph);
+    check_shapes(graph);
+    for (const Issue &issue : validate(g_, lib_, ValidationOptions{false, false}))
         if (issue.severity == Severity::error)
             fail("the imported graph does not validate (an importer bug): " + issue.message);
     return std::move(g_);
