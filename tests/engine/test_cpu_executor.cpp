@@ -15,7 +15,10 @@
 #include "kernel_check.h"
 #include "ops/evaluate.h"
 #include "runtime/cpu/cpu_isa.h"
+#include "passes/shard.h"
 #include "runtime/cpu/executor.h"
+#include "test_projects.h"
+#include "verify/verify.h"
 
 
 using namespace tapestry;
@@ -121,6 +124,15 @@ Expected<cpu::RunResult, std::string> run_graph(const Graph &g, const std::map<T
     auto p = cpu::Program::compile(g, OpLibrary::standard(), options);
     if (!p) return unexpected(p.error());
     return (*p)->run(inputs, control);
+}
+
+// The shard specs example_projects applies to each example project (by file stem).
+std::map<std::string, QStringList> example_shard_specs() {
+    return {{"attention", {"attention:1=2", "proj_q:0=2"}},
+            {"convnet", {"conv1:0=2", "conv2:1=2"}},
+            {"gpt2_block", {"c_fc:2=2", "attention:1=3"}},
+            {"mlp", {"fc2:1=2"}},
+            {"mlp_bf16", {"fc2:1=2"}}};
 }
 
 std::map<TensorId, RefArray> to_ref_inputs(const Graph &g, const std::map<TensorId, TensorData> &inputs) {
@@ -767,38 +779,45 @@ private slots:
         QVERIFY2(err < 1e-4, std::to_string(err).c_str());
     }
 
+    // Every example project, sharded by the shard pass where it has no shards of
+    // its own (and further where it has), runs shard by shard, whole, and through
+    // the oracle — cpu::verify's three-way check at its default tolerances (bf16
+    // outputs at bf16's). A missing kernel is a failure, not a skip.
     void example_projects_data() {
         QTest::addColumn<QString>("file");
-        QTest::addColumn<bool>("oracle");
-        // The oracle (naive double loops) is too slow for the big examples within
-        // the suite's budget; they compare sharded with unsharded runs only.
-        QTest::newRow("convnet") << "convnet.tapestry.json" << false;
-        QTest::newRow("mlp") << "mlp.tapestry.json" << false;
-        QTest::newRow("attention") << "attention.tapestry.json" << false;
-        QTest::newRow("gpt2_block") << "gpt2_block.tapestry.json" << false;
+        QTest::addColumn<QStringList>("specs");  // shard specs (op:dim=parts) applied first
+        for (const auto &[stem, specs] : example_shard_specs())
+            QTest::newRow(stem.c_str()) << QString::fromStdString(stem + ".tapestry.json") << specs;
     }
     void example_projects() {
         QFETCH(QString, file);
-        QFETCH(bool, oracle);
-        const char *root = std::getenv("TAPESTRY_SOURCE_DIR");
-        QVERIFY(root);
-        const auto loaded = load_project(std::filesystem::path(root) / "projects" / file.toStdString());
+        QFETCH(QStringList, specs);
+        const auto loaded = load_project(test::source_dir() / "projects" / file.toStdString());
         QVERIFY(loaded.ok());
-        const Graph &g = loaded.graph;
-        const auto inputs = quick_inputs(g, 3);
-        cpu::CpuOptions whole;
-        whole.run_shards = false;
-        auto a = run_graph(g, inputs);
-        if (!a && a.error().find("no CPU kernel") != std::string::npos) QSKIP(a.error().c_str());
-        QVERIFY2(a.has_value(), a ? "" : a.error().c_str());
-        auto b = run_graph(g, inputs, whole);
-        QVERIFY2(b.has_value(), b ? "" : b.error().c_str());
-        QVERIFY(!a->outputs.empty());
-        for (const auto &[id, data] : a->outputs) QVERIFY2(rel_diff(data, b->outputs.at(id)) < 1e-5, id.value.c_str());
-        if (oracle) {
-            auto ref = evaluate_reference(g, to_ref_inputs(g, inputs), OpLibrary::standard());
-            QVERIFY2(ref.has_value(), ref ? "" : ref.error().c_str());
-            for (const auto &[id, data] : a->outputs) QVERIFY2(rel_diff(data, ref->at(id)) < 1e-4, id.value.c_str());
+        std::vector<std::string> spec_list;
+        for (const QString &spec : specs) spec_list.push_back(spec.toStdString());
+        auto options = parse_shard_options(spec_list);
+        QVERIFY2(options, options ? "" : options.error().c_str());
+        auto stage = shard(loaded.graph, *options);
+        QVERIFY2(stage, stage ? "" : stage.error().c_str());
+        const Graph &g = stage->graph;
+        const auto report = verify::check_equivalence(g, OpLibrary::standard(), quick_inputs(g, 3));
+        QVERIFY2(report, report ? "" : report.error().c_str());
+        QVERIFY(report->sharded);
+        std::string text;
+        for (const verify::OutputComparison &c : report->comparisons)
+            text += c.tensor + " vs " + c.against + ": max abs " + std::to_string(c.max_abs_error) + " (atol " +
+                    std::to_string(c.atol) + ")" + (c.pass ? "" : " FAIL") + "\n";
+        QVERIFY2(report->pass(), text.c_str());
+    }
+    void every_example_project_has_a_row() {
+        const auto rows = example_shard_specs();
+        for (const auto &entry : std::filesystem::directory_iterator(test::source_dir() / "projects")) {
+            const std::string name = entry.path().filename().string();
+            const std::string suffix = ".tapestry.json";
+            if (!name.ends_with(suffix)) continue;
+            const QString stem = QString::fromStdString(name.substr(0, name.size() - suffix.size()));
+            QVERIFY2(rows.count(stem.toStdString()), qPrintable("projects/" + QString::fromStdString(name) + " has no row in example_projects"));
         }
     }
 
