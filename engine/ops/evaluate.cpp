@@ -32,7 +32,9 @@ constexpr std::int64_t kMinChunkWork = std::int64_t{1} << 16;
 constexpr Coord kMaxChunkPoints = Coord{1} << 16;
 constexpr int kChunksPerThread = 4;
 
-std::string quoted(const std::string &s) { return "'" + s + "'"; }
+std::string quoted(const std::string &s) {
+    return "'" + s + "'";
+}
 
 std::string field_suffix(const DerivationError &e) {
     return e.field.empty() ? "" : " (" + e.field + ")";
@@ -293,7 +295,8 @@ Expected<std::map<TensorId, RefArray>, std::string> given_values(const Graph &g,
     }
     for (const TensorPtr &t : g.tensors())
         if (!values.count(t->id) && g.producers(t->id).empty())
-            return unexpected("tensor " + quoted(t->id.value) + " has no value: it is not given and no operation writes it");
+            return unexpected("tensor " + quoted(t->id.value) +
+                              " has no value: it is not given and no operation writes it");
     return values;
 }
 
@@ -344,67 +347,90 @@ public:
     // The final progress call of an evaluation without work; true unless cancelled.
     bool finish() {
         if (total_ == 0 && options_.progress) options_.progress(0, 0);
-        return !stopped_;
+        return !stopped();
     }
 
     std::map<TensorId, RefArray> take_values() { return std::move(values_); }
 
 private:
+    // Arrays a piece's kernel reads and writes, per port and operand; `own`
+    // holds those that are not a tensor's array itself.
+    template <typename Array>
+    struct Bound {
+        std::vector<std::vector<RefArray>> own;
+        std::vector<std::vector<Array *>> arrays;
+    };
+
     bool run_piece(const PlannedOperation &planned, const Piece &piece) {
         if (poll_cancelled()) return false;
-        const Signature &sig = planned.derivation.signature;
-        // Inputs: each operand's selection holding only what this piece selects —
-        // the tensor's own array where that is all of it.
-        std::vector<std::vector<RefArray>> own_inputs(planned.in_ports.size());
-        std::vector<std::vector<const RefArray *>> inputs(planned.in_ports.size());
+        const Bound<const RefArray> inputs = bind_inputs(planned, piece);
+        Bound<RefArray> outputs = bind_outputs(planned);
+        const RefContext base{planned.params, planned.derivation,   inputs.arrays, outputs.arrays, piece.index,
+                              nullptr,        options_.fast_kernels};
+        if (!run_chunks(planned, piece, base)) return false;
+        scatter(planned, piece, outputs);
+        return true;
+    }
+
+    // Each operand's selection holding only what the piece selects (NaN elsewhere):
+    // the tensor's own array where that is all of it.
+    Bound<const RefArray> bind_inputs(const PlannedOperation &planned, const Piece &piece) const {
+        Bound<const RefArray> bound{std::vector<std::vector<RefArray>>(planned.in_ports.size()),
+                                    std::vector<std::vector<const RefArray *>>(planned.in_ports.size())};
         for (size_t p = 0; p < planned.in_ports.size(); ++p) {
             const PortBinding *b = planned.in_bind[p];
-            own_inputs[p].reserve(b ? b->selections.size() : 0);
+            bound.own[p].reserve(b ? b->selections.size() : 0);  // the pointers into it stay valid
             for (size_t i = 0; b && i < b->selections.size(); ++i) {
                 const TensorSelection &s = b->selections[i];
                 const RefArray &tensor = values_.at(s.tensor);
                 const ZRange shape = ZRange::of_shape(s.range.shape());
-                const ZRange region = selection_of(*sig.input(planned.in_ports[p].name, i), piece.index, shape);
+                const OperandProjection &projection = *planned.derivation.signature.input(planned.in_ports[p].name, i);
+                const ZRange region = selection_of(projection, piece.index, shape);
                 if (whole_at_origin(tensor, s.range) && region == shape) {
-                    inputs[p].push_back(&tensor);
+                    bound.arrays[p].push_back(&tensor);
                     continue;
                 }
-                own_inputs[p].emplace_back(shape, kUnwritten);
-                copy_box(tensor, s.range.start(), own_inputs[p].back(), region.intersect(shape));
-                inputs[p].push_back(&own_inputs[p].back());
+                bound.own[p].emplace_back(shape, kUnwritten);
+                copy_box(tensor, s.range.start(), bound.own[p].back(), region.intersect(shape));
+                bound.arrays[p].push_back(&bound.own[p].back());
             }
         }
-        // Outputs: the tensor's own array where the selection is all of it, else a
-        // scratch array scattered afterwards.
-        std::vector<std::vector<RefArray>> own_outputs(planned.out_ports.size());
-        std::vector<std::vector<RefArray *>> outputs(planned.out_ports.size());
+        return bound;
+    }
+
+    // The tensor's own array where the selection is all of it, else a scratch
+    // array that scatter() copies from.
+    Bound<RefArray> bind_outputs(const PlannedOperation &planned) {
+        Bound<RefArray> bound{std::vector<std::vector<RefArray>>(planned.out_ports.size()),
+                              std::vector<std::vector<RefArray *>>(planned.out_ports.size())};
         for (size_t p = 0; p < planned.out_ports.size(); ++p) {
-            own_outputs[p].reserve(planned.out_bind[p]->selections.size());
+            bound.own[p].reserve(planned.out_bind[p]->selections.size());
             for (const TensorSelection &s : planned.out_bind[p]->selections) {
                 RefArray &tensor = values_.at(s.tensor);
                 if (whole_at_origin(tensor, s.range)) {
-                    outputs[p].push_back(&tensor);
+                    bound.arrays[p].push_back(&tensor);
                     continue;
                 }
-                own_outputs[p].emplace_back(ZRange::of_shape(s.range.shape()), kUnwritten);
-                outputs[p].push_back(&own_outputs[p].back());
+                bound.own[p].emplace_back(ZRange::of_shape(s.range.shape()), kUnwritten);
+                bound.arrays[p].push_back(&bound.own[p].back());
             }
         }
-        RefContext base{planned.params, planned.derivation,   inputs, outputs, piece.index,
-                        nullptr,        options_.fast_kernels};
-        if (!run_chunks(planned, piece, base)) return false;
+        return bound;
+    }
 
-        // Scatter what this piece wrote into scratch arrays.
+    // Copies what the piece wrote into scratch arrays to its tensors.
+    void scatter(const PlannedOperation &planned, const Piece &piece, const Bound<RefArray> &outputs) {
         for (size_t p = 0; p < planned.out_ports.size(); ++p)
             for (size_t i = 0; i < planned.out_bind[p]->selections.size(); ++i) {
                 const TensorSelection &s = planned.out_bind[p]->selections[i];
-                const RefArray &written = *outputs[p][i];
+                const RefArray &written = *outputs.arrays[p][i];
                 RefArray &tensor = values_.at(s.tensor);
                 if (&written == &tensor) continue;
-                const ZRange box = selection_of(*sig.output(planned.out_ports[p].name, i), piece.index, written.range);
+                const OperandProjection &projection =
+                    *planned.derivation.signature.output(planned.out_ports[p].name, i);
+                const ZRange box = selection_of(projection, piece.index, written.range);
                 copy_box(written, ZPoint::zeros(box.rank()) - s.range.start(), tensor, box.translated(s.range.start()));
             }
-        return true;
     }
 
     bool run_chunks(const PlannedOperation &planned, const Piece &piece, const RefContext &base) {
@@ -415,7 +441,12 @@ private:
             planned.def->reference(ctx);
             report(piece.work[static_cast<size_t>(c)]);
         });
-        return !stopped_;
+        return !stopped();
+    }
+
+    bool stopped() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stopped_;
     }
 
     bool poll_cancelled() {
