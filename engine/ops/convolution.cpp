@@ -148,7 +148,7 @@ void conv2d_fast(const RefContext &ctx, const ConvGeometry &geo) {
     const ZRange &range = ctx.index_range;
     const int kd = geo.filter_dim(), pd = kd + 1, qd = kd + 2;
     const Coord depth = geo.depth(), filters = range.extent(kd), qn = range.extent(qd);
-    const Coord all = range.extent(pd) * qn, block = std::max<Coord>(1, kIm2colElements / depth);
+    const Coord all = range.extent(pd) * qn, block = std::max<Coord>(1, kIm2colElements / std::max<Coord>(depth, 1));
     const ZPoint &ys = ctx.output(0).range.end();
     std::vector<double> columns, out;
     Pixels pixels;

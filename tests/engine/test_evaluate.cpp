@@ -10,11 +10,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "io/project_file.h"
 #include "io/tensor_values.h"
-#include "op_check.h"
+#include "op_cases.h"
 #include "ops/evaluate.h"
 #include "substitute_support.h"
 
@@ -23,11 +24,9 @@ using namespace tapestry::testing;
 
 namespace {
 
-using Ints = std::vector<std::int64_t>;
-
 // A row per shape family each fast path distinguishes: batching and broadcast,
 // depths past one packed panel (256) and tiles cut at the edges, conv padding,
-// stride, dilation and groups, attention masks and causality.
+// stride, dilation and groups, attention masks and causality; then the op table.
 std::vector<OpCase> fast_path_cases() {
     std::vector<OpCase> c;
     c.push_back({"matmul/2d", "matmul", {}, {port("a", {5, 4}), port("b", {4, 6})}});
@@ -109,6 +108,12 @@ std::vector<OpCase> fast_path_cases() {
     c.push_back({"transpose/perm", "transpose", Params{{"perm", Ints{2, 0, 1}}}, {port("x", {2, 3, 4})}});
     c.push_back({"reshape/merge", "reshape", Params{{"shape", Ints{6, 4}}}, {port("x", {2, 3, 4})}});
     c.push_back({"move/copy", "move", Params{{"collective", std::string("copy")}}, {port("x", {3, 4})}});
+    // And every row of the op table (fused chains run their members' fast paths).
+    std::set<std::string> names;
+    for (const OpCase &row : c) names.insert(row.name);
+    for (const auto &table : {ops_a_cases(), ops_b_cases()})
+        for (const OpCase &row : table)
+            if (names.insert(row.name).second) c.push_back(row);
     return c;
 }
 
