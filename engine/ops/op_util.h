@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 #include "common/expected.h"
@@ -206,22 +206,23 @@ void for_each_row(const ZRange &range, F &&f) {
 template <size_t N, typename F>
 void map_elements(const RefContext &ctx, const std::array<const IndexProjection *, N> &in, const IndexProjection &out,
                   F &&f) {
-    std::array<FlatOffset, N> from = [&]<size_t... k>(std::index_sequence<k...>) {
-        return std::array<FlatOffset, N>{FlatOffset(*in[k], ctx.input_shape(static_cast<int>(k)))...};
-    }
-    (std::make_index_sequence<N>());
+    std::vector<FlatOffset> from;
+    for (size_t k = 0; k < N; ++k) from.emplace_back(*in[k], ctx.input_shape(static_cast<int>(k)));
     const FlatOffset to(out, ctx.output(0).range.end());
     const int last = ctx.index_range.rank() - 1;
-    double *y = ctx.output(0).data.data();
     for_each_row(ctx.index_range, [&](const ZPoint &start, Coord length) {
-        [&]<size_t... k>(std::index_sequence<k...>) {
-            const double *x[N] = {ctx.input(static_cast<int>(k)).data.data() + from[k].at(start)...};
-            const Coord x_step[N] = {from[k].step(last)...};
-            double *row = y + to.at(start);
-            const Coord y_step = to.step(last);
-            for (Coord j = 0; j < length; ++j) row[j * y_step] = f(x[k][j * x_step[k]]...);
+        std::array<const double *, N> x;
+        std::array<Coord, N> x_step;
+        for (size_t k = 0; k < N; ++k) {
+            x[k] = ctx.input(static_cast<int>(k)).data.data() + from[k].at(start);
+            x_step[k] = from[k].step(last);
         }
-        (std::make_index_sequence<N>());
+        double *y = ctx.output(0).data.data() + to.at(start);
+        std::array<double, N> values;
+        for (Coord j = 0; j < length; ++j) {
+            for (size_t k = 0; k < N; ++k) values[k] = x[k][j * x_step[k]];
+            y[j * to.step(last)] = std::apply(f, values);
+        }
     });
 }
 
