@@ -47,13 +47,13 @@ struct EvaluationOptions {
     // Called after each chunk from the thread that ran it; calls never overlap
     // (they are serialised with each other and with `cancelled`), `done` grows
     // strictly, and the last call has done == total (a single (0, 0) call when
-    // there is no work). Not called once the evaluation is cancelled or fails.
+    // there is no work). Not called once `cancelled` has returned true.
     std::function<void(std::int64_t done, std::int64_t total)> progress = {};
 
     // Polled before every chunk, from the thread about to run it, never
     // concurrently with itself or `progress`. Once it returns true no chunk
     // starts and the evaluation returns the error "cancelled". A chunk holds at
-    // most 2^29 work units and 2^16 index points, which the fast kernels finish
+    // most 2^28 work units and 2^16 index points, which the fast kernels finish
     // within tens of milliseconds; naive loops that re-read a window per point
     // (softmax, reductions and pools, which have no fast path, or every kernel
     // with fast_kernels off) may take seconds per chunk.
