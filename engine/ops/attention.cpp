@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "ops/library.h"
@@ -30,7 +31,7 @@ double effective_scale(const Params &params, Coord e) {
 // dot·scale (+ mask_j), −∞ for a key the causal mask hides (j > s), then
 // exp(score − max) / Σ. Shared by the naive loop and the fast path, so both do
 // the same operations in the same order.
-void softmax_weights(std::vector<double> &row, Coord s, const double *mask, double scale, bool causal) {
+void softmax_weights(std::span<double> row, Coord s, const double *mask, double scale, bool causal) {
     const double inf = std::numeric_limits<double>::infinity();
     double mx = -inf;
     for (size_t j = 0; j < row.size(); ++j) {
@@ -60,7 +61,7 @@ void attention_fast(const RefContext &ctx, Coord heads, bool causal) {
     const ZRange &range = ctx.index_range;
     const Coord e0 = range.start()[3], columns = range.extent(3);
     const Coord block = std::max<Coord>(1, kScoreElements / sk);
-    std::vector<double> scores, row(static_cast<size_t>(sk));
+    std::vector<double> scores;
     for_each_block(range, 2, [&](const ZPoint &corner) {
         const Coord b = corner[0], h = corner[1];
         const double *q = ctx.input(0).data.data() + b * qs[1] * qs[2] + h * e_dim;
@@ -72,10 +73,9 @@ void attention_fast(const RefContext &ctx, Coord heads, bool causal) {
             scores.assign(static_cast<size_t>(rows * sk), 0.0);
             accumulate_product(rows, sk, e_dim, {q + s0 * qs[2], qs[2], 1}, {k, 1, qs[2]}, {scores.data(), sk, 1});
             for (Coord r = 0; r < rows; ++r) {
-                std::copy_n(scores.begin() + r * sk, sk, row.begin());
                 const double *mask = ctx.has_input(3) ? ctx.input(3).data.data() + (s0 + r) * sk : nullptr;
-                softmax_weights(row, s0 + r, mask, scale, causal);
-                std::copy(row.begin(), row.end(), scores.begin() + r * sk);
+                softmax_weights(std::span(scores).subspan(static_cast<size_t>(r * sk), static_cast<size_t>(sk)), s0 + r,
+                                mask, scale, causal);
                 std::fill_n(y + (s0 + r) * vs[2], columns, 0.0);
             }
             accumulate_product(rows, columns, sk, {scores.data(), sk, 1}, {v, vs[2], 1}, {y + s0 * vs[2], vs[2], 1});
