@@ -1,11 +1,15 @@
 // Multi-head scaled dot-product attention (docs/ops.md): a composite block op,
 // y = softmax(q·kᵀ·scale + mask) · v per batch and head, which the substitution
 // pass expands into matmul, scale, softmax, matmul.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include "ops/library.h"
 #include "ops/op_util.h"
+#include "ops/ref_product.h"
 
 namespace tapestry {
 
@@ -21,6 +25,62 @@ struct AttentionDims {
 double effective_scale(const Params &params, Coord e) {
     const double s = params.get_float("scale", 0.0);
     return s != 0.0 ? s : 1.0 / std::sqrt(static_cast<double>(e));
+}
+
+// Turns a row of dot products q·k_j into softmax weights, in place: score =
+// dot·scale (+ mask_j), −∞ for a key the causal mask hides (j > s), then
+// exp(score − max) / Σ. Shared by the naive loop and the fast path, so both do
+// the same operations in the same order.
+void softmax_weights(std::span<double> row, Coord s, const double *mask, double scale, bool causal) {
+    const double inf = std::numeric_limits<double>::infinity();
+    double mx = -inf;
+    for (size_t j = 0; j < row.size(); ++j) {
+        double score = row[j] * scale;
+        if (mask) score += mask[j];
+        if (causal && static_cast<Coord>(j) > s) score = -inf;
+        row[j] = score;
+        mx = std::max(mx, score);
+    }
+    // A row with every key hidden has no softmax: 0/0 = NaN, as in the frameworks.
+    double sum = 0;
+    for (double &x : row) sum += x = std::exp(x - mx);
+    for (double &x : row) x /= sum;
+}
+
+// Score rows held at once by the fast path: query rows are taken in blocks of at
+// most this many scores (2 MiB).
+constexpr Coord kScoreElements = Coord{1} << 18;
+
+// The fast path of attention (RefContext::fast): per batch and head of the index
+// range, blocks of query rows as two blocked products — the scores q·kᵀ, then
+// the weights times v for the range's columns — with softmax_weights between.
+void attention_fast(const RefContext &ctx, Coord heads, bool causal) {
+    const ZPoint &qs = ctx.input_shape(0), &vs = ctx.input_shape(2);
+    const Coord e_dim = qs[2] / heads, ev_dim = vs[2] / heads, sk = vs[1];
+    const double scale = effective_scale(ctx.params, e_dim);
+    const ZRange &range = ctx.index_range;
+    const Coord e0 = range.start()[3], columns = range.extent(3);
+    const Coord block = std::max<Coord>(1, kScoreElements / sk);
+    std::vector<double> scores;
+    for_each_block(range, 2, [&](const ZPoint &corner) {
+        const Coord b = corner[0], h = corner[1];
+        const double *q = ctx.input(0).data.data() + b * qs[1] * qs[2] + h * e_dim;
+        const double *k = ctx.input(1).data.data() + b * sk * qs[2] + h * e_dim;
+        const double *v = ctx.input(2).data.data() + b * sk * vs[2] + h * ev_dim + e0;
+        double *y = ctx.output(0).data.data() + b * qs[1] * vs[2] + h * ev_dim + e0;
+        for (Coord s0 = range.start()[2]; s0 < range.end()[2]; s0 += block) {
+            const Coord rows = std::min(block, range.end()[2] - s0);
+            scores.assign(static_cast<size_t>(rows * sk), 0.0);
+            accumulate_product(rows, sk, e_dim, {q + s0 * qs[2], qs[2], 1}, {k, 1, qs[2]}, {scores.data(), sk, 1});
+            for (Coord r = 0; r < rows; ++r) {
+                const double *mask = ctx.has_input(3) ? ctx.input(3).data.data() + (s0 + r) * sk : nullptr;
+                softmax_weights(std::span(scores).subspan(static_cast<size_t>(r * sk), static_cast<size_t>(sk)), s0 + r,
+                                mask, scale, causal);
+                std::fill_n(y + (s0 + r) * vs[2], columns, 0.0);
+            }
+            accumulate_product(rows, columns, sk, {scores.data(), sk, 1}, {v, vs[2], 1}, {y + s0 * vs[2], vs[2], 1});
+        }
+    });
 }
 
 class AttentionOp final : public OpDef {
@@ -135,31 +195,24 @@ public:
         const double scale = effective_scale(ctx.params, e_dim);
         const bool causal = ctx.params.get_bool("causal", false);
         const bool has_mask = ctx.has_input(3);
-        const double inf = std::numeric_limits<double>::infinity();
+        if (ctx.fast()) return attention_fast(ctx, heads, causal);
 
         // Softmax weights of the current (b, h, s); recomputed when it changes
         // (the last index dim e varies fastest, so once per row of points).
-        std::vector<double> p(static_cast<size_t>(sk));
+        std::vector<double> p(static_cast<size_t>(sk)), mask(has_mask ? static_cast<size_t>(sk) : 0);
         ZPoint row{-1, -1, -1};
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             const Coord b = i[0], h = i[1], s = i[2], e = i[3];
             if (ZPoint{b, h, s} != row) {
                 row = ZPoint{b, h, s};
-                double mx = -inf;
                 for (Coord j = 0; j < sk; ++j) {
                     double dot = 0;
                     for (Coord c = 0; c < e_dim; ++c)
                         dot += ctx.read(0, ZPoint{b, s, h * e_dim + c}) * ctx.read(1, ZPoint{b, j, h * e_dim + c});
-                    double score = dot * scale;
-                    if (has_mask) score += ctx.read(3, ZPoint{s, j});
-                    if (causal && j > s) score = -inf;
-                    p[static_cast<size_t>(j)] = score;
-                    mx = std::max(mx, score);
+                    p[static_cast<size_t>(j)] = dot;
+                    if (has_mask) mask[static_cast<size_t>(j)] = ctx.read(3, ZPoint{s, j});
                 }
-                // A row with every key hidden has no softmax: 0/0 = NaN, as in the frameworks.
-                double sum = 0;
-                for (double &x : p) sum += x = std::exp(x - mx);
-                for (double &x : p) x /= sum;
+                softmax_weights(p, s, has_mask ? mask.data() : nullptr, scale, causal);
             }
             double acc = 0;
             for (Coord j = 0; j < sk; ++j) acc += p[static_cast<size_t>(j)] * ctx.read(2, ZPoint{b, j, h * ev_dim + e});

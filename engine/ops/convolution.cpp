@@ -1,11 +1,14 @@
 // Convolution family: conv2d, max_pool2d, avg_pool2d over NCHW tensors
 // (docs/ops.md). Windows become projection windows; zero padding makes the x
 // projection clipped; dilation and strides wider than the window read with holes.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ops/library.h"
 #include "ops/op_util.h"
+#include "ops/ref_product.h"
 
 namespace tapestry {
 
@@ -84,6 +87,97 @@ std::optional<DerivationError> check_nchw(std::string_view kind, std::string_vie
 }
 
 // ---- conv2d -----------------------------------------------------------------------
+
+// What a conv2d kernel needs to know, read once from its context.
+struct ConvGeometry {
+    ZPoint xs, ws;  // x [N, C, H, W], w [K, C/groups, R, S]
+    Coord group_channels = 1, group_filters = 1;
+    bool grouped = false;  // the index space is [N, G, K/G, P, Q] instead of [N, K, P, Q]
+    bool has_bias = false;
+    Window2d win;
+    int filter_dim() const { return grouped ? 2 : 1; }              // index dim of the filter (within its group)
+    Coord depth() const { return group_channels * win.r * win.s; }  // taps per output point
+};
+
+ConvGeometry conv_geometry(const RefContext &ctx) {
+    ConvGeometry geo;
+    geo.xs = ctx.input_shape(0);
+    geo.ws = ctx.input_shape(1);
+    const Coord groups = ctx.params.get_int("groups", 1);
+    geo.group_channels = geo.ws[1];
+    geo.group_filters = geo.ws[0] / groups;
+    geo.grouped = groups > 1;
+    geo.has_bias = ctx.has_input(2);
+    geo.win = window_from(ctx.params, geo.ws[2], geo.ws[3], {1, 1});
+    return geo;
+}
+
+// Output pixels (p[t], q[t]) of one image: a block of an im2col product.
+struct Pixels {
+    std::vector<Coord> p, q;
+    Coord count() const { return static_cast<Coord>(p.size()); }
+};
+
+// The im2col matrix of the pixels of image n, group g: row (c, r, s) in the naive
+// loop's tap order, column t pixel t; taps in the padding are zero.
+void im2col(const RefContext &ctx, const ConvGeometry &geo, Coord n, Coord g, const Pixels &pixels, double *columns) {
+    const Window2d &win = geo.win;
+    const Coord count = pixels.count(), height = geo.xs[2], width = geo.xs[3];
+    for (Coord c = 0; c < geo.group_channels; ++c) {
+        const Coord channel = g * geo.group_channels + c;
+        const double *plane = ctx.input(0).data.data() + (n * geo.xs[1] + channel) * height * width;
+        for (Coord r = 0; r < win.r; ++r)
+            for (Coord s = 0; s < win.s; ++s, columns += count)
+                for (Coord t = 0; t < count; ++t) {
+                    const Coord h = pixels.p[static_cast<size_t>(t)] * win.stride_h - win.pad_top + r * win.dilation_h;
+                    const Coord w = pixels.q[static_cast<size_t>(t)] * win.stride_w - win.pad_left + s * win.dilation_w;
+                    columns[t] = h >= 0 && h < height && w >= 0 && w < width ? plane[h * width + w] : 0.0;
+                }
+    }
+}
+
+// Elements of an im2col matrix: the pixels of a product are taken in blocks of
+// at most this many taps × pixels (2 MiB).
+constexpr Coord kIm2colElements = Coord{1} << 18;
+
+// The fast path of conv2d (RefContext::fast): per image and group of the index
+// range, its filters times the im2col matrix of its output pixels — an implicit
+// product whose depth runs over the taps (c, r, s) in the naive loop's order,
+// each sum starting from the bias as the naive loop's does.
+void conv2d_fast(const RefContext &ctx, const ConvGeometry &geo) {
+    const ZRange &range = ctx.index_range;
+    const int kd = geo.filter_dim(), pd = kd + 1, qd = kd + 2;
+    const Coord depth = geo.depth(), filters = range.extent(kd), qn = range.extent(qd);
+    const Coord all = range.extent(pd) * qn, block = std::max<Coord>(1, kIm2colElements / std::max<Coord>(depth, 1));
+    const ZPoint &ys = ctx.output(0).range.end();
+    std::vector<double> columns, out;
+    Pixels pixels;
+    for_each_block(range, 3, [&](const ZPoint &corner) {
+        const Coord n = corner[0], g = geo.grouped ? corner[1] : 0, k0 = g * geo.group_filters + corner[kd];
+        for (Coord first = 0; first < all; first += block) {
+            const Coord count = std::min(block, all - first);
+            pixels.p.clear();
+            pixels.q.clear();
+            for (Coord t = first; t < first + count; ++t) {
+                pixels.p.push_back(range.start()[pd] + t / qn);
+                pixels.q.push_back(range.start()[qd] + t % qn);
+            }
+            columns.resize(static_cast<size_t>(depth * count));
+            im2col(ctx, geo, n, g, pixels, columns.data());
+            out.assign(static_cast<size_t>(filters * count), 0.0);
+            for (Coord f = 0; f < filters && geo.has_bias; ++f)
+                std::fill_n(out.begin() + f * count, count, ctx.input(2).data[static_cast<size_t>(k0 + f)]);
+            accumulate_product(filters, count, depth, {ctx.input(1).data.data() + k0 * depth, depth, 1},
+                               {columns.data(), count, 1}, {out.data(), count, 1});
+            for (Coord f = 0; f < filters; ++f)
+                for (Coord t = 0; t < count; ++t) {
+                    const Coord at = ((n * ys[1] + k0 + f) * ys[2] + pixels.p[static_cast<size_t>(t)]) * ys[3] +
+                                     pixels.q[static_cast<size_t>(t)];
+                    ctx.output(0).data[static_cast<size_t>(at)] = out[static_cast<size_t>(f * count + t)];
+                }
+        }
+    });
+}
 
 class Conv2dOp final : public OpDef {
 public:
@@ -214,26 +308,23 @@ public:
     }
 
     void reference(const RefContext &ctx) const override {
-        const ZPoint &xs = ctx.input_shape(0), &ws = ctx.input_shape(1);
-        const bool has_bias = ctx.has_input(2);
-        const Coord groups = ctx.params.get_int("groups", 1);
-        const Coord cg = ws[1], kg = ws[0] / groups;
-        const Window2d win = window_from(ctx.params, ws[2], ws[3], {1, 1});
-        const bool grouped = groups > 1;
+        const ConvGeometry geo = conv_geometry(ctx);
+        if (ctx.fast()) return conv2d_fast(ctx, geo);
+        const Window2d &win = geo.win;
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             const Coord n = i[0];
-            const Coord g = grouped ? i[1] : 0;
-            const Coord k = grouped ? g * kg + i[2] : i[1];
-            const Coord p = grouped ? i[3] : i[2], q = grouped ? i[4] : i[3];
-            double acc = has_bias ? ctx.read(2, ZPoint{k}) : 0.0;
-            for (Coord c = 0; c < cg; ++c)
+            const Coord g = geo.grouped ? i[1] : 0;
+            const Coord k = geo.grouped ? g * geo.group_filters + i[2] : i[1];
+            const Coord p = geo.grouped ? i[3] : i[2], q = geo.grouped ? i[4] : i[3];
+            double acc = geo.has_bias ? ctx.read(2, ZPoint{k}) : 0.0;
+            for (Coord c = 0; c < geo.group_channels; ++c)
                 for (Coord r = 0; r < win.r; ++r)
                     for (Coord s = 0; s < win.s; ++s) {
                         const Coord h = p * win.stride_h - win.pad_top + r * win.dilation_h;
                         const Coord wc = q * win.stride_w - win.pad_left + s * win.dilation_w;
                         // Padding is zero; the filter tap is read all the same.
-                        const bool inside = h >= 0 && h < xs[2] && wc >= 0 && wc < xs[3];
-                        const double xv = inside ? ctx.read(0, ZPoint{n, g * cg + c, h, wc}) : 0.0;
+                        const bool inside = h >= 0 && h < geo.xs[2] && wc >= 0 && wc < geo.xs[3];
+                        const double xv = inside ? ctx.read(0, ZPoint{n, g * geo.group_channels + c, h, wc}) : 0.0;
                         acc += xv * ctx.read(1, ZPoint{k, c, r, s});
                     }
             ctx.write(0, ZPoint{n, k, p, q}, acc);

@@ -60,6 +60,7 @@ public:
         const IndexProjection &pa = input_projection(ctx.derivation, "a");
         const IndexProjection &pb = input_projection(ctx.derivation, "b");
         const IndexProjection &py = output_projection(ctx.derivation);
+        if (ctx.fast()) return map_elements<2>(ctx, {&pa, &pb}, py, f_);
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             const double a = ctx.read(0, pa.map().apply(i));
             const double b = ctx.read(1, pb.map().apply(i));
@@ -76,10 +77,16 @@ private:
 
 class UnaryOp : public OpDef {
 public:
-    using Function = std::function<double(double, const Params &)>;
-    UnaryOp(std::string kind, std::string summary, std::vector<ParamSpec> params, Function f,
+    // The function of x an op computes for given parameters: they are read once per
+    // kernel call, not once per element.
+    using Function = std::function<double(double)>;
+    using Binder = std::function<Function(const Params &)>;
+    UnaryOp(std::string kind, std::string summary, std::vector<ParamSpec> params, Binder f,
             std::function<double(const Params &)> flops)
-        : kind_(std::move(kind)), summary_(std::move(summary)), params_(std::move(params)), f_(std::move(f)),
+        : kind_(std::move(kind)),
+          summary_(std::move(summary)),
+          params_(std::move(params)),
+          f_(std::move(f)),
           flops_(std::move(flops)) {}
 
     std::string_view kind() const override { return kind_; }
@@ -101,14 +108,16 @@ public:
     void reference(const RefContext &ctx) const override {
         const IndexProjection &px = input_projection(ctx.derivation, "x");
         const IndexProjection &py = output_projection(ctx.derivation);
+        const Function f = f_(ctx.params);
+        if (ctx.fast()) return map_elements<1>(ctx, {&px}, py, f);
         ctx.index_range.for_each_point(
-            [&](const ZPoint &i) { ctx.write(0, py.map().apply(i), f_(ctx.read(0, px.map().apply(i)), ctx.params)); });
+            [&](const ZPoint &i) { ctx.write(0, py.map().apply(i), f(ctx.read(0, px.map().apply(i)))); });
     }
 
 private:
     std::string kind_, summary_;
     std::vector<ParamSpec> params_;
-    Function f_;
+    Binder f_;
     std::function<double(const Params &)> flops_;
 };
 
@@ -116,12 +125,18 @@ std::function<double(const Params &)> constant(double flops) {
     return [flops](const Params &) { return flops; };
 }
 
-double gelu(double x, const Params &p) {
-    if (p.get_string("approximate", "none") == "tanh") {
-        const double c = std::sqrt(2.0 / std::numbers::pi);
-        return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-    }
-    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+UnaryOp::Function gelu(const Params &p) {
+    if (p.get_string("approximate", "none") == "tanh")
+        return [](double x) {
+            const double c = std::sqrt(2.0 / std::numbers::pi);
+            return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+        };
+    return [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); };
+}
+
+// A function without parameters.
+UnaryOp::Binder plain(double (*f)(double)) {
+    return [f](const Params &) { return UnaryOp::Function(f); };
 }
 
 // ---- cast -------------------------------------------------------------------------
@@ -199,6 +214,7 @@ public:
         const DType to = *parse_dtype(ctx.params.get_string("to", "f32"));
         const IndexProjection &px = input_projection(ctx.derivation, "x");
         const IndexProjection &py = output_projection(ctx.derivation);
+        if (ctx.fast()) return map_elements<1>(ctx, {&px}, py, [&](double x) { return convert_to(x, to); });
         ctx.index_range.for_each_point(
             [&](const ZPoint &i) { ctx.write(0, py.map().apply(i), convert_to(ctx.read(0, px.map().apply(i)), to)); });
     }
@@ -220,10 +236,9 @@ void register_elementwise_ops(OpLibrary &lib) {
     }));
 
     // relu: one comparison.
-    lib.add(std::make_unique<UnaryOp>(
-        "relu", "y = max(x, 0); NaN gives 0 (as oneDNN's relu, also as a post-op)", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return x > 0 ? x : 0.0; },
-        constant(1)));
+    lib.add(std::make_unique<UnaryOp>("relu", "y = max(x, 0); NaN gives 0 (as oneDNN's relu, also as a post-op)",
+                                      std::vector<ParamSpec>{}, plain([](double x) { return x > 0 ? x : 0.0; }),
+                                      constant(1)));
     // gelu "none": x/√2, erf, +1, ·x, ·0.5 = 5; "tanh": x³ (2), ·0.044715, +x,
     // ·√(2/π), tanh, +1, ·x, ·0.5 = 9.
     lib.add(std::make_unique<UnaryOp>(
@@ -232,89 +247,94 @@ void register_elementwise_ops(OpLibrary &lib) {
                                             "\"none\": exact 0.5·x·(1 + erf(x/√2)); \"tanh\": the tanh approximation")},
         gelu, [](const Params &p) { return p.get_string("approximate", "none") == "tanh" ? 9.0 : 5.0; }));
     // sigmoid: negate, exp, +1, reciprocal = 4.
-    lib.add(std::make_unique<UnaryOp>(
-        "sigmoid", "y = 1 / (1 + exp(−x))", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return 1.0 / (1.0 + std::exp(-x)); }, constant(4)));
-    lib.add(std::make_unique<UnaryOp>(
-        "tanh", "y = tanh(x)", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::tanh(x); },
-        constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "exp", "y = exp(x)", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::exp(x); },
-        constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "erf", "y = erf(x), the Gauss error function", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return std::erf(x); }, constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "sqrt", "y = √x", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::sqrt(x); },
-        constant(1)));
+    lib.add(std::make_unique<UnaryOp>("sigmoid", "y = 1 / (1 + exp(−x))", std::vector<ParamSpec>{},
+                                      plain([](double x) { return 1.0 / (1.0 + std::exp(-x)); }), constant(4)));
+    lib.add(std::make_unique<UnaryOp>("tanh", "y = tanh(x)", std::vector<ParamSpec>{},
+                                      plain([](double x) { return std::tanh(x); }), constant(1)));
+    lib.add(std::make_unique<UnaryOp>("exp", "y = exp(x)", std::vector<ParamSpec>{},
+                                      plain([](double x) { return std::exp(x); }), constant(1)));
+    lib.add(std::make_unique<UnaryOp>("erf", "y = erf(x), the Gauss error function", std::vector<ParamSpec>{},
+                                      plain([](double x) { return std::erf(x); }), constant(1)));
+    lib.add(std::make_unique<UnaryOp>("sqrt", "y = √x", std::vector<ParamSpec>{},
+                                      plain([](double x) { return std::sqrt(x); }), constant(1)));
     lib.add(std::make_unique<UnaryOp>(
         "pow", "y = x^exponent for a constant exponent",
         std::vector<ParamSpec>{required_param("exponent", ParamKind::number, "the constant exponent (float)")},
-        [](double x, const Params &p) { return std::pow(x, p.get_float("exponent", 1.0)); }, constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "neg", "y = −x", std::vector<ParamSpec>{}, [](double x, const Params &) { return -x; }, constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "abs", "y = |x|", std::vector<ParamSpec>{}, [](double x, const Params &) { return std::fabs(x); },
+        [](const Params &p) -> UnaryOp::Function {
+            const double e = p.get_float("exponent", 1.0);
+            return [e](double x) { return std::pow(x, e); };
+        },
         constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "log", "y = ln x, the natural logarithm", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return std::log(x); }, constant(1)));
-    lib.add(std::make_unique<UnaryOp>(
-        "reciprocal", "y = 1 / x", std::vector<ParamSpec>{}, [](double x, const Params &) { return 1.0 / x; },
-        constant(1)));
+    lib.add(std::make_unique<UnaryOp>("neg", "y = −x", std::vector<ParamSpec>{}, plain([](double x) { return -x; }),
+                                      constant(1)));
+    lib.add(std::make_unique<UnaryOp>("abs", "y = |x|", std::vector<ParamSpec>{},
+                                      plain([](double x) { return std::fabs(x); }), constant(1)));
+    lib.add(std::make_unique<UnaryOp>("log", "y = ln x, the natural logarithm", std::vector<ParamSpec>{},
+                                      plain([](double x) { return std::log(x); }), constant(1)));
+    lib.add(std::make_unique<UnaryOp>("reciprocal", "y = 1 / x", std::vector<ParamSpec>{},
+                                      plain([](double x) { return 1.0 / x; }), constant(1)));
     // leaky_relu: a comparison and a multiply.
     lib.add(std::make_unique<UnaryOp>(
         "leaky_relu", "y = x for x ≥ 0, alpha·x below",
         std::vector<ParamSpec>{float_param("alpha", 0.01, "the slope below 0")},
-        [](double x, const Params &p) { return x >= 0 ? x : p.get_float("alpha", 0.01) * x; }, constant(2)));
+        [](const Params &p) -> UnaryOp::Function {
+            const double alpha = p.get_float("alpha", 0.01);
+            return [alpha](double x) { return x >= 0 ? x : alpha * x; };
+        },
+        constant(2)));
     // elu: a comparison, exp, −1, ·alpha.
     lib.add(std::make_unique<UnaryOp>(
         "elu", "y = x for x > 0, alpha·(exp(x) − 1) below",
         std::vector<ParamSpec>{float_param("alpha", 1.0, "the scale of the negative part")},
-        [](double x, const Params &p) { return x > 0 ? x : p.get_float("alpha", 1.0) * std::expm1(x); },
+        [](const Params &p) -> UnaryOp::Function {
+            const double alpha = p.get_float("alpha", 1.0);
+            return [alpha](double x) { return x > 0 ? x : alpha * std::expm1(x); };
+        },
         constant(4)));
     // selu: elu and ·gamma.
     lib.add(std::make_unique<UnaryOp>(
         "selu", "y = gamma·x for x > 0, gamma·alpha·(exp(x) − 1) below (scaled ELU)",
         std::vector<ParamSpec>{float_param("alpha", 1.6732632423543772, "the scale of the negative part"),
                                float_param("gamma", 1.0507009873554805, "the overall scale")},
-        [](double x, const Params &p) {
-            const double g = p.get_float("gamma", 1.0507009873554805);
-            return x > 0 ? g * x : g * p.get_float("alpha", 1.6732632423543772) * std::expm1(x);
+        [](const Params &p) -> UnaryOp::Function {
+            const double g = p.get_float("gamma", 1.0507009873554805), alpha = p.get_float("alpha", 1.6732632423543772);
+            return [g, alpha](double x) { return x > 0 ? g * x : g * alpha * std::expm1(x); };
         },
         constant(5)));
     // softplus: exp, +1, log.
     lib.add(std::make_unique<UnaryOp>(
         "softplus", "y = ln(1 + exp(x))", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); },
-        constant(3)));
+        plain([](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }), constant(3)));
     // softsign: abs, +1, divide.
-    lib.add(std::make_unique<UnaryOp>(
-        "softsign", "y = x / (1 + |x|)", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return x / (1.0 + std::fabs(x)); }, constant(3)));
+    lib.add(std::make_unique<UnaryOp>("softsign", "y = x / (1 + |x|)", std::vector<ParamSpec>{},
+                                      plain([](double x) { return x / (1.0 + std::fabs(x)); }), constant(3)));
     // hard_sigmoid: a multiply-add and two comparisons.
     lib.add(std::make_unique<UnaryOp>(
         "hard_sigmoid", "y = max(0, min(1, alpha·x + beta))",
         std::vector<ParamSpec>{float_param("alpha", 0.2, "the slope"), float_param("beta", 0.5, "the offset")},
-        [](double x, const Params &p) {
-            if (std::isnan(x)) return x;
-            return std::max(0.0, std::min(1.0, p.get_float("alpha", 0.2) * x + p.get_float("beta", 0.5)));
+        [](const Params &p) -> UnaryOp::Function {
+            const double alpha = p.get_float("alpha", 0.2), beta = p.get_float("beta", 0.5);
+            return
+                [alpha, beta](double x) { return std::isnan(x) ? x : std::max(0.0, std::min(1.0, alpha * x + beta)); };
         },
         constant(4)));
     // hard_swish: hard_sigmoid (alpha 1/6, beta 1/2) and ·x.
-    lib.add(std::make_unique<UnaryOp>(
-        "hard_swish", "y = x · max(0, min(1, x/6 + 1/2))", std::vector<ParamSpec>{},
-        [](double x, const Params &) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }, constant(5)));
+    lib.add(std::make_unique<UnaryOp>("hard_swish", "y = x · max(0, min(1, x/6 + 1/2))", std::vector<ParamSpec>{},
+                                      plain([](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }),
+                                      constant(5)));
     // clip: two comparisons. A bound at ±FLT_MAX (the defaults) or beyond is none.
     lib.add(std::make_unique<UnaryOp>(
         "clip", "y = min(max(x, min), max)",
         std::vector<ParamSpec>{float_param("min", -kFloatMax, "the lower bound (the default, −FLT_MAX or below: none)"),
                                float_param("max", kFloatMax, "the upper bound (the default, FLT_MAX or above: none)")},
-        [](double x, const Params &p) {
-            if (std::isnan(x)) return x;
-            if (const double lo = p.get_float("min", -kFloatMax); lo > -kFloatMax) x = std::max(x, lo);
-            if (const double hi = p.get_float("max", kFloatMax); hi < kFloatMax) x = std::min(x, hi);
-            return x;
+        [](const Params &p) -> UnaryOp::Function {
+            const double lo = p.get_float("min", -kFloatMax), hi = p.get_float("max", kFloatMax);
+            return [lo, hi](double x) {
+                if (std::isnan(x)) return x;
+                if (lo > -kFloatMax) x = std::max(x, lo);
+                if (hi < kFloatMax) x = std::min(x, hi);
+                return x;
+            };
         },
         constant(2)));
     lib.add(std::make_unique<CastOp>());

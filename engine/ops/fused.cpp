@@ -287,7 +287,7 @@ public:
         RefArray value(ZRange::of_shape(value_shape));
         {
             MemberRecorder rec(ctx.recorder, hmap);
-            RefContext hctx{hparams, hd, hin, {{&value}}, head_range, ctx.recorder ? &rec : nullptr};
+            RefContext hctx{hparams, hd, hin, {{&value}}, head_range, ctx.recorder ? &rec : nullptr, ctx.fast_kernels};
             hdef->reference(hctx);
         }
         // The values this piece computes.
@@ -312,7 +312,8 @@ public:
                 }
                 RefArray normalized(ZRange::of_shape(value_shape));
                 MemberRecorder rec(ctx.recorder, mmap);
-                RefContext tctx{mparams, md, min, {{&normalized}}, ctx.index_range, ctx.recorder ? &rec : nullptr};
+                AccessRecorder *recorder = ctx.recorder ? &rec : nullptr;
+                RefContext tctx{mparams, md, min, {{&normalized}}, ctx.index_range, recorder, ctx.fast_kernels};
                 mdef->reference(tctx);
                 value = std::move(normalized);
                 region = md.signature.outputs.at(0).operands.at(0).projection.image(ctx.index_range);
@@ -330,7 +331,7 @@ public:
             }
             RefArray next_value(ZRange::of_shape(value_shape));
             MemberRecorder rec(ctx.recorder, mmap);
-            RefContext mctx{mparams, md, min, {{&next_value}}, region, ctx.recorder ? &rec : nullptr};
+            RefContext mctx{mparams, md, min, {{&next_value}}, region, ctx.recorder ? &rec : nullptr, ctx.fast_kernels};
             mdef->reference(mctx);
             value = std::move(next_value);
         }

@@ -8,11 +8,39 @@
 
 #include "ops/library.h"
 #include "ops/op_util.h"
+#include "ops/ref_product.h"
 
 namespace tapestry {
 namespace {
 
 using namespace op_util;
+
+// The fast path of the three contractions (RefContext::fast): y[i] = Σ_k a·b
+// over the index range as one blocked product per point of the dims before the
+// last two, which are its rows (absent in a rank-1 space: one row) and columns.
+// Input ports 0 and 1 are a and b, contracted along their tensor dims `ka` and
+// `kb`; depth_at(corner) is the number of k summed by that block's points,
+// starting where the projections put them.
+template <typename Depth>
+void contract_fast(const RefContext &ctx, int ka, int kb, Depth &&depth_at) {
+    const IndexProjection &pa = ctx.derivation.signature.inputs.at(0).operands.at(0).projection;
+    const IndexProjection &pb = ctx.derivation.signature.inputs.at(1).operands.at(0).projection;
+    const ZRange &range = ctx.index_range;
+    const int m_dim = range.rank() - 2, n_dim = range.rank() - 1;
+    const FlatOffset fa(pa, ctx.input_shape(0)), fb(pb, ctx.input_shape(1));
+    const FlatOffset fy(output_projection(ctx.derivation), ctx.output(0).range.end());
+    const Coord a_k = row_major_strides(ctx.input_shape(0))[static_cast<size_t>(ka)];
+    const Coord b_k = row_major_strides(ctx.input_shape(1))[static_cast<size_t>(kb)];
+    const Coord rows = m_dim >= 0 ? range.extent(m_dim) : 1, cols = range.extent(n_dim);
+    for_each_block(range, 2, [&](const ZPoint &corner) {
+        const MatrixView y{ctx.output(0).data.data() + fy.at(corner), fy.step(m_dim), fy.step(n_dim)};
+        for (Coord r = 0; r < rows; ++r)
+            for (Coord c = 0; c < cols; ++c) y.data[r * y.row_stride + c * y.col_stride] = 0.0;
+        accumulate_product(rows, cols, depth_at(corner),
+                           {ctx.input(0).data.data() + fa.at(corner), fa.step(m_dim), a_k},
+                           {ctx.input(1).data.data() + fb.at(corner), b_k, fb.step(n_dim)}, y);
+    });
+}
 
 class MatmulOp : public OpDef {
 public:
@@ -89,6 +117,7 @@ public:
         const IndexProjection &py = output_projection(ctx.derivation);
         const int ka = pa.tensor_rank() - 1, kb = pb.tensor_rank() - 2;
         const Coord k_extent = pa.window()[ka];
+        if (ctx.fast()) return contract_fast(ctx, ka, kb, [&](const ZPoint &) { return k_extent; });
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             ZPoint ea = pa.map().apply(i), eb = pb.map().apply(i);
             double sum = 0;
@@ -172,6 +201,11 @@ public:
         const bool has_bias = ctx.has_input(2);
         const int fx = px.tensor_rank() - 1;
         const Coord features = px.window()[fx];
+        if (ctx.fast()) {
+            contract_fast(ctx, fx, 0, [&](const ZPoint &) { return features; });
+            if (has_bias) add_bias(ctx);
+            return;
+        }
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             ZPoint ex = px.map().apply(i), ew = pw.map().apply(i);
             double sum = 0;
@@ -182,6 +216,21 @@ public:
             }
             if (has_bias) sum += ctx.read(2, input_projection(ctx.derivation, "bias").map().apply(i));
             ctx.write(0, py.map().apply(i), sum);
+        });
+    }
+
+private:
+    // y += bias over the index range, after the sums (as the naive loop adds it).
+    static void add_bias(const RefContext &ctx) {
+        const FlatOffset fb(input_projection(ctx.derivation, "bias"), ctx.input_shape(2));
+        const FlatOffset fy(output_projection(ctx.derivation), ctx.output(0).range.end());
+        const int last = ctx.index_range.rank() - 1;
+        const double *bias = ctx.input(2).data.data();
+        double *y = ctx.output(0).data.data();
+        for_each_row(ctx.index_range, [&](const ZPoint &start, Coord length) {
+            const double *b = bias + fb.at(start);
+            double *row = y + fy.at(start);
+            for (Coord j = 0; j < length; ++j) row[j * fy.step(last)] += b[j * fb.step(last)];
         });
     }
 };
@@ -293,6 +342,10 @@ public:
         const int ka = pa.tensor_rank() - 1, kb = pb.tensor_rank() - 2;
         const Coord k_total = ctx.input_shape(0)[ka];
         const Coord block = pa.window()[ka];
+        if (ctx.fast())
+            return contract_fast(ctx, ka, kb, [&](const ZPoint &corner) {
+                return std::min(block, k_total - pa.map().apply(corner)[ka]);  // the last block is clipped
+            });
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             ZPoint ea = pa.map().apply(i), eb = pb.map().apply(i);
             const Coord end = std::min(ea[ka] + block, k_total);  // the last block is clipped

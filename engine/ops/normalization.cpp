@@ -5,6 +5,8 @@
 // given per-channel statistics, so it is elementwise along x.
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "ops/library.h"
 #include "ops/op_util.h"
@@ -94,14 +96,13 @@ public:
         const int axis = *normalize_axis(ctx.params.get_int("axis", -1), rank);
         const double eps = ctx.params.get_float("epsilon", rms_ ? 1e-6 : 1e-5);
         const bool has_gamma = ctx.has_input(1), has_beta = !rms_ && ctx.has_input(2);
+        if (ctx.fast()) return normalize_fast(ctx, m, eps);
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             std::vector<double> acc = m.identity;
             for_each_window_element(px, i, [&](const ZPoint &e) { m.lift_into(acc, ctx.read(0, e)); });
             ZPoint own = px.map().apply(i);
             for (int d = axis; d < rank; ++d) own[d] += i[d];  // this point's element inside its block
-            const double x = ctx.read(0, own);
-            double y = rms_ ? x / std::sqrt(m.lower(acc) + eps)
-                            : (x - acc[1] / acc[0]) / std::sqrt(m.lower(acc) + eps);
+            double y = normalized(ctx.read(0, own), acc, m, eps);
             if (has_gamma) y *= ctx.read(1, input_projection(ctx.derivation, "gamma").map().apply(i));
             if (has_beta) y += ctx.read(2, input_projection(ctx.derivation, "beta").map().apply(i));
             ctx.write(0, py.map().apply(i), y);
@@ -109,6 +110,49 @@ public:
     }
 
 private:
+    // x normalized by the statistics `acc` of its block (before gamma and beta).
+    double normalized(double x, const std::vector<double> &acc, const ReductionMonoid &m, double eps) const {
+        return rms_ ? x / std::sqrt(m.lower(acc) + eps) : (x - acc[1] / acc[0]) / std::sqrt(m.lower(acc) + eps);
+    }
+
+    // The fast path (RefContext::fast): the statistics of a block once per row of
+    // the index range instead of once per point. x's projection sends a row to the
+    // start of its block, which is contiguous (the normalized axes are the last
+    // ones) and folded in the naive loop's order; x and y are shaped alike, so a
+    // point's own element of x has its flat offset in y.
+    void normalize_fast(const RefContext &ctx, const ReductionMonoid &m, double eps) const {
+        const ZPoint &xs = ctx.input_shape(0);
+        const IndexProjection &px = input_projection(ctx.derivation, "x");
+        const Coord block = window_size(px);
+        const FlatOffset block_at(px, xs), own_at(output_projection(ctx.derivation), xs);
+        const bool has_gamma = ctx.has_input(1), has_beta = !rms_ && ctx.has_input(2);
+        const std::optional<FlatOffset> gamma_at =
+            has_gamma ? std::optional(FlatOffset(input_projection(ctx.derivation, "gamma"), ctx.input_shape(1)))
+                      : std::nullopt;
+        const std::optional<FlatOffset> beta_at =
+            has_beta ? std::optional(FlatOffset(input_projection(ctx.derivation, "beta"), ctx.input_shape(2)))
+                     : std::nullopt;
+        const int last = ctx.index_range.rank() - 1;
+        const double *x = ctx.input(0).data.data();
+        std::vector<double> acc;
+        Coord current = -1;  // the block `acc` holds the statistics of
+        for_each_row(ctx.index_range, [&](const ZPoint &start, Coord length) {
+            if (const Coord first = block_at.at(start); first != current) {
+                acc = m.identity;
+                for (Coord k = 0; k < block; ++k) m.lift_into(acc, x[first + k]);
+                current = first;
+            }
+            for (Coord j = 0; j < length; ++j) {
+                const Coord own = own_at.at(start) + j * own_at.step(last);
+                double y = normalized(x[own], acc, m, eps);
+                if (gamma_at)
+                    y *= ctx.input(1).data[static_cast<size_t>(gamma_at->at(start) + j * gamma_at->step(last))];
+                if (beta_at) y += ctx.input(2).data[static_cast<size_t>(beta_at->at(start) + j * beta_at->step(last))];
+                ctx.output(0).data[static_cast<size_t>(own)] = y;
+            }
+        });
+    }
+
     bool rms_;
 };
 

@@ -215,6 +215,35 @@ ZRange relative_selection(const OperandProjection &p, const ZRange &index_range,
     return r;
 }
 
+std::vector<Coord> row_major_strides(const ZPoint &shape) {
+    std::vector<Coord> strides(static_cast<size_t>(shape.rank()), 1);
+    for (int d = shape.rank() - 2; d >= 0; --d)
+        strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d) + 1] * shape[d + 1];
+    return strides;
+}
+
+FlatOffset::FlatOffset(const IndexProjection &p, const ZPoint &array_shape)
+    : steps_(static_cast<size_t>(p.index_rank()), 0) {
+    TAPESTRY_CHECK(p.tensor_rank() == array_shape.rank(), "FlatOffset: the projection's rank is not the array's");
+    const std::vector<Coord> strides = row_major_strides(array_shape);
+    const ZMatrix &a = p.map().matrix();
+    for (int r = 0; r < p.tensor_rank(); ++r) {
+        const Coord stride = strides[static_cast<size_t>(r)];
+        constant_ += stride * p.map().offset()[r];
+        for (int c = 0; c < p.index_rank(); ++c) steps_[static_cast<size_t>(c)] += stride * a.at(r, c);
+    }
+}
+
+Coord FlatOffset::at(const ZPoint &index_point) const {
+    Coord offset = constant_;
+    for (size_t c = 0; c < steps_.size(); ++c) offset += steps_[c] * index_point[static_cast<int>(c)];
+    return offset;
+}
+
+Coord FlatOffset::step(int d) const {
+    return d >= 0 && static_cast<size_t>(d) < steps_.size() ? steps_[static_cast<size_t>(d)] : 0;
+}
+
 const IndexProjection &input_projection(const Derivation &d, std::string_view port, size_t operand) {
     const OperandProjection *p = d.signature.input(std::string(port), operand);
     TAPESTRY_CHECK(p != nullptr, "input_projection: no such input operand in the derivation");

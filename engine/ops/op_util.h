@@ -1,12 +1,16 @@
 // Shared helpers for OpDef implementations (ops/<family>.cpp): derivation errors
 // with their fields, axis normalisation, NumPy broadcasting, building index
-// projections row by row, parameter specs, and iterating a projected window.
+// projections row by row, parameter specs, iterating a projected window, and the
+// flat offsets and row walks of the kernels' fast paths.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/expected.h"
@@ -147,6 +151,80 @@ ZRange relative_selection(const OperandProjection &p, const ZRange &index_range,
 const IndexProjection &input_projection(const Derivation &d, std::string_view port, size_t operand = 0);
 // The projection of output port "y" (or `port`).
 const IndexProjection &output_projection(const Derivation &d, std::string_view port = "y", size_t operand = 0);
+
+// ---- fast paths of reference kernels ------------------------------------------------------
+// Building blocks for RefContext::fast() paths: they walk the arrays' data with
+// flat offsets instead of building a ZPoint per element.
+
+// Row-major strides of an array of `shape` (the last dim has stride 1).
+std::vector<Coord> row_major_strides(const ZPoint &shape);
+
+// Where the element a projection's map sends an index point to lies in the data
+// of a zero-origin row-major array: a linear function of the point (strides ·
+// (A·i + b)), so it steps by a constant along each index dim. Valid for points
+// whose element lies inside the array: an unclipped projection's do; a clipped
+// one's need a bounds check first.
+class FlatOffset {
+public:
+    FlatOffset(const IndexProjection &p, const ZPoint &array_shape);
+    Coord at(const ZPoint &index_point) const;
+    // How far the offset moves when index dim `d` grows by one; 0 for a dim the
+    // map does not have (d < 0 or beyond its index rank: a rank-0 space's rows).
+    Coord step(int d) const;
+
+private:
+    std::vector<Coord> steps_;
+    Coord constant_ = 0;
+};
+
+// Calls f(corner) for every point of `range` whose last `inner` coordinates are
+// at the range's start — the corners of its inner blocks of that many dims — in
+// row-major order. inner >= rank: one call with range.start(). No call for an
+// empty range.
+template <typename F>
+void for_each_block(const ZRange &range, int inner, F &&f) {
+    if (range.empty()) return;
+    const int outer = std::max(range.rank() - inner, 0);
+    ZPoint end = range.start();
+    for (int d = 0; d < outer; ++d) end[d] = range.end()[d];
+    for (int d = outer; d < range.rank(); ++d) end[d] = range.start()[d] + 1;
+    ZRange(range.start(), end).for_each_point(f);
+}
+
+// Calls f(start, length) for every row of `range` along its last dim, in
+// row-major order; a rank-0 range is one row of length 1.
+template <typename F>
+void for_each_row(const ZRange &range, F &&f) {
+    const Coord length = range.rank() == 0 ? 1 : range.extent(range.rank() - 1);
+    for_each_block(range, 1, [&](const ZPoint &start) { f(start, length); });
+}
+
+// The fast path of a kernel each of whose index points reads one element of each
+// input of `in` (port i, operand 0, through projection in[i]) and writes f(those
+// values…) to one element of output 0 through `out`: elementwise ops and copies.
+// The projections must be unclipped with unit windows; f takes N doubles.
+template <size_t N, typename F>
+void map_elements(const RefContext &ctx, const std::array<const IndexProjection *, N> &in, const IndexProjection &out,
+                  F &&f) {
+    std::vector<FlatOffset> from;
+    for (size_t k = 0; k < N; ++k) from.emplace_back(*in[k], ctx.input_shape(static_cast<int>(k)));
+    const FlatOffset to(out, ctx.output(0).range.end());
+    const int last = ctx.index_range.rank() - 1;
+    for_each_row(ctx.index_range, [&](const ZPoint &start, Coord length) {
+        std::array<const double *, N> x;
+        std::array<Coord, N> x_step;
+        for (size_t k = 0; k < N; ++k) {
+            x[k] = ctx.input(static_cast<int>(k)).data.data() + from[k].at(start);
+            x_step[k] = from[k].step(last);
+        }
+        double *y = ctx.output(0).data.data() + to.at(start);
+        std::array<double, N> values;
+        for (Coord j = 0; j < length; ++j) {
+            for (size_t k = 0; k < N; ++k) values[k] = x[k][j * x_step[k]];
+            y[j * to.step(last)] = std::apply(f, values);
+        }
+    });
+}
 
 // ---- reduction monoids --------------------------------------------------------------------
 

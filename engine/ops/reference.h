@@ -1,7 +1,9 @@
-// Naive double-precision reference kernels: the numeric oracle (DESIGN.md §7,
-// issue 2). Readable over fast. A kernel computes the outputs of the index points
-// of a sub-range of its op's index space, reading inputs through RefContext, which
-// can record every element touched — the test that a projection is right.
+// Double-precision reference kernels: the numeric oracle (DESIGN.md §7, issue 2).
+// A kernel computes the outputs of the index points of a sub-range of its op's
+// index space. Its naive loop reads and writes through RefContext, which can
+// record every element touched — the test that a projection is right. The heavy
+// kinds also have a fast path (RefContext::fast()) over the arrays' data: blocked
+// loops, no ZPoint per element, same values (see RefContext::fast).
 #pragma once
 
 #include <cstdint>
@@ -42,11 +44,29 @@ struct RefContext {
     std::vector<std::vector<RefArray *>> outputs;
     ZRange index_range;  // the points to compute, inside the index space
     AccessRecorder *recorder = nullptr;
+    // Whether kernels may take their fast path (false: every kernel runs its naive
+    // loop, as evaluate_reference does with EvaluationOptions::fast_kernels off).
+    bool fast_kernels = true;
+
+    // Whether a kernel takes its fast path: allowed and nobody records accesses
+    // (the fast paths read arrays directly, so they cannot report elements). A
+    // fast path computes every element it writes with the same operations as the
+    // naive loop — at most the order of double additions differs — and an
+    // element's value never depends on the sub-range it is computed in, so any
+    // split of the index space gives the same outputs bit for bit.
+    bool fast() const { return fast_kernels && recorder == nullptr; }
 
     bool has_input(int port) const { return port < static_cast<int>(inputs.size()) && !inputs[static_cast<size_t>(port)].empty(); }
     int operand_count(int port) const { return static_cast<int>(inputs[static_cast<size_t>(port)].size()); }
     const ZPoint &input_shape(int port, int operand = 0) const {
         return inputs[static_cast<size_t>(port)][static_cast<size_t>(operand)]->range.end();
+    }
+    // The arrays themselves, for fast paths (nothing is recorded).
+    const RefArray &input(int port, int operand = 0) const {
+        return *inputs[static_cast<size_t>(port)][static_cast<size_t>(operand)];
+    }
+    RefArray &output(int port, int operand = 0) const {
+        return *outputs[static_cast<size_t>(port)][static_cast<size_t>(operand)];
     }
     double read(int port, int operand, const ZPoint &element) const {
         if (recorder) recorder->on_read(port, operand, element);

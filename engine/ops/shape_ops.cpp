@@ -77,6 +77,9 @@ public:
     void reference(const RefContext &ctx) const override {
         const int rank = ctx.input_shape(0).rank();
         const std::vector<int> perm = transpose_perm(ctx.params.get_ints("perm", {}), rank).value();
+        if (ctx.fast())
+            return map_elements<1>(ctx, {&input_projection(ctx.derivation, "x")}, output_projection(ctx.derivation),
+                                   [](double x) { return x; });
         ZPoint src = ZPoint::zeros(rank);
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             for (int k = 0; k < rank; ++k) src[perm[static_cast<size_t>(k)]] = i[k];
@@ -272,6 +275,19 @@ ReshapePlan plan_reshape(const ZPoint &in, const ZPoint &out) {
     return plan;
 }
 
+// The fast path of reshape (RefContext::fast): the element of x an index point
+// reads has the row-major rank of the element of y it writes, which in
+// zero-origin row-major arrays is the same flat offset.
+void copy_by_rank(const RefContext &ctx, const IndexProjection &py, const ZPoint &out_shape) {
+    const FlatOffset fy(py, out_shape);
+    const Coord step = fy.step(ctx.index_range.rank() - 1);
+    const double *x = ctx.input(0).data.data();
+    double *y = ctx.output(0).data.data();
+    for_each_row(ctx.index_range, [&](const ZPoint &start, Coord length) {
+        for (Coord j = 0, at = fy.at(start); j < length; ++j, at += step) y[at] = x[at];
+    });
+}
+
 class ReshapeOp final : public OpDef {
 public:
     std::string_view kind() const override { return "reshape"; }
@@ -308,6 +324,7 @@ public:
         const ZPoint &in_shape = ctx.input_shape(0);
         const IndexProjection &py = ctx.derivation.signature.outputs.at(0).operands.at(0).projection;
         const ZPoint &out_shape = ctx.derivation.outputs.at(0).operands.at(0).shape;
+        if (ctx.fast()) return copy_by_rank(ctx, py, out_shape);
         ZPoint src = ZPoint::zeros(in_shape.rank());
         ctx.index_range.for_each_point([&](const ZPoint &i) {
             const ZPoint dst = py.map().apply(i);
@@ -519,6 +536,9 @@ public:
     }
 
     void reference(const RefContext &ctx) const override {
+        if (ctx.fast())
+            return map_elements<1>(ctx, {&input_projection(ctx.derivation, "x")}, output_projection(ctx.derivation),
+                                   [](double x) { return x; });
         const std::vector<SliceAxis> axes = slice_axes(ctx.params, ctx.input_shape(0)).value();
         ZPoint src = ZPoint::zeros(static_cast<int>(axes.size()));
         ctx.index_range.for_each_point([&](const ZPoint &i) {

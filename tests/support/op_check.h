@@ -1,8 +1,9 @@
 // Test harness that proves an op's index projections right by running its
 // reference kernel: on random sub-ranges ("shards") of the index space it records
 // every element read and written and compares them with the selections the
-// projections derive; on random partitions it checks that sharded execution
-// equals one unsharded run bit for bit.
+// projections derive (recording runs the naive loops); on random partitions it
+// checks that sharded execution equals one unsharded run bit for bit (without a
+// recorder: the kernels' fast paths, RefContext::fast).
 //
 // HOW TO ADD ROWS (every kind in OpLibrary::standard() needs at least one):
 // tests/support/op_cases.h holds the tables: elementwise_linalg_cases() for the
@@ -158,10 +159,11 @@ inline Expected<OpRun, std::string> prepare(const OpCase &c, std::uint64_t seed)
 }
 
 // Runs the reference kernel of `run` over `range`, writing into `outs` (arrays
-// shaped like run.outputs), reporting accesses to `recorder` when given.
+// shaped like run.outputs), reporting accesses to `recorder` when given (which
+// runs the naive loop); `fast_kernels` false runs the naive loop regardless.
 inline void run_reference(const OpRun &run, const ZRange &range, std::vector<std::vector<RefArray>> &outs,
-                          AccessRecorder *recorder = nullptr) {
-    RefContext ctx{run.params, run.derivation, {}, {}, range, recorder};
+                          AccessRecorder *recorder = nullptr, bool fast_kernels = true) {
+    RefContext ctx{run.params, run.derivation, {}, {}, range, recorder, fast_kernels};
     for (const auto &port : run.inputs) {
         std::vector<const RefArray *> ptrs;
         for (const RefArray &a : port) ptrs.push_back(&a);
