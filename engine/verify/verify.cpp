@@ -31,6 +31,19 @@ std::string quoted(const std::string &s) {
     return "'" + s + "'";
 }
 
+}  // namespace
+
+const char *to_string(VerifyPhase phase) {
+    switch (phase) {
+        case VerifyPhase::unsharded_run: return "unsharded run";
+        case VerifyPhase::sharded_run: return "sharded run";
+        case VerifyPhase::oracle: return "oracle";
+    }
+    return "?";
+}
+
+namespace {
+
 bool has_shards(const Graph &g) {
     return std::any_of(g.operations().begin(), g.operations().end(),
                        [](const OpPtr &op) { return !op->shards.empty(); });
@@ -177,10 +190,15 @@ Expected<VerifyReport, std::string> check_equivalence(const Graph &g, const OpLi
 
     // Executor runs first: they fail fast on a graph without kernels, before the
     // (slow) oracle starts.
+    auto enter = [&](VerifyPhase phase) {
+        if (options.phase) options.phase(phase);
+    };
+    enter(VerifyPhase::unsharded_run);
     auto unsharded = run_program(g, lib, inputs, options, false);
     if (!unsharded) return unexpected("unsharded run: " + unsharded.error());
     std::optional<RunResult> sharded;
     if (report.sharded) {
+        enter(VerifyPhase::sharded_run);
         auto r = run_program(g, lib, inputs, options, true);
         if (!r) return unexpected("sharded run: " + r.error());
         sharded = std::move(r).value();
@@ -203,10 +221,19 @@ Expected<VerifyReport, std::string> check_equivalence(const Graph &g, const OpLi
         }
     auto ref_inputs = oracle_inputs(meaning, inputs);
     if (!ref_inputs) return unexpected(oracle_name + ": " + ref_inputs.error());
+    enter(VerifyPhase::oracle);
     EvaluationOptions eval;
     eval.run_shards = false;  // the oracle computes the unsharded graph: the meaning of the program
+    eval.cancelled = options.control.cancelled;
+    if (options.control.progress)
+        eval.progress = [&progress = options.control.progress](std::int64_t done, std::int64_t total) {
+            const auto scaled = total > 0 ? static_cast<int>(static_cast<double>(done) / static_cast<double>(total) *
+                                                             kOracleProgressTotal)
+                                          : kOracleProgressTotal;
+            progress(scaled, kOracleProgressTotal);
+        };
     auto oracle = evaluate_reference(meaning, *ref_inputs, lib, eval);
-    if (!oracle) return unexpected(oracle_name + ": " + oracle.error());
+    if (!oracle) return unexpected(oracle.error() == "cancelled" ? oracle.error() : oracle_name + ": " + oracle.error());
 
     const RunResult &subject = sharded ? *sharded : *unsharded;
     const char *subject_name = sharded ? "sharded" : "unsharded";

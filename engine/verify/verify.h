@@ -21,6 +21,10 @@
 
 namespace tapestry::verify {
 
+enum class VerifyPhase { unsharded_run, sharded_run, oracle };
+const char *to_string(VerifyPhase phase);  // "unsharded run", "sharded run", "oracle"
+constexpr int kOracleProgressTotal = 1000;
+
 struct VerifyOptions {
     int threads = 2;
     double atol = 1e-4;  // pass when |a-b| <= atol + rtol·|oracle| for every element
@@ -39,7 +43,14 @@ struct VerifyOptions {
     // a bf16 output cannot be compared at f32's tolerance. The CLI turns this off
     // when the user gives --atol or --rtol.
     bool dtype_floor = true;
+    // Cancel and progress of every phase. The phases run one after the other on the
+    // calling thread: the unsharded run, the sharded run (when the graph has
+    // shards), then the oracle. `phase` is called as each starts, before any of its
+    // progress; progress counts executor steps in the runs and, in the oracle, its
+    // work (ops/evaluate.h) scaled to 0..kOracleProgressTotal. A cancel is polled
+    // between steps and before every oracle chunk; it returns the error "cancelled".
     cpu::RunControl control;
+    std::function<void(VerifyPhase)> phase;
 };
 
 // The least tolerance a comparison of an output of `dtype` can ask for. A 16-bit

@@ -3,7 +3,7 @@
 // fast paths at all threads and at 1 thread, against the baseline measured in the
 // same run: the naive kernels at 1 thread (the oracle's kernels before issue 13),
 // stopped through the cancel hook after a time box and then printed as
-// "> N s (stopped)", never extrapolated. Then the whole cpu::verify (the executor
+// "> N s (stopped)", never extrapolated. Then the whole verify::check_equivalence (the executor
 // runs and the oracle) of each project against the target of 30 s. A program,
 // not a test.
 //
@@ -26,7 +26,7 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "ops/evaluate.h"
-#include "runtime/cpu/verify.h"
+#include "verify/verify.h"
 #include "substitute_support.h"
 
 using namespace tapestry;
@@ -61,10 +61,10 @@ Timing time_oracle(const Graph &g, const std::map<TensorId, RefArray> &inputs, i
 }
 
 Timing time_verify(const Graph &g, const std::map<TensorId, TensorData> &inputs) {
-    cpu::VerifyOptions o;
+    verify::VerifyOptions o;
     o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = cpu::verify(g, OpLibrary::standard(), inputs, o);
+    auto r = verify::check_equivalence(g, OpLibrary::standard(), inputs, o);
     Timing t{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), false, {}};
     if (!r)
         t.error = r.error();

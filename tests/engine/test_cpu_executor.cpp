@@ -781,7 +781,7 @@ private slots:
 
     // Every example project, sharded by the shard pass where it has no shards of
     // its own (and further where it has), runs shard by shard, whole, and through
-    // the oracle — cpu::verify's three-way check at its default tolerances (bf16
+    // the oracle — verify::check_equivalence's three-way check at its default tolerances (bf16
     // outputs at bf16's). A missing kernel is a failure, not a skip.
     void example_projects_data() {
         QTest::addColumn<QString>("file");

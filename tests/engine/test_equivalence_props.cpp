@@ -4,7 +4,7 @@
 // transpose, conv2d (grouped too) and pools, with random small shapes), random
 // shardings of their operations (random cut points along every index dim, uneven
 // ones included), then: the sharded run equals the oracle and the unsharded run
-// (cpu::verify). A second property runs random graphs batch-tiled
+// (verify::check_equivalence). A second property runs random graphs batch-tiled
 // (CpuOptions::tile_bytes) against their untiled runs and the oracle.
 // TAPESTRY_PROPS_CASES sets the number of cases (default 60; the `slow` CTest
 // entry runs 2,000). With rapidcheck failing cases shrink; without it

@@ -111,9 +111,8 @@ std::vector<OpCase> fast_path_cases() {
     // And every row of the op table (fused chains run their members' fast paths).
     std::set<std::string> names;
     for (const OpCase &row : c) names.insert(row.name);
-    for (const auto &table : {ops_a_cases(), ops_b_cases()})
-        for (const OpCase &row : table)
-            if (names.insert(row.name).second) c.push_back(row);
+    for (const OpCase &row : all_op_cases())
+        if (names.insert(row.name).second) c.push_back(row);
     return c;
 }
 

@@ -388,7 +388,7 @@ void TestFusePass::chain_params_round_trip() {
 
 // Random shapes, axes, operands and shardings along the non-normalized dims: the
 // pass fuses the pair, and the fused op's reference kernel and its CPU kernel agree
-// shard by shard (cpu::verify), also against the unfused graph (certify).
+// shard by shard (verify::check_equivalence), also against the unfused graph (certify).
 void TestFusePass::random_tails() {
     std::mt19937 rng(11);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
