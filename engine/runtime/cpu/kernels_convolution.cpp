@@ -12,30 +12,13 @@
 #include "runtime/cpu/conv_geometry.h"
 #include "runtime/cpu/conv_winograd.h"
 #include "runtime/cpu/dnnl_util.h"
+#include "runtime/cpu/kernel_util.h"
 
 namespace tapestry::cpu {
 
 namespace {
 
-using Strides = std::vector<std::int64_t>;
 using dims = dnnl::memory::dims;
-
-Strides canonical(const ZPoint &shape, Strides s) {
-    for (int d = 0; d < shape.rank(); ++d)
-        if (shape[d] == 1) s[static_cast<size_t>(d)] = 0;
-    return s;
-}
-
-class NoopKernel final : public Kernel {
-public:
-    void run(std::span<const View>, std::span<const View>) override {}
-};
-
-dnnl::primitive_attr user_scratchpad() {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    return attr;
-}
 
 // ---- conv2d --------------------------------------------------------------------------
 
@@ -92,10 +75,8 @@ public:
 
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
         for (size_t i = 0; i < in_strides_.size(); ++i)
-            TAPESTRY_CHECK(canonical(inputs[i].shape, inputs[i].strides) == canonical(inputs[i].shape, in_strides_[i]),
-                           "conv2d: input view strides differ from the spec");
-        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, out_strides_),
-                       "conv2d: output view strides differ from the spec");
+            check_view(inputs[i], in_strides_[i], "conv2d: input view strides differ from the spec");
+        check_view(outputs[0], out_strides_, "conv2d: output view strides differ from the spec");
         set_omp_threads(threads_);
         dnnl::stream &s = thread_stream();
         const size_t esz = static_cast<size_t>(dtype_bytes(dtype_));
@@ -333,8 +314,8 @@ private:
             (src_dense && dst_dense))
             return;
         const dnnl::memory::desc s2 = src_dense ? d.src : dense_md(d.x_shape, dtype_).value();
-        dnnl::convolution_forward::primitive_desc pd2(conv_desc(dnnl::algorithm::convolution_direct, s2, d.w, dense_dst, d),
-                                                      attr, cpu_engine(), true);
+        dnnl::convolution_forward::primitive_desc pd2(
+            conv_desc(dnnl::algorithm::convolution_direct, s2, d.w, dense_dst, d), attr, cpu_engine(), true);
         if (!pd2 || std::string(pd2.impl_info_str()).rfind("ref", 0) == 0) return;
         stage_src_ = !src_dense;
         stage_dst_ = !dst_dense;
@@ -449,7 +430,7 @@ KernelFactory conv2d_factory() {
     f.can_fuse = conv_can_fuse;
     f.tile_invariant = true;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        if (spec.index_range.empty()) return noop_kernel();
         // Winograd: oneDNN's own on AVX-512 (Conv2dKernel asks for it), ours below.
         if (spec.winograd && !cpu_isa().avx512 && winograd_refusal(spec).empty()) return make_winograd_conv(spec);
         return Conv2dKernel::make(spec);
@@ -470,10 +451,8 @@ public:
         ys_ = y_strides.empty() ? dense_strides(out) : y_strides;
     }
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
-        TAPESTRY_CHECK(canonical(inputs[0].shape, inputs[0].strides) == canonical(inputs[0].shape, x_strides_),
-                       "global pool: input view strides differ from the spec");
-        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, y_strides_),
-                       "global pool: output view strides differ from the spec");
+        check_view(inputs[0], x_strides_, "global pool: input view strides differ from the spec");
+        check_view(outputs[0], y_strides_, "global pool: output view strides differ from the spec");
         const float *x = inputs[0].f32();
         float *y = outputs[0].f32();
         const std::int64_t N = in_[0], C = in_[1], H = in_[2], W = in_[3];
@@ -537,7 +516,7 @@ public:
                 const dnnl::pooling_v2_forward::desc d(
                     dnnl::prop_kind::forward_inference, alg, x, y, dims{stride.at(0), stride.at(1)},
                     dims{kernel.at(0), kernel.at(1)}, dims{0, 0}, dims{ph.before, pw.before}, dims{ph.after, pw.after});
-                return dnnl::pooling_v2_forward::primitive_desc(d, user_scratchpad(), cpu_engine(), allow_empty);
+                return dnnl::pooling_v2_forward::primitive_desc(d, make_attr(), cpu_engine(), allow_empty);
             };
             dnnl::pooling_v2_forward::primitive_desc pd = pool_pd(*xmd, *ymd, false);
             const auto &eng = cpu_engine();
@@ -577,10 +556,8 @@ public:
     }
 
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
-        TAPESTRY_CHECK(canonical(inputs[0].shape, inputs[0].strides) == canonical(inputs[0].shape, x_strides_),
-                       "pool: input view strides differ from the spec");
-        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, y_strides_),
-                       "pool: output view strides differ from the spec");
+        check_view(inputs[0], x_strides_, "pool: input view strides differ from the spec");
+        check_view(outputs[0], y_strides_, "pool: output view strides differ from the spec");
         set_omp_threads(threads_);
         dnnl::stream &s = thread_stream();
         if (x_stage_.empty()) {
@@ -614,9 +591,9 @@ KernelFactory pool_factory(bool max) {
     KernelFactory f;
     f.kind = max ? "max_pool2d" : "avg_pool2d";
     f.tile_invariant = true;
-    f.can_fuse = [](const KernelSpec &, const Epilogue &) { return false; };
+    f.can_fuse = never_fuse;
     f.make = [max](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        if (spec.index_range.empty()) return noop_kernel();
         return Pool2dKernel::make(spec, max);
     };
     return f;
