@@ -135,7 +135,10 @@ void register_kernels_matmul(std::vector<KernelFactory> &out);       // matmul l
 void register_kernels_elementwise(std::vector<KernelFactory> &out);  // unary/binary elementwise, cast
 void register_kernels_normalization(std::vector<KernelFactory> &out);  // softmax layernorm rmsnorm batchnorm
 void register_kernels_convolution(std::vector<KernelFactory> &out);  // conv2d pools
-void register_kernels_data(std::vector<KernelFactory> &out);  // reductions, shape ops, gather/embedding, attention
+void register_kernels_reduction(std::vector<KernelFactory> &out);  // reduce_sum reduce_mean reduce_max
+void register_kernels_shape(std::vector<KernelFactory> &out);      // transpose reshape slice concat
+void register_kernels_gather(std::vector<KernelFactory> &out);     // embedding gather
+void register_kernels_attention(std::vector<KernelFactory> &out);  // attention
 void register_kernels_movement(std::vector<KernelFactory> &out);  // move
 void register_kernels_fused(std::vector<KernelFactory> &out);  // fused (ops/fused.h)
 

@@ -12,30 +12,13 @@
 #include "runtime/cpu/conv_geometry.h"
 #include "runtime/cpu/conv_winograd.h"
 #include "runtime/cpu/dnnl_util.h"
+#include "runtime/cpu/kernel_util.h"
 
 namespace tapestry::cpu {
 
 namespace {
 
-using Strides = std::vector<std::int64_t>;
 using dims = dnnl::memory::dims;
-
-Strides canonical(const ZPoint &shape, Strides s) {
-    for (int d = 0; d < shape.rank(); ++d)
-        if (shape[d] == 1) s[static_cast<size_t>(d)] = 0;
-    return s;
-}
-
-class NoopKernel final : public Kernel {
-public:
-    void run(std::span<const View>, std::span<const View>) override {}
-};
-
-dnnl::primitive_attr user_scratchpad() {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    return attr;
-}
 
 // ---- conv2d --------------------------------------------------------------------------
 
@@ -92,10 +75,8 @@ public:
 
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
         for (size_t i = 0; i < in_strides_.size(); ++i)
-            TAPESTRY_CHECK(canonical(inputs[i].shape, inputs[i].strides) == canonical(inputs[i].shape, in_strides_[i]),
-                           "conv2d: input view strides differ from the spec");
-        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, out_strides_),
-                       "conv2d: output view strides differ from the spec");
+            check_view(inputs[i], in_strides_[i], "conv2d: input view strides differ from the spec");
+        check_view(outputs[0], out_strides_, "conv2d: output view strides differ from the spec");
         set_omp_threads(threads_);
         dnnl::stream &s = thread_stream();
         const size_t esz = static_cast<size_t>(dtype_bytes(dtype_));
@@ -138,21 +119,67 @@ private:
         std::int64_t step;
     };
 
+    // The descriptors of one primitive run's operands, and its geometry.
+    struct ConvDescs {
+        dnnl::memory::desc src, w, dst, bias;
+        std::int64_t n = 0, ic = 0, oc = 0, oh = 0, ow = 0, r = 0, s = 0;
+        ZPoint x_shape;  // src's as the view has it (before staging)
+        dims strides, dil, pl, pr;
+    };
+
     Expected<bool, std::string> build(const KernelSpec &spec) {
+        auto descs = describe_operands(spec);
+        if (!descs) return unexpected(descs.error());
+        ConvDescs &d = *descs;
+        // Epilogues: extra operands as the destination sees them.
+        const size_t own_inputs = has_bias_ ? 3 : 2;
+        std::vector<dnnl::memory::desc> extra_mds(spec.input_shapes.size() - own_inputs);
+        const IndexProjection &py = spec.derivation.signature.outputs.at(0).operands.at(0).projection;
+        const dims dst_dims{d.n, d.oc, d.oh, d.ow};
+        for (const Epilogue &e : spec.epilogues) {
+            if (e.extra_input < 0) continue;
+            const size_t view = own_inputs + static_cast<size_t>(e.extra_input);
+            if (view >= spec.input_shapes.size()) return unexpected(std::string("epilogue operand missing"));
+            auto lay = extra_layout(py, e.projection, spec.input_shapes[view], in_strides_[view], dst_dims, dtype_);
+            if (!lay) return unexpected("epilogue '" + e.kind + "': its operand does not map onto the output");
+            extra_mds[static_cast<size_t>(e.extra_input)] = lay->md;
+            extra_steps_.push_back({static_cast<size_t>(e.extra_input), plan_.kg * lay->channel_stride});
+        }
+        auto post = make_post_ops(spec.epilogues, extra_mds);
+        if (!post) return unexpected(post.error());
+        dnnl::primitive_attr attr = make_attr();
+        attr.set_post_ops(post->ops);
+
+        dnnl::convolution_forward::primitive_desc pd(
+            conv_desc(dnnl::algorithm::convolution_direct, d.src, d.w, d.dst, d), attr, cpu_engine());
+        if (!zero_src_ && plan_.loops == 1 && !plan_.grouped && dtype_ == DType::f32 && post->binary_args.empty())
+            choose_blocked_layouts(spec, attr, d, pd);
+        stage_for_reference(attr, d, pd);
+        primitive_ = dnnl::convolution_forward(pd);
+        bind_arguments(pd, d, *post, extra_mds, own_inputs);
+        return true;
+    }
+
+    // The operands' descriptors for the spec's views, and the per-group steps
+    // through them; a shard that reads only padding reads zeros instead.
+    Expected<ConvDescs, std::string> describe_operands(const KernelSpec &spec) {
         plan_ = conv_plan(spec);
         threads_ = spec.threads;
         dtype_ = spec.operands.at(0).operands.at(0).dtype;
         has_bias_ = spec.derivation.signature.input("bias", 0) != nullptr;
-        const size_t own_inputs = has_bias_ ? 3 : 2;
         for (size_t i = 0; i < spec.input_shapes.size(); ++i) in_strides_.push_back(spec_input_strides(spec, i));
         out_strides_ = spec_output_strides(spec, 0);
         const ZPoint &xv = spec.input_shapes.at(0), &wv = spec.input_shapes.at(1), &yv = spec.output_shapes.at(0);
         const Strides &xst = in_strides_[0], &wst = in_strides_[1];
-        const std::int64_t n = xv[0];
-        const std::int64_t ic = plan_.grouped ? plan_.cg * (plan_.one_grouped_primitive ? plan_.g_local : 1) : xv[1];
-        const std::int64_t oc = plan_.one_grouped_primitive ? plan_.g_local * plan_.kg : plan_.k_local;
-        const std::int64_t oh = yv[2], ow = yv[3];
-        const std::int64_t r = wv[2], s = wv[3];
+        ConvDescs d;
+        d.n = xv[0];
+        d.ic = plan_.grouped ? plan_.cg * (plan_.one_grouped_primitive ? plan_.g_local : 1) : xv[1];
+        d.oc = plan_.one_grouped_primitive ? plan_.g_local * plan_.kg : plan_.k_local;
+        d.oh = yv[2];
+        d.ow = yv[3];
+        d.r = wv[2];
+        d.s = wv[3];
+        d.x_shape = ZPoint{d.n, d.ic, xv[2], xv[3]};
         // Per-group steps through the views (only used when loops > 1).
         step_x_ = plan_.cg * xst[1];
         step_w_ = plan_.kg * wst[0];
@@ -161,7 +188,6 @@ private:
 
         // Source: the clipped selection, or zeros when the shard reads only padding.
         zero_src_ = plan_.ph.extent == 0 || plan_.pw.extent == 0;
-        dnnl::memory::desc src_md;
         std::int64_t pad_t = plan_.ph.before, pad_b = plan_.ph.after, pad_l = plan_.pw.before, pad_r = plan_.pw.after;
         if (zero_src_) {
             // One zero row/column stands in for the empty selection; the padding
@@ -176,161 +202,153 @@ private:
                 pad_l = 0;
                 pad_r = plan_.pw.after - 1;
             }
-            zeros_.assign(static_cast<size_t>(n * ic * h * w), 0.0f);
+            zeros_.assign(static_cast<size_t>(d.n * d.ic * h * w), 0.0f);
             if (dtype_ != DType::f32) return unexpected(std::string("a shard reading only padding needs f32"));
-            auto md = dense_md(ZPoint{n, ic, h, w}, dtype_);
+            auto md = dense_md(ZPoint{d.n, d.ic, h, w}, dtype_);
             if (!md) return unexpected(md.error());
-            src_md = *md;
+            d.src = *md;
         } else {
-            auto md = make_md(ZPoint{n, ic, xv[2], xv[3]}, Strides{xst[0], xst[1], xst[2], xst[3]}, dtype_);
+            auto md = make_md(d.x_shape, Strides{xst[0], xst[1], xst[2], xst[3]}, dtype_);
             if (!md) return unexpected(md.error());
-            src_md = *md;
+            d.src = *md;
         }
-        const std::int64_t pg = plan_.one_grouped_primitive ? plan_.g_local : 1;
-        dnnl::memory::desc w_md;
         if (plan_.one_grouped_primitive) {
             const auto t = dnnl_dtype(dtype_);
             if (!t) return unexpected("no oneDNN type for " + std::string(dtype_name(dtype_)));
-            w_md = dnnl::memory::desc(dims{pg, plan_.kg, plan_.cg, r, s}, *t,
-                                      dims{plan_.kg * wst[0], wst[0], wst[1], wst[2], wst[3]});
+            d.w = dnnl::memory::desc(dims{plan_.g_local, plan_.kg, plan_.cg, d.r, d.s}, *t,
+                                     dims{plan_.kg * wst[0], wst[0], wst[1], wst[2], wst[3]});
         } else {
-            auto md = make_md(ZPoint{oc, ic, r, s}, Strides{wst[0], wst[1], wst[2], wst[3]}, dtype_);
+            auto md = make_md(ZPoint{d.oc, d.ic, d.r, d.s}, Strides{wst[0], wst[1], wst[2], wst[3]}, dtype_);
             if (!md) return unexpected(md.error());
-            w_md = *md;
+            d.w = *md;
         }
-        auto dst_md = make_md(ZPoint{n, oc, oh, ow}, out_strides_, dtype_);
+        auto dst_md = make_md(ZPoint{d.n, d.oc, d.oh, d.ow}, out_strides_, dtype_);
         if (!dst_md) return unexpected(dst_md.error());
-        dnnl::memory::desc bias_md;
+        d.dst = *dst_md;
         if (has_bias_) {
-            auto md = make_md(ZPoint{oc}, Strides{in_strides_[2][0]}, dtype_);
+            auto md = make_md(ZPoint{d.oc}, Strides{in_strides_[2][0]}, dtype_);
             if (!md) return unexpected(md.error());
-            bias_md = *md;
+            d.bias = *md;
         }
+        d.strides = {plan_.stride_h, plan_.stride_w};
+        d.dil = {plan_.dil_h - 1, plan_.dil_w - 1};
+        d.pl = {pad_t, pad_l};
+        d.pr = {pad_b, pad_r};
+        return d;
+    }
 
-        // Epilogues: extra operands as the destination sees them.
-        std::vector<dnnl::memory::desc> extra_mds(spec.input_shapes.size() - own_inputs);
-        const IndexProjection &py = spec.derivation.signature.outputs.at(0).operands.at(0).projection;
-        const dims dst_dims{n, oc, oh, ow};
-        for (const Epilogue &e : spec.epilogues) {
-            if (e.extra_input < 0) continue;
-            const size_t view = own_inputs + static_cast<size_t>(e.extra_input);
-            if (view >= spec.input_shapes.size()) return unexpected(std::string("epilogue operand missing"));
-            auto lay = extra_layout(py, e.projection, spec.input_shapes[view], in_strides_[view], dst_dims, dtype_);
-            if (!lay) return unexpected("epilogue '" + e.kind + "': its operand does not map onto the output");
-            extra_mds[static_cast<size_t>(e.extra_input)] = lay->md;
-            extra_steps_.push_back({static_cast<size_t>(e.extra_input), plan_.kg * lay->channel_stride});
-        }
-        auto post = make_post_ops(spec.epilogues, extra_mds);
-        if (!post) return unexpected(post.error());
-        dnnl::primitive_attr attr = user_scratchpad();
-        attr.set_post_ops(post->ops);
-
-        const dims strides{plan_.stride_h, plan_.stride_w}, dil{plan_.dil_h - 1, plan_.dil_w - 1};
-        const dims pl{pad_t, pad_l}, pr{pad_b, pad_r};
+    // An inference convolution of algorithm `alg` over these descriptors, with d's
+    // bias (if any) and geometry.
+    dnnl::convolution_forward::desc conv_desc(dnnl::algorithm alg, const dnnl::memory::desc &src,
+                                              const dnnl::memory::desc &w, const dnnl::memory::desc &dst,
+                                              const ConvDescs &d) const {
         const auto prop = dnnl::prop_kind::forward_inference;
-        const auto alg = dnnl::algorithm::convolution_direct;
-        auto desc =
-            has_bias_ ? dnnl::convolution_forward::desc(prop, alg, src_md, w_md, bias_md, *dst_md, strides, dil, pl, pr)
-                      : dnnl::convolution_forward::desc(prop, alg, src_md, w_md, *dst_md, strides, dil, pl, pr);
-        dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+        return has_bias_ ? dnnl::convolution_forward::desc(prop, alg, src, w, d.bias, dst, d.strides, d.dil, d.pl, d.pr)
+                         : dnnl::convolution_forward::desc(prop, alg, src, w, dst, d.strides, d.dil, d.pl, d.pr);
+    }
+
+    // Lets oneDNN choose blocked layouts for src, weights and dst (its direct
+    // convolutions want them): the views are reordered in and out around the
+    // primitive, and constant weights reordered once, now. Winograd F(4×4, 3×3)
+    // where oneDNN has it (KernelSpec::winograd). Keeps `pd` where oneDNN offers
+    // only its reference or GEMM convolution.
+    void choose_blocked_layouts(const KernelSpec &spec, const dnnl::primitive_attr &attr, ConvDescs &d,
+                                dnnl::convolution_forward::primitive_desc &pd) {
         const auto &eng = cpu_engine();
-        if (!zero_src_ && plan_.loops == 1 && !plan_.grouped && dtype_ == DType::f32 && post->binary_args.empty()) {
-            // Let oneDNN choose blocked layouts for src, weights and dst (its direct
-            // convolutions want them): the views are reordered in and out around the
-            // primitive, and constant weights reordered once, now.
-            const auto blocked = [](const dnnl::memory::desc &md) {
-                return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
-            };
-            auto d3 = has_bias_ ? dnnl::convolution_forward::desc(prop, alg, blocked(src_md), blocked(w_md), bias_md,
-                                                                  blocked(*dst_md), strides, dil, pl, pr)
-                                : dnnl::convolution_forward::desc(prop, alg, blocked(src_md), blocked(w_md),
-                                                                  blocked(*dst_md), strides, dil, pl, pr);
-            dnnl::convolution_forward::primitive_desc pd3(d3, attr, cpu_engine(), true);
-            if (spec.winograd && cpu_isa().avx512 && r == 3 && s == 3 && plan_.stride_h == 1 && plan_.stride_w == 1 &&
-                plan_.dil_h == 1 &&
-                plan_.dil_w == 1 && ic % 16 == 0 && oc % 16 == 0) {
-                // Winograd F(4×4, 3×3) where oneDNN has it (KernelSpec::winograd).
-                const auto wino = dnnl::algorithm::convolution_winograd;
-                auto dw = has_bias_ ? dnnl::convolution_forward::desc(prop, wino, blocked(src_md), blocked(w_md), bias_md,
-                                                                      blocked(*dst_md), strides, dil, pl, pr)
-                                    : dnnl::convolution_forward::desc(prop, wino, blocked(src_md), blocked(w_md),
-                                                                      blocked(*dst_md), strides, dil, pl, pr);
-                dnnl::convolution_forward::primitive_desc pdw(dw, attr, cpu_engine(), true);
-                if (pdw && std::string(pdw.impl_info_str()).find("wino") != std::string::npos)
-                    pd3 = pdw;
-                else
-                    notes_.push_back("oneDNN's Winograd does not take this convolution: direct convolution");
-            }
-            if (pd3 && std::string(pd3.impl_info_str()).rfind("ref", 0) != 0 &&
-                std::string(pd3.impl_info_str()).find("gemm") == std::string::npos) {
-                if (pd3.src_desc() != src_md) {
-                    stage_src_ = true;
-                    src_stage_.resize(pd3.src_desc().get_size());
-                    src_view_ = dnnl::memory(src_md, eng, DNNL_MEMORY_NONE);
-                    src_in_ = dnnl::reorder(src_view_, dnnl::memory(pd3.src_desc(), eng, src_stage_.data()));
-                    src_md = pd3.src_desc();
-                }
-                if (pd3.dst_desc() != *dst_md) {
-                    stage_dst_ = true;
-                    dst_stage_.resize(pd3.dst_desc().get_size());
-                    dst_view_ = dnnl::memory(*dst_md, eng, DNNL_MEMORY_NONE);
-                    dst_out_ = dnnl::reorder(dnnl::memory(pd3.dst_desc(), eng, dst_stage_.data()), dst_view_);
-                    *dst_md = pd3.dst_desc();
-                }
-                if (pd3.weights_desc() != w_md) {
-                    w_packed_.resize(pd3.weights_desc().get_size());
-                    w_source_ = dnnl::memory(w_md, eng, DNNL_MEMORY_NONE);
-                    w_packed_mem_ = dnnl::memory(pd3.weights_desc(), eng, w_packed_.data());
-                    w_reorder_ = dnnl::reorder(w_source_, w_packed_mem_);
-                    constant_w_ = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
-                    if (constant_w_) pack_weights(constant_w_);
-                    w_md = pd3.weights_desc();
-                }
-                pd = pd3;
-            }
+        const auto blocked = [](const dnnl::memory::desc &md) {
+            return dnnl::memory::desc(md.dims(), md.data_type(), dnnl::memory::format_tag::any);
+        };
+        const auto blocked_desc = [&](dnnl::algorithm alg) {
+            return conv_desc(alg, blocked(d.src), blocked(d.w), blocked(d.dst), d);
+        };
+        dnnl::convolution_forward::primitive_desc pd3(blocked_desc(dnnl::algorithm::convolution_direct), attr,
+                                                      cpu_engine(), true);
+        if (spec.winograd && cpu_isa().avx512 && d.r == 3 && d.s == 3 && plan_.stride_h == 1 && plan_.stride_w == 1 &&
+            plan_.dil_h == 1 && plan_.dil_w == 1 && d.ic % 16 == 0 && d.oc % 16 == 0) {
+            dnnl::convolution_forward::primitive_desc pdw(blocked_desc(dnnl::algorithm::convolution_winograd), attr,
+                                                          cpu_engine(), true);
+            if (pdw && std::string(pdw.impl_info_str()).find("wino") != std::string::npos)
+                pd3 = pdw;
+            else
+                notes_.push_back("oneDNN's Winograd does not take this convolution: direct convolution");
         }
-        // Strided (sharded) views often leave oneDNN only its reference
-        // convolution; staging them through dense buffers (one reorder in, one
-        // out) is far cheaper than that.
-        const bool src_dense = zero_src_ || src_md == dense_md(ZPoint{n, ic, xv[2], xv[3]}, dtype_).value();
-        const dnnl::memory::desc dense_dst = dense_md(ZPoint{n, oc, oh, ow}, dtype_).value();
-        const bool dst_dense = *dst_md == dense_dst;
-        if (!stage_src_ && !stage_dst_ && w_packed_.empty() && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 &&
-            (!src_dense || !dst_dense)) {
-            const dnnl::memory::desc s2 = src_dense ? src_md : dense_md(ZPoint{n, ic, xv[2], xv[3]}, dtype_).value();
-            auto d2 = has_bias_ ? dnnl::convolution_forward::desc(prop, alg, s2, w_md, bias_md, dense_dst, strides, dil,
-                                                                  pl, pr)
-                                : dnnl::convolution_forward::desc(prop, alg, s2, w_md, dense_dst, strides, dil, pl, pr);
-            dnnl::convolution_forward::primitive_desc pd2(d2, attr, cpu_engine(), true);
-            if (pd2 && std::string(pd2.impl_info_str()).rfind("ref", 0) != 0) {
-                stage_src_ = !src_dense;
-                stage_dst_ = !dst_dense;
-                if (stage_src_) {
-                    src_stage_.resize(s2.get_size());
-                    src_view_ = dnnl::memory(src_md, eng, DNNL_MEMORY_NONE);
-                    src_in_ = dnnl::reorder(src_view_, dnnl::memory(s2, eng, src_stage_.data()));
-                    src_md = s2;
-                }
-                if (stage_dst_) {
-                    dst_stage_.resize(dense_dst.get_size());
-                    dst_view_ = dnnl::memory(*dst_md, eng, DNNL_MEMORY_NONE);
-                    dst_out_ = dnnl::reorder(dnnl::memory(dense_dst, eng, dst_stage_.data()), dst_view_);
-                    *dst_md = dense_dst;
-                }
-                pd = pd2;
-            }
+        if (!pd3 || std::string(pd3.impl_info_str()).rfind("ref", 0) == 0 ||
+            std::string(pd3.impl_info_str()).find("gemm") != std::string::npos)
+            return;
+        if (pd3.src_desc() != d.src) {
+            stage_src_ = true;
+            src_stage_.resize(pd3.src_desc().get_size());
+            src_view_ = dnnl::memory(d.src, eng, DNNL_MEMORY_NONE);
+            src_in_ = dnnl::reorder(src_view_, dnnl::memory(pd3.src_desc(), eng, src_stage_.data()));
+            d.src = pd3.src_desc();
         }
-        primitive_ = dnnl::convolution_forward(pd);
-        args_[DNNL_ARG_SRC] = dnnl::memory(src_md, eng,
+        if (pd3.dst_desc() != d.dst) {
+            stage_dst_ = true;
+            dst_stage_.resize(pd3.dst_desc().get_size());
+            dst_view_ = dnnl::memory(d.dst, eng, DNNL_MEMORY_NONE);
+            dst_out_ = dnnl::reorder(dnnl::memory(pd3.dst_desc(), eng, dst_stage_.data()), dst_view_);
+            d.dst = pd3.dst_desc();
+        }
+        if (pd3.weights_desc() != d.w) {
+            w_packed_.resize(pd3.weights_desc().get_size());
+            w_source_ = dnnl::memory(d.w, eng, DNNL_MEMORY_NONE);
+            w_packed_mem_ = dnnl::memory(pd3.weights_desc(), eng, w_packed_.data());
+            w_reorder_ = dnnl::reorder(w_source_, w_packed_mem_);
+            constant_w_ = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
+            if (constant_w_) pack_weights(constant_w_);
+            d.w = pd3.weights_desc();
+        }
+        pd = pd3;
+    }
+
+    // Strided (sharded) views often leave oneDNN only its reference convolution;
+    // staging them through dense buffers (one reorder in, one out) is far cheaper
+    // than that.
+    void stage_for_reference(const dnnl::primitive_attr &attr, ConvDescs &d,
+                             dnnl::convolution_forward::primitive_desc &pd) {
+        const auto &eng = cpu_engine();
+        const bool src_dense = zero_src_ || d.src == dense_md(d.x_shape, dtype_).value();
+        const dnnl::memory::desc dense_dst = dense_md(ZPoint{d.n, d.oc, d.oh, d.ow}, dtype_).value();
+        const bool dst_dense = d.dst == dense_dst;
+        if (stage_src_ || stage_dst_ || !w_packed_.empty() || std::string(pd.impl_info_str()).rfind("ref", 0) != 0 ||
+            (src_dense && dst_dense))
+            return;
+        const dnnl::memory::desc s2 = src_dense ? d.src : dense_md(d.x_shape, dtype_).value();
+        dnnl::convolution_forward::primitive_desc pd2(
+            conv_desc(dnnl::algorithm::convolution_direct, s2, d.w, dense_dst, d), attr, cpu_engine(), true);
+        if (!pd2 || std::string(pd2.impl_info_str()).rfind("ref", 0) == 0) return;
+        stage_src_ = !src_dense;
+        stage_dst_ = !dst_dense;
+        if (stage_src_) {
+            src_stage_.resize(s2.get_size());
+            src_view_ = dnnl::memory(d.src, eng, DNNL_MEMORY_NONE);
+            src_in_ = dnnl::reorder(src_view_, dnnl::memory(s2, eng, src_stage_.data()));
+            d.src = s2;
+        }
+        if (stage_dst_) {
+            dst_stage_.resize(dense_dst.get_size());
+            dst_view_ = dnnl::memory(d.dst, eng, DNNL_MEMORY_NONE);
+            dst_out_ = dnnl::reorder(dnnl::memory(dense_dst, eng, dst_stage_.data()), dst_view_);
+            d.dst = dense_dst;
+        }
+        pd = pd2;
+    }
+
+    // The execute arguments: memory objects over the staging buffers, or without
+    // data where run() points them at the views.
+    void bind_arguments(const dnnl::convolution_forward::primitive_desc &pd, const ConvDescs &d, const PostOpPlan &post,
+                        const std::vector<dnnl::memory::desc> &extra_mds, size_t own_inputs) {
+        const auto &eng = cpu_engine();
+        args_[DNNL_ARG_SRC] = dnnl::memory(d.src, eng,
                                            zero_src_    ? static_cast<void *>(zeros_.data())
                                            : stage_src_ ? static_cast<void *>(src_stage_.data())
                                                         : DNNL_MEMORY_NONE);
         args_[DNNL_ARG_WEIGHTS] =
-            dnnl::memory(w_md, eng, w_packed_.empty() ? DNNL_MEMORY_NONE : static_cast<void *>(w_packed_.data()));
-        if (has_bias_) args_[DNNL_ARG_BIAS] = dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE);
+            dnnl::memory(d.w, eng, w_packed_.empty() ? DNNL_MEMORY_NONE : static_cast<void *>(w_packed_.data()));
+        if (has_bias_) args_[DNNL_ARG_BIAS] = dnnl::memory(d.bias, eng, DNNL_MEMORY_NONE);
         args_[DNNL_ARG_DST] =
-            dnnl::memory(*dst_md, eng, stage_dst_ ? static_cast<void *>(dst_stage_.data()) : DNNL_MEMORY_NONE);
-        for (const auto &[post_index, extra] : post->binary_args) {
+            dnnl::memory(d.dst, eng, stage_dst_ ? static_cast<void *>(dst_stage_.data()) : DNNL_MEMORY_NONE);
+        for (const auto &[post_index, extra] : post.binary_args) {
             const int arg = post_op_arg(post_index);
             args_[arg] = dnnl::memory(extra_mds[static_cast<size_t>(extra)], eng, DNNL_MEMORY_NONE);
             std::int64_t step = 0;
@@ -341,7 +359,6 @@ private:
         const dnnl::memory::desc sp = pd.scratchpad_desc();
         scratchpad_.resize(sp.get_size());
         args_[DNNL_ARG_SCRATCHPAD] = dnnl::memory(sp, eng, scratchpad_.empty() ? DNNL_MEMORY_NONE : scratchpad_.data());
-        return true;
     }
 
     ConvPlan plan_;
@@ -413,7 +430,7 @@ KernelFactory conv2d_factory() {
     f.can_fuse = conv_can_fuse;
     f.tile_invariant = true;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        if (spec.index_range.empty()) return noop_kernel();
         // Winograd: oneDNN's own on AVX-512 (Conv2dKernel asks for it), ours below.
         if (spec.winograd && !cpu_isa().avx512 && winograd_refusal(spec).empty()) return make_winograd_conv(spec);
         return Conv2dKernel::make(spec);
@@ -434,10 +451,8 @@ public:
         ys_ = y_strides.empty() ? dense_strides(out) : y_strides;
     }
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
-        TAPESTRY_CHECK(canonical(inputs[0].shape, inputs[0].strides) == canonical(inputs[0].shape, x_strides_),
-                       "global pool: input view strides differ from the spec");
-        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, y_strides_),
-                       "global pool: output view strides differ from the spec");
+        check_view(inputs[0], x_strides_, "global pool: input view strides differ from the spec");
+        check_view(outputs[0], y_strides_, "global pool: output view strides differ from the spec");
         const float *x = inputs[0].f32();
         float *y = outputs[0].f32();
         const std::int64_t N = in_[0], C = in_[1], H = in_[2], W = in_[3];
@@ -501,7 +516,7 @@ public:
                 const dnnl::pooling_v2_forward::desc d(
                     dnnl::prop_kind::forward_inference, alg, x, y, dims{stride.at(0), stride.at(1)},
                     dims{kernel.at(0), kernel.at(1)}, dims{0, 0}, dims{ph.before, pw.before}, dims{ph.after, pw.after});
-                return dnnl::pooling_v2_forward::primitive_desc(d, user_scratchpad(), cpu_engine(), allow_empty);
+                return dnnl::pooling_v2_forward::primitive_desc(d, make_attr(), cpu_engine(), allow_empty);
             };
             dnnl::pooling_v2_forward::primitive_desc pd = pool_pd(*xmd, *ymd, false);
             const auto &eng = cpu_engine();
@@ -541,10 +556,8 @@ public:
     }
 
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
-        TAPESTRY_CHECK(canonical(inputs[0].shape, inputs[0].strides) == canonical(inputs[0].shape, x_strides_),
-                       "pool: input view strides differ from the spec");
-        TAPESTRY_CHECK(canonical(outputs[0].shape, outputs[0].strides) == canonical(outputs[0].shape, y_strides_),
-                       "pool: output view strides differ from the spec");
+        check_view(inputs[0], x_strides_, "pool: input view strides differ from the spec");
+        check_view(outputs[0], y_strides_, "pool: output view strides differ from the spec");
         set_omp_threads(threads_);
         dnnl::stream &s = thread_stream();
         if (x_stage_.empty()) {
@@ -578,9 +591,9 @@ KernelFactory pool_factory(bool max) {
     KernelFactory f;
     f.kind = max ? "max_pool2d" : "avg_pool2d";
     f.tile_invariant = true;
-    f.can_fuse = [](const KernelSpec &, const Epilogue &) { return false; };
+    f.can_fuse = never_fuse;
     f.make = [max](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return std::unique_ptr<Kernel>(new NoopKernel());
+        if (spec.index_range.empty()) return noop_kernel();
         return Pool2dKernel::make(spec, max);
     };
     return f;

@@ -16,6 +16,7 @@
 
 #include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/float_formats.h"
+#include "runtime/cpu/kernel_util.h"
 
 namespace tapestry::cpu {
 namespace {
@@ -319,8 +320,6 @@ bool is_dense(const ZPoint &shape, const std::vector<std::int64_t> &strides) {
     }
     return true;
 }
-
-bool never_fuse(const KernelSpec &, const Epilogue &) { return false; }
 
 std::string quoted_dtype(DType t) { return std::string(dtype_name(t)); }
 

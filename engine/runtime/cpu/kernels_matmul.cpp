@@ -98,6 +98,90 @@ bool matmul_fusion_shapes_ok(const KernelSpec &spec, const Epilogue &e) {
     return true;
 }
 
+// The memory descriptors of a matmul's views: a 2-D GEMM (`gemm`) when b has no
+// batch and the lead dims (batch and m) of a, y and every full-size extra operand
+// merge evenly, else batched at the output's rank.
+struct MatmulDescs {
+    bool gemm = true;
+    dnnl::memory::desc a, b, y, bias;
+    std::vector<dnnl::memory::desc> extras;  // the epilogues' operands
+};
+
+// Whether the lead dims of a, y and the extra operands merge into one GEMM row
+// dim; the merged boxes in a2, y2 and e2 when they do.
+bool gemm_boxes(const Box &a, const Box &b, const Box &y, const std::vector<Box> &extra, int rank,
+                std::optional<Box> &a2, std::optional<Box> &y2, std::vector<Box> &e2) {
+    bool gemm = true;
+    for (int d = 0; d + 2 < rank; ++d)
+        if (b.shape[static_cast<size_t>(d)] != 1) gemm = false;
+    for (const Box &e : extra) {
+        bool all_one = true, all_full = true;
+        for (int d = 0; d + 1 < rank; ++d) {
+            all_one = all_one && e.shape[static_cast<size_t>(d)] == 1;
+            all_full = all_full && e.shape[static_cast<size_t>(d)] == y.shape[static_cast<size_t>(d)];
+        }
+        if (!all_one && !all_full) gemm = false;
+    }
+    if (gemm) {
+        // a's lead dims must equal y's (no batch broadcast of a).
+        for (int d = 0; d + 1 < rank; ++d)
+            if (a.shape[static_cast<size_t>(d)] != y.shape[static_cast<size_t>(d)]) gemm = false;
+    }
+    if (gemm) {
+        a2 = collapse(a, rank - 1);
+        y2 = collapse(y, rank - 1);
+        gemm = a2 && y2;
+        for (const Box &e : extra) {
+            auto c = collapse(e, rank - 1);
+            if (!c) gemm = false;
+            else e2.push_back(*c);
+        }
+    }
+    return gemm;
+}
+
+// The descriptors of the spec's views (own inputs first, `own` of them; linear's
+// bias the third when has_bias).
+Expected<MatmulDescs, std::string> matmul_descs(const KernelSpec &spec, size_t own, bool has_bias, DType dtype) {
+    const ZPoint &ys = spec.output_shapes[0];
+    const int rank = std::max(2, ys.rank());
+    const Box a = aligned(spec.input_shapes[0], spec_input_strides(spec, 0), rank);
+    const Box y = aligned(ys, spec_output_strides(spec, 0), rank);
+    // linear's w is [in, out]; matmul's b is [*bb, k, n].
+    const Box b = aligned(spec.input_shapes[1], spec_input_strides(spec, 1), rank);
+    std::vector<Box> extra;
+    for (size_t i = own; i < spec.input_shapes.size(); ++i)
+        extra.push_back(aligned(spec.input_shapes[i], spec_input_strides(spec, i), rank));
+    const std::int64_t K = a.shape.back();
+    if (K == 0) return unexpected(std::string("an empty contraction (k = 0) is not supported"));
+
+    std::optional<Box> a2, y2;
+    std::vector<Box> e2;
+    MatmulDescs d;
+    d.gemm = gemm_boxes(a, b, y, extra, rank, a2, y2, e2);
+    auto take = [&](Expected<dnnl::memory::desc, std::string> m, dnnl::memory::desc &out) -> std::optional<std::string> {
+        if (!m) return m.error();
+        out = *m;
+        return std::nullopt;
+    };
+    std::optional<std::string> err;
+    const Box b2{{b.shape[static_cast<size_t>(rank - 2)], b.shape.back()},
+                 {b.strides[static_cast<size_t>(rank - 2)], b.strides.back()}};
+    if ((err = take(md_of(d.gemm ? *a2 : a, dtype), d.a))) return unexpected(*err);
+    if ((err = take(md_of(d.gemm ? b2 : b, dtype), d.b))) return unexpected(*err);
+    if ((err = take(md_of(d.gemm ? *y2 : y, dtype), d.y))) return unexpected(*err);
+    for (const Box &e : d.gemm ? e2 : extra) {
+        d.extras.emplace_back();
+        if ((err = take(md_of(e, dtype), d.extras.back()))) return unexpected(*err);
+    }
+    const int md_rank = d.gemm ? 2 : rank;
+    if (has_bias) {
+        const ZPoint &bs = spec.input_shapes[2];
+        if ((err = take(make_md(bs, spec_input_strides(spec, 2), dtype, md_rank), d.bias))) return unexpected(*err);
+    }
+    return d;
+}
+
 class MatmulKernel final : public Kernel {
 public:
     static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec, bool linear) {
@@ -110,157 +194,42 @@ public:
                 return unexpected(what + ": unexpected operands");
             bool has_bias = own_bias;
             size_t bias_input = own_bias ? 2 : 0;  // the input view the bias argument reads
-            const ZPoint &ys = spec.output_shapes[0];
-            const int rank = std::max(2, ys.rank());
             DType dtype = spec.operands[0].operands[0].dtype;
             if (dtype != DType::f32 && dtype != DType::bf16)
                 return unexpected(what + ": no CPU kernel for dtype " + std::string(dtype_name(dtype)));
-            k->empty_ = ys.product() == 0;
+            k->empty_ = spec.output_shapes[0].product() == 0;
             if (k->empty_) return std::unique_ptr<Kernel>(std::move(k));
-
-            const Box a = aligned(spec.input_shapes[0], spec_input_strides(spec, 0), rank);
-            Box y = aligned(ys, spec_output_strides(spec, 0), rank);
-            // linear's w is [in, out]; matmul's b is [*bb, k, n].
-            const Box b = aligned(spec.input_shapes[1], spec_input_strides(spec, 1), rank);
-            std::vector<Box> extra;
-            for (size_t i = own; i < spec.input_shapes.size(); ++i)
-                extra.push_back(aligned(spec.input_shapes[i], spec_input_strides(spec, i), rank));
-            const std::int64_t K = a.shape.back();
-            if (K == 0) return unexpected(what + ": an empty contraction (k = 0) is not supported");
-
-            // A 2-D GEMM when b has no batch and the lead dims (batch and m) of a, y
-            // and every full-size extra operand merge evenly.
-            bool gemm = true;
-            for (int d = 0; d + 2 < rank; ++d)
-                if (b.shape[static_cast<size_t>(d)] != 1) gemm = false;
-            for (const Box &e : extra) {
-                bool all_one = true, all_full = true;
-                for (int d = 0; d + 1 < rank; ++d) {
-                    all_one = all_one && e.shape[static_cast<size_t>(d)] == 1;
-                    all_full = all_full && e.shape[static_cast<size_t>(d)] == y.shape[static_cast<size_t>(d)];
-                }
-                if (!all_one && !all_full) gemm = false;
-            }
-            std::optional<Box> a2, y2;
-            std::vector<Box> e2;
-            if (gemm) {
-                // a's lead dims must equal y's (no batch broadcast of a).
-                for (int d = 0; d + 1 < rank; ++d)
-                    if (a.shape[static_cast<size_t>(d)] != y.shape[static_cast<size_t>(d)]) gemm = false;
-            }
-            if (gemm) {
-                a2 = collapse(a, rank - 1);
-                y2 = collapse(y, rank - 1);
-                gemm = a2 && y2;
-                for (const Box &e : extra) {
-                    auto c = collapse(e, rank - 1);
-                    if (!c) gemm = false;
-                    else e2.push_back(*c);
-                }
-            }
-            dnnl::memory::desc a_md, b_md, y_md, bias_md;
-            std::vector<dnnl::memory::desc> extra_mds;
-            auto take = [&](Expected<dnnl::memory::desc, std::string> m, dnnl::memory::desc &out) -> std::optional<std::string> {
-                if (!m) return m.error();
-                out = *m;
-                return std::nullopt;
-            };
-            std::optional<std::string> err;
-            if (gemm) {
-                Box b2{{b.shape[static_cast<size_t>(rank - 2)], b.shape.back()},
-                       {b.strides[static_cast<size_t>(rank - 2)], b.strides.back()}};
-                if ((err = take(md_of(*a2, dtype), a_md))) return unexpected(what + ": " + *err);
-                if ((err = take(md_of(b2, dtype), b_md))) return unexpected(what + ": " + *err);
-                if ((err = take(md_of(*y2, dtype), y_md))) return unexpected(what + ": " + *err);
-                for (const Box &e : e2) {
-                    extra_mds.emplace_back();
-                    if ((err = take(md_of(e, dtype), extra_mds.back()))) return unexpected(what + ": " + *err);
-                }
-            } else {
-                if ((err = take(md_of(a, dtype), a_md))) return unexpected(what + ": " + *err);
-                if ((err = take(md_of(b, dtype), b_md))) return unexpected(what + ": " + *err);
-                if ((err = take(md_of(y, dtype), y_md))) return unexpected(what + ": " + *err);
-                for (const Box &e : extra) {
-                    extra_mds.emplace_back();
-                    if ((err = take(md_of(e, dtype), extra_mds.back()))) return unexpected(what + ": " + *err);
-                }
-            }
-            const int md_rank = gemm ? 2 : rank;
-            if (has_bias) {
-                const ZPoint &bs = spec.input_shapes[2];
-                if ((err = take(make_md(bs, spec_input_strides(spec, 2), dtype, md_rank), bias_md)))
-                    return unexpected(what + ": " + *err);
-            }
+            auto descs = matmul_descs(spec, own, has_bias, dtype);
+            if (!descs) return unexpected(what + ": " + descs.error());
+            MatmulDescs &d = *descs;
             // A first epilogue that adds one value per output column (an exported
             // Linear's separate bias Add) becomes the primitive's bias: oneDNN's
             // GEMM-based matmul (below AVX-512) applies a binary post-op in a pass of
             // its own over the whole output, the bias inside the product.
             std::vector<Epilogue> post_epilogues = spec.epilogues;
-            if (!has_bias && gemm && dtype == DType::f32 && !post_epilogues.empty() && post_epilogues[0].kind == "add" &&
-                post_epilogues[0].extra_input >= 0) {
-                const dnnl::memory::desc &e = extra_mds[static_cast<size_t>(post_epilogues[0].extra_input)];
-                if (e.dims().size() == 2 && e.dims()[0] == 1 && e.dims()[1] == y_md.dims()[1]) {
+            if (!has_bias && d.gemm && dtype == DType::f32 && !post_epilogues.empty() &&
+                post_epilogues[0].kind == "add" && post_epilogues[0].extra_input >= 0) {
+                const dnnl::memory::desc &e = d.extras[static_cast<size_t>(post_epilogues[0].extra_input)];
+                if (e.dims().size() == 2 && e.dims()[0] == 1 && e.dims()[1] == d.y.dims()[1]) {
                     has_bias = true;
-                    bias_md = e;
+                    d.bias = e;
                     bias_input = own + static_cast<size_t>(post_epilogues[0].extra_input);
                     post_epilogues.erase(post_epilogues.begin());
                 }
             }
-            auto post = make_post_ops(post_epilogues, extra_mds);
+            auto post = make_post_ops(post_epilogues, d.extras);
             if (!post) return unexpected(what + ": " + post.error());
-            const dnnl::primitive_attr attr = make_attr(&post->ops);
-            auto make_pd = [&](const dnnl::memory::desc &weights) {
-                const auto desc = has_bias ? dnnl::matmul::desc(a_md, weights, bias_md, y_md)
-                                           : dnnl::matmul::desc(a_md, weights, y_md);
-                return dnnl::matmul::primitive_desc(desc, attr, cpu_engine());
-            };
-            dnnl::matmul::primitive_desc pd = make_pd(b_md);
-            // Constant 2-D weights: let oneDNN choose their layout and reorder them
-            // once, now (runs that bind another b reorder that one instead).
-            const std::byte *constant_b = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
-            if (gemm && dtype == DType::f32 && spec.bf16_matmul) {
-                // bf16 compute (KernelSpec::bf16_matmul): a staged to bf16 each run,
-                // the weights packed to bf16 once when constant (else each run); only
-                // with a native bf16 kernel.
-                const auto bf16 = dnnl::memory::data_type::bf16;
-                const dnnl::memory::desc a16(a_md.dims(), bf16, dnnl::memory::format_tag::ab);
-                const dnnl::memory::desc b16(b_md.dims(), bf16, dnnl::memory::format_tag::any);
-                const auto desc = has_bias ? dnnl::matmul::desc(a16, b16, bias_md, y_md) : dnnl::matmul::desc(a16, b16, y_md);
-                dnnl::matmul::primitive_desc low(desc, attr, cpu_engine(), true);
-                const bool native = cpu_isa().native_bf16 && low &&
-                                    std::string(low.impl_info_str()).find("bf16") != std::string::npos;
-                if (!native)
-                    k->notes_.push_back("bf16 matmuls are not available on " + cpu_isa().name +
-                                        " (no native bf16 in this CPU): computed in f32");
-                if (native) {
-                    pd = low;
-                    const auto &eng = cpu_engine();
-                    k->a_stage_.resize(a16.get_size());
-                    k->a_view_ = dnnl::memory(a_md, eng, DNNL_MEMORY_NONE);
-                    k->a_low_ = dnnl::memory(a16, eng, k->a_stage_.data());
-                    k->a_reorder_ = dnnl::reorder(k->a_view_, k->a_low_);
-                    a_md = a16;
-                    k->prepare_packing(pd.weights_desc(), b_md, constant_b);
-                }
-            }
-            if (gemm && constant_b && dtype == DType::f32 && k->a_stage_.empty()) {
-                const dnnl::memory::desc b_any(b_md.dims(), b_md.data_type(), dnnl::memory::format_tag::any);
-                const dnnl::matmul::primitive_desc packed = make_pd(b_any);
-                if (packed.weights_desc() != b_md && std::string(packed.impl_info_str()).rfind("ref", 0) != 0) {
-                    pd = packed;
-                    k->prepare_packing(pd.weights_desc(), b_md, constant_b);
-                }
-            }
+            const dnnl::matmul::primitive_desc pd = k->choose_primitive(spec, d, has_bias, make_attr(&post->ops), dtype);
             k->impl_ = pd.impl_info_str();
             k->prim_.init(pd, dnnl::matmul(pd));
-            k->prim_.bind(DNNL_ARG_SRC, a_md);
-            k->prim_.bind(DNNL_ARG_WEIGHTS, k->packed_.empty() ? b_md : k->packed_md_);
-            k->prim_.bind(DNNL_ARG_DST, y_md);
-            if (has_bias) k->prim_.bind(DNNL_ARG_BIAS, bias_md);
+            k->prim_.bind(DNNL_ARG_SRC, d.a);
+            k->prim_.bind(DNNL_ARG_WEIGHTS, k->packed_.empty() ? d.b : k->packed_md_);
+            k->prim_.bind(DNNL_ARG_DST, d.y);
+            if (has_bias) k->prim_.bind(DNNL_ARG_BIAS, d.bias);
             k->has_bias_ = has_bias;
             k->bias_input_ = bias_input;
             for (const auto &[index, input] : post->binary_args) {
-                k->prim_.bind(post_op_arg(index), extra_mds[static_cast<size_t>(input)]);
+                k->prim_.bind(post_op_arg(index), d.extras[static_cast<size_t>(input)]);
                 k->binary_.emplace_back(post_op_arg(index), own + static_cast<size_t>(input));
             }
             return std::unique_ptr<Kernel>(std::move(k));
@@ -295,6 +264,55 @@ public:
 
 private:
     MatmulKernel() = default;
+    // The primitive for the descriptors: as they are, or in bf16 (staging a, d.a
+    // becoming its bf16 form) where KernelSpec::bf16_matmul asks and the CPU has
+    // native bf16, or with constant 2-D weights packed once into oneDNN's layout.
+    dnnl::matmul::primitive_desc choose_primitive(const KernelSpec &spec, MatmulDescs &d, bool has_bias,
+                                                  const dnnl::primitive_attr &attr, DType dtype) {
+        auto make_pd = [&](const dnnl::memory::desc &weights) {
+            const auto desc =
+                has_bias ? dnnl::matmul::desc(d.a, weights, d.bias, d.y) : dnnl::matmul::desc(d.a, weights, d.y);
+            return dnnl::matmul::primitive_desc(desc, attr, cpu_engine());
+        };
+        dnnl::matmul::primitive_desc pd = make_pd(d.b);
+        // Constant 2-D weights: let oneDNN choose their layout and reorder them
+        // once, now (runs that bind another b reorder that one instead).
+        const std::byte *constant_b = spec.constant_inputs.size() > 1 ? spec.constant_inputs[1] : nullptr;
+        if (d.gemm && dtype == DType::f32 && spec.bf16_matmul) {
+            // bf16 compute (KernelSpec::bf16_matmul): a staged to bf16 each run,
+            // the weights packed to bf16 once when constant (else each run); only
+            // with a native bf16 kernel.
+            const auto bf16 = dnnl::memory::data_type::bf16;
+            const dnnl::memory::desc a16(d.a.dims(), bf16, dnnl::memory::format_tag::ab);
+            const dnnl::memory::desc b16(d.b.dims(), bf16, dnnl::memory::format_tag::any);
+            const auto desc = has_bias ? dnnl::matmul::desc(a16, b16, d.bias, d.y) : dnnl::matmul::desc(a16, b16, d.y);
+            dnnl::matmul::primitive_desc low(desc, attr, cpu_engine(), true);
+            const bool native =
+                cpu_isa().native_bf16 && low && std::string(low.impl_info_str()).find("bf16") != std::string::npos;
+            if (!native)
+                notes_.push_back("bf16 matmuls are not available on " + cpu_isa().name +
+                                 " (no native bf16 in this CPU): computed in f32");
+            if (native) {
+                pd = low;
+                const auto &eng = cpu_engine();
+                a_stage_.resize(a16.get_size());
+                a_view_ = dnnl::memory(d.a, eng, DNNL_MEMORY_NONE);
+                a_low_ = dnnl::memory(a16, eng, a_stage_.data());
+                a_reorder_ = dnnl::reorder(a_view_, a_low_);
+                d.a = a16;
+                prepare_packing(pd.weights_desc(), d.b, constant_b);
+            }
+        }
+        if (d.gemm && constant_b && dtype == DType::f32 && a_stage_.empty()) {
+            const dnnl::memory::desc b_any(d.b.dims(), d.b.data_type(), dnnl::memory::format_tag::any);
+            const dnnl::matmul::primitive_desc packed = make_pd(b_any);
+            if (packed.weights_desc() != d.b && std::string(packed.impl_info_str()).rfind("ref", 0) != 0) {
+                pd = packed;
+                prepare_packing(pd.weights_desc(), d.b, constant_b);
+            }
+        }
+        return pd;
+    }
     // Reorders b (at `from`) into the packed layout.
     // Weights reordered into `packed` (the primitive's layout) from `source`: once
     // here when they are constant, else on every run.

@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/kernel_util.h"
 
 namespace tapestry::cpu {
 namespace {
@@ -59,7 +60,7 @@ public:
 void register_kernels_movement(std::vector<KernelFactory> &out) {
     KernelFactory f;
     f.kind = "move";
-    f.can_fuse = [](const KernelSpec &, const Epilogue &) { return false; };
+    f.can_fuse = never_fuse;
     f.make = [](const KernelSpec &) -> Expected<std::unique_ptr<Kernel>, std::string> {
         return std::unique_ptr<Kernel>(new MoveKernel());
     };

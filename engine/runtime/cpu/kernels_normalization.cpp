@@ -13,20 +13,11 @@
 #include "common/check.h"
 #include "ops/op_util.h"
 #include "runtime/cpu/dnnl_util.h"
+#include "runtime/cpu/kernel_util.h"
 
 namespace tapestry::cpu {
 
 namespace {
-
-using Strides = std::vector<std::int64_t>;
-
-// Sizes of dims of extent 1 never matter; give them stride 0 so that two views
-// of equal layout compare equal.
-Strides canonical(const ZPoint &shape, Strides s) {
-    for (int d = 0; d < shape.rank(); ++d)
-        if (shape[d] == 1) s[static_cast<size_t>(d)] = 0;
-    return s;
-}
 
 // Calls f(linear, offsets) for every point of `shape`, with offsets[k] the
 // element offset of that point under strides[k]. Serial.
@@ -61,21 +52,6 @@ std::array<std::int64_t, K> offsets_of(std::int64_t linear, const std::vector<st
         for (size_t k = 0; k < K; ++k) off[k] += i * (*strides[k])[d];
     }
     return off;
-}
-
-class NoopKernel final : public Kernel {
-public:
-    void run(std::span<const View>, std::span<const View>) override {}
-};
-
-Expected<std::unique_ptr<Kernel>, std::string> noop() {
-    return std::unique_ptr<Kernel>(new NoopKernel());
-}
-
-// Checks at run time that the executor passes the strides the spec announced
-// (primitives were built for them).
-void check_strides(const View &v, const Strides &expected, const char *what) {
-    TAPESTRY_CHECK(canonical(v.shape, v.strides) == canonical(v.shape, expected), what);
 }
 
 // ---- the row loop ------------------------------------------------------------------
@@ -156,8 +132,8 @@ public:
     }
 
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
-        check_strides(inputs[0], x_strides_, "row kernel: x strides differ from the spec");
-        check_strides(outputs[0], y_strides_, "row kernel: y strides differ from the spec");
+        check_view(inputs[0], x_strides_, "row kernel: x strides differ from the spec");
+        check_view(outputs[0], y_strides_, "row kernel: y strides differ from the spec");
         const float *x = inputs[0].f32();
         float *y = outputs[0].f32();
         const float *g = gamma_index_ >= 0 ? inputs[static_cast<size_t>(gamma_index_)].f32() : nullptr;
@@ -278,7 +254,7 @@ public:
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
         for (const Binding &b : bindings_) {
             const View &v = b.output ? outputs[b.view] : inputs[b.view];
-            check_strides(v, b.strides, "oneDNN kernel: view strides differ from the spec");
+            check_view(v, b.strides, "oneDNN kernel: view strides differ from the spec");
             args_.at(b.arg).set_data_handle(static_cast<void *>(v.data));
         }
         set_omp_threads(threads_);
@@ -321,12 +297,6 @@ protected:
     int threads_ = 1;
 };
 
-dnnl::primitive_attr user_scratchpad() {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    return attr;
-}
-
 class SoftmaxKernel final : public PrimitiveKernel {
 public:
     static Expected<std::unique_ptr<Kernel>, std::string> make(const KernelSpec &spec, int axis) {
@@ -341,7 +311,7 @@ public:
             if (!ymd) return unexpected(ymd.error());
             const dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference,
                                                    dnnl::algorithm::softmax_accurate, *xmd, *ymd, axis);
-            const dnnl::softmax_v2_forward::primitive_desc pd(d, user_scratchpad(), cpu_engine());
+            const dnnl::softmax_v2_forward::primitive_desc pd(d, make_attr(), cpu_engine());
             k->primitive_ = dnnl::softmax_v2_forward(pd);
             k->bind(DNNL_ARG_SRC, *xmd, 0, false, xst);
             k->bind(DNNL_ARG_DST, *ymd, 0, true, yst);
@@ -385,7 +355,7 @@ public:
             if (has_beta) flags |= dnnl::normalization_flags::use_shift;
             const dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, *md, *stat_md,
                                                             static_cast<float>(epsilon), flags);
-            const dnnl::layer_normalization_forward::primitive_desc pd(d, user_scratchpad(), cpu_engine());
+            const dnnl::layer_normalization_forward::primitive_desc pd(d, make_attr(), cpu_engine());
             k->primitive_ = dnnl::layer_normalization_forward(pd);
             k->bind(DNNL_ARG_SRC, *md, 0, false, xst);
             k->bind(DNNL_ARG_DST, *md, 0, true, spec_output_strides(spec, 0));
@@ -406,8 +376,8 @@ public:
 // ---- factories ------------------------------------------------------------------------
 
 bool same_layout(const KernelSpec &spec) {
-    return canonical(spec.input_shapes.at(0), spec_input_strides(spec, 0)) ==
-           canonical(spec.output_shapes.at(0), spec_output_strides(spec, 0));
+    return canonical_strides(spec.input_shapes.at(0), spec_input_strides(spec, 0)) ==
+           canonical_strides(spec.output_shapes.at(0), spec_output_strides(spec, 0));
 }
 
 // Whether the shard covers the whole extent of every normalized dim.
@@ -431,17 +401,13 @@ bool view_dense(const ZPoint &shape, const Strides &strides) {
     return dense_tail(shape, strides, 0);
 }
 
-bool never_fuse(const KernelSpec &, const Epilogue &) {
-    return false;
-}
-
 KernelFactory softmax_factory() {
     KernelFactory f;
     f.kind = "softmax";
     f.can_fuse = never_fuse;
     f.tile_invariant = true;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return noop();
+        if (spec.index_range.empty()) return noop_kernel();
         const int rank = spec.input_shapes.at(0).rank();
         const int axis = *op_util::normalize_axis(spec.params.get_int("axis", -1), rank);
         if (whole_rows(spec, {axis})) {
@@ -458,7 +424,7 @@ KernelFactory norm_factory(bool rms) {
     f.kind = rms ? "rmsnorm" : "layernorm";
     f.can_fuse = never_fuse;
     f.make = [rms](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return noop();
+        if (spec.index_range.empty()) return noop_kernel();
         const ZPoint &xs = spec.input_shapes.at(0);
         const int rank = xs.rank();
         const int axis = *op_util::normalize_axis(spec.params.get_int("axis", -1), rank);
@@ -510,8 +476,8 @@ public:
         if (!channel_inner_) oc_[1] = 1;
     }
     void run(std::span<const View> inputs, std::span<const View> outputs) override {
-        check_strides(inputs[0], x_strides_, "batchnorm: x strides differ from the spec");
-        check_strides(outputs[0], y_strides_, "batchnorm: y strides differ from the spec");
+        check_view(inputs[0], x_strides_, "batchnorm: x strides differ from the spec");
+        check_view(outputs[0], y_strides_, "batchnorm: y strides differ from the spec");
         const float *scale = inputs[1].f32(), *bias = inputs[2].f32(), *mean = inputs[3].f32(), *var = inputs[4].f32();
         for (size_t c = 0; c < a_.size(); ++c) {
             const auto i = static_cast<std::int64_t>(c);
@@ -566,7 +532,7 @@ KernelFactory batchnorm_factory() {
     f.kind = "batchnorm";
     f.can_fuse = never_fuse;
     f.make = [](const KernelSpec &spec) -> Expected<std::unique_ptr<Kernel>, std::string> {
-        if (spec.index_range.empty()) return noop();
+        if (spec.index_range.empty()) return noop_kernel();
         if (spec.operands.at(0).operands.at(0).dtype != DType::f32)
             return unexpected("batchnorm: the CPU kernel supports f32 only, got " +
                               std::string(dtype_name(spec.operands.at(0).operands.at(0).dtype)));

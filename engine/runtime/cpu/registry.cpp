@@ -23,7 +23,10 @@ const std::map<std::string, KernelFactory> &table() {
         register_kernels_elementwise(all);
         register_kernels_normalization(all);
         register_kernels_convolution(all);
-        register_kernels_data(all);
+        register_kernels_reduction(all);
+        register_kernels_shape(all);
+        register_kernels_gather(all);
+        register_kernels_attention(all);
         register_kernels_movement(all);
         register_kernels_fused(all);
         std::map<std::string, KernelFactory> m;
