@@ -15,6 +15,7 @@
 #include "graph/delta.h"
 #include "graph/graph.h"
 #include "passes/stage.h"
+#include "views/graph_diff.h"
 #include "views/graph_scene.h"
 
 class QCheckBox;
@@ -27,15 +28,6 @@ class QToolButton;
 class QTreeWidget;
 
 namespace tapestry::views {
-
-// The net difference between two graphs by node id, as a delta (a node is changed
-// when its content differs; shared pointers compare equal at once). Used for
-// stages restored from a session, whose recorded diff is JSON.
-GraphDelta diffGraphs(const Graph &before, const Graph &after);
-// The canvas marks of `after` against `before` (added, changed; removed ids too).
-QHash<QString, DiffMark> diffMarks(const Graph &before, const Graph &after);
-// Same node ids with the same content, in the same order.
-bool sameGraph(const Graph &a, const Graph &b);
 
 // The JSON kept with a stage in the session (store::StageRecord).
 std::string certificateToJson(const Certificate &certificate);

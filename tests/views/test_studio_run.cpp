@@ -7,8 +7,8 @@
 // project, runs it and saves it; refused models are explained. With
 // TAPESTRY_SCREENSHOT_DIR set, the run and verify windows are saved there.
 #include <QAction>
-#include <QCheckBox>
 #include <QApplication>
+#include <QCheckBox>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -42,6 +42,7 @@
 #include "ops/library.h"
 #include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/executor.h"
+#include "studio_support.h"
 #include "views/histogram_widget.h"
 #include "views/issues_panel.h"
 #include "views/onnx_import_worker.h"
@@ -53,12 +54,13 @@
 #include "views/tensor_stats.h"
 
 using tapestry::studio::MainWindow;
+using namespace tapestry::studio;
+using namespace tapestry::studio::testing;
 using namespace tapestry;
 using namespace tapestry::views;
 
 namespace {
 
-constexpr int kLayoutTimeoutMs = 20000;
 constexpr int kRunTimeoutMs = 120000;
 
 // A linear layer in three uneven shards (one along the batch, two along the
@@ -192,32 +194,8 @@ bool writeFile(const QString &path, const std::string &bytes) {
            f.write(bytes.data(), static_cast<qint64>(bytes.size())) == static_cast<qint64>(bytes.size());
 }
 
-QString sourceDir() {
-    const QString env = qEnvironmentVariable("TAPESTRY_SOURCE_DIR");
-    if (!env.isEmpty()) return env;
-    const QString mlp = findExampleProject();
-    return mlp.isEmpty() ? QString() : QFileInfo(mlp).dir().absoluteFilePath(QStringLiteral(".."));
-}
-
-QString examplePath(const QString &name) {
-    return QDir(sourceDir()).filePath(QStringLiteral("projects/%1.tapestry.json").arg(name));
-}
-
-bool openAndWait(MainWindow &w, const QString &path) {
-    QSignalSpy ready(&w, &MainWindow::layoutReady);
-    w.openProject(path);
-    return ready.wait(kLayoutTimeoutMs) || ready.count() > 0;
-}
-
 bool waitRun(QSignalSpy &spy) {
     return spy.count() > 0 || spy.wait(kRunTimeoutMs);
-}
-
-void screenshot(MainWindow &w, const QString &name) {
-    const QString dir = qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR");
-    if (dir.isEmpty()) return;
-    QTest::qWait(200);  // let the docks settle
-    QVERIFY(w.grab().save(QDir(dir).filePath(name)));
 }
 
 bool close(double a, double b) {
@@ -380,26 +358,26 @@ void TestStudioRun::runShowsOutputs() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(project)));
-    QVERIFY(w.runAction()->isEnabled());
-    QVERIFY(!w.cancelRunAction()->isEnabled());
-    w.runPanel()->setRandomInputs();
-    w.runPanel()->setSeed(seed);
-    w.runPanel()->setThreads(2);
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
+    w.runs()->runPanel()->setRandomInputs();
+    w.runs()->runPanel()->setSeed(seed);
+    w.runs()->runPanel()->setThreads(2);
 
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
-    QVERIFY(w.isRunning());  // the result comes later, through the event loop
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("running"));
-    QVERIFY(!w.runAction()->isEnabled());
-    QVERIFY(w.cancelRunAction()->isEnabled());
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
+    QVERIFY(w.runs()->isRunning());  // the result comes later, through the event loop
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("running"));
+    QVERIFY(!w.runs()->runAction()->isEnabled());
+    QVERIFY(w.runs()->cancelAction()->isEnabled());
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("finished"));
-    QVERIFY(w.runAction()->isEnabled());
-    QVERIFY(w.saveOutputsAction()->isEnabled());
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("finished"));
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    QVERIFY(w.runs()->saveOutputsAction()->isEnabled());
 
     // The same graph, seed and inputs straight through the engine.
-    const Graph &g = w.graph();
+    const Graph &g = w.document()->graph();
     const auto inputs = make_random_inputs(g, seed);
     cpu::CpuOptions options;
     options.threads = 2;
@@ -408,7 +386,7 @@ void TestStudioRun::runShowsOutputs() {
     auto direct = (*program)->run(inputs);
     QVERIFY2(direct.has_value(), direct ? "" : direct.error().c_str());
 
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     QVERIFY(panel->hasOutputs());
     int outputs = 0;
     for (const TensorPtr &t : g.tensors()) {
@@ -454,7 +432,7 @@ void TestStudioRun::runShowsOutputs() {
     // producer have no step of their own), each an operation of the graph.
     QTreeWidget *timings = panel->timingsTree();
     QSet<QString> timed;
-    for (const cpu::StepTiming &step : w.lastOutcome().steps) timed.insert(QString::fromStdString(step.op));
+    for (const cpu::StepTiming &step : w.runs()->lastOutcome().steps) timed.insert(QString::fromStdString(step.op));
     QVERIFY(!timed.isEmpty());
     QCOMPARE(timings->topLevelItemCount(), static_cast<int>(timed.size()));
     for (int i = 0; i < timings->topLevelItemCount(); ++i) {
@@ -471,8 +449,8 @@ void TestStudioRun::runShowsOutputs() {
 
     // Save Outputs writes one .npy file per output, holding the values of the run.
     const QString out_dir = tmp_.filePath(QStringLiteral("outputs-") + project);
-    QSignalSpy saved(&w, &MainWindow::outputsSaved);
-    w.saveOutputs(out_dir);
+    QSignalSpy saved(w.runs(), &RunController::outputsSaved);
+    w.runs()->saveOutputs(out_dir);
     QVERIFY(saved.wait(20000) || saved.count() > 0);
     QCOMPARE(saved.front().at(1).toString(), QString());
     const QStringList files = QDir(out_dir).entryList({QStringLiteral("*.npy")}, QDir::Files);
@@ -481,7 +459,7 @@ void TestStudioRun::runShowsOutputs() {
         auto value = read_npy(std::filesystem::path(QDir(out_dir).filePath(file).toStdString()));
         QVERIFY2(value.has_value(), qPrintable(file));
         bool matches = false;
-        for (const auto &[id, shown] : w.lastOutcome().output_values) matches = matches || shown == *value;
+        for (const auto &[id, shown] : w.runs()->lastOutcome().output_values) matches = matches || shown == *value;
         QVERIFY2(matches, qPrintable(file));
     }
 }
@@ -495,7 +473,7 @@ void TestStudioRun::timingsListBatchTiles() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
-    const Graph &g = w.graph();
+    const Graph &g = w.document()->graph();
     cpu::CpuOptions options;
     options.threads = 2;
     options.tile_bytes = 32 * 1024;
@@ -512,7 +490,7 @@ void TestStudioRun::timingsListBatchTiles() {
     outcome.steps = result->steps;
     outcome.run_ms = result->wall_milliseconds;
     outcome.arena_bytes = result->arena_bytes;
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     panel->showOutcome(outcome);
 
     std::map<QString, int> tiles;  // operation -> its tile count
@@ -555,35 +533,35 @@ void TestStudioRun::bf16MatmulIsOptIn() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("mlp"))));
-    auto *box = w.runPanel()->findChild<QCheckBox *>(QStringLiteral("bf16Matmul"));
+    auto *box = w.runs()->runPanel()->findChild<QCheckBox *>(QStringLiteral("bf16Matmul"));
     QVERIFY(box);
     box->setChecked(false);
-    w.runPanel()->setRandomInputs();
-    w.runPanel()->setSeed(5);
+    w.runs()->runPanel()->setRandomInputs();
+    w.runs()->runPanel()->setSeed(5);
     auto run = [&]() -> std::map<TensorId, TensorData> {
-        QSignalSpy finished(&w, &MainWindow::runFinished);
-        w.runAction()->trigger();
+        QSignalSpy finished(w.runs(), &RunController::runFinished);
+        w.runs()->runAction()->trigger();
         if (!waitRun(finished) || !finished.front().front().toBool()) return {};
-        return w.lastOutcome().output_values;
+        return w.runs()->lastOutcome().output_values;
     };
     const auto f32 = run();
     QVERIFY(!f32.empty());
-    QVERIFY(!w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16")));
+    QVERIFY(!w.runs()->outputsPanel()->headline()->text().contains(QStringLiteral("bf16")));
     QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(8, box->height() / 2));
     QVERIFY(box->isChecked());
-    QVERIFY(w.runPanel()->bf16Matmul());
+    QVERIFY(w.runs()->runPanel()->bf16Matmul());
     const auto low = run();
     QVERIFY(!low.empty());
-    QVERIFY2(w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16 matmuls")),
-             qPrintable(w.outputsPanel()->headline()->text()));
-    QVERIFY(w.lastOutcome().bf16_matmul);
+    QVERIFY2(w.runs()->outputsPanel()->headline()->text().contains(QStringLiteral("bf16 matmuls")),
+             qPrintable(w.runs()->outputsPanel()->headline()->text()));
+    QVERIFY(w.runs()->lastOutcome().bf16_matmul);
     // Without native bf16 the matmuls stay f32, and the panel says so.
     const bool native = cpu::cpu_isa().native_bf16;
     qInfo("oneDNN ISA: %s", cpu::cpu_isa().name.c_str());
-    const QString unavailable = QStringLiteral("bf16 matmuls are not available on %1").arg(w.lastOutcome().isa);
-    QCOMPARE(w.outputsPanel()->noticesLabel()->isVisibleTo(w.outputsPanel()), !native);
-    QCOMPARE(w.outputsPanel()->noticesLabel()->text().contains(unavailable), !native);
-    QCOMPARE(w.outputsPanel()->headline()->text().contains(QStringLiteral("not available")), !native);
+    const QString unavailable = QStringLiteral("bf16 matmuls are not available on %1").arg(w.runs()->lastOutcome().isa);
+    QCOMPARE(w.runs()->outputsPanel()->noticesLabel()->isVisibleTo(w.runs()->outputsPanel()), !native);
+    QCOMPARE(w.runs()->outputsPanel()->noticesLabel()->text().contains(unavailable), !native);
+    QCOMPARE(w.runs()->outputsPanel()->headline()->text().contains(QStringLiteral("not available")), !native);
     for (const auto &[id, y] : f32) {
         const TensorData &z = low.at(id);
         double worst = 0, scale = 1;
@@ -598,11 +576,11 @@ void TestStudioRun::bf16MatmulIsOptIn() {
         }
     }
     // Remembered for the next window.
-    w.runPanel()->setBf16Matmul(true);
+    w.runs()->runPanel()->setBf16Matmul(true);
     w.close();
     MainWindow again;
-    QVERIFY(again.runPanel()->bf16Matmul());
-    again.runPanel()->setBf16Matmul(false);
+    QVERIFY(again.runs()->runPanel()->bf16Matmul());
+    again.runs()->runPanel()->setBf16Matmul(false);
 }
 
 // A bf16 project runs on any CPU: where a step has no native bf16 kernel here
@@ -614,12 +592,12 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("mlp_bf16"))));
-    w.runPanel()->setRandomInputs();
-    w.runPanel()->setSeed(2);
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    w.runs()->runPanel()->setRandomInputs();
+    w.runs()->runPanel()->setSeed(2);
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
-    const RunOutcome &o = w.lastOutcome();
+    const RunOutcome &o = w.runs()->lastOutcome();
     QVERIFY2(finished.front().front().toBool(), qPrintable(o.error));
     qInfo("oneDNN ISA: %s", qPrintable(o.isa));
     QCOMPARE(o.isa, QString::fromStdString(cpu::cpu_isa().name));
@@ -629,7 +607,7 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
     for (const cpu::StepTiming &s : o.steps)
         if (!s.fallback.empty()) fell_back.insert(QString::fromStdString(s.op));
     if (!cpu::cpu_isa().native_bf16) QVERIFY2(fell_back.count(QStringLiteral("fc2")), "fc2 ran bf16 natively");
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     QTreeWidget *timings = panel->timingsTree();
     int marked = 0;
     for (int i = 0; i < timings->topLevelItemCount(); ++i) {
@@ -638,7 +616,8 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
         QCOMPARE(row->text(OutputsPanel::TimingKernelColumn) == QStringLiteral("f32 fallback"), expect);
         if (!expect) continue;
         ++marked;
-        QVERIFY2(row->toolTip(OutputsPanel::TimingKernelColumn).contains(QStringLiteral("bf16 computed in f32 (on ") + o.isa),
+        QVERIFY2(row->toolTip(OutputsPanel::TimingKernelColumn)
+                     .contains(QStringLiteral("bf16 computed in f32 (on ") + o.isa),
                  qPrintable(row->toolTip(OutputsPanel::TimingKernelColumn)));
     }
     QCOMPARE(marked, static_cast<int>(fell_back.size()));
@@ -658,16 +637,16 @@ void TestStudioRun::verifyShowsPass() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, path));
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.verifyAction()->trigger();
-    QVERIFY(w.isRunning());
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(w.runs()->isRunning());
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    const cpu::VerifyReport &report = w.lastOutcome().report;
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    const cpu::VerifyReport &report = w.runs()->lastOutcome().report;
     QVERIFY(report.sharded);
     QVERIFY(report.pass());
 
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     QCOMPARE(panel->tabs()->currentIndex(), int(OutputsPanel::VerificationTab));
     QVERIFY(panel->verdictLabel()->isVisibleTo(panel));
     QVERIFY2(panel->verdictLabel()->text().contains(QStringLiteral("PASS")), qPrintable(panel->verdictLabel()->text()));
@@ -695,57 +674,57 @@ void TestStudioRun::cancelInTheMiddle() {
     // The executor reports progress between steps; the first report cancels the
     // job, as a user pressing Cancel during the run would.
     auto reports = std::make_shared<std::atomic<int>>(0);
-    w.runWorker()->setProgressHook([reports](int, int) { return ++*reports == 1; });
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    w.runs()->runWorker()->setProgressHook([reports](int, int) { return ++*reports == 1; });
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
     QCOMPARE(finished.front().front().toBool(), false);
     QVERIFY(*reports >= 1);
-    QVERIFY(w.lastOutcome().cancelled);
-    QVERIFY(w.lastOutcome().error.isEmpty());
-    QVERIFY(!w.isRunning());
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("cancelled"));
-    QVERIFY(w.runPanel()->statusLine().contains(QStringLiteral("Cancelled")));
+    QVERIFY(w.runs()->lastOutcome().cancelled);
+    QVERIFY(w.runs()->lastOutcome().error.isEmpty());
+    QVERIFY(!w.runs()->isRunning());
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(w.runs()->runPanel()->statusLine().contains(QStringLiteral("Cancelled")));
     QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("cancelled")));
-    QVERIFY(!w.outputsPanel()->hasOutputs());
-    QVERIFY(w.runAction()->isEnabled());
-    QVERIFY(!w.cancelRunAction()->isEnabled());
+    QVERIFY(!w.runs()->outputsPanel()->hasOutputs());
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
 
     // Idle again: the next run goes through.
-    w.runWorker()->setProgressHook({});
+    w.runs()->runWorker()->setProgressHook({});
     finished.clear();
-    w.runAction()->trigger();
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    QVERIFY(w.outputsPanel()->hasOutputs());
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QVERIFY(w.runs()->outputsPanel()->hasOutputs());
 }
 
 void TestStudioRun::cancelAtOnce() {
     MainWindow w;
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
-    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
     // Hold the worker at its first progress report until Cancel has been pressed:
     // on a loaded machine the GUI thread can otherwise lose the race to a run this
     // small, which then (rightly) completes instead of cancelling.
     auto pressed = std::make_shared<std::atomic_bool>(false);
-    w.runWorker()->setProgressHook([pressed](int, int) {
+    w.runs()->runWorker()->setProgressHook([pressed](int, int) {
         QElapsedTimer waited;
         waited.start();
         while (!pressed->load() && waited.elapsed() < 10000) QThread::msleep(1);
         return false;
     });
-    w.runAction()->trigger();
-    QVERIFY(w.cancelRunAction()->isEnabled());
-    w.cancelRunAction()->trigger();  // before the worker got far
+    w.runs()->runAction()->trigger();
+    QVERIFY(w.runs()->cancelAction()->isEnabled());
+    w.runs()->cancelAction()->trigger();  // before the worker got far
     pressed->store(true);
-    w.runWorker()->setProgressHook({});
-    QVERIFY(!w.cancelRunAction()->isEnabled());
+    w.runs()->runWorker()->setProgressHook({});
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
     QVERIFY(waitRun(finished));
-    QVERIFY(w.lastOutcome().cancelled);
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("cancelled"));
-    QVERIFY(!w.isRunning());
-    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(w.runs()->lastOutcome().cancelled);
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(!w.runs()->isRunning());
+    QVERIFY(w.runs()->runAction()->isEnabled());
 }
 
 void TestStudioRun::runErrorIsReported() {
@@ -753,18 +732,18 @@ void TestStudioRun::runErrorIsReported() {
     MainWindow w;
     w.show();
     QVERIFY(openAndWait(w, path));
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
     QCOMPARE(finished.front().front().toBool(), false);
-    QVERIFY(!w.lastOutcome().cancelled);
-    QVERIFY(!w.lastOutcome().error.isEmpty());
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("failed"));
+    QVERIFY(!w.runs()->lastOutcome().cancelled);
+    QVERIFY(!w.runs()->lastOutcome().error.isEmpty());
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("failed"));
     QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Run failed")));
     bool found = false;
-    for (const Issue &i : w.issuesPanel()->issues()) found = found || i.code == "run-failed";
+    for (const Issue &i : w.inspection()->issuesPanel()->issues()) found = found || i.code == "run-failed";
     QVERIFY(found);
-    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(w.runs()->runAction()->isEnabled());
 }
 
 // ---- ONNX import ---------------------------------------------------------------
@@ -776,15 +755,15 @@ void TestStudioRun::importOlderOpsetSaysConverted() {
     if (!QFileInfo::exists(model)) QSKIP("libonnx-testdata is not installed");
     MainWindow w;
     w.show();
-    QSignalSpy imported(&w, &MainWindow::importFinished);
-    w.importOnnx(model);
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    w.project()->importOnnx(model);
     QVERIFY(imported.wait(20000));
     QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
     QVERIFY2(w.statusBar()->currentMessage().contains(
                  QStringLiteral("converted from opset 6 to 13 by ONNX's version converter")),
              qPrintable(w.statusBar()->currentMessage()));
     bool conv = false;
-    for (const OpPtr &op : w.graph().operations()) conv = conv || op->kind == "conv2d";
+    for (const OpPtr &op : w.document()->graph().operations()) conv = conv || op->kind == "conv2d";
     QVERIFY(conv);
 }
 
@@ -793,9 +772,9 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     QVERIFY(writeFile(model, onnxModel(false)));
     MainWindow w;
     w.show();
-    QSignalSpy imported(&w, &MainWindow::importFinished);
-    QSignalSpy ready(&w, &MainWindow::layoutReady);
-    w.importOnnx(model);
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+    w.project()->importOnnx(model);
     // The model's batch is symbolic: the window asks for it.
     QDialog *dialog = nullptr;
     QTRY_VERIFY_WITH_TIMEOUT((dialog = w.findChild<QDialog *>(QStringLiteral("dimensionDialog"))) != nullptr, 20000);
@@ -807,10 +786,10 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     QVERIFY(imported.count() > 0 || imported.wait(20000));
     QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
     QVERIFY(ready.count() > 0 || ready.wait(kLayoutTimeoutMs));
-    QVERIFY(w.isImported());
-    QCOMPARE(w.displayName(), QStringLiteral("tiny.onnx (imported)"));
+    QVERIFY(w.document()->source().imported);
+    QCOMPARE(w.document()->source().name, QStringLiteral("tiny.onnx (imported)"));
     QVERIFY2(w.windowTitle().startsWith(QStringLiteral("tiny.onnx (imported)")), qPrintable(w.windowTitle()));
-    const Graph graph = w.graph();
+    const Graph graph = w.document()->graph();
     const Tensor *x = nullptr;
     for (const TensorPtr &t : graph.tensors())
         if (t->role == TensorRole::input) x = t.get();
@@ -818,24 +797,24 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     QCOMPARE(x->shape().coords(), (std::vector<Coord>{5, 4}));
 
     // It runs like a project.
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    QCOMPARE(w.lastOutcome().outputs.size(), size_t(1));
-    const TensorSummary &y = w.lastOutcome().outputs.front();
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QCOMPARE(w.runs()->lastOutcome().outputs.size(), size_t(1));
+    const TensorSummary &y = w.runs()->lastOutcome().outputs.front();
     QCOMPARE(y.shape, (std::vector<std::int64_t>{5, 3}));
     QVERIFY(y.min >= 0);  // after the relu
 
     // Save As writes a project with the weights; it opens again with the same values.
     const QString saved_path = tmp_.filePath(QStringLiteral("tiny.tapestry.json"));
-    QSignalSpy saved(&w, &MainWindow::projectSaved);
-    QVERIFY(w.saveAsAction()->isEnabled());
-    w.saveProjectAs(saved_path);
+    QSignalSpy saved(w.project(), &ProjectController::projectSaved);
+    QVERIFY(w.findChild<QAction *>(QStringLiteral("actionSaveAs"))->isEnabled());
+    w.project()->saveProjectAs(saved_path);
     QVERIFY(saved.count() > 0 || saved.wait(20000));
     QCOMPARE(saved.front().at(1).toString(), QString());
-    QCOMPARE(w.displayName(), QStringLiteral("tiny.tapestry.json"));
-    QVERIFY(!w.isImported());
+    QCOMPARE(w.document()->source().name, QStringLiteral("tiny.tapestry.json"));
+    QVERIFY(!w.document()->source().imported);
     LoadResult loaded = load_project(std::filesystem::path(saved_path.toStdString()));
     QVERIFY(!has_errors(loaded.issues));
     QVERIFY(!has_errors(load_tensor_values(loaded.graph, std::filesystem::path(tmp_.path().toStdString()))));
@@ -870,8 +849,8 @@ void TestStudioRun::importRefusedModels() {
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
     const QString title = w.windowTitle();
     QSettings().setValue(QStringLiteral("onnx/dims/batch"), 2);
-    QSignalSpy imported(&w, &MainWindow::importFinished);
-    w.importOnnx(model);
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    w.project()->importOnnx(model);
     // A symbolic batch is asked first (the truncated and unsupported models have one).
     QTRY_VERIFY_WITH_TIMEOUT(imported.count() > 0 || w.findChild<QDialog *>(QStringLiteral("dimensionDialog")), 20000);
     if (QDialog *dialog = w.findChild<QDialog *>(QStringLiteral("dimensionDialog")))
@@ -885,7 +864,7 @@ void TestStudioRun::importRefusedModels() {
     QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Could not import bad.onnx")));
     // The project shown stays.
     QCOMPARE(w.windowTitle(), title);
-    QVERIFY(!w.isImported());
+    QVERIFY(!w.document()->source().imported);
     box->close();
 }
 
