@@ -3,8 +3,11 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
+#include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <exception>
+#include <mutex>
 
 #include "graph/issue.h"
 #include "io/random_inputs.h"
@@ -43,6 +46,36 @@ std::vector<TensorSummary> summarize(const Graph &g, const std::map<TensorId, Te
 }
 
 }  // namespace
+
+// What one job shares between the GUI thread, its worker thread and the
+// executor's threads.
+struct RunWorker::Job {
+    RunMode mode = RunMode::run;
+    std::atomic_bool cancel{false};
+    std::atomic_bool reported{false};  // `finished` went out already: the job was declared cancelled
+    std::atomic<qint64> last_report_ms{-1000};
+    QElapsedTimer started;
+    // The phase progress belongs to. A verification's phases follow each other
+    // without the worker hearing of it: a phase ends with its last step's report
+    // (done == total), and the next one starts.
+    std::mutex phase_mutex;
+    QStringList phases;  // a verification's (verifyPhases); empty for a run
+    int phase = 0;
+    int finished_total = -1;  // the total of the phase that just ended
+    bool phase_seen = false;  // a report of the current phase arrived
+    QString phase_name;       // the phase the job itself entered last
+};
+
+QStringList RunWorker::verifyPhases(const Graph &g) {
+    // cpu::verify runs the executor unsharded, then sharded when the graph has
+    // shards, then the oracle.
+    const bool sharded =
+        std::any_of(g.operations().begin(), g.operations().end(), [](const OpPtr &op) { return !op->shards.empty(); });
+    QStringList phases{tr("Unsharded run")};
+    if (sharded) phases << tr("Sharded run");
+    phases << tr("Oracle (double precision)");
+    return phases;
+}
 
 RunWorker::RunWorker(QObject *parent) : QObject(parent) {
     qRegisterMetaType<tapestry::views::RunOutcome>();
@@ -114,15 +147,17 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
 
         const OpLibrary &lib = OpLibrary::standard();
         if (request.mode == RunMode::verify) {
-            enter(QObject::tr("Verifying"));
+            enter(verifyPhases(g).front());
             cpu::VerifyOptions options;
             options.threads = request.threads;
             options.atol = request.atol;
             options.rtol = request.rtol;
             options.control = control;
             auto report = cpu::verify(g, lib, inputs, options);
+            // A cancelled verification has no verdict, even one that finished anyway.
+            if (stopped()) return finish();
             if (!report) {
-                if (report.error() == "cancelled" || stopped())
+                if (report.error().find("cancelled") != std::string::npos)
                     out.cancelled = true;
                 else
                     out.error = QString::fromStdString(report.error());
@@ -178,39 +213,81 @@ quint64 RunWorker::start(RunRequest request) {
     const quint64 job = ++job_;
     running_ = true;
     auto state = std::make_shared<Job>();
+    state->mode = request.mode;
+    state->started.start();
+    if (request.mode == RunMode::verify) state->phases = verifyPhases(request.graph);
     current_ = state;
 
     // Progress comes from the executor's worker threads, possibly several at
-    // once; forward at most ~30 reports a second plus the last one, by queued
-    // calls (dropped by Qt if this object is gone).
+    // once; forward at most ~30 reports a second plus the last of each phase, by
+    // queued calls (dropped by Qt if this object is gone).
     auto forward = [this, job](int done, int total, const QString &phase) {
         QMetaObject::invokeMethod(
             this, [this, job, done, total, phase] { emit progress(job, done, total, phase); }, Qt::QueuedConnection);
     };
+    if (isWorking()) forward(0, 0, tr("Waiting for the cancelled job to stop"));
     const std::function<bool(int, int)> hook = hook_;
+    const int threads = std::max(1, request.threads);
     cpu::RunControl control;
     control.cancelled = [state] { return state->cancel.load(std::memory_order_relaxed); };
     auto clock = std::make_shared<QElapsedTimer>();
     clock->start();
-    auto phase_name = std::make_shared<QString>();
-    control.progress = [state, hook, forward, clock, phase_name](int done, int total) {
+    control.progress = [state, hook, forward, clock, threads](int done, int total) {
         if (hook && hook(done, total)) state->cancel.store(true);
+        QString name, next;
+        {
+            std::lock_guard lock(state->phase_mutex);
+            if (state->phases.isEmpty()) {
+                name = state->phase_name;
+            } else {
+                // A late report of the phase that just ended (its last steps finish
+                // on several threads) is not the next phase's.
+                if (!state->phase_seen && total == state->finished_total && done > threads) return;
+                state->phase_seen = true;
+                name = state->phases.value(state->phase);
+                if (done >= total && state->phase + 1 < state->phases.size()) {
+                    ++state->phase;
+                    state->finished_total = total;
+                    state->phase_seen = false;
+                    next = state->phases.value(state->phase);
+                }
+            }
+        }
+        if (!next.isEmpty()) {
+            forward(done, total, name);
+            forward(0, 0, next);  // the next phase may report nothing for a while: say which it is
+            return;
+        }
         const qint64 now = clock->elapsed();
         qint64 last = state->last_report_ms.load();
         if (done < total && now - last < 33) return;
         if (!state->last_report_ms.compare_exchange_strong(last, now) && done < total) return;
-        forward(done, total, *phase_name);
+        forward(done, total, name);
     };
-    auto phase = [forward, phase_name](const QString &name) {
-        *phase_name = name;  // written before any progress of the phase, on the same thread
+    auto phase = [state, forward](const QString &name) {
+        {
+            std::lock_guard lock(state->phase_mutex);
+            state->phase_name = name;
+        }
         forward(0, 0, name);
     };
 
     auto *watcher = new QFutureWatcher<RunOutcome>(this);
-    connect(watcher, &QFutureWatcher<RunOutcome>::finished, this, [this, watcher, job] {
+    connect(watcher, &QFutureWatcher<RunOutcome>::finished, this, [this, watcher, job, state] {
         watcher->deleteLater();
+        if (state->reported) return;  // declared cancelled already; the late result is dropped
         RunOutcome outcome = watcher->result();
         outcome.job = job;
+        if (state->cancel && !outcome.cancelled) {
+            // Cancel was pressed: no result counts, however far the job got.
+            RunOutcome cancelled;
+            cancelled.job = job;
+            cancelled.mode = outcome.mode;
+            cancelled.cancelled = true;
+            cancelled.source_name = outcome.source_name;
+            cancelled.total_ms = outcome.total_ms;
+            outcome = std::move(cancelled);
+        }
         if (job == job_) {
             running_ = false;
             current_.reset();
@@ -222,8 +299,27 @@ quint64 RunWorker::start(RunRequest request) {
     return job;
 }
 
+bool RunWorker::isWorking() const {
+    return pool_.activeThreadCount() > 0;
+}
+
 void RunWorker::cancel() {
-    if (current_) current_->cancel.store(true);
+    if (!current_) return;
+    current_->cancel.store(true);
+    // Give the job a moment to stop by itself; then the window is idle regardless.
+    const quint64 job = job_;
+    QTimer::singleShot(kCancelGraceMs, this, [this, job] {
+        if (job != job_ || !running_ || !current_) return;  // it stopped in time
+        RunOutcome outcome;
+        outcome.job = job;
+        outcome.mode = current_->mode;
+        outcome.cancelled = true;
+        outcome.total_ms = static_cast<double>(current_->started.elapsed());
+        current_->reported = true;
+        current_.reset();
+        running_ = false;
+        emit finished(job, outcome);
+    });
 }
 
 }  // namespace tapestry::views

@@ -134,12 +134,15 @@ bool RunController::start(views::RunMode mode) {
 void RunController::cancel() {
     if (!worker_->isRunning()) return;
     worker_->cancel();
-    cancel_action_->setEnabled(false);  // once is enough; the run stops at its next step
+    cancel_action_->setEnabled(false);  // once is enough; the job stops at its next polling point
+    run_panel_->runCancelling();
+    progress_->setRange(0, 0);
     status_->showMessage(tr("Cancelling…"));
 }
 
 void RunController::onProgress(quint64 job, int done, int total, const QString &phase) {
-    if (job != worker_->currentJob()) return;
+    // After Cancel the job's last reports are of no interest: it says "Cancelling…".
+    if (job != worker_->currentJob() || run_panel_->state() != views::RunPanel::State::running) return;
     run_panel_->setProgress(done, total, phase);
     if (total <= 0) {
         progress_->setRange(0, 0);
@@ -156,7 +159,8 @@ void RunController::onFinished(quint64, const views::RunOutcome &outcome) {
     cancel_button_->hide();
     run_panel_->runFinished(outcome);
     if (outcome.cancelled) {
-        status_->showMessage(tr("Run cancelled"), 8000);
+        status_->showMessage(
+            outcome.mode == views::RunMode::verify ? tr("Verification cancelled") : tr("Run cancelled"), 8000);
     } else if (!outcome.ok) {
         const QString line = outcome.error.section(QLatin1Char('\n'), 0, 0);
         status_->showMessage(tr("Run failed: %1").arg(line));
