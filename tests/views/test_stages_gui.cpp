@@ -4,6 +4,7 @@
 // applying the stage as one undo step, the stages kept in the session and listed
 // again on reopening; a bad spec refused with its message; Cancel back to idle.
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDialog>
 #include <QDir>
 #include <QDockWidget>
@@ -12,6 +13,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -337,6 +339,52 @@ private slots:
         QTest::keyClick(w.view(), Qt::Key_Left, Qt::AltModifier);
         QCOMPARE(w.stages()->shownStage(), 1);
         for (const std::string &id : fused.removed) QVERIFY(w.scene()->nodeItem(QString::fromStdString(id)));
+    }
+
+    // The Shard Map opened on the last two dims: a 4-way split of dim 0 showed as
+    // one block, and the boxes naming the axes were cut off at the dock's edge.
+    void shardMapHidesTheSplit_regression() {
+        MainWindow w;
+        w.resize(1360, 928);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(openAndWait(w, examplePath("gpt2_block")));
+        typeSpecs(w, "c_fc:0=4");
+        QSignalSpy finished(w.stages(), &StagesController::pipelineFinished);
+        QVERIFY(w.stages()->startPipeline());
+        QVERIFY(finished.count() > 0 || finished.wait(kTimeoutMs));
+        QVERIFY2(finished.front().front().toBool(), qPrintable(w.stages()->timeline()->message()));
+        w.stages()->shardMapDock()->show();
+        w.stages()->shardMapDock()->raise();
+        QVERIFY(w.scene()->selectNode("fc"));  // c_fc's output [8, 256, 3072]
+        ShardMapWidget *map = w.stages()->shardMap();
+        QCOMPARE(map->tensor(), QStringLiteral("fc"));
+        QCOMPARE(map->splitDims(), QList<int>{0});
+        QVERIFY(map->rowDim() == 0 || map->colDim() == 0);
+        QSet<int> regions;
+        for (const ShardMapWidget::SliceBox &b : map->sliceBoxes()) regions.insert(b.region);
+        QCOMPARE(regions.size(), 4);
+        // Every box of the slice bar (the axes, the fixed dim's coordinate) in view.
+        QTest::qWait(50);
+        const QWidget *viewport = map->parentWidget();  // the dock's scroll area viewport
+        QVERIFY(viewport);
+        const QRect visible = viewport->rect();
+        for (QWidget *box : map->findChildren<QWidget *>()) {
+            if (!qobject_cast<QComboBox *>(box) && !qobject_cast<QSpinBox *>(box)) continue;
+            if (!box->isVisibleTo(map)) continue;
+            const QRect at(box->mapTo(viewport, QPoint(0, 0)), box->size());
+            QVERIFY2(visible.contains(at), qPrintable(QStringLiteral("%1 at %2,%3 %4x%5 outside %6x%7")
+                                                          .arg(box->objectName())
+                                                          .arg(at.x())
+                                                          .arg(at.y())
+                                                          .arg(at.width())
+                                                          .arg(at.height())
+                                                          .arg(visible.width())
+                                                          .arg(visible.height())));
+            if (auto *combo = qobject_cast<QComboBox *>(box))
+                QVERIFY(combo->width() >= combo->sizeHint().width());  // its text not elided
+        }
+        screenshot(w, QStringLiteral("studio-shard-map-dock.png"));
     }
 
     void cancelReturnsTheWindowToIdle() {
