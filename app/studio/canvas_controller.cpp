@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dock.h"
 #include "io/graphviz.h"
 #include "views/find_bar.h"
 #include "views/graph_diff.h"
@@ -64,9 +65,7 @@ CanvasController::CanvasController(GraphDocument *doc, QStatusBar *status, QWidg
     column->addWidget(view_, 1);
 
     minimap_ = new views::Minimap(view_, window);
-    overview_dock_ = new QDockWidget(tr("Overview"), window);
-    overview_dock_->setObjectName(QStringLiteral("minimapDock"));
-    overview_dock_->setWidget(minimap_);
+    overview_dock_ = makeDock(tr("Overview"), "minimapDock", minimap_, window);
 
     cancel_layout_button_ = new QToolButton(window);
     cancel_layout_button_->setObjectName(QStringLiteral("cancelLayoutButton"));

@@ -21,6 +21,7 @@
 #include <QUndoView>
 
 #include "canvas_controller.h"
+#include "dock.h"
 #include "io/project_file.h"
 #include "views/graph_document.h"
 #include "views/graph_view.h"
@@ -50,14 +51,10 @@ EditingController::EditingController(views::GraphDocument *doc, CanvasController
                                      QWidget *window)
     : QObject(window), doc_(doc), canvas_(canvas), status_(status), window_(window) {
     palette_ = new views::OpPalette(window);
-    palette_dock_ = new QDockWidget(tr("Palette"), window);
-    palette_dock_->setObjectName(QStringLiteral("paletteDock"));
-    palette_dock_->setWidget(palette_);
+    palette_dock_ = makeDock(tr("Palette"), "paletteDock", palette_, window);
     undo_view_ = new QUndoView(doc_->undoStack(), window);
     undo_view_->setEmptyLabel(tr("<opened>"));
-    history_dock_ = new QDockWidget(tr("History"), window);
-    history_dock_->setObjectName(QStringLiteral("historyDock"));
-    history_dock_->setWidget(undo_view_);
+    history_dock_ = makeDock(tr("History"), "historyDock", undo_view_, window);
     createActions();
 
     views::GraphScene *scene = canvas_->scene();

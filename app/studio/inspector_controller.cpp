@@ -5,6 +5,7 @@
 #include <QVBoxLayout>
 
 #include "canvas_controller.h"
+#include "dock.h"
 #include "editing_controller.h"
 #include "views/graph_scene.h"
 #include "views/inspector.h"
@@ -20,22 +21,18 @@ InspectorController::InspectorController(GraphDocument *doc, CanvasController *c
     : QObject(window), doc_(doc), canvas_(canvas), editing_(editing), status_(status) {
     inspector_ = new views::Inspector(window);
     node_editor_ = new views::NodeEditor(window);
-    inspector_dock_ = new QDockWidget(tr("Inspector"), window);
-    inspector_dock_->setObjectName(QStringLiteral("inspectorDock"));
     auto *column = new QWidget(window);
     auto *layout = new QVBoxLayout(column);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
     layout->addWidget(node_editor_);
     layout->addWidget(inspector_, 1);
-    inspector_dock_->setWidget(column);
+    inspector_dock_ = makeDock(tr("Inspector"), "inspectorDock", column, window, DockContent::scrolls);
     inspector_dock_->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
                                  QDockWidget::DockWidgetFloatable);
 
     issues_ = new views::IssuesPanel(window);
-    issues_dock_ = new QDockWidget(tr("Issues"), window);
-    issues_dock_->setObjectName(QStringLiteral("issuesDock"));
-    issues_dock_->setWidget(issues_);
+    issues_dock_ = makeDock(tr("Issues"), "issuesDock", issues_, window);
 
     connectForm();
     connect(doc_, &GraphDocument::changed, this,

@@ -20,6 +20,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoStack>
+#include <algorithm>
 
 #include "canvas_controller.h"
 #include "canvas_export.h"
@@ -135,14 +136,20 @@ void MainWindow::placeDocks() {
 }
 
 void MainWindow::applyDefaultDockSizes() {
-    // Default proportions (a saved window state replaces them): the inspector
-    // gets the height, the bottom docks a strip. Only effective once the window
-    // has its geometry, hence called after the first show.
-    resizeDocks({editing_->paletteDock()}, {250}, Qt::Horizontal);
-    resizeDocks({inspection_->inspectorDock()}, {450}, Qt::Horizontal);
-    resizeDocks({editing_->paletteDock(), canvas_->overviewDock()}, {420, 200}, Qt::Vertical);
-    resizeDocks({inspection_->inspectorDock(), runs_->runDock()}, {600, 250}, Qt::Vertical);
-    resizeDocks({inspection_->issuesDock()}, {180}, Qt::Vertical);
+    // Default proportions (a saved window state replaces them), once the window
+    // has its geometry: the bottom docks a strip of a few rows; on the right, the
+    // Run panel what it needs to show its buttons and the inspector the rest.
+    resizeDocks({editing_->paletteDock(), inspection_->inspectorDock()}, {250, 450}, Qt::Horizontal);
+    resizeDocks({inspection_->issuesDock()}, {140}, Qt::Vertical);
+    // The columns' heights are known once that layout settled.
+    QTimer::singleShot(0, this, [this] {
+        const int run = runs_->runPanel()->sizeHint().height() + 60;  // with its title and the tab bar
+        const int right = inspection_->inspectorDock()->height() + runs_->runDock()->height();
+        resizeDocks({inspection_->inspectorDock(), runs_->runDock()}, {std::max(right - run, right / 3), run},
+                    Qt::Vertical);
+        const int left = editing_->paletteDock()->height() + canvas_->overviewDock()->height();
+        resizeDocks({editing_->paletteDock(), canvas_->overviewDock()}, {left * 2 / 3, left / 3}, Qt::Vertical);
+    });
 }
 
 void MainWindow::createFileMenu() {

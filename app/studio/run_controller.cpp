@@ -12,6 +12,7 @@
 #include <QToolButton>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "dock.h"
 #include "io/tensor_values.h"
 #include "views/outputs_panel.h"
 #include "views/run_panel.h"
@@ -24,13 +25,9 @@ RunController::RunController(GraphDocument *doc, QStatusBar *status, QWidget *wi
     : QObject(window), doc_(doc), status_(status), window_(window) {
     worker_ = new views::RunWorker(this);
     run_panel_ = new views::RunPanel(window);
-    run_dock_ = new QDockWidget(tr("Run"), window);
-    run_dock_->setObjectName(QStringLiteral("runDock"));
-    run_dock_->setWidget(run_panel_);
+    run_dock_ = makeDock(tr("Run"), "runDock", run_panel_, window, DockContent::scrolls);
     outputs_ = new views::OutputsPanel(window);
-    outputs_dock_ = new QDockWidget(tr("Outputs"), window);
-    outputs_dock_->setObjectName(QStringLiteral("outputsDock"));
-    outputs_dock_->setWidget(outputs_);
+    outputs_dock_ = makeDock(tr("Outputs"), "outputsDock", outputs_, window, DockContent::scrolls);
 
     progress_ = new QProgressBar(window);
     progress_->setObjectName(QStringLiteral("runStatusProgress"));

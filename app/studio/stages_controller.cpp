@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "canvas_controller.h"
+#include "dock.h"
 #include "session_controller.h"
 #include "views/graph_scene.h"
 #include "views/pipeline_worker.h"
@@ -150,14 +151,10 @@ StagesController::~StagesController() = default;
 
 void StagesController::createDocks(QWidget *window) {
     timeline_ = new views::StageTimeline(window);
-    stages_dock_ = new QDockWidget(tr("Stages"), window);
-    stages_dock_->setObjectName(QStringLiteral("stagesDock"));
-    stages_dock_->setWidget(timeline_);
+    stages_dock_ = makeDock(tr("Stages"), "stagesDock", timeline_, window, DockContent::scrolls);
     stages_dock_->toggleViewAction()->setShortcut(QKeySequence(tr("Ctrl+Shift+T")));
     shard_map_ = new views::ShardMapWidget(window);
-    shard_map_dock_ = new QDockWidget(tr("Shard Map"), window);
-    shard_map_dock_->setObjectName(QStringLiteral("shardMapDock"));
-    shard_map_dock_->setWidget(shard_map_);
+    shard_map_dock_ = makeDock(tr("Shard Map"), "shardMapDock", shard_map_, window, DockContent::scrolls);
 }
 
 void StagesController::createActions() {

@@ -8,6 +8,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QImage>
 #include <QMessageBox>
@@ -40,6 +41,7 @@
 #include "views/layout_worker.h"
 #include "views/minimap.h"
 #include "views/project_locator.h"
+#include "views/run_panel.h"
 #include "views/shard_map.h"
 
 using tapestry::studio::MainWindow;
@@ -116,6 +118,9 @@ private slots:
     void failedOpenCorruptsTheSession_regression();
     void replacingAnEditedDocumentAsksFirst();
     void fitAndZoomActionsChangeTheTransform();
+    void fitHidesEveryLabel_regression();
+    void defaultDocksGiveTheInspectorRoom();
+    void selectingATensorGrowsTheWindow_regression();
     void droppingAProjectFileOpensIt();
     void newLoadSupersedesTheRunningOne();
     void cancelledLayoutReportsNothing();
@@ -446,10 +451,12 @@ void TestStudio::replacingAnEditedDocumentAsksFirst() {
 
 void TestStudio::fitAndZoomActionsChangeTheTransform() {
     MainWindow w;
-    w.resize(1200, 800);
+    w.resize(1600, 1000);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndWait(w, examplePath(QStringLiteral("gpt2_block"))));
+    // A graph that fits the window at a readable zoom (fitHidesEveryLabel_regression
+    // covers one that does not).
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("attention"))));
     GraphView *view = w.view();
 
     w.canvas()->resetZoomAction()->trigger();
@@ -483,6 +490,77 @@ void TestStudio::fitAndZoomActionsChangeTheTransform() {
                       Qt::NoModifier, Qt::NoScrollPhase, false);
     QApplication::sendEvent(view->viewport(), &wheel);
     QVERIFY(view->zoom() > z);
+}
+
+// Fit (F) on the GPT-2 block (13 operations, tall) zoomed to 24 %, below the
+// level of detail where labels are drawn. Fit keeps them readable: the top of the
+// graph at a readable zoom, the rest a pan away.
+void TestStudio::fitHidesEveryLabel_regression() {
+    MainWindow w;
+    w.resize(1360, 928);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("gpt2_block"))));
+    GraphView *view = w.view();
+    w.canvas()->resetZoomAction()->trigger();
+    view->setFocus();
+    QTest::keyClick(view, Qt::Key_F);
+    QVERIFY2(view->zoom() >= GraphView::kReadableScale, qPrintable(QString::number(view->zoom())));
+    QVERIFY(view->zoom() > kLabelLevelOfDetail);
+    // The graph's top is in view, and its width: nothing to the side is cut off.
+    const QRectF bounds = w.scene()->graphBounds();
+    const QRect shown = view->mapFromScene(bounds).boundingRect();
+    QVERIFY(view->viewport()->rect().contains(QPoint(shown.center().x(), shown.top())));
+    QVERIFY2(view->viewport()->rect().adjusted(-2, 0, 2, 0).left() <= shown.left() &&
+                 shown.right() <= view->viewport()->rect().right() + 2,
+             qPrintable(QStringLiteral("%1..%2").arg(shown.left()).arg(shown.right())));
+    // Every operation in view shows its label (it is drawn at this level of detail).
+    int in_view = 0;
+    for (NodeItem *n : w.scene()->nodeItems())
+        in_view += view->viewport()->rect().contains(view->mapFromScene(n->pos())) ? 1 : 0;
+    QVERIFY(in_view >= 8);
+}
+
+// The default docks gave the Issues list ~200 px to say "No issues" and the
+// inspector ~100 px: the inspector gets the height, the bottom docks a strip, and
+// the Run panel what it needs to show its buttons.
+void TestStudio::defaultDocksGiveTheInspectorRoom() {
+    QSettings().remove(QStringLiteral("window"));
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("gpt2_block"))));
+    QTest::qWait(50);
+    QCOMPARE(w.size(), QSize(1360, 860));
+    auto *issues = w.inspection()->issuesDock();
+    auto *inspector = w.inspection()->inspectorDock();
+    auto *run = w.runs()->runDock();
+    QVERIFY2(issues->height() <= 170, qPrintable(QString::number(issues->height())));
+    QVERIFY2(inspector->height() >= 240, qPrintable(QString::number(inspector->height())));
+    // The Run panel shows its buttons without scrolling.
+    const QWidget *panel = w.runs()->runPanel();
+    QVERIFY2(run->widget()->height() >= panel->minimumSizeHint().height(),
+             qPrintable(QStringLiteral("%1 < %2").arg(run->widget()->height()).arg(panel->minimumSizeHint().height())));
+}
+
+// Selecting a tensor made the window grow taller by itself: the inspector's form
+// and the shard map asked for more height than the window had.
+void TestStudio::selectingATensorGrowsTheWindow_regression() {
+    MainWindow w;
+    w.resize(1360, 860);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("gpt2_block"))));
+    QTest::qWait(50);
+    const QSize before = w.size();
+    for (const char *id : {"qkv", "c_attn", "x"}) {
+        QVERIFY(w.scene()->selectNode(QString::fromLatin1(id)));
+        w.stages()->shardMapDock()->raise();
+        QTest::qWait(50);
+        QCOMPARE(w.size(), before);
+        QVERIFY2(w.minimumSizeHint().height() <= before.height(),
+                 qPrintable(QString::number(w.minimumSizeHint().height())));
+    }
 }
 
 void TestStudio::droppingAProjectFileOpensIt() {
