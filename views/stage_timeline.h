@@ -19,6 +19,8 @@
 #include "views/graph_scene.h"
 
 class QCheckBox;
+class QCompleter;
+class QStringListModel;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -39,8 +41,11 @@ class StageTimeline : public QWidget {
 public:
     explicit StageTimeline(QWidget *parent = nullptr);
 
-    // The graph the specs are checked against (op names).
+    // The graph the specs are checked against; the field's example, tooltip and
+    // completions name its operations.
     void setGraph(const Graph &graph);
+    // The completer offering the graph's operation ids while an id is typed.
+    QCompleter *specsCompleter() const { return completer_; }
 
     QString passesText() const;
     QString specsText() const;
@@ -89,10 +94,14 @@ signals:
 
 private:
     void showDetails();
+    void offerOperations();                           // completions for the word being typed
+    void insertOperation(const QString &completion);  // it replaces that word
     void updateButtons();
 
     QLineEdit *passes_edit_ = nullptr;
     QLineEdit *specs_edit_ = nullptr;
+    QCompleter *completer_ = nullptr;
+    QStringListModel *op_model_ = nullptr;
     QLabel *error_label_ = nullptr;
     QCheckBox *numeric_box_ = nullptr;
     QPushButton *run_button_ = nullptr;

@@ -3,8 +3,10 @@
 // Alt+Left / Alt+Right, diff colouring, expanding a sharded op into its shards,
 // applying the stage as one undo step, the stages kept in the session and listed
 // again on reopening; a bad spec refused with its message; Cancel back to idle.
+#include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCompleter>
 #include <QDialog>
 #include <QDir>
 #include <QDockWidget>
@@ -284,7 +286,12 @@ private slots:
         QTest::newRow("not op:dim=parts") << "fc1=4"
                                           << "shard spec 'fc1=4': expected op:dim=parts, e.g. fc1:0=4 or fc1:0=3+5+2";
         QTest::newRow("unknown op") << "fc1:0=4 fc9:0=4"
-                                    << "shard spec 'fc9:0=4': unknown operation 'fc9'";
+                                    << "shard spec 'fc9:0=4': unknown operation 'fc9'; did you mean 'fc1', 'fc2', "
+                                       "'fc3' or …?";
+        QTest::newRow("a typo") << "gleu1:0=4"
+                                << "shard spec 'gleu1:0=4': unknown operation 'gleu1'; did you mean 'gelu1'?";
+        QTest::newRow("nothing near") << "softmax:0=2"
+                                      << "shard spec 'softmax:0=2': unknown operation 'softmax'";
         QTest::newRow("zero parts") << "fc1:0=0"
                                     << "shard spec 'fc1:0=0': part count '0' is not a positive number (at most 65536)";
     }
@@ -310,6 +317,43 @@ private slots:
         // Fixed, the error goes.
         typeSpecs(w, "fc1:0=4");
         QCOMPARE(t->errorText(), QString());
+    }
+
+    // The shard-spec field's placeholder named ops the project did not have
+    // (fc1, fc2 for the GPT-2 block): it names the project's, and typing an id
+    // offers the project's operations.
+    void shardSpecPlaceholderNamesOpsTheProjectLacks_regression() {
+        MainWindow w;
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(openAndWait(w, examplePath("gpt2_block")));
+        StageTimeline *t = w.stages()->timeline();
+        w.stages()->stagesDock()->show();
+        w.stages()->stagesDock()->raise();
+        const QString placeholder = t->specsEdit()->placeholderText();
+        QVERIFY2(placeholder.contains("ln_1:0=4") && !placeholder.contains("fc1"), qPrintable(placeholder));
+        QVERIFY(t->specsEdit()->toolTip().contains("c_fc"));
+        t->specsEdit()->setFocus();
+        t->specsEdit()->clear();
+        QTest::keyClicks(t->specsEdit(), "c_");
+        QCompleter *completer = t->specsCompleter();
+        QTRY_VERIFY(completer->popup()->isVisible());
+        QStringList offered;
+        for (int i = 0; i < completer->completionCount(); ++i) {
+            completer->setCurrentRow(i);
+            offered << completer->currentCompletion();
+        }
+        QCOMPARE(offered, (QStringList{"c_attn:", "c_proj:", "c_fc:"}));
+        // Picking one completes the word, for the dim and parts to follow.
+        emit completer->activated(QStringLiteral("c_fc:"));
+        QCOMPARE(t->specsText(), QStringLiteral("c_fc:"));
+        QTest::keyClicks(t->specsEdit(), "0=4");
+        QCOMPARE(t->errorText(), QString());
+        // A typo is answered with the nearest operation.
+        t->specsEdit()->clear();
+        QTest::keyClicks(t->specsEdit(), "c_fx:0=4");
+        QCOMPARE(t->errorText(),
+                 QStringLiteral("shard spec 'c_fx:0=4': unknown operation 'c_fx'; did you mean 'c_fc'?"));
     }
 
     void shardThenFuseListsEveryStageAndMarksTheFusedNodes() {
