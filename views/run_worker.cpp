@@ -118,6 +118,10 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
     // this guards against allocation failures on absurd graphs.
     try {
         Graph g = request.graph;
+        for (const TensorPtr &t : g.tensors())
+            if (t->role == TensorRole::output)
+                out.names.insert(QString::fromStdString(t->id.value),
+                                 QString::fromStdString(t->name.empty() ? t->id.value : t->name));
         enter(QObject::tr("Preparing inputs"));
         if (!request.project_dir.isEmpty()) {
             const std::vector<Issue> issues = load_tensor_values(g, toPath(request.project_dir));

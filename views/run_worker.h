@@ -8,6 +8,7 @@
 // result is then dropped).
 #pragma once
 
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -55,6 +56,7 @@ struct RunOutcome {
     bool bf16_matmul = false;
     std::vector<TensorSummary> inputs;   // role input, in graph order
     std::vector<TensorSummary> outputs;  // role output, in graph order
+    QHash<QString, QString> names;       // id → name of every output tensor (the id when it has none)
     std::map<TensorId, TensorData> output_values;
     std::vector<cpu::StepTiming> steps;
     double run_ms = 0;  // the executor's wall time

@@ -14,6 +14,7 @@
 
 #include "dock.h"
 #include "io/tensor_values.h"
+#include "views/graph_diff.h"
 #include "views/outputs_panel.h"
 #include "views/run_panel.h"
 
@@ -97,7 +98,8 @@ void RunController::onDocumentChanged(GraphDocument::Changes what) {
         last_outcome_ = views::RunOutcome();
         outputs_->clear();
         if (!worker_->isRunning()) run_panel_->reset();
-    }
+    } else if (what & (GraphDocument::Structure | GraphDocument::Params))
+        outputs_->markStale();  // what ran was another graph
     if (what & (GraphDocument::Replaced | GraphDocument::Structure)) updateActions();
 }
 
@@ -116,7 +118,9 @@ bool RunController::start(views::RunMode mode) {
     request.source_name = source.name;
     if (!source.imported && !source.path.isEmpty()) request.project_dir = QFileInfo(source.path).absolutePath();
     run_panel_->fillRequest(request);
+    const Graph ran = request.graph;
     if (worker_->start(std::move(request)) == 0) return false;
+    ran_graph_ = ran;
     run_panel_->runStarted(mode, source.name);
     progress_->setRange(0, 0);
     progress_->show();
@@ -166,6 +170,8 @@ void RunController::onFinished(quint64, const views::RunOutcome &outcome) {
     } else {
         emit runSucceeded();
         showSuccess(outcome);
+        // Edited while it ran: the results are of the graph as it was.
+        if (!views::sameGraph(ran_graph_, doc_->graph())) outputs_->markStale();
     }
     updateActions();
     emit runFinished(outcome.ok);

@@ -90,6 +90,7 @@ private:
     QAction *random_inputs_action_ = nullptr;
     QAction *inputs_folder_action_ = nullptr;
     views::RunOutcome last_outcome_;
+    Graph ran_graph_;  // the graph the last job ran on (its results go stale when the document moves on)
 };
 
 }  // namespace tapestry::studio

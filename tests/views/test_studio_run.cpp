@@ -36,6 +36,7 @@
 #include <set>
 
 #include "app/studio/main_window.h"
+#include "edit/editor.h"
 #include "io/npy.h"
 #include "io/project_file.h"
 #include "io/random_inputs.h"
@@ -273,6 +274,8 @@ private slots:
     void runShowsOutputs_data();
     void runShowsOutputs();
     void verifyShowsPass();
+    void verificationCalledTheOutputByItsId_regression();
+    void verificationPassStaysAfterAnEdit_regression();
     void bf16ProjectRunsAndSaysWhichStepsFellBack();
     void bf16MatmulIsOptIn();
     void timingsListBatchTiles();
@@ -469,7 +472,9 @@ void TestStudioRun::runShowsOutputs() {
         // The row says the same, and the histogram shows this tensor.
         QTreeWidgetItem *row = panel->tensorTree()->currentItem();
         QVERIFY(row);
-        QCOMPARE(row->text(OutputsPanel::NameColumn), QString::fromStdString(t->name.empty() ? t->id.value : t->name));
+        QCOMPARE(row->text(OutputsPanel::NameColumn),
+                 OutputsPanel::tensorLabel(QString::fromStdString(t->id.value),
+                                           QString::fromStdString(t->name.empty() ? t->id.value : t->name)));
         QCOMPARE(row->text(OutputsPanel::ShapeColumn), shown.shapeText());
         QCOMPARE(row->text(OutputsPanel::MeanColumn), QString::number(shown.mean, 'g', 5));
         std::int64_t binned = 0;
@@ -722,6 +727,66 @@ void TestStudioRun::verifyShowsPass() {
     QVERIFY2(against.join(QLatin1Char(',')).contains(QStringLiteral("unsharded")), qPrintable(against.join(',')));
     QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("passed")));
     screenshot(w, QStringLiteral("studio-verify.png"));
+}
+
+// The Verification table named an output "y" where the Tensors tab said its
+// name: both say "activations (y)" now.
+void TestStudioRun::verificationCalledTheOutputByItsId_regression() {
+    const QString named = QString::fromLatin1(kShardedProject)
+                              .replace(QStringLiteral(R"({"id": "y", "dtype")"),
+                                       QStringLiteral(R"({"id": "y", "name": "activations", "dtype")"));
+    const QString path = writeProject("named.tapestry.json", named.toUtf8().constData());
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    QCOMPARE(w.document()->graph().find_tensor(TensorId("y"))->name, std::string("activations"));
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    OutputsPanel *panel = w.runs()->outputsPanel();
+    QStringList tensors;
+    for (int i = 0; i < panel->tensorTree()->topLevelItemCount(); ++i)
+        tensors << panel->tensorTree()->topLevelItem(i)->text(OutputsPanel::NameColumn);
+    QVERIFY2(tensors.contains(QStringLiteral("activations (y)")), qPrintable(tensors.join(QStringLiteral(", "))));
+    finished.clear();
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QTreeWidget *table = panel->verifyTree();
+    QVERIFY(table->topLevelItemCount() >= 2);
+    for (int i = 0; i < table->topLevelItemCount(); ++i)
+        QCOMPARE(table->topLevelItem(i)->text(OutputsPanel::VerifyOutputColumn), QStringLiteral("activations (y)"));
+}
+
+// A PASS stayed after the graph was edited. Now an edit turns it grey and "stale",
+// and verifying again gives a fresh verdict.
+void TestStudioRun::verificationPassStaysAfterAnEdit_regression() {
+    const QString path = writeProject("sharded.tapestry.json", kShardedProject);
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(waitRun(finished));
+    OutputsPanel *panel = w.runs()->outputsPanel();
+    QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("✔ PASS"));
+    QVERIFY(!panel->isStale());
+    // Moving a node changes nothing the verification saw.
+    w.document()->placeNodes({{QStringLiteral("act"), QPointF(400, 400)}});
+    QVERIFY(!panel->isStale());
+    QVERIFY(w.editing()
+                ->applyEdit(QStringLiteral("Rename"), [](edit::Editor &e) { return e.rename("act", "activation"); })
+                .isEmpty());
+    QVERIFY(panel->isStale());
+    QVERIFY2(panel->verdictLabel()->text().contains(QStringLiteral("stale")),
+             qPrintable(panel->verdictLabel()->text()));
+    QVERIFY(!panel->verdictLabel()->text().contains(QStringLiteral("✔")));
+    QVERIFY(panel->headline()->text().startsWith(QStringLiteral("Stale")));
+    finished.clear();
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("✔ PASS"));
+    QVERIFY(!panel->isStale());
 }
 
 void TestStudioRun::cancelInTheMiddle() {
