@@ -322,27 +322,35 @@ QPointF CanvasController::viewCentre() const {
 }
 
 QPointF CanvasController::freeSpotNear(const QPointF &scene_pos, const QSizeF &size) const {
-    const double gap = 16;
-    auto free = [&](const QPointF &centre) {
+    const double gap = 24;
+    // Free: no node's box within the gap; at first no edge's line either, then,
+    // if that finds nothing, edges allowed.
+    auto free = [&](const QPointF &centre, bool over_edges) {
         const QRectF box(centre.x() - size.width() / 2 - gap, centre.y() - size.height() / 2 - gap,
                          size.width() + 2 * gap, size.height() + 2 * gap);
-        for (QGraphicsItem *i : scene_->items(box))
-            if (dynamic_cast<views::NodeItem *>(i) || i->type() == views::EdgeItem::Type) return false;
+        for (QGraphicsItem *i : scene_->items(box, Qt::IntersectsItemBoundingRect))
+            if (auto *n = dynamic_cast<views::NodeItem *>(i); n && n->mapRectToScene(n->box()).intersects(box))
+                return false;
+        if (over_edges) return true;
+        for (QGraphicsItem *i : scene_->items(box, Qt::IntersectsItemShape))
+            if (i->type() == views::EdgeItem::Type) return false;
         return true;
     };
-    // Rings of candidate spots around the point, nearest first; the first free one wins.
-    const double step_x = size.width() + 2 * gap, step_y = size.height() + 2 * gap;
-    for (int ring = 0; ring <= 12; ++ring) {
-        std::vector<QPointF> candidates;
-        for (int dy = -ring; dy <= ring; ++dy)
-            for (int dx = -ring; dx <= ring; ++dx)
-                if (std::max(std::abs(dx), std::abs(dy)) == ring)
-                    candidates.push_back(scene_pos + QPointF(dx * step_x / 2, dy * step_y));
-        std::sort(candidates.begin(), candidates.end(), [&](const QPointF &a, const QPointF &b) {
-            return QLineF(a, scene_pos).length() < QLineF(b, scene_pos).length();
-        });
-        for (const QPointF &c : candidates)
-            if (free(c)) return c;
+    // Rings of candidate spots around the point, nearest first.
+    const double step_x = size.width() / 2 + gap, step_y = size.height() + 2 * gap;
+    for (bool over_edges : {false, true}) {
+        for (int ring = 0; ring <= 12; ++ring) {
+            std::vector<QPointF> candidates;
+            for (int dy = -ring; dy <= ring; ++dy)
+                for (int dx = -ring; dx <= ring; ++dx)
+                    if (std::max(std::abs(dx), std::abs(dy)) == ring)
+                        candidates.push_back(scene_pos + QPointF(dx * step_x, dy * step_y));
+            std::sort(candidates.begin(), candidates.end(), [&](const QPointF &a, const QPointF &b) {
+                return QLineF(a, scene_pos).length() < QLineF(b, scene_pos).length();
+            });
+            for (const QPointF &c : candidates)
+                if (free(c, over_edges)) return c;
+        }
     }
     return scene_pos;
 }

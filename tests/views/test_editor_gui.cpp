@@ -308,6 +308,69 @@ private slots:
         QCOMPARE(w.scene()->selectedNodeIds(), (QStringList{"fc1", "fc2", "fc3", "fc4"}));
     }
 
+    // Find's first hit for "fc" in the GPT-2 block was a weight tensor, not the
+    // operation, and it jumped to 100 %. Operations come first, exact matches
+    // before partial ones, and the zoom stays readable without jumping.
+    void findFirstHitWasAWeightAndJumpedTo100_regression() {
+        MainWindow w;
+        w.resize(1360, 928);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(openAndWait(w, examplePath("gpt2_block")));
+        w.view()->resetZoom();
+        for (int i = 0; i < 6; ++i) w.view()->zoomOut();  // 26 %: far out
+        QVERIFY(w.view()->zoom() < GraphView::kReadableScale);
+        QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
+        FindBar *bar = w.canvas()->findBar();
+        bar->setText("fc");
+        QCOMPARE(bar->matches().value(0), QStringLiteral("c_fc"));  // the operation
+        QCOMPARE(bar->matches().value(1), QStringLiteral("fc"));    // then the tensor named exactly so
+        QTest::keyClick(&w, Qt::Key_F3);
+        QCOMPARE(w.scene()->selectedNodeId(), QStringLiteral("c_fc"));
+        QCOMPARE(w.view()->zoom(), GraphView::kReadableScale);  // readable, not 100 %
+        // At a readable zoom the next hit keeps it.
+        w.view()->zoomIn();
+        const double zoom = w.view()->zoom();
+        QTest::keyClick(&w, Qt::Key_F3);
+        QCOMPARE(w.scene()->selectedNodeId(), QStringLiteral("fc"));
+        QCOMPARE(w.view()->zoom(), zoom);
+        const QPoint at = w.view()->mapFromScene(w.scene()->nodeItem("fc")->pos());
+        QVERIFY(w.view()->viewport()->rect().contains(at));
+    }
+
+    // New palette operations landed on top of the nodes in the middle of the view;
+    // they go to free space near the view's centre.
+    void newPaletteOpsLandOnTopOfNodes_regression() {
+        MainWindow w;
+        w.resize(1360, 928);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(openAndWait(w, examplePath("gpt2_block")));
+        w.view()->centerOn(w.scene()->nodeItem("attention"));
+        QStringList added;
+        for (const char *kind : {"gelu", "relu", "gelu"}) {
+            w.editing()->palette()->setFilterText(QString::fromLatin1(kind));
+            QTest::keyClick(w.editing()->palette()->searchBox(), Qt::Key_Return);
+            const QString id = w.scene()->selectedNodeId();
+            QVERIFY2(!id.isEmpty() && !added.contains(id), qPrintable(id));
+            QCOMPARE(w.document()->graph().find_op(OpId(id.toStdString()))->kind, std::string(kind));
+            added << id;
+            NodeItem *item = w.scene()->nodeItem(id);
+            const QRectF box = item->mapRectToScene(item->box());
+            for (NodeItem *other : w.scene()->nodeItems())
+                if (other->nodeId() != id)
+                    QVERIFY2(!box.intersects(other->mapRectToScene(other->box())),
+                             qPrintable(id + " lies on " + other->nodeId()));
+            QVERIFY(w.view()->viewport()->rect().contains(w.view()->mapFromScene(box.center())));
+        }
+        // Undo and redo put them back where they were placed.
+        const QPointF placed = w.scene()->nodeItem(added.back())->pos();
+        w.editing()->undoAction()->trigger();
+        QVERIFY(!w.scene()->nodeItem(added.back()));
+        w.editing()->redoAction()->trigger();
+        QCOMPARE(w.scene()->nodeItem(added.back())->pos(), placed);
+    }
+
     void pasteBetweenTwoWindows() {
         MainWindow a, b;
         a.show();
