@@ -66,6 +66,7 @@ void GraphDocument::replace(DocumentSource source, Graph graph, std::vector<Issu
     pinned_ = std::move(pinned);
     stages_.clear();
     shown_ = held_ = -1;
+    ++revision_;
     undo_.clear();
     undo_.setClean();
     emit changed(Replaced | Structure | Params | Positions | Stages | Pins | Source, {}, positions_);
@@ -107,6 +108,7 @@ void GraphDocument::applyDelta(const GraphDelta &delta, bool forward, const QHas
 void GraphDocument::graphChanged(const GraphDelta &delta, const QHash<QString, QPointF> &place) {
     // Problems of reading the file described the file; from now on the graph is the
     // document's, and validation speaks for it.
+    ++revision_;
     load_issues_.clear();
     issues_ = validate(graph_, OpLibrary::standard());
     Changes what = kindsOf(delta);

@@ -71,6 +71,9 @@ public:
     const std::vector<Issue> &loadIssues() const { return load_issues_; }
     QUndoStack *undoStack() { return &undo_; }
     bool isModified() const { return !undo_.isClean(); }
+    // Changes with every change of the graph (an edit, its undo, a new document):
+    // what ran on revision r went stale when the revision moved on.
+    quint64 revision() const { return revision_; }
 
     // Replaces the document: clears the undo history and the stages. `positions`
     // and `pinned` are those a session kept; the layout places the rest.
@@ -148,6 +151,7 @@ private:
     std::vector<Stage> stages_;
     int shown_ = -1;
     int held_ = -1;
+    quint64 revision_ = 0;
 };
 
 Q_DECLARE_OPERATORS_FOR_FLAGS(GraphDocument::Changes)

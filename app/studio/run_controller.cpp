@@ -14,7 +14,6 @@
 
 #include "dock.h"
 #include "io/tensor_values.h"
-#include "views/graph_diff.h"
 #include "views/outputs_panel.h"
 #include "views/run_panel.h"
 
@@ -118,9 +117,8 @@ bool RunController::start(views::RunMode mode) {
     request.source_name = source.name;
     if (!source.imported && !source.path.isEmpty()) request.project_dir = QFileInfo(source.path).absolutePath();
     run_panel_->fillRequest(request);
-    const Graph ran = request.graph;
     if (worker_->start(std::move(request)) == 0) return false;
-    ran_graph_ = ran;
+    ran_revision_ = doc_->revision();
     run_panel_->runStarted(mode, source.name);
     progress_->setRange(0, 0);
     progress_->show();
@@ -171,7 +169,7 @@ void RunController::onFinished(quint64, const views::RunOutcome &outcome) {
         emit runSucceeded();
         showSuccess(outcome);
         // Edited while it ran: the results are of the graph as it was.
-        if (!views::sameGraph(ran_graph_, doc_->graph())) outputs_->markStale();
+        if (ran_revision_ != doc_->revision()) outputs_->markStale();
     }
     updateActions();
     emit runFinished(outcome.ok);

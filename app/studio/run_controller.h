@@ -90,7 +90,7 @@ private:
     QAction *random_inputs_action_ = nullptr;
     QAction *inputs_folder_action_ = nullptr;
     views::RunOutcome last_outcome_;
-    Graph ran_graph_;  // the graph the last job ran on (its results go stale when the document moves on)
+    quint64 ran_revision_ = 0;  // the document's revision the last job ran on
 };
 
 }  // namespace tapestry::studio

@@ -110,6 +110,7 @@ void SessionController::adoptProject(qint64 id) {
 
 void SessionController::onDocumentChanged(GraphDocument::Changes what) {
     if (what & GraphDocument::Replaced) {
+        ++generation_;
         autosave_timer_->stop();
         project_id_ = doc_->source().session_project;
         if (session_ && project_id_ != 0)
@@ -169,14 +170,17 @@ void SessionController::save(bool autosave) {
     save_in_flight_ = true;
     save_label_->setText(autosave ? tr("Autosaving…") : tr("Saving…"));
     auto *watcher = new QFutureWatcher<QPair<qint64, QString>>(this);
-    connect(watcher, &QFutureWatcher<QPair<qint64, QString>>::finished, this, [this, watcher, autosave, name] {
+    const quint64 generation = save_generation_ = generation_;
+    connect(watcher, &QFutureWatcher<QPair<qint64, QString>>::finished, this, [=, this] {
         const auto [project, error] = watcher->result();
         watcher->deleteLater();
         save_in_flight_ = false;
         const QString time = QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
+        // The document may have been replaced meanwhile: the project made is the old one's.
+        const bool same_document = generation == generation_;
         if (error.isEmpty()) {
-            if (project_id_ == 0) project_id_ = project;
-            if (!autosave) doc_->undoStack()->setClean();
+            if (project_id_ == 0 && same_document) project_id_ = project;
+            if (!autosave && same_document) doc_->undoStack()->setClean();
             save_label_->setText(autosave ? tr("Autosaved %1").arg(time) : tr("Saved %1").arg(time));
             if (!autosave) status_->showMessage(tr("Saved %1 in %2").arg(name, QFileInfo(path()).fileName()), 5000);
         } else {
@@ -202,7 +206,7 @@ void SessionController::flush() {
             // Only the save is waited for, not a running layout or run; a project
             // it just created is the one to save into.
             save_future_.waitForFinished();
-            if (project_id_ == 0) project_id_ = save_future_.result().first;
+            if (project_id_ == 0 && save_generation_ == generation_) project_id_ = save_future_.result().first;
         }
         autosave_timer_->stop();
         const QString name = doc_->source().name.isEmpty() ? tr("untitled") : doc_->source().name;

@@ -84,6 +84,8 @@ private:
     QWidget *window_;
     std::shared_ptr<store::Session> session_;
     qint64 project_id_ = 0;
+    quint64 generation_ = 0;       // counts the documents shown: a save's answer may be for an earlier one
+    quint64 save_generation_ = 0;  // the document the save in flight is of
     QTimer *autosave_timer_ = nullptr;
     bool save_in_flight_ = false;
     bool save_again_ = false;
