@@ -141,15 +141,30 @@ void MainWindow::applyDefaultDockSizes() {
     // Run panel what it needs to show its buttons and the inspector the rest.
     resizeDocks({editing_->paletteDock(), inspection_->inspectorDock()}, {250, 450}, Qt::Horizontal);
     resizeDocks({inspection_->issuesDock()}, {140}, Qt::Vertical);
-    // The columns' heights are known once that layout settled.
     QTimer::singleShot(0, this, [this] {
-        const int run = runs_->runPanel()->sizeHint().height() + 60;  // with its title and the tab bar
-        const int right = inspection_->inspectorDock()->height() + runs_->runDock()->height();
-        resizeDocks({inspection_->inspectorDock(), runs_->runDock()}, {std::max(right - run, right / 3), run},
-                    Qt::Vertical);
+        fitRunDock();
         const int left = editing_->paletteDock()->height() + canvas_->overviewDock()->height();
         resizeDocks({editing_->paletteDock(), canvas_->overviewDock()}, {left * 2 / 3, left / 3}, Qt::Vertical);
     });
+}
+
+void MainWindow::fitRunDock() {
+    // Run's buttons in view; the inspector above it takes what is left.
+    const int run = runs_->runPanel()->minimumSizeHint().height() + 56;  // with its title and the tab bar
+    const int right = inspection_->inspectorDock()->height() + runs_->runDock()->height();
+    resizeDocks({inspection_->inspectorDock(), runs_->runDock()}, {std::max(right - run, right / 3), run},
+                Qt::Vertical);
+}
+
+void MainWindow::giveOutputsRoom() {
+    // The strip that suits the issues list is too short for tables: the first
+    // results get the room they need (later, the user's choice stands).
+    QDockWidget *outputs = runs_->outputsDock();
+    if (outputs_sized_ || outputs->isFloating() || dockWidgetArea(outputs) != Qt::BottomDockWidgetArea) return;
+    outputs_sized_ = true;
+    if (outputs->height() >= 330) return;
+    resizeDocks({outputs}, {330}, Qt::Vertical);
+    QTimer::singleShot(0, this, &MainWindow::fitRunDock);
 }
 
 void MainWindow::createFileMenu() {
@@ -336,6 +351,7 @@ void MainWindow::connectControllers() {
         if (!opened && !doc_->isOpen()) finishStartup();
     });
     connect(runs_, &RunController::runFailed, inspection_, &InspectorController::showRunError);
+    connect(runs_, &RunController::outputsShown, this, &MainWindow::giveOutputsRoom);
     connect(runs_, &RunController::runSucceeded, inspection_, &InspectorController::clearRunError);
 }
 

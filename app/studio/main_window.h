@@ -84,6 +84,8 @@ private:
     void createStatusBar();
     void connectControllers();
     void applyDefaultDockSizes();
+    void fitRunDock();
+    void giveOutputsRoom();
     void restoreSettings();
     void saveSettings() const;
     bool save();  // File ▸ Save: into the session, or Save As without one
@@ -114,6 +116,7 @@ private:
     QLabel *counts_label_ = nullptr;
     bool busy_ = false;
     bool startup_done_ = false;
+    bool outputs_sized_ = false;  // the Outputs dock got its room for the first results
     QString screenshot_path_;
     QString preselect_;
 };

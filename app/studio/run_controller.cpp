@@ -179,6 +179,7 @@ void RunController::showSuccess(const views::RunOutcome &outcome) {
     outputs_->showOutcome(outcome);
     outputs_dock_->show();
     outputs_dock_->raise();
+    emit outputsShown();
     if (outcome.mode == views::RunMode::verify)
         status_->showMessage(
             outcome.report.pass()

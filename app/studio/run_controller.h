@@ -62,6 +62,8 @@ signals:
     // The run failed (the issues list shows `message` at its top), or a later one went well.
     void runFailed(const QString &message);
     void runSucceeded();
+    // Results arrived in the Outputs dock (raised).
+    void outputsShown();
     void outputsSaved(const QString &dir, const QString &error);
 
 private:

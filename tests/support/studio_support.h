@@ -3,10 +3,12 @@
 // docs screenshot when TAPESTRY_SCREENSHOT_DIR (or TAPESTRY_DOC_SHOTS) names a folder.
 #pragma once
 
+#include <QApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QString>
+#include <QStyleFactory>
 #include <QTest>
 
 #include "app/studio/canvas_controller.h"
@@ -21,6 +23,7 @@
 #include "views/graph_document.h"
 #include "views/graph_view.h"
 #include "views/project_locator.h"
+#include "views/studio_resources.h"
 
 namespace tapestry::studio::testing {
 
@@ -64,6 +67,15 @@ inline QString exportTo(MainWindow &w, const QString &path, const QString &forma
 inline QString screenshotDir() {
     const QString dir = qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR");
     return dir.isEmpty() ? qEnvironmentVariable("TAPESTRY_DOC_SHOTS") : dir;
+}
+
+// When screenshots are taken, the suite looks as the application does (its
+// style and style sheet, as app/studio/main.cpp sets them).
+inline void lookLikeTheStudioForScreenshots() {
+    if (screenshotDir().isEmpty()) return;
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    views::initResources();
+    qApp->setStyleSheet(views::studioStyleSheet());
 }
 
 // With TAPESTRY_SCREENSHOT_DIR (or TAPESTRY_DOC_SHOTS) set, saves the widget

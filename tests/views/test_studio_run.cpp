@@ -304,12 +304,7 @@ void TestStudioRun::initTestCase() {
     QSettings().clear();
     QVERIFY(tmp_.isValid());
     QVERIFY2(!sourceDir().isEmpty(), "TAPESTRY_SOURCE_DIR is not set and no projects/ folder was found");
-    if (!qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR").isEmpty()) {
-        // Screenshots for the documentation look like the application does.
-        QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
-        initResources();
-        qApp->setStyleSheet(studioStyleSheet());
-    }
+    lookLikeTheStudioForScreenshots();
 }
 
 void TestStudioRun::cleanupTestCase() {
