@@ -26,26 +26,42 @@ QString opName(const GraphScene &scene, const QString &id) {
     return QString::fromStdString(op->name.empty() ? op->id.value : op->name);
 }
 
-bool nodeMatches(const GraphScene &scene, const NodeItem &node, const QString &text, FindScope scope) {
-    auto has = [&](const QString &s) { return s.contains(text, Qt::CaseInsensitive); };
+// How well a node matches, best first; none when it does not match at all.
+enum class Match { exact, prefix, partial, none };
+
+Match matchOf(const QString &candidate, const QString &text) {
+    if (candidate.compare(text, Qt::CaseInsensitive) == 0) return Match::exact;
+    if (candidate.startsWith(text, Qt::CaseInsensitive)) return Match::prefix;
+    if (candidate.contains(text, Qt::CaseInsensitive)) return Match::partial;
+    return Match::none;
+}
+
+Match best(std::initializer_list<Match> matches) {
+    return std::min(matches);
+}
+
+Match nodeMatch(const GraphScene &scene, const NodeItem &node, const QString &text, FindScope scope) {
+    const QString &id = node.nodeId();
     if (node.nodeKind() == NodeKind::tensor) {
         const auto &t = static_cast<const TensorItem &>(node);
         switch (scope) {
             case FindScope::all:
-            case FindScope::tensor: return has(node.nodeId()) || has(t.title()) || has(t.detail());
-            case FindScope::name: return has(node.nodeId()) || has(t.title());
-            case FindScope::op_kind: return false;
+            case FindScope::tensor:
+                return best({matchOf(id, text), matchOf(t.title(), text), matchOf(t.detail(), text)});
+            case FindScope::name: return best({matchOf(id, text), matchOf(t.title(), text)});
+            case FindScope::op_kind: return Match::none;
         }
-        return false;
+        return Match::none;
     }
     const auto &op = static_cast<const OperationItem &>(node);
     switch (scope) {
-        case FindScope::all: return has(node.nodeId()) || has(opName(scene, node.nodeId())) || has(op.kind());
-        case FindScope::name: return has(node.nodeId()) || has(opName(scene, node.nodeId()));
-        case FindScope::op_kind: return has(op.kind());
-        case FindScope::tensor: return false;
+        case FindScope::all:
+            return best({matchOf(id, text), matchOf(opName(scene, id), text), matchOf(op.kind(), text)});
+        case FindScope::name: return best({matchOf(id, text), matchOf(opName(scene, id), text)});
+        case FindScope::op_kind: return matchOf(op.kind(), text);
+        case FindScope::tensor: return Match::none;
     }
-    return false;
+    return Match::none;
 }
 
 }  // namespace
@@ -53,20 +69,31 @@ bool nodeMatches(const GraphScene &scene, const NodeItem &node, const QString &t
 QStringList find_nodes(const GraphScene &scene, const QString &text, FindScope scope) {
     const QString needle = text.trimmed();
     if (needle.isEmpty()) return {};
-    std::vector<const NodeItem *> found;
-    for (const NodeItem *n : scene.nodeItems())
-        if (nodeMatches(scene, *n, needle, scope)) found.push_back(n);
-    // Reading order. Graphviz centres the nodes of one rank on one y; rounding to
-    // whole scene units keeps a rank one line despite floating-point noise.
-    std::sort(found.begin(), found.end(), [](const NodeItem *a, const NodeItem *b) {
-        const long ya = std::lround(a->pos().y()), yb = std::lround(b->pos().y());
-        if (ya != yb) return ya < yb;
-        if (a->pos().x() != b->pos().x()) return a->pos().x() < b->pos().x();
-        return a->nodeId() < b->nodeId();
+    struct Found {
+        const NodeItem *node;
+        bool tensor;
+        Match match;
+        long y;
+    };
+    std::vector<Found> found;
+    for (const NodeItem *n : scene.nodeItems()) {
+        const Match m = nodeMatch(scene, *n, needle, scope);
+        // Graphviz centres the nodes of one rank on one y; rounding to whole scene
+        // units keeps a rank one line despite floating-point noise.
+        if (m != Match::none) found.push_back({n, n->nodeKind() == NodeKind::tensor, m, std::lround(n->pos().y())});
+    }
+    // Operations first, exact matches of an id or name before prefixes before the
+    // rest; then reading order: top to bottom, left to right.
+    std::sort(found.begin(), found.end(), [](const Found &a, const Found &b) {
+        if (a.tensor != b.tensor) return !a.tensor;
+        if (a.match != b.match) return a.match < b.match;
+        if (a.y != b.y) return a.y < b.y;
+        if (a.node->pos().x() != b.node->pos().x()) return a.node->pos().x() < b.node->pos().x();
+        return a.node->nodeId() < b.node->nodeId();
     });
     QStringList ids;
     ids.reserve(static_cast<qsizetype>(found.size()));
-    for (const NodeItem *n : found) ids << n->nodeId();
+    for (const Found &f : found) ids << f.node->nodeId();
     return ids;
 }
 

@@ -1,7 +1,8 @@
 // The canvas find bar (DESIGN.md §9, issue 4 "finding your way in big graphs"):
 // searches a GraphScene's nodes by id, name, op kind or tensor dtype/shape, steps
-// through the matches in reading order, and selects all of them ("select all of
-// this kind" = scope Op kind + Select all).
+// through the matches (operations first, exact matches first, then reading
+// order), and selects all of them ("select all of this kind" = scope Op kind +
+// Select all).
 #pragma once
 
 #include <QPointer>
@@ -28,8 +29,9 @@ enum class FindScope {
 };
 
 // Ids of the drawn nodes matching `text` (case-insensitive substring) within
-// `scope`, in reading order: top to bottom, then left to right by item position.
-// Empty text matches nothing.
+// `scope`, best first: operations before tensors, and an exact match of an id or
+// name (or kind) before a prefix before any other; ties in reading order, top to
+// bottom, then left to right by item position. Empty text matches nothing.
 QStringList find_nodes(const GraphScene &scene, const QString &text, FindScope scope);
 
 class FindBar : public QWidget {

@@ -1,86 +1,75 @@
 #include "views/graph_document.h"
 
-#include <QUndoCommand>
-
 #include "graph/validate.h"
 #include "ops/library.h"
+#include "views/document_commands.h"
+#include "views/graph_diff.h"
 
 namespace tapestry::views {
 
 namespace {
 
-QStringList touched_ids(const GraphDelta &d) {
-    const GraphDelta::Summary s = d.summary();
-    QStringList out;
-    for (const auto *list : {&s.added, &s.removed, &s.changed})
-        for (const std::string &id : *list) out << QString::fromStdString(id);
+// Structure when nodes come or go or an operation's connections change; Params
+// when only what a node says about itself changes.
+GraphDocument::Changes kindsOf(const GraphDelta &delta) {
+    GraphDocument::Changes out;
+    for (const NodeChange &c : delta.changes()) {
+        if (c.added() || c.removed()) {
+            out |= GraphDocument::Structure;
+        } else if (c.kind == NodeChange::Kind::operation &&
+                   (c.op_before->inputs != c.op_after->inputs || c.op_before->outputs != c.op_after->outputs)) {
+            out |= GraphDocument::Structure;
+        } else {
+            out |= GraphDocument::Params;
+        }
+    }
     return out;
 }
 
-// One edit: a recorded GraphDelta. The edit is already applied when the command
-// is pushed, so the first redo() does nothing.
-class EditCommand : public QUndoCommand {
-public:
-    EditCommand(GraphDocument *doc, const QString &text, GraphDelta delta, QHash<QString, QPointF> place)
-        : QUndoCommand(text), doc_(doc), delta_(std::move(delta)), place_(std::move(place)) {}
-    void redo() override {
-        if (first_) {
-            first_ = false;
-            return;
-        }
-        doc_->applyDelta(delta_, true, place_);
-    }
-    void undo() override { doc_->applyDelta(delta_, false, place_); }
-
-private:
-    GraphDocument *doc_;
-    GraphDelta delta_;
-    QHash<QString, QPointF> place_;
-    bool first_ = true;
-};
-
-// One drag. Consecutive drags of the same nodes stay separate steps: a drag is
-// what the user thinks of as one move.
-class MoveCommand : public QUndoCommand {
-public:
-    MoveCommand(GraphDocument *doc, QHash<QString, QPointF> from, QHash<QString, QPointF> to)
-        : doc_(doc), from_(std::move(from)), to_(std::move(to)) {
-        setText(to_.size() == 1 ? QObject::tr("Move %1").arg(to_.cbegin().key())
-                                : QObject::tr("Move %n nodes", nullptr, static_cast<int>(to_.size())));
-    }
-    void redo() override {
-        if (first_) {
-            first_ = false;
-            return;
-        }
-        doc_->applyMove(to_);
-    }
-    void undo() override { doc_->applyMove(from_); }
-
-private:
-    GraphDocument *doc_;
-    QHash<QString, QPointF> from_, to_;
-    bool first_ = true;
-};
-
 }  // namespace
+
+std::vector<Issue> certificateIssues(const Certificate &certificate) {
+    std::vector<Issue> out;
+    for (const CertificateCheck &check : certificate.checks) {
+        if (check.pass) continue;
+        for (size_t i = 0; i < check.findings.size(); ++i) {
+            Issue issue;
+            issue.severity = Severity::error;
+            issue.code = check.name;
+            issue.message = check.findings[i];
+            if (i < check.nodes.size()) issue.node = check.nodes[i];
+            out.push_back(std::move(issue));
+        }
+    }
+    return out;
+}
 
 GraphDocument::GraphDocument(QObject *parent) : QObject(parent) {
     undo_.setUndoLimit(0);
 }
 
-void GraphDocument::reset(const Graph &graph, const std::vector<Issue> &issues) {
-    graph_ = graph;
-    issues_ = issues;
-    positions_.clear();
-    pinned_.clear();
-    undo_.clear();
-    undo_.setClean();
-    emit documentReset();
+void GraphDocument::setSource(const DocumentSource &source) {
+    source_ = source;
+    emit changed(Source, {}, {});
 }
 
-void GraphDocument::revalidate() {
-    issues_ = validate(graph_, OpLibrary::standard());
+void GraphDocument::replace(DocumentSource source, Graph graph, std::vector<Issue> load_issues,
+                            std::vector<Issue> validation_issues, QHash<QString, QPointF> positions,
+                            QSet<QString> pinned) {
+    open_ = true;
+    source_ = std::move(source);
+    graph_ = std::move(graph);
+    load_issues_ = std::move(load_issues);
+    issues_ = load_issues_;
+    issues_.insert(issues_.end(), validation_issues.begin(), validation_issues.end());
+    positions_ = std::move(positions);
+    pinned_ = std::move(pinned);
+    stages_.clear();
+    shown_ = held_ = -1;
+    ++revision_;
+    undo_.clear();
+    undo_.setClean();
+    emit changed(Replaced | Structure | Params | Positions | Stages | Pins | Source, {}, positions_);
 }
 
 QString GraphDocument::edit(const QString &text, const EditFn &fn, const QHash<QString, QPointF> &place) {
@@ -97,10 +86,10 @@ QString GraphDocument::edit(const QString &text, const EditFn &fn, const QHash<Q
     if (delta.empty()) return {};
     for (const std::string &id : delta.summary().added) last_added_ << QString::fromStdString(id);
     for (auto it = place.cbegin(); it != place.cend(); ++it) positions_.insert(it.key(), it.value());
-    revalidate();
-    const QStringList touched = touched_ids(delta);
-    undo_.push(new EditCommand(this, text, std::move(delta), place));
-    emit edited(touched, place);
+    open_ = true;
+    // Pushed before the notice, so that listeners see the step in the history.
+    undo_.push(new EditCommand(this, text, delta, place));
+    graphChanged(delta, place);
     return {};
 }
 
@@ -109,26 +98,48 @@ void GraphDocument::applyDelta(const GraphDelta &delta, bool forward, const QHas
         delta.apply(graph_);
     else
         delta.revert(graph_);
-    revalidate();
     // Nodes come back where they were last seen.
     QHash<QString, QPointF> where = place;
-    const QStringList touched = touched_ids(delta);
-    for (const QString &id : touched)
+    for (const QString &id : touchedIds(delta))
         if (!where.contains(id) && positions_.contains(id)) where.insert(id, positions_.value(id));
-    emit edited(touched, where);
+    graphChanged(delta, where);
+}
+
+void GraphDocument::graphChanged(const GraphDelta &delta, const QHash<QString, QPointF> &place) {
+    // Problems of reading the file described the file; from now on the graph is the
+    // document's, and validation speaks for it.
+    ++revision_;
+    load_issues_.clear();
+    issues_ = validate(graph_, OpLibrary::standard());
+    Changes what = kindsOf(delta);
+    if (!stages_.empty()) {
+        // The canvas follows the document: to the stage it now holds, or to no stage.
+        const int held = findHeldStage();
+        if (held != held_ || shown_ != held) what |= Stages;
+        held_ = held;
+        shown_ = held;
+    }
+    emit changed(what, touchedIds(delta), place);
 }
 
 void GraphDocument::recordMove(const QHash<QString, QPointF> &from, const QHash<QString, QPointF> &to) {
     for (auto it = to.cbegin(); it != to.cend(); ++it) positions_.insert(it.key(), it.value());
     undo_.push(new MoveCommand(this, from, to));
+    emit changed(Positions, to.keys(), to);
 }
 
 void GraphDocument::applyMove(const QHash<QString, QPointF> &to) {
     for (auto it = to.cbegin(); it != to.cend(); ++it) positions_.insert(it.key(), it.value());
-    emit moved(to);
+    emit changed(Positions, to.keys(), to);
 }
 
-void GraphDocument::setPositions(const QHash<QString, QPointF> &positions) {
+void GraphDocument::placeNodes(const QHash<QString, QPointF> &positions) {
+    if (positions.isEmpty()) return;
+    for (auto it = positions.cbegin(); it != positions.cend(); ++it) positions_.insert(it.key(), it.value());
+    emit changed(Positions, positions.keys(), positions);
+}
+
+void GraphDocument::adoptLayout(const QHash<QString, QPointF> &positions) {
     for (auto it = positions.cbegin(); it != positions.cend(); ++it) positions_.insert(it.key(), it.value());
 }
 
@@ -139,7 +150,55 @@ void GraphDocument::setPinned(const QStringList &ids, bool pinned) {
         else
             pinned_.remove(id);
     }
-    emit pinsChanged();
+    emit changed(Pins, ids, {});
+}
+
+// ---- stages ---------------------------------------------------------------------
+
+int GraphDocument::findHeldStage() const {
+    for (size_t k = 0; k < stages_.size(); ++k)
+        if (sameGraph(stages_[k].graph, graph_)) return static_cast<int>(k);
+    return -1;
+}
+
+void GraphDocument::setStages(std::vector<Stage> stages, int show) {
+    stages_ = std::move(stages);
+    held_ = findHeldStage();
+    shown_ = show >= 0 && show < static_cast<int>(stages_.size()) ? show : held_;
+    emit changed(Stages, {}, {});
+}
+
+bool GraphDocument::showStage(int k) {
+    if (k < 0 || k >= static_cast<int>(stages_.size())) return false;
+    shown_ = k;
+    emit changed(Stages, {}, {});
+    return true;
+}
+
+const Graph &GraphDocument::shownGraph() const {
+    return showsDocument() ? graph_ : stages_[static_cast<size_t>(shown_)].graph;
+}
+
+std::vector<Issue> GraphDocument::shownIssues() const {
+    return showsDocument() ? issues_ : certificateIssues(stages_[static_cast<size_t>(shown_)].certificate);
+}
+
+QHash<QString, DiffMark> GraphDocument::shownDiffMarks() const {
+    if (shown_ <= 0) return {};
+    return diffMarks(stages_[static_cast<size_t>(shown_) - 1].graph, stages_[static_cast<size_t>(shown_)].graph);
+}
+
+QString GraphDocument::applyStage(int k) {
+    if (k < 0 || k >= static_cast<int>(stages_.size())) return tr("there is no stage %1").arg(k);
+    if (held_ < 0) return tr("the graph was edited after the pipeline ran; run it again");
+    const Stage &stage = stages_[static_cast<size_t>(k)];
+    if (k == held_) {
+        showStage(k);
+        return {};
+    }
+    undo_.push(new ApplyStageCommand(this, tr("Apply stage %1 (%2)").arg(k).arg(QString::fromStdString(stage.pass)),
+                                     deltaBetween(graph_, stage.graph)));
+    return {};
 }
 
 }  // namespace tapestry::views

@@ -65,24 +65,25 @@ void GraphView::scaleBy(double factor) {
 }
 
 void GraphView::fitToGraph() {
-    const QRectF r = graphRect();
-    if (r.isEmpty()) return;
-    const QRectF target = r.adjusted(-24, -24, 24, 24);
-    const QRectF view = viewport()->rect();
-    if (view.isEmpty()) return;
-    // Fit, but never blow a small graph up past 100 %.
-    const double scale = std::min({view.width() / target.width(), view.height() / target.height(), 1.0});
-    setScaleClamped(scale);
-    centerOn(target.center());
+    showGraph(kReadableScale);
 }
 
 void GraphView::showGraph(double min_scale) {
-    fitToGraph();
     const QRectF r = graphRect();
-    if (r.isEmpty() || zoom() >= min_scale) return;
-    setScaleClamped(min_scale);
-    const double half_height = viewport()->height() / (2 * min_scale);
-    centerOn(QPointF(r.center().x(), std::min(r.top() - 24 + half_height, r.center().y())));
+    const QRectF view = viewport()->rect();
+    if (r.isEmpty() || view.isEmpty()) return;
+    const QRectF target = r.adjusted(-24, -24, 24, 24);
+    // Fit, but never blow a small graph up past 100 %, nor shrink a big one below
+    // `min_scale`: then its top shows, centred, and the rest is a pan away.
+    const double fit = std::min({view.width() / target.width(), view.height() / target.height(), 1.0});
+    const double scale = std::max(fit, std::min(min_scale, 1.0));
+    setScaleClamped(scale);
+    if (scale <= fit) {
+        centerOn(target.center());
+        return;
+    }
+    const double half_height = view.height() / (2 * scale);
+    centerOn(QPointF(target.center().x(), std::min(target.top() + half_height, target.center().y())));
 }
 
 void GraphView::zoomIn() {
@@ -107,10 +108,10 @@ void GraphView::resetZoom() {
 }
 
 void GraphView::focusOn(const QRectF &scene_rect) {
-    if (zoom() < 0.75) {
+    if (zoom() < kReadableScale) {
         const ViewportAnchor anchor = transformationAnchor();
         setTransformationAnchor(AnchorViewCenter);
-        setScaleClamped(1.0);
+        setScaleClamped(kReadableScale);
         setTransformationAnchor(anchor);
     }
     centerOn(scene_rect.center());

@@ -15,11 +15,15 @@ public:
     static constexpr double kMinScale = 0.05;
     static constexpr double kMaxScale = 8.0;
     static constexpr double kZoomStep = 1.25;
+    // The least zoom at which the nodes' labels read comfortably: Fit and Find go
+    // no lower (a graph taller than that shows its top; pan for the rest).
+    static constexpr double kReadableScale = 0.5;
 
     explicit GraphView(QWidget *parent = nullptr);
 
     double zoom() const;  // current scale factor (1.0 = 100 %)
-    // Centres on a scene point, zooming in first if the canvas is too small to read.
+    // Centres on a scene rectangle, zooming in to kReadableScale first when the
+    // canvas is smaller than that (a readable zoom is kept as it is).
     void focusOn(const QRectF &scene_rect);
     // A line shown in the middle of an empty canvas ("Loading…", an error).
     void setPlaceholderText(const QString &text);
@@ -29,6 +33,7 @@ public:
     bool isDark() const { return dark_; }
 
 public slots:
+    // Fits the whole graph, but never below kReadableScale (nor above 100 %).
     void fitToGraph();
     // Fits the graph if it stays readable at `min_scale` or more; otherwise shows
     // its top at `min_scale` (a freshly opened tall graph starts where it starts).

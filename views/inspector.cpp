@@ -396,13 +396,13 @@ Inspector::Inspector(QWidget *parent) : QWidget(parent) {
     render();
 }
 
-void Inspector::setGraph(const Graph &graph, const std::vector<Issue> &issues, const QString &source_name) {
+void Inspector::setGraph(const Graph &graph, const std::vector<Issue> &issues, const QString &source_name,
+                         bool rerender) {
     graph_ = graph;
     issues_ = issues;
     source_name_ = source_name;
     has_graph_ = true;
-    shown_.clear();
-    render();
+    if (rerender) render();
 }
 
 void Inspector::clearGraph() {

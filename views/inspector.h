@@ -24,7 +24,11 @@ class Inspector : public QWidget {
 public:
     explicit Inspector(QWidget *parent = nullptr);
 
-    void setGraph(const Graph &graph, const std::vector<Issue> &issues, const QString &source_name);
+    // The graph the details come from (a snapshot sharing nodes; the window feeds
+    // it from GraphDocument::changed). The shown node stays; the text is rendered
+    // again only when `rerender` (the window knows whether the node shown changed).
+    void setGraph(const Graph &graph, const std::vector<Issue> &issues, const QString &source_name,
+                  bool rerender = true);
     void clearGraph();
     // Shows one node ("" shows the graph summary; an unknown id says so).
     void showNode(const QString &id);

@@ -47,13 +47,16 @@ QTreeWidget *makeTree(QWidget *parent, const QStringList &headers, const char *n
     return tree;
 }
 
-void setVerdict(QLabel *label, const QString &text, bool good) {
+enum class Verdict { pass, fail, stale };
+
+void setVerdict(QLabel *label, const QString &text, Verdict verdict) {
+    static const char *kColours[] = {"background: #dcfce7; color: #166534; border: 1px solid #86efac;",
+                                     "background: #fee2e2; color: #991b1b; border: 1px solid #fca5a5;",
+                                     "background: #f1f5f9; color: #64748b; border: 1px dashed #94a3b8;"};
     label->setText(text);
-    label->setStyleSheet(
-        good ? QStringLiteral("QLabel { background: #dcfce7; color: #166534; border: 1px solid #86efac;"
-                              " border-radius: 6px; padding: 4px 14px; font-weight: 700; font-size: 15px; }")
-             : QStringLiteral("QLabel { background: #fee2e2; color: #991b1b; border: 1px solid #fca5a5;"
-                              " border-radius: 6px; padding: 4px 14px; font-weight: 700; font-size: 15px; }"));
+    label->setStyleSheet(QStringLiteral("QLabel { %1 border-radius: 6px; padding: 4px 14px; font-weight: 700;"
+                                        " font-size: 15px; }")
+                             .arg(QString::fromLatin1(kColours[static_cast<int>(verdict)])));
 }
 
 }  // namespace
@@ -189,7 +192,28 @@ OutputsPanel::OutputsPanel(QWidget *parent) : QWidget(parent) {
     clear();
 }
 
+QString OutputsPanel::tensorLabel(const QString &id, const QString &name) {
+    return name.isEmpty() || name == id ? id : QStringLiteral("%1 (%2)").arg(name, id);
+}
+
+void OutputsPanel::markStale() {
+    if (stale_ || (!shows_verdict_ && !has_outputs_)) return;
+    stale_ = true;
+    if (shows_verdict_) {
+        setVerdict(verdict_, passed_ ? tr("PASS · stale") : tr("FAIL · stale"), Verdict::stale);
+        verdict_->setToolTip(tr("The graph changed after this verification: verify it again"));
+        verify_summary_->setText(
+            tr("The graph changed after this verification; these results are of the graph as it "
+               "was. Run ▸ Verify (Ctrl+Shift+R) checks it again."));
+    }
+    headline_->setStyleSheet(QStringLiteral("color: #64748b;"));
+    headline_->setText(tr("Stale — the graph changed since: %1").arg(headline_->text()));
+}
+
 void OutputsPanel::clear() {
+    stale_ = false;
+    shows_verdict_ = false;
+    passed_ = false;
     summaries_.clear();
     selected_ = -1;
     has_outputs_ = false;
@@ -223,12 +247,16 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
     if (o.mode == RunMode::verify) {
         verify_->clear();
         const bool pass = o.report.pass();
-        setVerdict(verdict_, pass ? tr("✔ PASS") : tr("✘ FAIL"), pass);
+        setVerdict(verdict_, pass ? tr("✔ PASS") : tr("✘ FAIL"), pass ? Verdict::pass : Verdict::fail);
         verdict_->show();
+        shows_verdict_ = true;
+        passed_ = pass;
+        stale_ = false;
         int failed = 0;
         for (const verify::OutputComparison &c : o.report.comparisons) {
             auto *item = new QTreeWidgetItem(verify_);
-            item->setText(VerifyOutputColumn, QString::fromStdString(c.tensor));
+            const QString id = QString::fromStdString(c.tensor);
+            item->setText(VerifyOutputColumn, tensorLabel(id, o.names.value(id, id)));
             item->setText(VerifyAgainstColumn,
                           c.against == "oracle" ? tr("oracle (double precision)") : QString::fromStdString(c.against));
             item->setText(VerifyMaxAbsColumn, QString::number(c.max_abs_error, 'e', 3));
@@ -259,6 +287,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
     }
 
     // A run: tensors, then timings.
+    stale_ = false;
     summaries_ = o.inputs;
     summaries_.insert(summaries_.end(), o.outputs.begin(), o.outputs.end());
     has_outputs_ = !o.outputs.empty();
@@ -269,7 +298,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
         const TensorSummary &s = summaries_[i];
         auto *item = new QTreeWidgetItem(tensors_);
         item->setData(NameColumn, Qt::UserRole, static_cast<int>(i));
-        item->setText(NameColumn, s.name);
+        item->setText(NameColumn, tensorLabel(s.id, s.name));
         item->setToolTip(NameColumn, s.id);
         item->setText(RoleColumn, s.role);
         item->setText(ShapeColumn, s.shapeText());
@@ -374,7 +403,7 @@ void OutputsPanel::showOutcome(const RunOutcome &o) {
                            .arg(o.source_name, formatMs(o.run_ms), o.inputs_text)
                            .arg(o.threads)
                            .arg(o.use_shards ? tr("on") : tr("off"))
-                           .arg(!o.bf16_matmul      ? QString()
+                           .arg(!o.bf16_matmul     ? QString()
                                 : bf16_unavailable ? tr(" · bf16 matmuls not available on %1 (f32)").arg(o.isa)
                                                    : tr(" · bf16 matmuls")));
     if (tabs_->currentIndex() == VerificationTab) tabs_->setCurrentIndex(TensorsTab);

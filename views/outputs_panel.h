@@ -61,6 +61,13 @@ public:
     void showOutcome(const RunOutcome &outcome);
     void showError(const QString &message);  // a failed run: a red line, tables kept
     void clear();
+    // The graph changed after what is shown ran: the verdict turns grey and says
+    // "stale", the headline says to run or verify again. Nothing is dropped.
+    void markStale();
+    bool isStale() const { return stale_; }
+
+    // How both tables name a tensor: its name, with the id after it where they differ.
+    static QString tensorLabel(const QString &id, const QString &name);
 
     // The tensor summaries shown (inputs then outputs) and the row selected.
     const std::vector<TensorSummary> &summaries() const { return summaries_; }
@@ -107,6 +114,9 @@ private:
     std::vector<TensorSummary> summaries_;
     int selected_ = -1;
     bool has_outputs_ = false;
+    bool stale_ = false;
+    bool shows_verdict_ = false;
+    bool passed_ = false;
 };
 
 }  // namespace tapestry::views

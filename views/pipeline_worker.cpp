@@ -1,11 +1,10 @@
 #include "views/pipeline_worker.h"
 
-#include "passes/pipeline_builder.h"
-
 #include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QRegularExpression>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <exception>
 
 #include "passes/certificate.h"
@@ -17,6 +16,42 @@
 namespace tapestry::views {
 
 namespace {
+
+// Edits turning `a` into `b`: insertions, deletions, substitutions and swaps of
+// two neighbours ("gleu" is one edit from "gelu").
+size_t editDistance(const std::string &a, const std::string &b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+        for (size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+// "; did you mean 'fc1'?" for the operations nearest a mistyped id (up to three,
+// within a third of its length), or "".
+QString didYouMean(const std::string &typed, const Graph &graph) {
+    const size_t limit = std::max<size_t>(1, typed.size() / 3);
+    size_t nearest = limit + 1;
+    QStringList names;
+    for (const OpPtr &op : graph.operations()) {
+        const size_t d = editDistance(typed, op->id.value);
+        if (d > limit || d > nearest) continue;
+        if (d < nearest) names.clear();
+        nearest = d;
+        names << QStringLiteral("'%1'").arg(QString::fromStdString(op->id.value));
+    }
+    if (names.isEmpty()) return {};
+    if (names.size() > 3) names = names.mid(0, 3) << QStringLiteral("…");
+    const QString list = names.size() == 1 ? names.front()
+                                           : names.mid(0, names.size() - 1).join(QStringLiteral(", ")) +
+                                                 QStringLiteral(" or ") + names.back();
+    return QStringLiteral("; did you mean %1?").arg(list);
+}
 
 std::vector<std::string> splitSpecs(const QString &text) {
     std::vector<std::string> out;
@@ -71,8 +106,9 @@ QString PipelineWorker::checkSpecs(const QString &specs, const Graph &graph, con
     if (!parsed) return QString::fromStdString(parsed.error());
     for (const ShardSpec &spec : parsed->specs)
         if (!graph.find_op(spec.op))
-            return QStringLiteral("shard spec '%1': unknown operation '%2'")
-                .arg(QString::fromStdString(spec.text), QString::fromStdString(spec.op.value));
+            return QStringLiteral("shard spec '%1': unknown operation '%2'%3")
+                .arg(QString::fromStdString(spec.text), QString::fromStdString(spec.op.value),
+                     didYouMean(spec.op.value, graph));
     return {};
 }
 

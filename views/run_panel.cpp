@@ -115,13 +115,18 @@ RunPanel::RunPanel(QWidget *parent) : QWidget(parent) {
     shards_ = new QCheckBox(tr("Use shards"), exec);
     shards_->setObjectName(QStringLiteral("useShards"));
     shards_->setToolTip(tr("Run sharded operations shard by shard (else each as one whole operation)"));
-    form->addRow(QString(), shards_);
     bf16_ = new QCheckBox(tr("bf16 matmuls"), exec);
     bf16_->setObjectName(QStringLiteral("bf16Matmul"));
-    bf16_->setToolTip(tr("Reduced precision: matmul and linear steps compute in bf16 (f32 accumulation and output) "
-                         "where the CPU supports it natively, about twice as fast, with relative errors near 1e-3 "
-                         "instead of 1e-6. Run only: Verify always computes in f32."));
-    form->addRow(QString(), bf16_);
+    bf16_->setToolTip(
+        tr("Reduced precision: matmul and linear steps compute in bf16 (f32 accumulation and output) "
+           "where the CPU supports it natively, about twice as fast, with relative errors near 1e-3 "
+           "instead of 1e-6. Run only: Verify always computes in f32."));
+    // Both switches on one row: the dock leaves the inspector above it more room.
+    auto *switches = new QHBoxLayout;
+    switches->addWidget(shards_);
+    switches->addWidget(bf16_);
+    switches->addStretch(1);
+    form->addRow(QString(), switches);
     layout->addWidget(exec);
 
     auto *buttons = new QHBoxLayout;
@@ -284,6 +289,14 @@ void RunPanel::setProgress(int done, int total, const QString &phase) {
     if (!phase.isEmpty() && total <= 0) status_->setText(phase + QStringLiteral("…"));
 }
 
+void RunPanel::runCancelling() {
+    if (state_ != State::running) return;
+    state_ = State::cancelling;
+    progress_->setRange(0, 0);
+    progress_->setFormat(tr("Cancelling…"));
+    status_->setText(tr("Cancelling…"));
+}
+
 void RunPanel::runFinished(const RunOutcome &o) {
     progress_->setRange(0, 1);
     if (o.cancelled) {
@@ -331,6 +344,7 @@ QString RunPanel::stateText() const {
     switch (state_) {
         case State::idle: return QStringLiteral("idle");
         case State::running: return QStringLiteral("running");
+        case State::cancelling: return QStringLiteral("cancelling");
         case State::finished: return QStringLiteral("finished");
         case State::failed: return QStringLiteral("failed");
         case State::cancelled: return QStringLiteral("cancelled");

@@ -29,7 +29,7 @@ QIcon runActionIcon(const QString &name);
 class RunPanel : public QWidget {
     Q_OBJECT
 public:
-    enum class State { idle, running, finished, failed, cancelled };
+    enum class State { idle, running, cancelling, finished, failed, cancelled };
 
     explicit RunPanel(QWidget *parent = nullptr);
     ~RunPanel() override;
@@ -54,11 +54,13 @@ public:
 
     void runStarted(RunMode mode, const QString &what);
     void setProgress(int done, int total, const QString &phase);
+    // Cancel was pressed: the panel says so at once and ignores later progress.
+    void runCancelling();
     void runFinished(const RunOutcome &outcome);
     void reset();  // idle, e.g. when another graph opens
 
     State state() const { return state_; }
-    QString stateText() const;   // "idle", "running", "finished", "failed", "cancelled"
+    QString stateText() const;   // "idle", "running", "cancelling", "finished", "failed", "cancelled"
     QString statusLine() const;  // the line under the progress bar
     QProgressBar *progressBar() const { return progress_; }
 

@@ -3,8 +3,11 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
+#include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <exception>
+#include <mutex>
 
 #include "graph/issue.h"
 #include "io/random_inputs.h"
@@ -43,6 +46,38 @@ std::vector<TensorSummary> summarize(const Graph &g, const std::map<TensorId, Te
 }
 
 }  // namespace
+
+// What one job shares between the GUI thread, its worker thread and the
+// executor's threads.
+struct RunWorker::Job {
+    RunMode mode = RunMode::run;
+    std::atomic_bool cancel{false};
+    std::atomic_bool reported{false};  // `finished` went out already: the job was declared cancelled
+    std::atomic<qint64> last_report_ms{-1000};
+    QElapsedTimer started;
+    // The phase progress belongs to: the one the job entered last (a
+    // verification's phases are announced by verify::check_equivalence).
+    std::mutex phase_mutex;
+    QString phase_name;
+};
+
+QString RunWorker::phaseName(verify::VerifyPhase phase) {
+    switch (phase) {
+        case verify::VerifyPhase::unsharded_run: return tr("Unsharded run");
+        case verify::VerifyPhase::sharded_run: return tr("Sharded run");
+        case verify::VerifyPhase::oracle: return tr("Oracle (double precision)");
+    }
+    return {};
+}
+
+QStringList RunWorker::verifyPhases(const Graph &g) {
+    const bool sharded =
+        std::any_of(g.operations().begin(), g.operations().end(), [](const OpPtr &op) { return !op->shards.empty(); });
+    QStringList phases{phaseName(verify::VerifyPhase::unsharded_run)};
+    if (sharded) phases << phaseName(verify::VerifyPhase::sharded_run);
+    phases << phaseName(verify::VerifyPhase::oracle);
+    return phases;
+}
 
 RunWorker::RunWorker(QObject *parent) : QObject(parent) {
     qRegisterMetaType<tapestry::views::RunOutcome>();
@@ -85,6 +120,10 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
     // this guards against allocation failures on absurd graphs.
     try {
         Graph g = request.graph;
+        for (const TensorPtr &t : g.tensors())
+            if (t->role == TensorRole::output)
+                out.names.insert(QString::fromStdString(t->id.value),
+                                 QString::fromStdString(t->name.empty() ? t->id.value : t->name));
         enter(QObject::tr("Preparing inputs"));
         if (!request.project_dir.isEmpty()) {
             const std::vector<Issue> issues = load_tensor_values(g, toPath(request.project_dir));
@@ -114,15 +153,17 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
 
         const OpLibrary &lib = OpLibrary::standard();
         if (request.mode == RunMode::verify) {
-            enter(QObject::tr("Verifying"));
             verify::VerifyOptions options;
             options.threads = request.threads;
             options.atol = request.atol;
             options.rtol = request.rtol;
             options.control = control;
+            options.phase = [&](verify::VerifyPhase p) { enter(phaseName(p)); };
             auto report = verify::check_equivalence(g, lib, inputs, options);
+            // A cancelled verification has no verdict, even one that finished anyway.
+            if (stopped()) return finish();
             if (!report) {
-                if (report.error() == "cancelled" || stopped())
+                if (report.error() == "cancelled")
                     out.cancelled = true;
                 else
                     out.error = QString::fromStdString(report.error());
@@ -178,39 +219,60 @@ quint64 RunWorker::start(RunRequest request) {
     const quint64 job = ++job_;
     running_ = true;
     auto state = std::make_shared<Job>();
+    state->mode = request.mode;
+    state->started.start();
     current_ = state;
 
     // Progress comes from the executor's worker threads, possibly several at
-    // once; forward at most ~30 reports a second plus the last one, by queued
-    // calls (dropped by Qt if this object is gone).
+    // once; forward at most ~30 reports a second plus the last of each phase, by
+    // queued calls (dropped by Qt if this object is gone).
     auto forward = [this, job](int done, int total, const QString &phase) {
         QMetaObject::invokeMethod(
             this, [this, job, done, total, phase] { emit progress(job, done, total, phase); }, Qt::QueuedConnection);
     };
+    if (isWorking()) forward(0, 0, tr("Waiting for the cancelled job to stop"));
     const std::function<bool(int, int)> hook = hook_;
     cpu::RunControl control;
     control.cancelled = [state] { return state->cancel.load(std::memory_order_relaxed); };
     auto clock = std::make_shared<QElapsedTimer>();
     clock->start();
-    auto phase_name = std::make_shared<QString>();
-    control.progress = [state, hook, forward, clock, phase_name](int done, int total) {
+    control.progress = [state, hook, forward, clock](int done, int total) {
         if (hook && hook(done, total)) state->cancel.store(true);
+        QString name;
+        {
+            std::lock_guard lock(state->phase_mutex);
+            name = state->phase_name;
+        }
         const qint64 now = clock->elapsed();
         qint64 last = state->last_report_ms.load();
         if (done < total && now - last < 33) return;
         if (!state->last_report_ms.compare_exchange_strong(last, now) && done < total) return;
-        forward(done, total, *phase_name);
+        forward(done, total, name);
     };
-    auto phase = [forward, phase_name](const QString &name) {
-        *phase_name = name;  // written before any progress of the phase, on the same thread
+    auto phase = [state, forward](const QString &name) {
+        {
+            std::lock_guard lock(state->phase_mutex);
+            state->phase_name = name;
+        }
         forward(0, 0, name);
     };
 
     auto *watcher = new QFutureWatcher<RunOutcome>(this);
-    connect(watcher, &QFutureWatcher<RunOutcome>::finished, this, [this, watcher, job] {
+    connect(watcher, &QFutureWatcher<RunOutcome>::finished, this, [this, watcher, job, state] {
         watcher->deleteLater();
+        if (state->reported) return;  // declared cancelled already; the late result is dropped
         RunOutcome outcome = watcher->result();
         outcome.job = job;
+        if (state->cancel && !outcome.cancelled) {
+            // Cancel was pressed: no result counts, however far the job got.
+            RunOutcome cancelled;
+            cancelled.job = job;
+            cancelled.mode = outcome.mode;
+            cancelled.cancelled = true;
+            cancelled.source_name = outcome.source_name;
+            cancelled.total_ms = outcome.total_ms;
+            outcome = std::move(cancelled);
+        }
         if (job == job_) {
             running_ = false;
             current_.reset();
@@ -222,8 +284,27 @@ quint64 RunWorker::start(RunRequest request) {
     return job;
 }
 
+bool RunWorker::isWorking() const {
+    return pool_.activeThreadCount() > 0;
+}
+
 void RunWorker::cancel() {
-    if (current_) current_->cancel.store(true);
+    if (!current_) return;
+    current_->cancel.store(true);
+    // Give the job a moment to stop by itself; then the window is idle regardless.
+    const quint64 job = job_;
+    QTimer::singleShot(kCancelGraceMs, this, [this, job] {
+        if (job != job_ || !running_ || !current_) return;  // it stopped in time
+        RunOutcome outcome;
+        outcome.job = job;
+        outcome.mode = current_->mode;
+        outcome.cancelled = true;
+        outcome.total_ms = static_cast<double>(current_->started.elapsed());
+        current_->reported = true;
+        current_.reset();
+        running_ = false;
+        emit finished(job, outcome);
+    });
 }
 
 }  // namespace tapestry::views

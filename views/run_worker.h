@@ -1,12 +1,17 @@
 // Runs or verifies a graph on the CPU executor off the GUI thread (DESIGN.md §2,
 // §9): inputs (seeded random, or a folder of .npy files), Program::compile + run
-// or cpu::verify, and the summaries the outputs panel shows — all on a worker
-// thread of its own. Progress arrives on the GUI thread through queued calls; a
-// run can be cancelled at any step and then reports `cancelled`.
+// or verify::check_equivalence, and the summaries the outputs panel shows — all on a worker
+// thread of its own. Progress arrives on the GUI thread through queued calls,
+// named by phase (a verification: the unsharded run, the sharded run, the
+// oracle). A job can be cancelled at any time: it reports `cancelled` — never a
+// result — as soon as it stops, or after a short grace if it does not (its late
+// result is then dropped).
 #pragma once
 
+#include <QHash>
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QThreadPool>
 #include <atomic>
 #include <functional>
@@ -34,7 +39,7 @@ struct RunRequest {
     int threads = 2;
     bool use_shards = true;
     bool fuse_epilogues = true;
-    bool bf16_matmul = false;  // run mode only: verify always computes in f32
+    bool bf16_matmul = false;         // run mode only: verify always computes in f32
     double atol = 1e-4, rtol = 1e-3;  // verify tolerances
 };
 
@@ -51,6 +56,7 @@ struct RunOutcome {
     bool bf16_matmul = false;
     std::vector<TensorSummary> inputs;   // role input, in graph order
     std::vector<TensorSummary> outputs;  // role output, in graph order
+    QHash<QString, QString> names;       // id → name of every output tensor (the id when it has none)
     std::map<TensorId, TensorData> output_values;
     std::vector<cpu::StepTiming> steps;
     double run_ms = 0;  // the executor's wall time
@@ -59,7 +65,7 @@ struct RunOutcome {
     std::size_t arena_bytes = 0;
     std::vector<std::string> notices;  // cpu::Program::notices() (verify: the report's)
     QString isa;                       // the instruction set oneDNN ran on ("avx2", …)
-    verify::VerifyReport report;  // verify mode
+    verify::VerifyReport report;       // verify mode
 };
 
 class RunWorker : public QObject {
@@ -69,12 +75,26 @@ public:
     // Cancels the running job and waits for it to stop.
     ~RunWorker() override;
 
-    // Starts a job; refused (returns 0) while one is running.
+    // How long a cancelled job may take to stop before the worker reports it
+    // cancelled anyway (and drops whatever it returns later).
+    static constexpr int kCancelGraceMs = 1500;
+
+    // Starts a job; refused (returns 0) while one is running. A job started while
+    // a cancelled one still winds down waits for it (its phase says so).
     quint64 start(RunRequest request);
-    // Asks the running job to stop at its next step; it then reports cancelled.
+    // Asks the running job to stop at its next polling point; it then reports
+    // cancelled (within kCancelGraceMs).
     void cancel();
+    // A job is under way for the window (a cancelled one is not, once reported).
     bool isRunning() const { return running_; }
+    // The worker thread is busy — a cancelled job that has not stopped yet included.
+    bool isWorking() const;
     quint64 currentJob() const { return job_; }
+
+    // The phases of a verification of `g`, in the order verify::check_equivalence
+    // runs them: the unsharded run, the sharded run (when `g` has shards), the oracle.
+    static QStringList verifyPhases(const Graph &g);
+    static QString phaseName(verify::VerifyPhase phase);
 
     // Test hook for jobs started afterwards: called on the worker thread with each
     // progress report of the executor; returning true cancels the job there, as
@@ -91,11 +111,7 @@ signals:
     void finished(quint64 job, const tapestry::views::RunOutcome &outcome);
 
 private:
-    struct Job {
-        std::atomic_bool cancel{false};
-        std::atomic<qint64> last_report_ms{-1000};
-        std::atomic<int> last_done{-1};
-    };
+    struct Job;
     QThreadPool pool_;
     std::shared_ptr<Job> current_;
     std::function<bool(int, int)> hook_;

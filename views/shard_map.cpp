@@ -260,16 +260,28 @@ ShardMapWidget::ShardMapWidget(QWidget *parent) : QWidget(parent) {
     top->addWidget(consumer_box_);
     outer->addLayout(top);
 
+    // The axes on one row, the coordinates of the other dims on the next: one long
+    // row was cut off at the dock's edge for a rank-4 tensor.
     slice_bar_ = new QWidget(this);
-    slice_layout_ = new QHBoxLayout(slice_bar_);
-    slice_layout_->setContentsMargins(0, 0, 0, 0);
-    slice_layout_->addWidget(new QLabel(tr("Rows:"), slice_bar_));
+    auto *slice_rows = new QVBoxLayout(slice_bar_);
+    slice_rows->setContentsMargins(0, 0, 0, 0);
+    slice_rows->setSpacing(4);
+    auto *axes = new QHBoxLayout;
+    axes->addWidget(new QLabel(tr("Rows:"), slice_bar_));
     row_box_ = new QComboBox(slice_bar_);
-    slice_layout_->addWidget(row_box_);
-    slice_layout_->addWidget(new QLabel(tr("Columns:"), slice_bar_));
+    row_box_->setObjectName(QStringLiteral("rowDim"));
+    row_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    axes->addWidget(row_box_);
+    axes->addWidget(new QLabel(tr("Columns:"), slice_bar_));
     col_box_ = new QComboBox(slice_bar_);
-    slice_layout_->addWidget(col_box_);
+    col_box_->setObjectName(QStringLiteral("colDim"));
+    col_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    axes->addWidget(col_box_);
+    axes->addStretch(1);
+    slice_rows->addLayout(axes);
+    slice_layout_ = new QHBoxLayout;
     slice_layout_->addStretch(1);
+    slice_rows->addLayout(slice_layout_);
     outer->addWidget(slice_bar_);
 
     canvas_ = new ShardMapCanvas(this);
@@ -337,18 +349,43 @@ void ShardMapWidget::setTensor(const QString &tensor_id) {
         }
     }
     rebuild();
+    showSplitDims();
+}
+
+QList<int> ShardMapWidget::splitDims() const {
+    QList<int> dims;
+    const int rank = map_.extent.rank();
+    for (int d = 0; d < rank; ++d) {
+        const bool split = std::any_of(map_.regions.begin(), map_.regions.end(), [&](const ShardRegion &r) {
+            return r.box.start()[d] != map_.extent.start()[d] || r.box.end()[d] != map_.extent.end()[d];
+        });
+        if (split) dims << d;
+    }
+    return dims;
+}
+
+void ShardMapWidget::showSplitDims() {
+    const int rank = static_cast<int>(fixed_.size());
+    const QList<int> split = splitDims();
+    if (rank <= 2 || split.isEmpty()) return;
+    int row = split.front();
+    int col = split.size() > 1 ? split.at(1) : (row == rank - 1 ? rank - 2 : rank - 1);
+    if (row > col) std::swap(row, col);
+    if (row != row_dim_ || col != col_dim_) setSliceDims(row, col);
 }
 
 void ShardMapWidget::setMode(Mode mode) {
     mode_ = mode;
     if (mode_ == Mode::reads && consumer_.isEmpty() && !consumers_.isEmpty()) consumer_ = consumers_.front();
     rebuild();
+    if (!splitDims().contains(row_dim_) && !splitDims().contains(col_dim_)) showSplitDims();
 }
 
 void ShardMapWidget::setConsumer(const QString &op_id) {
     consumer_ = op_id;
     mode_ = Mode::reads;
     rebuild();
+    if (!splitDims().contains(row_dim_) && !splitDims().contains(col_dim_)) showSplitDims();
 }
 
 void ShardMapWidget::setSliceDims(int row_dim, int col_dim) {
@@ -457,7 +494,7 @@ void ShardMapWidget::refreshControls() {
     fixed_spins_.clear();
     fixed_labels_.clear();
     if (t && rank > 2) {
-        int at = slice_layout_->count() - 1;  // before the stretch
+        int at = 0;  // before the stretch
         for (int d = 0; d < rank; ++d) {
             if (d == row_dim_ || d == col_dim_) continue;
             auto *label = new QLabel(tr("dim %1 =").arg(d), slice_bar_);

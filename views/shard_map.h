@@ -67,8 +67,11 @@ public:
     // tensor, mode, consumer and slice stay when the graph still has them.
     void setGraph(const Graph &graph);
     const Graph &graph() const { return graph_; }
-    // The tensor to show ("" shows nothing). Resets the slice to its last two dims.
+    // The tensor to show ("" shows nothing). The slice shows the dims its shards
+    // split (a 4-way split of dim 0 shows dim 0), else the last two dims.
     void setTensor(const QString &tensor_id);
+    // The dims along which the regions shown cut the tensor, in order.
+    QList<int> splitDims() const;
     QString tensor() const { return tensor_; }
 
     // Colour by the producer's shards (writes) or by a consumer's shards (reads).
@@ -124,6 +127,7 @@ signals:
 private:
     friend class ShardMapCanvas;
     void rebuild();          // recompute the map and refresh every control
+    void showSplitDims();    // the slice onto the split dims, when it hides them
     void refreshControls();  // combos and spin boxes from the state
     void refreshLegend();
     QString shapeText(const ZRange &r) const;

@@ -1,6 +1,8 @@
 #include "views/stage_timeline.h"
 
+#include <QAbstractItemView>
 #include <QCheckBox>
+#include <QCompleter>
 #include <QFontDatabase>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -14,6 +16,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
+#include <QStringListModel>
 #include <QToolButton>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -35,74 +38,7 @@ const QColor kFail(0xdc, 0x26, 0x26);
 
 }  // namespace
 
-// ---- graph comparison and JSON --------------------------------------------------
-
-GraphDelta diffGraphs(const Graph &before, const Graph &after) {
-    GraphDelta delta;
-    std::map<std::string, std::pair<TensorPtr, size_t>> tensors_before;
-    std::map<std::string, std::pair<OpPtr, size_t>> ops_before;
-    for (size_t i = 0; i < before.tensors().size(); ++i)
-        tensors_before[before.tensors()[i]->id.value] = {before.tensors()[i], i};
-    for (size_t i = 0; i < before.operations().size(); ++i)
-        ops_before[before.operations()[i]->id.value] = {before.operations()[i], i};
-    auto push_tensor = [&](const std::string &id, TensorPtr was, TensorPtr now, size_t index) {
-        NodeChange c;
-        c.kind = NodeChange::Kind::tensor;
-        c.id = id;
-        c.tensor_before = std::move(was);
-        c.tensor_after = std::move(now);
-        c.index = index;
-        delta.push(std::move(c));
-    };
-    auto push_op = [&](const std::string &id, OpPtr was, OpPtr now, size_t index) {
-        NodeChange c;
-        c.kind = NodeChange::Kind::operation;
-        c.id = id;
-        c.op_before = std::move(was);
-        c.op_after = std::move(now);
-        c.index = index;
-        delta.push(std::move(c));
-    };
-    for (size_t i = 0; i < after.tensors().size(); ++i) {
-        const TensorPtr &t = after.tensors()[i];
-        const auto it = tensors_before.find(t->id.value);
-        if (it == tensors_before.end())
-            push_tensor(t->id.value, nullptr, t, i);
-        else if (it->second.first != t && !(*it->second.first == *t))
-            push_tensor(t->id.value, it->second.first, t, i);
-        if (it != tensors_before.end()) tensors_before.erase(it);
-    }
-    for (size_t i = 0; i < after.operations().size(); ++i) {
-        const OpPtr &op = after.operations()[i];
-        const auto it = ops_before.find(op->id.value);
-        if (it == ops_before.end())
-            push_op(op->id.value, nullptr, op, i);
-        else if (it->second.first != op && !(*it->second.first == *op))
-            push_op(op->id.value, it->second.first, op, i);
-        if (it != ops_before.end()) ops_before.erase(it);
-    }
-    for (const auto &[id, entry] : ops_before) push_op(id, entry.first, nullptr, entry.second);
-    for (const auto &[id, entry] : tensors_before) push_tensor(id, entry.first, nullptr, entry.second);
-    return delta;
-}
-
-QHash<QString, DiffMark> diffMarks(const Graph &before, const Graph &after) {
-    QHash<QString, DiffMark> marks;
-    const GraphDelta::Summary s = diffGraphs(before, after).summary();
-    for (const std::string &id : s.added) marks.insert(qs(id), DiffMark::added);
-    for (const std::string &id : s.removed) marks.insert(qs(id), DiffMark::removed);
-    for (const std::string &id : s.changed) marks.insert(qs(id), DiffMark::changed);
-    return marks;
-}
-
-bool sameGraph(const Graph &a, const Graph &b) {
-    if (a.tensors().size() != b.tensors().size() || a.operations().size() != b.operations().size()) return false;
-    for (size_t i = 0; i < a.tensors().size(); ++i)
-        if (a.tensors()[i] != b.tensors()[i] && !(*a.tensors()[i] == *b.tensors()[i])) return false;
-    for (size_t i = 0; i < a.operations().size(); ++i)
-        if (a.operations()[i] != b.operations()[i] && !(*a.operations()[i] == *b.operations()[i])) return false;
-    return true;
-}
+// ---- stage JSON -----------------------------------------------------------------
 
 std::string certificateToJson(const Certificate &certificate) {
     QJsonArray checks;
@@ -173,6 +109,14 @@ StageTimeline::StageTimeline(QWidget *parent) : QWidget(parent) {
         tr("Shard specs OP:DIM=PARTS separated by spaces: fc1:0=4 splits dim 0 of fc1 into 4 even parts, "
            "fc1:0=3+5+2 into parts of these sizes"));
     specs_edit_->setClearButtonEnabled(true);
+    // Typing an operation's id offers the project's operations (setGraph fills them).
+    op_model_ = new QStringListModel(this);
+    completer_ = new QCompleter(op_model_, this);
+    completer_->setObjectName(QStringLiteral("stageSpecsCompleter"));
+    completer_->setCaseSensitivity(Qt::CaseInsensitive);
+    completer_->setCompletionMode(QCompleter::PopupCompletion);
+    completer_->setWidget(specs_edit_);
+    connect(completer_, qOverload<const QString &>(&QCompleter::activated), this, &StageTimeline::insertOperation);
     error_label_ = new QLabel(this);
     error_label_->setObjectName(QStringLiteral("stageSpecError"));
     error_label_->setWordWrap(true);
@@ -268,7 +212,10 @@ StageTimeline::StageTimeline(QWidget *parent) : QWidget(parent) {
         emit runRequested();
     });
     connect(cancel_button_, &QPushButton::clicked, this, &StageTimeline::cancelRequested);
-    connect(specs_edit_, &QLineEdit::textEdited, this, [this] { specs_touched_ = true; });
+    connect(specs_edit_, &QLineEdit::textEdited, this, [this] {
+        specs_touched_ = true;
+        offerOperations();
+    });
     connect(specs_edit_, &QLineEdit::textChanged, this, [this] { validate(); });
     connect(passes_edit_, &QLineEdit::textChanged, this, [this] { validate(); });
     connect(specs_edit_, &QLineEdit::returnPressed, run_button_, &QPushButton::click);
@@ -295,7 +242,46 @@ StageTimeline::StageTimeline(QWidget *parent) : QWidget(parent) {
 
 void StageTimeline::setGraph(const Graph &graph) {
     graph_ = graph;
+    // The examples and the completions name this project's operations.
+    QStringList ops;
+    for (const OpPtr &op : graph_.operations()) ops << qs(op->id.value);
+    QStringList example;
+    for (const QString &op : ops.mid(0, 2)) example << op + QStringLiteral(":0=4");
+    specs_edit_->setPlaceholderText(ops.isEmpty() ? tr("op:dim=parts")
+                                                  : tr("op:dim=parts, e.g. %1").arg(example.join(QLatin1Char(' '))));
+    specs_edit_->setToolTip(
+        tr("Shard specs OP:DIM=PARTS separated by spaces: %1:0=4 splits dim 0 of %1 into 4 even parts, "
+           "%1:0=3+5+2 into parts of these sizes. Operations: %2")
+            .arg(ops.value(0, QStringLiteral("fc1")), ops.isEmpty() ? tr("none") : ops.join(QStringLiteral(", "))));
+    QStringList completions;
+    for (const QString &op : ops) completions << op + QLatin1Char(':');
+    op_model_->setStringList(completions);
     if (!specs_edit_->text().trimmed().isEmpty()) validate();
+}
+
+void StageTimeline::offerOperations() {
+    // The word under the cursor, while it is still an operation's id.
+    const QString text = specs_edit_->text().left(specs_edit_->cursorPosition());
+    const QString word = text.section(QLatin1Char(' '), -1);
+    if (word.isEmpty() || word.contains(QLatin1Char(':'))) {
+        completer_->popup()->hide();
+        return;
+    }
+    completer_->setCompletionPrefix(word);
+    if (completer_->completionCount() == 0) {
+        completer_->popup()->hide();
+        return;
+    }
+    completer_->complete();
+}
+
+void StageTimeline::insertOperation(const QString &completion) {
+    const int cursor = specs_edit_->cursorPosition();
+    const QString text = specs_edit_->text();
+    const QString before = text.left(cursor);
+    const int start = static_cast<int>(before.lastIndexOf(QLatin1Char(' '))) + 1;
+    specs_edit_->setText(text.left(start) + completion + text.mid(cursor));
+    specs_edit_->setCursorPosition(start + static_cast<int>(completion.size()));
 }
 
 QString StageTimeline::passesText() const {

@@ -15,9 +15,12 @@
 #include "graph/delta.h"
 #include "graph/graph.h"
 #include "passes/stage.h"
+#include "views/graph_diff.h"
 #include "views/graph_scene.h"
 
 class QCheckBox;
+class QCompleter;
+class QStringListModel;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -27,15 +30,6 @@ class QToolButton;
 class QTreeWidget;
 
 namespace tapestry::views {
-
-// The net difference between two graphs by node id, as a delta (a node is changed
-// when its content differs; shared pointers compare equal at once). Used for
-// stages restored from a session, whose recorded diff is JSON.
-GraphDelta diffGraphs(const Graph &before, const Graph &after);
-// The canvas marks of `after` against `before` (added, changed; removed ids too).
-QHash<QString, DiffMark> diffMarks(const Graph &before, const Graph &after);
-// Same node ids with the same content, in the same order.
-bool sameGraph(const Graph &a, const Graph &b);
 
 // The JSON kept with a stage in the session (store::StageRecord).
 std::string certificateToJson(const Certificate &certificate);
@@ -47,8 +41,11 @@ class StageTimeline : public QWidget {
 public:
     explicit StageTimeline(QWidget *parent = nullptr);
 
-    // The graph the specs are checked against (op names).
+    // The graph the specs are checked against; the field's example, tooltip and
+    // completions name its operations.
     void setGraph(const Graph &graph);
+    // The completer offering the graph's operation ids while an id is typed.
+    QCompleter *specsCompleter() const { return completer_; }
 
     QString passesText() const;
     QString specsText() const;
@@ -97,10 +94,14 @@ signals:
 
 private:
     void showDetails();
+    void offerOperations();                           // completions for the word being typed
+    void insertOperation(const QString &completion);  // it replaces that word
     void updateButtons();
 
     QLineEdit *passes_edit_ = nullptr;
     QLineEdit *specs_edit_ = nullptr;
+    QCompleter *completer_ = nullptr;
+    QStringListModel *op_model_ = nullptr;
     QLabel *error_label_ = nullptr;
     QCheckBox *numeric_box_ = nullptr;
     QPushButton *run_button_ = nullptr;

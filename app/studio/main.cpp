@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "main_window.h"
+#include "project_controller.h"
 #include "views/studio_resources.h"
 
 int main(int argc, char *argv[]) {
@@ -72,7 +73,7 @@ int main(int argc, char *argv[]) {
         if (!args.isEmpty())
             window.openProject(args.front());
         else if (!session_ok)
-            window.openDefaultProject();
+            window.project()->openDefaultProject();
     });
     return app.exec();
 }

@@ -12,6 +12,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -19,10 +20,11 @@
 #include <QUndoStack>
 #include <QtTest/QtTest>
 
+#include "app/studio/main_window.h"
 #include "edit/editor.h"
 #include "io/project_file.h"
-#include "main_window.h"
 #include "store/session.h"
+#include "studio_support.h"
 #include "views/find_bar.h"
 #include "views/graph_document.h"
 #include "views/graph_scene.h"
@@ -33,21 +35,12 @@
 using namespace tapestry;
 using namespace tapestry::views;
 using tapestry::studio::MainWindow;
+using namespace tapestry::studio;
+using namespace tapestry::studio::testing;
 
 namespace {
 
 constexpr int kTimeoutMs = 30000;
-
-QString examplePath(const QString &name) {
-    return QDir(qEnvironmentVariable("TAPESTRY_SOURCE_DIR"))
-        .filePath(QStringLiteral("projects/%1.tapestry.json").arg(name));
-}
-
-bool openAndWait(MainWindow &w, const QString &path) {
-    QSignalSpy ready(&w, &MainWindow::layoutReady);
-    w.openProject(path);
-    return ready.wait(kTimeoutMs) || ready.count() > 0;
-}
 
 // Drops a palette entry on the canvas at a scene point, as a drag from the palette ends.
 void dropEntry(MainWindow &w, const QString &entry, const QPointF &scene_pos) {
@@ -83,7 +76,7 @@ QString addTensor(MainWindow &w, const QString &entry, const QString &name, cons
     }
     QCoreApplication::processEvents();
     if (w.scene()->selectedNodeId().isEmpty())
-        qWarning("after the dialog: %s; %lld nodes", qPrintable(w.lastEditError()),
+        qWarning("after the dialog: %s; %lld nodes", qPrintable(w.editing()->lastEditError()),
                  static_cast<long long>(w.document()->graph().node_count()));
     return w.scene()->selectedNodeId();
 }
@@ -103,7 +96,7 @@ void dragPort(MainWindow &w, const PortRef &from, const PortRef &to) {
 // Renames a node the way a user does: select it, type in the inspector's Name field, Enter.
 bool renameInInspector(MainWindow &w, const QString &id, const QString &name) {
     w.scene()->selectNode(id);
-    auto *edit = w.nodeEditor()->findChild<QLineEdit *>(QStringLiteral("nodeName"));
+    auto *edit = w.inspection()->nodeEditor()->findChild<QLineEdit *>(QStringLiteral("nodeName"));
     if (!edit || !edit->isVisible()) return false;
     edit->setFocus();
     edit->selectAll();
@@ -127,6 +120,8 @@ class TestEditorGui : public QObject {
 private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
+        lookLikeTheStudioForScreenshots();
+        QSettings().remove(QStringLiteral("window"));  // the default dock layout, not a saved one
         if (qEnvironmentVariableIsEmpty("TAPESTRY_SOURCE_DIR")) QSKIP("TAPESTRY_SOURCE_DIR is not set (CTest sets it)");
     }
 
@@ -135,7 +130,7 @@ private slots:
         w.resize(1400, 900);
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
-        w.newProject();
+        w.project()->newProject();
         QCOMPARE(w.document()->graph().node_count(), size_t{0});
 
         const QStringList acts{"gelu", "relu", "gelu", ""};
@@ -157,10 +152,10 @@ private slots:
             QCOMPARE(w.document()->graph().find_op(OpId(fc.toStdString()))->kind, std::string("linear"));
             QVERIFY(renameInInspector(w, fc, "fc" + n));
             dragPort(w, PortRef{prev, {}, true}, PortRef{fc, "x", false});
-            QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
+            QVERIFY2(w.editing()->lastEditError().isEmpty(), qPrintable(w.editing()->lastEditError()));
             dragPort(w, PortRef{wt, {}, true}, PortRef{fc, "w", false});
             dragPort(w, PortRef{b, {}, true}, PortRef{fc, "bias", false});
-            QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
+            QVERIFY2(w.editing()->lastEditError().isEmpty(), qPrintable(w.editing()->lastEditError()));
             const QString h = outputOf(w, fc);
             QVERIFY2(!h.isEmpty(), "the linear's output appears once its inputs are connected");
             QVERIFY(renameInInspector(w, h, i == 3 ? QStringLiteral("logits") : "fc" + n + ".out"));
@@ -170,13 +165,13 @@ private slots:
             QVERIFY(renameInInspector(w, act, acts[i] + n));
             // From the linear's output port straight to the activation's input.
             dragPort(w, PortRef{fc, "y", true}, PortRef{act, "x", false});
-            QVERIFY2(w.lastEditError().isEmpty(), qPrintable(w.lastEditError()));
+            QVERIFY2(w.editing()->lastEditError().isEmpty(), qPrintable(w.editing()->lastEditError()));
             prev = outputOf(w, act);
             QVERIFY(renameInInspector(w, prev, acts[i] + n + ".out"));
         }
-        // With TAPESTRY_DOC_SHOTS=DIR the suite also saves the screenshots of
+        // With TAPESTRY_SCREENSHOT_DIR=DIR the suite also saves the screenshots of
         // docs/user-guide.md (the real window, as the user left it).
-        const QString shots = qEnvironmentVariable("TAPESTRY_DOC_SHOTS");
+        const QString shots = tapestry::studio::testing::screenshotDir();
         if (!shots.isEmpty()) {
             auto id_of = [&](const std::string &name) {
                 for (const TensorPtr &t : w.document()->graph().tensors())
@@ -185,10 +180,11 @@ private slots:
                     if (o->name == name) return QString::fromStdString(o->id.value);
                 return QString();
             };
-            w.palette()->setFilterText("norm");
+            w.editing()->palette()->setFilterText("norm");
             // Refused: the reason is shown in the status bar.
             dragPort(w, PortRef{id_of("fc3.weight"), {}, true}, PortRef{id_of("fc1"), "w", false});
-            QVERIFY2(w.lastEditError().startsWith("cannot connect"), qPrintable(w.lastEditError()));
+            QVERIFY2(w.editing()->lastEditError().startsWith("cannot connect"),
+                     qPrintable(w.editing()->lastEditError()));
             w.scene()->selectNode(id_of("fc2"));
             w.view()->resetZoom();
             w.view()->zoomOut();
@@ -206,10 +202,10 @@ private slots:
         const std::string built = serialize_project(w.document()->graph());
         QUndoStack *undo = w.document()->undoStack();
         QVERIFY(undo->count() > 20);
-        while (undo->canUndo()) w.undoAction()->trigger();
+        while (undo->canUndo()) w.editing()->undoAction()->trigger();
         QCOMPARE(w.document()->graph().node_count(), size_t{0});
         QCOMPARE(w.scene()->nodeItems().size(), 0);
-        while (undo->canRedo()) w.redoAction()->trigger();
+        while (undo->canRedo()) w.editing()->redoAction()->trigger();
         QCOMPARE(serialize_project(w.document()->graph()), built);
         QCOMPARE(w.scene()->nodeItems().size(), static_cast<qsizetype>(w.document()->graph().node_count()));
     }
@@ -220,7 +216,7 @@ private slots:
         w.show();
         QVERIFY(openAndWait(w, examplePath("mlp")));
         w.scene()->selectNode("x");
-        auto *shape = w.nodeEditor()->findChild<QLineEdit *>(QStringLiteral("tensorShape"));
+        auto *shape = w.inspection()->nodeEditor()->findChild<QLineEdit *>(QStringLiteral("tensorShape"));
         QVERIFY(shape && shape->isEnabled());
         shape->setFocus();
         shape->selectAll();
@@ -238,9 +234,9 @@ private slots:
         QCOMPARE(h2->detail(), QString("f32 [64, 4096]"));
         // A produced tensor's type is read-only in the form.
         w.scene()->selectNode("h1");
-        QVERIFY(!w.nodeEditor()->findChild<QLineEdit *>(QStringLiteral("tensorShape"))->isEnabled());
+        QVERIFY(!w.inspection()->nodeEditor()->findChild<QLineEdit *>(QStringLiteral("tensorShape"))->isEnabled());
         // One undo restores every shape and the shards.
-        w.undoAction()->trigger();
+        w.editing()->undoAction()->trigger();
         QCOMPARE(w.document()->graph().find_tensor(TensorId("y"))->shape(), (ZPoint{512, 1024}));
         QCOMPARE(w.document()->graph().find_op(OpId("fc1"))->shards.size(), size_t{4});
     }
@@ -252,8 +248,8 @@ private slots:
         QVERIFY(openAndWait(w, examplePath("mlp")));
         const std::string before = serialize_project(w.document()->graph());
         dragPort(w, PortRef{"w3", {}, true}, PortRef{"fc1", "w", false});
-        QVERIFY2(w.lastEditError().startsWith("cannot connect fc3.weight (f32 [4096, 4096]) to fc1.w"),
-                 qPrintable(w.lastEditError()));
+        QVERIFY2(w.editing()->lastEditError().startsWith("cannot connect fc3.weight (f32 [4096, 4096]) to fc1.w"),
+                 qPrintable(w.editing()->lastEditError()));
         QVERIFY(w.statusBar()->currentMessage().startsWith("Connection refused: cannot connect"));
         QCOMPARE(serialize_project(w.document()->graph()), before);
         QCOMPARE(w.document()->undoStack()->count(), 0);
@@ -292,7 +288,7 @@ private slots:
         QTest::mouseRelease(view->viewport(), Qt::LeftButton, Qt::NoModifier, p + QPoint(100, 50));
         QVERIFY(item->pos() != start);
         QCOMPARE(w.document()->undoStack()->count(), 1);
-        w.undoAction()->trigger();
+        w.editing()->undoAction()->trigger();
         QCOMPARE(w.scene()->nodeItem("relu2")->pos(), start);
     }
 
@@ -302,7 +298,7 @@ private slots:
         w.show();
         QVERIFY(openAndWait(w, examplePath("mlp")));
         QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
-        FindBar *bar = w.findBar();
+        FindBar *bar = w.canvas()->findBar();
         QVERIFY(bar->isVisible());
         bar->setScope(FindScope::op_kind);
         bar->setText("linear");
@@ -315,15 +311,78 @@ private slots:
         QCOMPARE(w.scene()->selectedNodeIds(), (QStringList{"fc1", "fc2", "fc3", "fc4"}));
     }
 
+    // Find's first hit for "fc" in the GPT-2 block was a weight tensor, not the
+    // operation, and it jumped to 100 %. Operations come first, exact matches
+    // before partial ones, and the zoom stays readable without jumping.
+    void findFirstHitWasAWeightAndJumpedTo100_regression() {
+        MainWindow w;
+        w.resize(1360, 928);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(openAndWait(w, examplePath("gpt2_block")));
+        w.view()->resetZoom();
+        for (int i = 0; i < 6; ++i) w.view()->zoomOut();  // 26 %: far out
+        QVERIFY(w.view()->zoom() < GraphView::kReadableScale);
+        QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier);
+        FindBar *bar = w.canvas()->findBar();
+        bar->setText("fc");
+        QCOMPARE(bar->matches().value(0), QStringLiteral("c_fc"));  // the operation
+        QCOMPARE(bar->matches().value(1), QStringLiteral("fc"));    // then the tensor named exactly so
+        QTest::keyClick(&w, Qt::Key_F3);
+        QCOMPARE(w.scene()->selectedNodeId(), QStringLiteral("c_fc"));
+        QCOMPARE(w.view()->zoom(), GraphView::kReadableScale);  // readable, not 100 %
+        // At a readable zoom the next hit keeps it.
+        w.view()->zoomIn();
+        const double zoom = w.view()->zoom();
+        QTest::keyClick(&w, Qt::Key_F3);
+        QCOMPARE(w.scene()->selectedNodeId(), QStringLiteral("fc"));
+        QCOMPARE(w.view()->zoom(), zoom);
+        const QPoint at = w.view()->mapFromScene(w.scene()->nodeItem("fc")->pos());
+        QVERIFY(w.view()->viewport()->rect().contains(at));
+    }
+
+    // New palette operations landed on top of the nodes in the middle of the view;
+    // they go to free space near the view's centre.
+    void newPaletteOpsLandOnTopOfNodes_regression() {
+        MainWindow w;
+        w.resize(1360, 928);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(openAndWait(w, examplePath("gpt2_block")));
+        w.view()->centerOn(w.scene()->nodeItem("attention"));
+        QStringList added;
+        for (const char *kind : {"gelu", "relu", "gelu"}) {
+            w.editing()->palette()->setFilterText(QString::fromLatin1(kind));
+            QTest::keyClick(w.editing()->palette()->searchBox(), Qt::Key_Return);
+            const QString id = w.scene()->selectedNodeId();
+            QVERIFY2(!id.isEmpty() && !added.contains(id), qPrintable(id));
+            QCOMPARE(w.document()->graph().find_op(OpId(id.toStdString()))->kind, std::string(kind));
+            added << id;
+            NodeItem *item = w.scene()->nodeItem(id);
+            const QRectF box = item->mapRectToScene(item->box());
+            for (NodeItem *other : w.scene()->nodeItems())
+                if (other->nodeId() != id)
+                    QVERIFY2(!box.intersects(other->mapRectToScene(other->box())),
+                             qPrintable(id + " lies on " + other->nodeId()));
+            QVERIFY(w.view()->viewport()->rect().contains(w.view()->mapFromScene(box.center())));
+        }
+        // Undo and redo put them back where they were placed.
+        const QPointF placed = w.scene()->nodeItem(added.back())->pos();
+        w.editing()->undoAction()->trigger();
+        QVERIFY(!w.scene()->nodeItem(added.back()));
+        w.editing()->redoAction()->trigger();
+        QCOMPARE(w.scene()->nodeItem(added.back())->pos(), placed);
+    }
+
     void pasteBetweenTwoWindows() {
         MainWindow a, b;
         a.show();
         b.show();
         QVERIFY(openAndWait(a, examplePath("mlp")));
-        b.newProject();
+        b.project()->newProject();
         a.scene()->selectNodes({"w2", "b2", "fc2", "relu2"});
-        a.copySelection();
-        b.pasteClipboard();
+        a.editing()->copySelection();
+        b.editing()->pasteClipboard();
         const Graph &g = b.document()->graph();
         QCOMPARE(g.operations().size(), size_t{2});
         QCOMPARE(g.tensors().size(), size_t{4});
@@ -331,7 +390,7 @@ private slots:
         QCOMPARE(b.scene()->nodeItems().size(), 6);
         QCOMPARE(b.document()->undoStack()->count(), 1);  // a paste is one step
         // Pasting again in the same window makes fresh ids.
-        b.pasteClipboard();
+        b.editing()->pasteClipboard();
         QVERIFY(b.document()->graph().find_op(OpId("fc2_2")));
     }
 
@@ -344,27 +403,27 @@ private slots:
         w.scene()->selectNodes({"x", "w1", "b1", "fc1"});
         QRectF bounds;
         for (const QString &id : w.scene()->selectedNodeIds()) bounds |= w.scene()->nodeItem(id)->sceneBoundingRect();
-        QCOMPARE(w.exportTo(dir.filePath("one.png"), "png", true, 1.0), QString());
-        QCOMPARE(w.exportTo(dir.filePath("two.png"), "png", true, 2.0), QString());
+        QCOMPARE(exportTo(w, dir.filePath("one.png"), "png", true, 1.0), QString());
+        QCOMPARE(exportTo(w, dir.filePath("two.png"), "png", true, 2.0), QString());
         const QImage one(dir.filePath("one.png")), two(dir.filePath("two.png"));
         QCOMPARE(one.width(), qRound(bounds.width() + 48));
         QVERIFY(qAbs(two.width() - 2 * one.width()) <= 1);
         QCOMPARE(w.scene()->selectedNodeIds().size(), 4);  // the selection survives the export
-        QCOMPARE(w.exportTo(dir.filePath("sel.dot"), "dot", true), QString());
+        QCOMPARE(exportTo(w, dir.filePath("sel.dot"), "dot", true), QString());
         QFile dot(dir.filePath("sel.dot"));
         QVERIFY(dot.open(QIODevice::ReadOnly));
         const QByteArray text = dot.readAll();
         QVERIFY(text.startsWith("digraph"));
         QVERIFY(text.contains("fc1") && !text.contains("fc2"));
-        QCOMPARE(w.exportTo(dir.filePath("sel.tapestry.json"), "json", true), QString());
+        QCOMPARE(exportTo(w, dir.filePath("sel.tapestry.json"), "json", true), QString());
         LoadResult back = load_project(dir.filePath("sel.tapestry.json").toStdString());
         QVERIFY(back.ok());
         QCOMPARE(back.graph.operations().size(), size_t{1});
         QCOMPARE(back.graph.tensors().size(), size_t{4});  // x, w1, b1 and fc1's output
-        QCOMPARE(w.exportTo(dir.filePath("all.svg"), "svg", false), QString());
+        QCOMPARE(exportTo(w, dir.filePath("all.svg"), "svg", false), QString());
         QVERIFY(QFileInfo(dir.filePath("all.svg")).size() > 1000);
         w.scene()->selectNodes({});
-        QCOMPARE(w.exportTo(dir.filePath("none.png"), "png", true), QString("nothing is selected"));
+        QCOMPARE(exportTo(w, dir.filePath("none.png"), "png", true), QString("nothing is selected"));
     }
 
     void relayoutKeepsPinnedNodes() {
@@ -378,8 +437,8 @@ private slots:
         w.scene()->nodeItem("relu2")->setPos(far + QPointF(0, 400));
         w.scene()->selectNodes({"gelu1"});
         w.document()->setPinned({"gelu1"}, true);
-        QSignalSpy ready(&w, &MainWindow::layoutReady);
-        w.relayout();
+        QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+        w.canvas()->relayout();
         QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
         QCOMPARE(w.scene()->nodeItem("gelu1")->pos(), far);          // pinned: kept
         QCOMPARE(w.scene()->nodeItem("relu2")->pos(), relu_before);  // not pinned: laid out again
@@ -399,7 +458,7 @@ private slots:
         w.show();
         const QString why = w.openSession(path);
         QVERIFY2(why.contains("is damaged or not a Tapestry session"), qPrintable(why));
-        QVERIFY(!w.session());
+        QVERIFY(!w.sessions()->session());
         QVERIFY(w.findChild<QMessageBox *>(QStringLiteral("sessionErrorBox")));
         QFile f(path);
         QVERIFY(f.open(QIODevice::ReadOnly));
@@ -414,23 +473,25 @@ private slots:
         {
             MainWindow w;
             w.show();
-            QSignalSpy ready(&w, &MainWindow::layoutReady);
+            QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
             QVERIFY(w.openSession(path).isEmpty());
             QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
-            QSignalSpy saved(&w, &MainWindow::sessionSaved);
+            QSignalSpy saved(w.sessions(), &SessionController::saved);
             QVERIFY(saved.wait(kTimeoutMs));  // the example joins the session
             QCOMPARE(saved.front().front().toString(), QString());
-            QVERIFY(w.projectId() != 0);
+            QVERIFY(w.sessions()->projectId() != 0);
             // A second window on the same session is told it is in use.
             MainWindow other;
             const QString why = other.openSession(path);
             QVERIFY2(why.contains("open in another"), qPrintable(why));
             // An edit is autosaved in the background.
-            QVERIFY(w.applyEdit("Rename", [](edit::Editor &e) { return e.rename("relu2", "act2"); }).isEmpty());
+            QVERIFY(
+                w.editing()->applyEdit("Rename", [](edit::Editor &e) { return e.rename("relu2", "act2"); }).isEmpty());
             QVERIFY(saved.wait(kTimeoutMs));
             QCOMPARE(saved.back().front().toString(), QString());
             // An edit made just before closing is not lost: closing writes it.
-            QVERIFY(w.applyEdit("Rename", [](edit::Editor &e) { return e.rename("gelu3", "act3"); }).isEmpty());
+            QVERIFY(
+                w.editing()->applyEdit("Rename", [](edit::Editor &e) { return e.rename("gelu3", "act3"); }).isEmpty());
             QVERIFY(w.close());
         }
         // Reopened: the session holds the edit and shows it.
@@ -445,7 +506,7 @@ private slots:
         s->reset();
         MainWindow again;
         again.show();
-        QSignalSpy ready(&again, &MainWindow::layoutReady);
+        QSignalSpy ready(again.canvas(), &CanvasController::layoutReady);
         QVERIFY(again.openSession(path).isEmpty());
         QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
         QCOMPARE(again.document()->graph().find_op(OpId("relu2"))->name, std::string("act2"));

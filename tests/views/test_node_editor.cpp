@@ -699,7 +699,7 @@ void TestNodeEditor::errorLabelShownAndCleared() {
 // into showError, and setGraph after each.
 void TestNodeEditor::editsRoundTripThroughGraphDocument() {
     GraphDocument doc;
-    doc.reset(loadExample("convnet"), {});
+    doc.replace({}, loadExample("convnet"), {}, {});
     NodeEditor editor;
     auto apply = [&](const QString &text, const GraphDocument::EditFn &fn) {
         const QString refusal = doc.edit(text, fn);

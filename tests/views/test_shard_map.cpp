@@ -3,7 +3,7 @@
 // of ranges and counts; a rank-4 tensor is shown as the 2-D slice the user
 // picks; a conv2d split along H shows its input's halos hatched and counted
 // exactly; an unsharded tensor is one colour, "not sharded"; tooltips name the
-// shard and the coordinates under the cursor. With TAPESTRY_DOC_SHOTS=DIR it
+// shard and the coordinates under the cursor. With TAPESTRY_SCREENSHOT_DIR=DIR it
 // saves docs/screenshots/studio-shard-map.png.
 #include <QApplication>
 #include <QComboBox>
@@ -17,6 +17,7 @@
 
 #include "io/project_file.h"
 #include "passes/shard.h"
+#include "studio_support.h"
 #include "views/shard_map.h"
 
 using namespace tapestry;
@@ -244,7 +245,7 @@ void TestShardMap::convSplitAlongHShowsHalosHatched() {
     map_->setMode(ShardMapWidget::Mode::writes);
     QVERIFY(map_->sliceBoxes().isEmpty());
 
-    const QString shots = qEnvironmentVariable("TAPESTRY_DOC_SHOTS");
+    const QString shots = tapestry::studio::testing::screenshotDir();
     if (!shots.isEmpty()) {
         map_->setMode(ShardMapWidget::Mode::reads);
         map_->resize(760, 600);

@@ -2,7 +2,7 @@
 // offscreen) over the MLP: the original and a sharded stage are both laid out
 // and drawn; panning or zooming either view moves the other to the same place,
 // aligned on the node nearest the centre; un-syncing stops that; changed,
-// added and removed nodes are marked. With TAPESTRY_DOC_SHOTS=DIR it saves
+// added and removed nodes are marked. With TAPESTRY_SCREENSHOT_DIR=DIR it saves
 // docs/screenshots/studio-stage-compare.png.
 #include <QApplication>
 #include <QDir>
@@ -13,6 +13,7 @@
 
 #include "io/project_file.h"
 #include "passes/shard.h"
+#include "studio_support.h"
 #include "views/graph_scene.h"
 #include "views/graph_view.h"
 #include "views/stage_compare.h"
@@ -153,7 +154,7 @@ void TestStageCompare::changedOpsAreMarkedInBothViews() {
     QCOMPARE(view_->changeOf("fc3"), StageChange::changed);
     QCOMPARE(view_->changeOf("x"), StageChange::none);  // the input is never rewritten
 
-    const QString shots = qEnvironmentVariable("TAPESTRY_DOC_SHOTS");
+    const QString shots = tapestry::studio::testing::screenshotDir();
     if (!shots.isEmpty()) {
         GraphView *left = view_->view(Side::left);
         left->resetZoom();

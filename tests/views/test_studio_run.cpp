@@ -7,8 +7,8 @@
 // project, runs it and saves it; refused models are explained. With
 // TAPESTRY_SCREENSHOT_DIR set, the run and verify windows are saved there.
 #include <QAction>
-#include <QCheckBox>
 #include <QApplication>
+#include <QCheckBox>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -17,6 +17,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSet>
 #include <QSettings>
@@ -35,6 +36,7 @@
 #include <set>
 
 #include "app/studio/main_window.h"
+#include "edit/editor.h"
 #include "io/npy.h"
 #include "io/project_file.h"
 #include "io/random_inputs.h"
@@ -42,6 +44,8 @@
 #include "ops/library.h"
 #include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/executor.h"
+#include "verify/verify.h"
+#include "studio_support.h"
 #include "views/histogram_widget.h"
 #include "views/issues_panel.h"
 #include "views/onnx_import_worker.h"
@@ -53,12 +57,13 @@
 #include "views/tensor_stats.h"
 
 using tapestry::studio::MainWindow;
+using namespace tapestry::studio;
+using namespace tapestry::studio::testing;
 using namespace tapestry;
 using namespace tapestry::views;
 
 namespace {
 
-constexpr int kLayoutTimeoutMs = 20000;
 constexpr int kRunTimeoutMs = 120000;
 
 // A linear layer in three uneven shards (one along the batch, two along the
@@ -96,6 +101,42 @@ const char *kBrokenProject = R"({
   "operations": [{"id": "mm", "kind": "matmul", "inputs": {"a": "a", "b": "b"}, "outputs": {"y": "c"}}]
 }
 )";
+
+// A chain of `layers` matmuls [n, k] × [k, k], the first in two shards along
+// the batch: the executor runs it in milliseconds, the double-precision oracle in
+// seconds (at 1024 × 1024 × 8, 17 GFLOP) — chunk after chunk, so a Cancel stops
+// it soon.
+QByteArray matmulChainProject(int n, int k, int layers) {
+    QStringList tensors{
+        QStringLiteral(R"({"id": "x", "dtype": "f32", "shape": [%1, %2], "role": "input"})").arg(n).arg(k)};
+    QStringList ops;
+    for (int i = 1; i <= layers; ++i) {
+        const QString in = i == 1 ? QStringLiteral("x") : QStringLiteral("h%1").arg(i - 1);
+        const QString out = i == layers ? QStringLiteral("y") : QStringLiteral("h%1").arg(i);
+        tensors
+            << QStringLiteral(R"({"id": "w%1", "dtype": "f32", "shape": [%2, %2], "role": "parameter"})").arg(i).arg(k);
+        tensors << QStringLiteral(R"({"id": "%1", "dtype": "f32", "shape": [%2, %3], "role": "%4"})")
+                       .arg(out)
+                       .arg(n)
+                       .arg(k)
+                       .arg(i == layers ? QStringLiteral("output") : QStringLiteral("intermediate"));
+        const QString shards =
+            i > 1 ? QString()
+                  : QStringLiteral(R"(, "shards": [{"id": "mm1/0", "index": {"start": [0, 0], "end": [%1, %2]}},
+                                                  {"id": "mm1/1", "index": {"start": [%1, 0], "end": [%3, %2]}}])")
+                        .arg(n / 2)
+                        .arg(k)
+                        .arg(n);
+        ops << QStringLiteral(R"({"id": "mm%1", "kind": "matmul", "inputs": {"a": "%2", "b": "w%1"},
+                                  "outputs": {"y": "%3"}%4})")
+                   .arg(i)
+                   .arg(in, out, shards);
+    }
+    return QStringLiteral(R"({"format": "tapestry-project", "version": 1, "name": "matmul chain",
+                              "tensors": [%1], "operations": [%2]})")
+        .arg(tensors.join(QStringLiteral(",\n")), ops.join(QStringLiteral(",\n")))
+        .toUtf8();
+}
 
 // ---- a tiny protobuf writer, enough for ONNX test models ----------------------
 
@@ -192,32 +233,8 @@ bool writeFile(const QString &path, const std::string &bytes) {
            f.write(bytes.data(), static_cast<qint64>(bytes.size())) == static_cast<qint64>(bytes.size());
 }
 
-QString sourceDir() {
-    const QString env = qEnvironmentVariable("TAPESTRY_SOURCE_DIR");
-    if (!env.isEmpty()) return env;
-    const QString mlp = findExampleProject();
-    return mlp.isEmpty() ? QString() : QFileInfo(mlp).dir().absoluteFilePath(QStringLiteral(".."));
-}
-
-QString examplePath(const QString &name) {
-    return QDir(sourceDir()).filePath(QStringLiteral("projects/%1.tapestry.json").arg(name));
-}
-
-bool openAndWait(MainWindow &w, const QString &path) {
-    QSignalSpy ready(&w, &MainWindow::layoutReady);
-    w.openProject(path);
-    return ready.wait(kLayoutTimeoutMs) || ready.count() > 0;
-}
-
 bool waitRun(QSignalSpy &spy) {
     return spy.count() > 0 || spy.wait(kRunTimeoutMs);
-}
-
-void screenshot(MainWindow &w, const QString &name) {
-    const QString dir = qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR");
-    if (dir.isEmpty()) return;
-    QTest::qWait(200);  // let the docks settle
-    QVERIFY(w.grab().save(QDir(dir).filePath(name)));
 }
 
 bool close(double a, double b) {
@@ -241,11 +258,16 @@ private slots:
     void runShowsOutputs_data();
     void runShowsOutputs();
     void verifyShowsPass();
+    void verificationCalledTheOutputByItsId_regression();
+    void verificationPassStaysAfterAnEdit_regression();
     void bf16ProjectRunsAndSaysWhichStepsFellBack();
     void bf16MatmulIsOptIn();
     void timingsListBatchTiles();
     void cancelInTheMiddle();
     void cancelAtOnce();
+    void cancelDoesNotCancelVerify_regression();
+    void cancelDuringTheOracleNeverShowsAVerdict();
+    void cancelStopsTheOracle();
     void runErrorIsReported();
     void importOnnxAsksDimensionRunsAndSaves();
     void importOlderOpsetSaysConverted();
@@ -266,12 +288,7 @@ void TestStudioRun::initTestCase() {
     QSettings().clear();
     QVERIFY(tmp_.isValid());
     QVERIFY2(!sourceDir().isEmpty(), "TAPESTRY_SOURCE_DIR is not set and no projects/ folder was found");
-    if (!qEnvironmentVariable("TAPESTRY_SCREENSHOT_DIR").isEmpty()) {
-        // Screenshots for the documentation look like the application does.
-        QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
-        initResources();
-        qApp->setStyleSheet(studioStyleSheet());
-    }
+    lookLikeTheStudioForScreenshots();
 }
 
 void TestStudioRun::cleanupTestCase() {
@@ -380,26 +397,26 @@ void TestStudioRun::runShowsOutputs() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(project)));
-    QVERIFY(w.runAction()->isEnabled());
-    QVERIFY(!w.cancelRunAction()->isEnabled());
-    w.runPanel()->setRandomInputs();
-    w.runPanel()->setSeed(seed);
-    w.runPanel()->setThreads(2);
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
+    w.runs()->runPanel()->setRandomInputs();
+    w.runs()->runPanel()->setSeed(seed);
+    w.runs()->runPanel()->setThreads(2);
 
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
-    QVERIFY(w.isRunning());  // the result comes later, through the event loop
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("running"));
-    QVERIFY(!w.runAction()->isEnabled());
-    QVERIFY(w.cancelRunAction()->isEnabled());
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
+    QVERIFY(w.runs()->isRunning());  // the result comes later, through the event loop
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("running"));
+    QVERIFY(!w.runs()->runAction()->isEnabled());
+    QVERIFY(w.runs()->cancelAction()->isEnabled());
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("finished"));
-    QVERIFY(w.runAction()->isEnabled());
-    QVERIFY(w.saveOutputsAction()->isEnabled());
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("finished"));
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    QVERIFY(w.runs()->saveOutputsAction()->isEnabled());
 
     // The same graph, seed and inputs straight through the engine.
-    const Graph &g = w.graph();
+    const Graph &g = w.document()->graph();
     const auto inputs = make_random_inputs(g, seed);
     cpu::CpuOptions options;
     options.threads = 2;
@@ -408,7 +425,7 @@ void TestStudioRun::runShowsOutputs() {
     auto direct = (*program)->run(inputs);
     QVERIFY2(direct.has_value(), direct ? "" : direct.error().c_str());
 
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     QVERIFY(panel->hasOutputs());
     int outputs = 0;
     for (const TensorPtr &t : g.tensors()) {
@@ -434,7 +451,9 @@ void TestStudioRun::runShowsOutputs() {
         // The row says the same, and the histogram shows this tensor.
         QTreeWidgetItem *row = panel->tensorTree()->currentItem();
         QVERIFY(row);
-        QCOMPARE(row->text(OutputsPanel::NameColumn), QString::fromStdString(t->name.empty() ? t->id.value : t->name));
+        QCOMPARE(row->text(OutputsPanel::NameColumn),
+                 OutputsPanel::tensorLabel(QString::fromStdString(t->id.value),
+                                           QString::fromStdString(t->name.empty() ? t->id.value : t->name)));
         QCOMPARE(row->text(OutputsPanel::ShapeColumn), shown.shapeText());
         QCOMPARE(row->text(OutputsPanel::MeanColumn), QString::number(shown.mean, 'g', 5));
         std::int64_t binned = 0;
@@ -454,7 +473,7 @@ void TestStudioRun::runShowsOutputs() {
     // producer have no step of their own), each an operation of the graph.
     QTreeWidget *timings = panel->timingsTree();
     QSet<QString> timed;
-    for (const cpu::StepTiming &step : w.lastOutcome().steps) timed.insert(QString::fromStdString(step.op));
+    for (const cpu::StepTiming &step : w.runs()->lastOutcome().steps) timed.insert(QString::fromStdString(step.op));
     QVERIFY(!timed.isEmpty());
     QCOMPARE(timings->topLevelItemCount(), static_cast<int>(timed.size()));
     for (int i = 0; i < timings->topLevelItemCount(); ++i) {
@@ -471,8 +490,8 @@ void TestStudioRun::runShowsOutputs() {
 
     // Save Outputs writes one .npy file per output, holding the values of the run.
     const QString out_dir = tmp_.filePath(QStringLiteral("outputs-") + project);
-    QSignalSpy saved(&w, &MainWindow::outputsSaved);
-    w.saveOutputs(out_dir);
+    QSignalSpy saved(w.runs(), &RunController::outputsSaved);
+    w.runs()->saveOutputs(out_dir);
     QVERIFY(saved.wait(20000) || saved.count() > 0);
     QCOMPARE(saved.front().at(1).toString(), QString());
     const QStringList files = QDir(out_dir).entryList({QStringLiteral("*.npy")}, QDir::Files);
@@ -481,7 +500,7 @@ void TestStudioRun::runShowsOutputs() {
         auto value = read_npy(std::filesystem::path(QDir(out_dir).filePath(file).toStdString()));
         QVERIFY2(value.has_value(), qPrintable(file));
         bool matches = false;
-        for (const auto &[id, shown] : w.lastOutcome().output_values) matches = matches || shown == *value;
+        for (const auto &[id, shown] : w.runs()->lastOutcome().output_values) matches = matches || shown == *value;
         QVERIFY2(matches, qPrintable(file));
     }
 }
@@ -495,7 +514,7 @@ void TestStudioRun::timingsListBatchTiles() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
-    const Graph &g = w.graph();
+    const Graph &g = w.document()->graph();
     cpu::CpuOptions options;
     options.threads = 2;
     options.tile_bytes = 32 * 1024;
@@ -512,7 +531,7 @@ void TestStudioRun::timingsListBatchTiles() {
     outcome.steps = result->steps;
     outcome.run_ms = result->wall_milliseconds;
     outcome.arena_bytes = result->arena_bytes;
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     panel->showOutcome(outcome);
 
     std::map<QString, int> tiles;  // operation -> its tile count
@@ -555,35 +574,35 @@ void TestStudioRun::bf16MatmulIsOptIn() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("mlp"))));
-    auto *box = w.runPanel()->findChild<QCheckBox *>(QStringLiteral("bf16Matmul"));
+    auto *box = w.runs()->runPanel()->findChild<QCheckBox *>(QStringLiteral("bf16Matmul"));
     QVERIFY(box);
     box->setChecked(false);
-    w.runPanel()->setRandomInputs();
-    w.runPanel()->setSeed(5);
+    w.runs()->runPanel()->setRandomInputs();
+    w.runs()->runPanel()->setSeed(5);
     auto run = [&]() -> std::map<TensorId, TensorData> {
-        QSignalSpy finished(&w, &MainWindow::runFinished);
-        w.runAction()->trigger();
+        QSignalSpy finished(w.runs(), &RunController::runFinished);
+        w.runs()->runAction()->trigger();
         if (!waitRun(finished) || !finished.front().front().toBool()) return {};
-        return w.lastOutcome().output_values;
+        return w.runs()->lastOutcome().output_values;
     };
     const auto f32 = run();
     QVERIFY(!f32.empty());
-    QVERIFY(!w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16")));
+    QVERIFY(!w.runs()->outputsPanel()->headline()->text().contains(QStringLiteral("bf16")));
     QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(8, box->height() / 2));
     QVERIFY(box->isChecked());
-    QVERIFY(w.runPanel()->bf16Matmul());
+    QVERIFY(w.runs()->runPanel()->bf16Matmul());
     const auto low = run();
     QVERIFY(!low.empty());
-    QVERIFY2(w.outputsPanel()->headline()->text().contains(QStringLiteral("bf16 matmuls")),
-             qPrintable(w.outputsPanel()->headline()->text()));
-    QVERIFY(w.lastOutcome().bf16_matmul);
+    QVERIFY2(w.runs()->outputsPanel()->headline()->text().contains(QStringLiteral("bf16 matmuls")),
+             qPrintable(w.runs()->outputsPanel()->headline()->text()));
+    QVERIFY(w.runs()->lastOutcome().bf16_matmul);
     // Without native bf16 the matmuls stay f32, and the panel says so.
     const bool native = cpu::cpu_isa().native_bf16;
     qInfo("oneDNN ISA: %s", cpu::cpu_isa().name.c_str());
-    const QString unavailable = QStringLiteral("bf16 matmuls are not available on %1").arg(w.lastOutcome().isa);
-    QCOMPARE(w.outputsPanel()->noticesLabel()->isVisibleTo(w.outputsPanel()), !native);
-    QCOMPARE(w.outputsPanel()->noticesLabel()->text().contains(unavailable), !native);
-    QCOMPARE(w.outputsPanel()->headline()->text().contains(QStringLiteral("not available")), !native);
+    const QString unavailable = QStringLiteral("bf16 matmuls are not available on %1").arg(w.runs()->lastOutcome().isa);
+    QCOMPARE(w.runs()->outputsPanel()->noticesLabel()->isVisibleTo(w.runs()->outputsPanel()), !native);
+    QCOMPARE(w.runs()->outputsPanel()->noticesLabel()->text().contains(unavailable), !native);
+    QCOMPARE(w.runs()->outputsPanel()->headline()->text().contains(QStringLiteral("not available")), !native);
     for (const auto &[id, y] : f32) {
         const TensorData &z = low.at(id);
         double worst = 0, scale = 1;
@@ -598,11 +617,11 @@ void TestStudioRun::bf16MatmulIsOptIn() {
         }
     }
     // Remembered for the next window.
-    w.runPanel()->setBf16Matmul(true);
+    w.runs()->runPanel()->setBf16Matmul(true);
     w.close();
     MainWindow again;
-    QVERIFY(again.runPanel()->bf16Matmul());
-    again.runPanel()->setBf16Matmul(false);
+    QVERIFY(again.runs()->runPanel()->bf16Matmul());
+    again.runs()->runPanel()->setBf16Matmul(false);
 }
 
 // A bf16 project runs on any CPU: where a step has no native bf16 kernel here
@@ -614,12 +633,12 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("mlp_bf16"))));
-    w.runPanel()->setRandomInputs();
-    w.runPanel()->setSeed(2);
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    w.runs()->runPanel()->setRandomInputs();
+    w.runs()->runPanel()->setSeed(2);
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
-    const RunOutcome &o = w.lastOutcome();
+    const RunOutcome &o = w.runs()->lastOutcome();
     QVERIFY2(finished.front().front().toBool(), qPrintable(o.error));
     qInfo("oneDNN ISA: %s", qPrintable(o.isa));
     QCOMPARE(o.isa, QString::fromStdString(cpu::cpu_isa().name));
@@ -629,7 +648,7 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
     for (const cpu::StepTiming &s : o.steps)
         if (!s.fallback.empty()) fell_back.insert(QString::fromStdString(s.op));
     if (!cpu::cpu_isa().native_bf16) QVERIFY2(fell_back.count(QStringLiteral("fc2")), "fc2 ran bf16 natively");
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     QTreeWidget *timings = panel->timingsTree();
     int marked = 0;
     for (int i = 0; i < timings->topLevelItemCount(); ++i) {
@@ -638,7 +657,8 @@ void TestStudioRun::bf16ProjectRunsAndSaysWhichStepsFellBack() {
         QCOMPARE(row->text(OutputsPanel::TimingKernelColumn) == QStringLiteral("f32 fallback"), expect);
         if (!expect) continue;
         ++marked;
-        QVERIFY2(row->toolTip(OutputsPanel::TimingKernelColumn).contains(QStringLiteral("bf16 computed in f32 (on ") + o.isa),
+        QVERIFY2(row->toolTip(OutputsPanel::TimingKernelColumn)
+                     .contains(QStringLiteral("bf16 computed in f32 (on ") + o.isa),
                  qPrintable(row->toolTip(OutputsPanel::TimingKernelColumn)));
     }
     QCOMPARE(marked, static_cast<int>(fell_back.size()));
@@ -658,16 +678,16 @@ void TestStudioRun::verifyShowsPass() {
     w.resize(1500, 950);
     w.show();
     QVERIFY(openAndWait(w, path));
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.verifyAction()->trigger();
-    QVERIFY(w.isRunning());
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(w.runs()->isRunning());
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    const verify::VerifyReport &report = w.lastOutcome().report;
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    const verify::VerifyReport &report = w.runs()->lastOutcome().report;
     QVERIFY(report.sharded);
     QVERIFY(report.pass());
 
-    OutputsPanel *panel = w.outputsPanel();
+    OutputsPanel *panel = w.runs()->outputsPanel();
     QCOMPARE(panel->tabs()->currentIndex(), int(OutputsPanel::VerificationTab));
     QVERIFY(panel->verdictLabel()->isVisibleTo(panel));
     QVERIFY2(panel->verdictLabel()->text().contains(QStringLiteral("PASS")), qPrintable(panel->verdictLabel()->text()));
@@ -688,6 +708,66 @@ void TestStudioRun::verifyShowsPass() {
     screenshot(w, QStringLiteral("studio-verify.png"));
 }
 
+// The Verification table named an output "y" where the Tensors tab said its
+// name: both say "activations (y)" now.
+void TestStudioRun::verificationCalledTheOutputByItsId_regression() {
+    const QString named = QString::fromLatin1(kShardedProject)
+                              .replace(QStringLiteral(R"({"id": "y", "dtype")"),
+                                       QStringLiteral(R"({"id": "y", "name": "activations", "dtype")"));
+    const QString path = writeProject("named.tapestry.json", named.toUtf8().constData());
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    QCOMPARE(w.document()->graph().find_tensor(TensorId("y"))->name, std::string("activations"));
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    OutputsPanel *panel = w.runs()->outputsPanel();
+    QStringList tensors;
+    for (int i = 0; i < panel->tensorTree()->topLevelItemCount(); ++i)
+        tensors << panel->tensorTree()->topLevelItem(i)->text(OutputsPanel::NameColumn);
+    QVERIFY2(tensors.contains(QStringLiteral("activations (y)")), qPrintable(tensors.join(QStringLiteral(", "))));
+    finished.clear();
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QTreeWidget *table = panel->verifyTree();
+    QVERIFY(table->topLevelItemCount() >= 2);
+    for (int i = 0; i < table->topLevelItemCount(); ++i)
+        QCOMPARE(table->topLevelItem(i)->text(OutputsPanel::VerifyOutputColumn), QStringLiteral("activations (y)"));
+}
+
+// A PASS stayed after the graph was edited. Now an edit turns it grey and "stale",
+// and verifying again gives a fresh verdict.
+void TestStudioRun::verificationPassStaysAfterAnEdit_regression() {
+    const QString path = writeProject("sharded.tapestry.json", kShardedProject);
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(waitRun(finished));
+    OutputsPanel *panel = w.runs()->outputsPanel();
+    QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("✔ PASS"));
+    QVERIFY(!panel->isStale());
+    // Moving a node changes nothing the verification saw.
+    w.document()->placeNodes({{QStringLiteral("act"), QPointF(400, 400)}});
+    QVERIFY(!panel->isStale());
+    QVERIFY(w.editing()
+                ->applyEdit(QStringLiteral("Rename"), [](edit::Editor &e) { return e.rename("act", "activation"); })
+                .isEmpty());
+    QVERIFY(panel->isStale());
+    QVERIFY2(panel->verdictLabel()->text().contains(QStringLiteral("stale")),
+             qPrintable(panel->verdictLabel()->text()));
+    QVERIFY(!panel->verdictLabel()->text().contains(QStringLiteral("✔")));
+    QVERIFY(panel->headline()->text().startsWith(QStringLiteral("Stale")));
+    finished.clear();
+    w.runs()->verifyAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QCOMPARE(panel->verdictLabel()->text(), QStringLiteral("✔ PASS"));
+    QVERIFY(!panel->isStale());
+}
+
 void TestStudioRun::cancelInTheMiddle() {
     MainWindow w;
     w.show();
@@ -695,57 +775,190 @@ void TestStudioRun::cancelInTheMiddle() {
     // The executor reports progress between steps; the first report cancels the
     // job, as a user pressing Cancel during the run would.
     auto reports = std::make_shared<std::atomic<int>>(0);
-    w.runWorker()->setProgressHook([reports](int, int) { return ++*reports == 1; });
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    w.runs()->runWorker()->setProgressHook([reports](int, int) { return ++*reports == 1; });
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
     QCOMPARE(finished.front().front().toBool(), false);
     QVERIFY(*reports >= 1);
-    QVERIFY(w.lastOutcome().cancelled);
-    QVERIFY(w.lastOutcome().error.isEmpty());
-    QVERIFY(!w.isRunning());
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("cancelled"));
-    QVERIFY(w.runPanel()->statusLine().contains(QStringLiteral("Cancelled")));
+    QVERIFY(w.runs()->lastOutcome().cancelled);
+    QVERIFY(w.runs()->lastOutcome().error.isEmpty());
+    QVERIFY(!w.runs()->isRunning());
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(w.runs()->runPanel()->statusLine().contains(QStringLiteral("Cancelled")));
     QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("cancelled")));
-    QVERIFY(!w.outputsPanel()->hasOutputs());
-    QVERIFY(w.runAction()->isEnabled());
-    QVERIFY(!w.cancelRunAction()->isEnabled());
+    QVERIFY(!w.runs()->outputsPanel()->hasOutputs());
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
 
     // Idle again: the next run goes through.
-    w.runWorker()->setProgressHook({});
+    w.runs()->runWorker()->setProgressHook({});
     finished.clear();
-    w.runAction()->trigger();
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    QVERIFY(w.outputsPanel()->hasOutputs());
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QVERIFY(w.runs()->outputsPanel()->hasOutputs());
 }
 
 void TestStudioRun::cancelAtOnce() {
     MainWindow w;
     w.show();
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
-    QSignalSpy finished(&w, &MainWindow::runFinished);
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
     // Hold the worker at its first progress report until Cancel has been pressed:
     // on a loaded machine the GUI thread can otherwise lose the race to a run this
     // small, which then (rightly) completes instead of cancelling.
     auto pressed = std::make_shared<std::atomic_bool>(false);
-    w.runWorker()->setProgressHook([pressed](int, int) {
+    w.runs()->runWorker()->setProgressHook([pressed](int, int) {
         QElapsedTimer waited;
         waited.start();
         while (!pressed->load() && waited.elapsed() < 10000) QThread::msleep(1);
         return false;
     });
-    w.runAction()->trigger();
-    QVERIFY(w.cancelRunAction()->isEnabled());
-    w.cancelRunAction()->trigger();  // before the worker got far
+    w.runs()->runAction()->trigger();
+    QVERIFY(w.runs()->cancelAction()->isEnabled());
+    w.runs()->cancelAction()->trigger();  // before the worker got far
     pressed->store(true);
-    w.runWorker()->setProgressHook({});
-    QVERIFY(!w.cancelRunAction()->isEnabled());
+    w.runs()->runWorker()->setProgressHook({});
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
     QVERIFY(waitRun(finished));
-    QVERIFY(w.lastOutcome().cancelled);
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("cancelled"));
-    QVERIFY(!w.isRunning());
-    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(w.runs()->lastOutcome().cancelled);
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(!w.runs()->isRunning());
+    QVERIFY(w.runs()->runAction()->isEnabled());
+}
+
+// The blocker of issue 13: Cancel during Verify said "Cancelling…" for ~95 s,
+// then showed a PASS; its bar was full after 2 s and said nothing for minutes.
+// Each phase is named as it starts; Cancel in the sharded run stops the worker
+// itself, says "Cancelling…" at once, then "cancelled", and no verdict.
+void TestStudioRun::cancelDoesNotCancelVerify_regression() {
+    const QString path = writeProject("sharded.tapestry.json", kShardedProject);
+    MainWindow w;
+    w.show();
+    QVERIFY(openAndWait(w, path));
+    RunWorker *worker = w.runs()->runWorker();
+    QSignalSpy progress(worker, &RunWorker::progress);
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    // The first report of the sharded run (after the unsharded run's last one)
+    // holds the worker until Cancel is pressed.
+    auto ended = std::make_shared<std::atomic<int>>(0);
+    auto pressed = std::make_shared<std::atomic_bool>(false);
+    worker->setProgressHook([ended, pressed](int done, int total) {
+        if (*ended == 1) {
+            QElapsedTimer waited;
+            waited.start();
+            while (!pressed->load() && waited.elapsed() < 10000) QThread::msleep(1);
+        }
+        if (done >= total) ++*ended;
+        return false;
+    });
+    w.runs()->verifyAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(*ended >= 1, kRunTimeoutMs);
+    QTRY_VERIFY([&] {
+        for (const QList<QVariant> &p : progress)
+            if (p.at(3).toString() == QStringLiteral("Sharded run")) return true;
+        return false;
+    }());
+    w.runs()->cancelAction()->trigger();
+    // At once: the button, the panel and the status bar.
+    QVERIFY(!w.runs()->cancelAction()->isEnabled());
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelling"));
+    QCOMPARE(w.statusBar()->currentMessage(), QStringLiteral("Cancelling…"));
+    pressed->store(true);
+    QVERIFY(waitRun(finished));
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(finished.front().front().toBool(), false);
+    // The worker itself stopped (the executor polls between steps), well within the grace.
+    QVERIFY(!worker->isWorking() || QTest::qWaitFor([&] { return !worker->isWorking(); }, 2000));
+    const RunOutcome &o = w.runs()->lastOutcome();
+    QVERIFY(o.cancelled);
+    QVERIFY(o.report.comparisons.empty());
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("cancelled")));
+    QVERIFY(!w.runs()->outputsPanel()->verdictLabel()->isVisibleTo(w.runs()->outputsPanel()));
+    // Named phases, in order; the oracle never started.
+    QStringList phases;
+    for (const QList<QVariant> &p : progress)
+        if (phases.isEmpty() || phases.back() != p.at(3).toString()) phases << p.at(3).toString();
+    QVERIFY2(phases.indexOf(QStringLiteral("Unsharded run")) >= 0 &&
+                 phases.indexOf(QStringLiteral("Unsharded run")) < phases.indexOf(QStringLiteral("Sharded run")),
+             qPrintable(phases.join(QStringLiteral(" → "))));
+    QVERIFY(!phases.contains(QStringLiteral("Oracle (double precision)")));
+    worker->setProgressHook({});
+}
+
+// A window verifying the matmul chain, stopped where the oracle phase begins.
+struct OracleRun {
+    static inline const QString kOracle = QStringLiteral("Oracle (double precision)");
+    QTemporaryDir dir;
+    MainWindow w;
+    QSignalSpy progress{w.runs()->runWorker(), &RunWorker::progress};
+    QSignalSpy finished{w.runs(), &RunController::runFinished};
+
+    // Opens the chain, starts Verify and waits for the oracle phase; false when
+    // it never came.
+    bool reachTheOracle() {
+        const QString path = dir.filePath(QStringLiteral("chain.tapestry.json"));
+        if (!writeFile(path, matmulChainProject(1024, 1024, 8).toStdString())) return false;
+        w.show();
+        if (!openAndWait(w, path)) return false;
+        progress.clear();
+        w.runs()->verifyAction()->trigger();
+        return QTest::qWaitFor(
+            [&] {
+                for (const QList<QVariant> &p : progress)
+                    if (p.at(3).toString() == kOracle) return true;
+                return false;
+            },
+            kRunTimeoutMs);
+    }
+};
+
+// Cancel while the oracle computes: the oracle phase is named (its bar is not
+// full), Cancel says "Cancelling…" at once and "cancelled" within the grace — and
+// the oracle's late result, when it comes, shows no verdict.
+void TestStudioRun::cancelDuringTheOracleNeverShowsAVerdict() {
+    OracleRun run;
+    MainWindow &w = run.w;
+    QVERIFY(run.reachTheOracle());
+    if (!run.finished.isEmpty()) QSKIP("the oracle finished before Cancel could be pressed (a very fast machine)");
+    QProgressBar *bar = w.runs()->runPanel()->progressBar();
+    QVERIFY2(bar->maximum() == 0 || bar->value() < bar->maximum(), "the bar is full while the oracle works");
+    QVERIFY2(w.runs()->runPanel()->statusLine().startsWith(OracleRun::kOracle) ||
+                 bar->format().startsWith(OracleRun::kOracle),
+             qPrintable(w.runs()->runPanel()->statusLine()));
+
+    QElapsedTimer clock;
+    clock.start();
+    w.runs()->cancelAction()->trigger();
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelling"));
+    QCOMPARE(w.statusBar()->currentMessage(), QStringLiteral("Cancelling…"));
+    QVERIFY(waitRun(run.finished));
+    QVERIFY2(clock.elapsed() < RunWorker::kCancelGraceMs + 1000, qPrintable(QString::number(clock.elapsed())));
+    QVERIFY(w.runs()->lastOutcome().cancelled);
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(w.runs()->runAction()->isEnabled());
+    // Whatever the oracle returns later is dropped.
+    QVERIFY(QTest::qWaitFor([&] { return !w.runs()->runWorker()->isWorking(); }, kRunTimeoutMs));
+    QTest::qWait(100);
+    QCOMPARE(run.finished.count(), 1);
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("cancelled"));
+    QVERIFY(!w.runs()->outputsPanel()->verdictLabel()->isVisibleTo(w.runs()->outputsPanel()));
+    QVERIFY(!w.statusBar()->currentMessage().contains(QStringLiteral("passed")));
+}
+
+// Cancel during the oracle stops the worker thread itself, not only the window:
+// the oracle polls the cancel before every chunk (ops/evaluate.h).
+void TestStudioRun::cancelStopsTheOracle() {
+    OracleRun run;
+    QVERIFY(run.reachTheOracle());
+    if (!run.finished.isEmpty()) QSKIP("the oracle finished before Cancel could be pressed (a very fast machine)");
+    run.w.runs()->cancelAction()->trigger();
+    // A chunk of the oracle, at most, after Cancel.
+    QVERIFY(QTest::qWaitFor([&] { return !run.w.runs()->runWorker()->isWorking(); }, 3000));
+    QVERIFY(waitRun(run.finished));
+    QVERIFY(run.w.runs()->lastOutcome().cancelled);
 }
 
 void TestStudioRun::runErrorIsReported() {
@@ -753,18 +966,18 @@ void TestStudioRun::runErrorIsReported() {
     MainWindow w;
     w.show();
     QVERIFY(openAndWait(w, path));
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
     QCOMPARE(finished.front().front().toBool(), false);
-    QVERIFY(!w.lastOutcome().cancelled);
-    QVERIFY(!w.lastOutcome().error.isEmpty());
-    QCOMPARE(w.runPanel()->stateText(), QStringLiteral("failed"));
+    QVERIFY(!w.runs()->lastOutcome().cancelled);
+    QVERIFY(!w.runs()->lastOutcome().error.isEmpty());
+    QCOMPARE(w.runs()->runPanel()->stateText(), QStringLiteral("failed"));
     QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Run failed")));
     bool found = false;
-    for (const Issue &i : w.issuesPanel()->issues()) found = found || i.code == "run-failed";
+    for (const Issue &i : w.inspection()->issuesPanel()->issues()) found = found || i.code == "run-failed";
     QVERIFY(found);
-    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(w.runs()->runAction()->isEnabled());
 }
 
 // ---- ONNX import ---------------------------------------------------------------
@@ -776,15 +989,15 @@ void TestStudioRun::importOlderOpsetSaysConverted() {
     if (!QFileInfo::exists(model)) QSKIP("libonnx-testdata is not installed");
     MainWindow w;
     w.show();
-    QSignalSpy imported(&w, &MainWindow::importFinished);
-    w.importOnnx(model);
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    w.project()->importOnnx(model);
     QVERIFY(imported.wait(20000));
     QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
     QVERIFY2(w.statusBar()->currentMessage().contains(
                  QStringLiteral("converted from opset 6 to 13 by ONNX's version converter")),
              qPrintable(w.statusBar()->currentMessage()));
     bool conv = false;
-    for (const OpPtr &op : w.graph().operations()) conv = conv || op->kind == "conv2d";
+    for (const OpPtr &op : w.document()->graph().operations()) conv = conv || op->kind == "conv2d";
     QVERIFY(conv);
 }
 
@@ -793,9 +1006,9 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     QVERIFY(writeFile(model, onnxModel(false)));
     MainWindow w;
     w.show();
-    QSignalSpy imported(&w, &MainWindow::importFinished);
-    QSignalSpy ready(&w, &MainWindow::layoutReady);
-    w.importOnnx(model);
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+    w.project()->importOnnx(model);
     // The model's batch is symbolic: the window asks for it.
     QDialog *dialog = nullptr;
     QTRY_VERIFY_WITH_TIMEOUT((dialog = w.findChild<QDialog *>(QStringLiteral("dimensionDialog"))) != nullptr, 20000);
@@ -807,10 +1020,10 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     QVERIFY(imported.count() > 0 || imported.wait(20000));
     QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
     QVERIFY(ready.count() > 0 || ready.wait(kLayoutTimeoutMs));
-    QVERIFY(w.isImported());
-    QCOMPARE(w.displayName(), QStringLiteral("tiny.onnx (imported)"));
+    QVERIFY(w.document()->source().imported);
+    QCOMPARE(w.document()->source().name, QStringLiteral("tiny.onnx (imported)"));
     QVERIFY2(w.windowTitle().startsWith(QStringLiteral("tiny.onnx (imported)")), qPrintable(w.windowTitle()));
-    const Graph graph = w.graph();
+    const Graph graph = w.document()->graph();
     const Tensor *x = nullptr;
     for (const TensorPtr &t : graph.tensors())
         if (t->role == TensorRole::input) x = t.get();
@@ -818,24 +1031,24 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     QCOMPARE(x->shape().coords(), (std::vector<Coord>{5, 4}));
 
     // It runs like a project.
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.runAction()->trigger();
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
     QVERIFY(waitRun(finished));
-    QVERIFY2(finished.front().front().toBool(), qPrintable(w.lastOutcome().error));
-    QCOMPARE(w.lastOutcome().outputs.size(), size_t(1));
-    const TensorSummary &y = w.lastOutcome().outputs.front();
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    QCOMPARE(w.runs()->lastOutcome().outputs.size(), size_t(1));
+    const TensorSummary &y = w.runs()->lastOutcome().outputs.front();
     QCOMPARE(y.shape, (std::vector<std::int64_t>{5, 3}));
     QVERIFY(y.min >= 0);  // after the relu
 
     // Save As writes a project with the weights; it opens again with the same values.
     const QString saved_path = tmp_.filePath(QStringLiteral("tiny.tapestry.json"));
-    QSignalSpy saved(&w, &MainWindow::projectSaved);
-    QVERIFY(w.saveAsAction()->isEnabled());
-    w.saveProjectAs(saved_path);
+    QSignalSpy saved(w.project(), &ProjectController::projectSaved);
+    QVERIFY(w.findChild<QAction *>(QStringLiteral("actionSaveAs"))->isEnabled());
+    w.project()->saveProjectAs(saved_path);
     QVERIFY(saved.count() > 0 || saved.wait(20000));
     QCOMPARE(saved.front().at(1).toString(), QString());
-    QCOMPARE(w.displayName(), QStringLiteral("tiny.tapestry.json"));
-    QVERIFY(!w.isImported());
+    QCOMPARE(w.document()->source().name, QStringLiteral("tiny.tapestry.json"));
+    QVERIFY(!w.document()->source().imported);
     LoadResult loaded = load_project(std::filesystem::path(saved_path.toStdString()));
     QVERIFY(!has_errors(loaded.issues));
     QVERIFY(!has_errors(load_tensor_values(loaded.graph, std::filesystem::path(tmp_.path().toStdString()))));
@@ -870,8 +1083,8 @@ void TestStudioRun::importRefusedModels() {
     QVERIFY(openAndWait(w, examplePath(QStringLiteral("convnet"))));
     const QString title = w.windowTitle();
     QSettings().setValue(QStringLiteral("onnx/dims/batch"), 2);
-    QSignalSpy imported(&w, &MainWindow::importFinished);
-    w.importOnnx(model);
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    w.project()->importOnnx(model);
     // A symbolic batch is asked first (the truncated and unsupported models have one).
     QTRY_VERIFY_WITH_TIMEOUT(imported.count() > 0 || w.findChild<QDialog *>(QStringLiteral("dimensionDialog")), 20000);
     if (QDialog *dialog = w.findChild<QDialog *>(QStringLiteral("dimensionDialog")))
@@ -885,7 +1098,7 @@ void TestStudioRun::importRefusedModels() {
     QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Could not import bad.onnx")));
     // The project shown stays.
     QCOMPARE(w.windowTitle(), title);
-    QVERIFY(!w.isImported());
+    QVERIFY(!w.document()->source().imported);
     box->close();
 }
 

@@ -1,0 +1,96 @@
+// The SQLite session behind the studio (DESIGN.md §8, docs/sessions.md): which
+// session file is open, which of its projects the document is, File ▸ Save (a
+// version marked "save"), and the autosave a moment after each change of the
+// document — both written off the GUI thread from a snapshot of the graph — plus
+// the one save a window waits for, when it closes.
+#pragma once
+
+#include <QFuture>
+#include <QHash>
+#include <QObject>
+#include <QPair>
+#include <QPointF>
+#include <QSet>
+#include <QString>
+#include <memory>
+#include <optional>
+
+#include "graph/graph.h"
+#include "store/session.h"
+#include "views/graph_document.h"
+
+class QLabel;
+class QStatusBar;
+class QTimer;
+class QWidget;
+
+namespace tapestry::studio {
+
+// A project read back from the session: what GraphDocument::replace needs.
+struct SessionProject {
+    qint64 id = 0;
+    QString name;
+    Graph graph;
+    QHash<QString, QPointF> positions;
+    QSet<QString> pinned;
+};
+
+class SessionController : public QObject {
+    Q_OBJECT
+public:
+    SessionController(views::GraphDocument *doc, QStatusBar *status, QWidget *window);
+
+    // Opens a session file (created if missing); "" or the reason it was refused
+    // (also shown in a message box; the file is left as it was).
+    QString open(const QString &path);
+    store::Session *session() const { return session_.get(); }
+    std::shared_ptr<store::Session> sharedSession() const { return session_; }
+    QString path() const;
+    // The project of the session the document is (0: none yet; the next save makes it).
+    qint64 projectId() const { return project_id_; }
+    void adoptProject(qint64 id);  // a save elsewhere (the stages) created it
+    // The project to show when the session opens: the one it showed last; 0 when empty.
+    qint64 lastProject() const;
+    // Reads a project's latest version and its placements; the error when it cannot.
+    std::optional<SessionProject> readProject(qint64 id, QString *error) const;
+
+    // Saves the document into the session now, off the GUI thread (kind "save"
+    // or "autosave"); see saved().
+    void save(bool autosave);
+    // Closing: a pending autosave is written now, the one moment the GUI waits.
+    void flush();
+    // A document opened from a file joins the session once laid out.
+    void joinIfNew();
+
+    // The default session file under the user's data directory, and the one the
+    // studio used last (if it still exists).
+    static QString defaultPath();
+    static QString lastPath();
+
+signals:
+    // A save into the session finished ("" or the error).
+    void saved(const QString &error);
+
+private:
+    void onDocumentChanged(views::GraphDocument::Changes what);
+    void scheduleAutosave();
+    store::Placements placements() const;
+    // One save into the session (creating the project when `project` is 0).
+    static QPair<qint64, QString> saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                                               const store::Placements &placements, const QString &name, bool autosave);
+
+    views::GraphDocument *doc_;
+    QStatusBar *status_;
+    QWidget *window_;
+    std::shared_ptr<store::Session> session_;
+    qint64 project_id_ = 0;
+    quint64 generation_ = 0;       // counts the documents shown: a save's answer may be for an earlier one
+    quint64 save_generation_ = 0;  // the document the save in flight is of
+    QTimer *autosave_timer_ = nullptr;
+    bool save_in_flight_ = false;
+    bool save_again_ = false;
+    QFuture<QPair<qint64, QString>> save_future_;
+    QLabel *save_label_ = nullptr;
+};
+
+}  // namespace tapestry::studio
