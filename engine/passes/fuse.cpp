@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/delta.h"
 #include "graph/order.h"
 #include "graph/resolve.h"
+#include "graph/value_chain.h"
 #include "ops/fused.h"
 #include "ops/fusion.h"
 
@@ -165,14 +167,14 @@ private:
         return f;
     }
 
-    Expected<std::monostate, std::string> grow(const Operation &head) {
+    // The chain of `head` alone, or none when it cannot head one.
+    Expected<std::optional<Chain>, std::string> start_chain(const Operation &head) const {
         const Graph &g = rw_.graph();
-        if (!allowed(head, true)) return std::monostate{};
+        if (!allowed(head, true)) return std::optional<Chain>();
         const OpDef *hdef = lib_->find(head.kind);
         auto habs = resolve(g, head, *lib_);
         if (!habs) return unexpected("operation '" + head.id.value + "' does not resolve: " + habs.error().message);
-        if (head.outputs.size() != 1 || head.outputs[0].selections.size() != 1) return std::monostate{};
-
+        if (head.outputs.size() != 1 || head.outputs[0].selections.size() != 1) return std::optional<Chain>();
         Chain c;
         c.head = &head;
         c.fused.members.push_back(FusedMember{head.kind, head.params, -1});
@@ -184,172 +186,206 @@ private:
                     n += static_cast<std::int64_t>(b.selections.size());
                     c.head_inputs.insert(c.head_inputs.end(), b.selections.begin(), b.selections.end());
                 }
-            if (n > 1) return std::monostate{};
+            if (n > 1) return std::optional<Chain>();
             c.fused.head_operands.push_back(n);
         }
         c.value = head.outputs[0].selections[0];
         for (const Piece &p : pieces_of(g, head, habs->signature))
             c.piece_values.push_back(p.sel.outputs.at(0).selections.at(0).range);
+        return std::optional<Chain>(std::move(c));
+    }
 
+    // The consumer `cons` of the chain's value (through `port`), derived.
+    struct Consumer {
+        const Operation *op = nullptr;
+        std::string port;
+        Derivation rel;
+        Signature abs;
+        bool tail = false;  // a normalization tail (softmax, layernorm, rmsnorm): it ends the chain
+    };
+
+    // Why `cons` does not read the chain's value in place — "" when it does: an
+    // elementwise member reads it through the identity, a normalization tail reads
+    // whole rows of it that no piece splits.
+    std::string in_place_refusal(const Chain &c, const Consumer &k, const std::string &end_id) const {
+        const Graph &g = rw_.graph();
+        const std::string &t = c.value.tensor.value;
+        const OperandProjection *through = k.rel.signature.input(k.port, 0);
+        const TensorSelection *read = binding_selection(k.op->inputs, k.port);
+        const bool same_shape = read && k.rel.signature.index_space == ZRange::of_shape(read->range.shape()) &&
+                                k.op->outputs[0].selections[0].range.shape() == read->range.shape();
+        if (!k.tail) {
+            if (!through || !same_shape || !(through->projection == IndexProjection::identity(c.value.range.rank())))
+                return "not fused: " + k.op->id.value + " reads " + t + " through a broadcast or a window";
+            return {};
+        }
+        if (k.port != "x" || !through || !same_shape)
+            return "not fused: " + k.op->id.value + " does not normalize " + t + " in place";
+        // Normalized index dims: those no row of P_x follows. A piece that splits
+        // one reads slices other pieces write.
+        const ZMatrix &a = through->projection.map().matrix();
+        for (const Piece &p : pieces_of(g, *k.op, k.abs))
+            for (int d = 0; d < a.cols(); ++d) {
+                bool follows = false;
+                for (int r = 0; r < a.rows(); ++r) follows = follows || a.at(r, d) != 0;
+                if (!follows && p.index.shape()[d] != k.rel.signature.index_space.shape()[d])
+                    return "not fused: " + k.op->id.value + " is split along its normalized axis " + std::to_string(d) +
+                           " (a shard reads rows other shards of " + end_id + " write)";
+            }
+        return {};
+    }
+
+    // The consumer's pieces matched to the chain's: each reads exactly what one
+    // of the chain's pieces writes, on the same device. The values the chain's
+    // pieces then hold, or why not.
+    Expected<std::vector<ZRange>, std::string> matched_pieces(const Chain &c, const Consumer &k,
+                                                              const Operation &end) const {
+        const std::vector<Piece> cp = pieces_of(rw_.graph(), *k.op, k.abs);
+        std::vector<ZRange> next_values = c.piece_values;
+        const TensorSelection *read = binding_selection(k.op->inputs, k.port);
+        bool match = cp.size() == c.piece_values.size() && read && read->range == c.value.range;
+        bool devices_ok = true;
+        std::vector<bool> taken(c.piece_values.size(), false);
+        for (size_t j = 0; match && j < cp.size(); ++j) {
+            const TensorSelection *r = binding_selection(cp[j].sel.inputs, k.port);
+            bool found = false;
+            for (size_t i = 0; r && i < c.piece_values.size() && !found; ++i)
+                if (!taken[i] && c.piece_values[i] == r->range) {
+                    taken[i] = found = true;
+                    next_values[i] = cp[j].sel.outputs.at(0).selections.at(0).range;
+                    const std::string &hd = c.head->shards.empty() ? std::string() : c.head->shards[i].device;
+                    if (!cp[j].device.empty() && cp[j].device != hd) devices_ok = false;
+                }
+            match = found;
+        }
+        if (!match)
+            return unexpected("selections differ (" + end.id.value + " " + count_text(end) + ", " + k.op->id.value +
+                              " " + count_text(*k.op) + ")");
+        if (!devices_ok) return unexpected(std::string("not fused: shards placed on different devices"));
+        return next_values;
+    }
+
+    // `c` with `k` appended, or none when it cannot take it.
+    std::optional<Chain> extended(const Chain &c, const Consumer &k, std::vector<ZRange> values) const {
+        Chain next = c;
+        FusedMember m{k.op->kind, k.op->params, -1};
+        if (k.tail) {
+            const auto tports = lib_->find(k.op->kind)->input_ports();
+            for (size_t p = 1; p < tports.size(); ++p) {
+                const TensorSelection *s = binding_selection(k.op->inputs, tports[p].name);
+                next.fused.tail_operands.push_back(s ? 1 : 0);
+                if (s) next.extras.push_back(*s);
+            }
+        } else if (k.port != "x") {
+            m.chain_port = k.port == "a" ? 0 : 1;
+            const TensorSelection *other = binding_selection(k.op->inputs, k.port == "a" ? "b" : "a");
+            if (!other) return std::nullopt;
+            next.extras.push_back(*other);
+        }
+        next.fused.members.push_back(m);
+        next.fused.member_ids.push_back(k.op->id.value);
+        next.members.push_back(k.op);
+        next.removed_tensors.push_back(c.value.tensor);
+        next.value = k.op->outputs[0].selections[0];
+        next.piece_values = std::move(values);
+        return next;
+    }
+
+    // The consumer the chain `c` (ending at `end`) may take next, or none — with
+    // the refusal recorded where one of the allowed ops was turned down.
+    Expected<std::optional<Consumer>, std::string> next_consumer(const Chain &c, const Operation &end) {
+        const Graph &g = rw_.graph();
+        const TensorId &t = c.value.tensor;
+        const ChainLink link = next_chain_link(g, t);
+        if (link.end == ChainEnd::no_consumer) return std::optional<Consumer>();
+        if (link.end == ChainEnd::several_consumers) {
+            std::string names;
+            bool any = false;
+            for (const OpId &id : link.consumers) {
+                names += (names.empty() ? "" : ",") + id.value;
+                any = any || allowed(*g.find_op(id), false);
+            }
+            if (any)
+                refuse(end, "{" + names + "}",
+                       "not fused: " + t.value + " has " + std::to_string(link.consumers.size()) + " consumers");
+            return std::optional<Consumer>();
+        }
+        const Operation &cons = *link.consumer;
+        if (!allowed(cons, false) || consumed_.count(cons.id)) return std::optional<Consumer>();
+        const std::string &to = cons.id.value;
+        switch (link.end) {
+            case ChainEnd::graph_output: refuse(end, to, "not fused: " + t.value + " is a graph output"); break;
+            case ChainEnd::several_producers: refuse(end, to, "not fused: " + t.value + " has several producers"); break;
+            case ChainEnd::not_read_once:
+                refuse(end, to, "not fused: " + to + " reads " + t.value + " " + std::to_string(link.uses) + " times");
+                break;
+            default: break;
+        }
+        if (link.end != ChainEnd::none || cons.outputs.size() != 1 || cons.outputs[0].selections.size() != 1)
+            return std::optional<Consumer>();
+        auto ctypes = operand_types(g, cons);
+        if (!ctypes) return unexpected("operation '" + to + "' does not resolve: " + ctypes.error().message);
+        auto crel = lib_->derive(cons.kind, cons.params, *ctypes);
+        auto cabs = resolve(g, cons, *lib_);
+        if (!crel || !cabs) return unexpected("operation '" + to + "' does not resolve");
+        return std::optional<Consumer>(
+            Consumer{&cons, link.port, std::move(*crel), std::move(cabs->signature), fusable_tail(*lib_->find(cons.kind))});
+    }
+
+    // Grows the longest chain from `head` that every check and backend accepts,
+    // and rewrites it into one fused operation.
+    Expected<std::monostate, std::string> grow(const Operation &head) {
+        auto start = start_chain(head);
+        if (!start) return unexpected(start.error());
+        if (!*start) return std::monostate{};
+        Chain c = std::move(**start);
         std::optional<Operation> fused;
         const Operation *end = &head;
         while (true) {
-            const TensorId t = c.value.tensor;
-            const Tensor *tensor = g.find_tensor(t);
-            const auto consumers = g.consumers(t);
-            if (!tensor || consumers.empty()) break;
-            if (consumers.size() > 1) {
-                std::string names;
-                bool any = false;
-                for (const OpId &id : consumers) {
-                    names += (names.empty() ? "" : ",") + id.value;
-                    any = any || allowed(*g.find_op(id), false);
-                }
-                if (any) refuse(*end, "{" + names + "}", "not fused: " + t.value + " has " + std::to_string(consumers.size()) + " consumers");
+            auto next = next_consumer(c, *end);
+            if (!next) return unexpected(next.error());
+            if (!*next) break;
+            const Consumer &k = **next;
+            if (const std::string why = in_place_refusal(c, k, end->id.value); !why.empty()) {
+                refuse(*end, k.op->id.value, why);
                 break;
             }
-            const Operation &cons = *g.find_op(consumers[0]);
-            if (!allowed(cons, false) || consumed_.count(cons.id)) break;
-            const std::string edge_to = cons.id.value;
-            if (tensor->role == TensorRole::output) {
-                refuse(*end, edge_to, "not fused: " + t.value + " is a graph output");
+            auto values = matched_pieces(c, k, *end);
+            if (!values) {
+                refuse(*end, k.op->id.value, values.error());
                 break;
             }
-            if (g.producers(t).size() != 1) {
-                refuse(*end, edge_to, "not fused: " + t.value + " has several producers");
-                break;
-            }
-            // How the consumer reads the value: exactly once, through which port.
-            std::string port;
-            int uses = 0;
-            for (const PortBinding &b : cons.inputs)
-                for (const TensorSelection &s : b.selections)
-                    if (s.tensor == t) {
-                        ++uses;
-                        port = b.name;
-                    }
-            if (uses != 1) {
-                refuse(*end, edge_to, "not fused: " + edge_to + " reads " + t.value + " " + std::to_string(uses) + " times");
-                break;
-            }
-            if (cons.outputs.size() != 1 || cons.outputs[0].selections.size() != 1) break;
-            auto ctypes = operand_types(g, cons);
-            if (!ctypes) return unexpected("operation '" + cons.id.value + "' does not resolve: " + ctypes.error().message);
-            auto crel = lib_->derive(cons.kind, cons.params, *ctypes);
-            auto cabs = resolve(g, cons, *lib_);
-            if (!crel || !cabs) return unexpected("operation '" + cons.id.value + "' does not resolve");
-            const OperandProjection *through = crel->signature.input(port, 0);
-            const TensorSelection *read = binding_selection(cons.inputs, port);
-            const int rank = c.value.range.rank();
-            // A normalization tail (softmax, layernorm, rmsnorm) reads whole slices
-            // of the value through windows; it ends the chain.
-            const bool tail = fusable_tail(*lib_->find(cons.kind));
-            if (tail) {
-                if (port != "x" || !through || !read ||
-                    !(crel->signature.index_space == ZRange::of_shape(read->range.shape())) ||
-                    !(cons.outputs[0].selections[0].range.shape() == read->range.shape())) {
-                    refuse(*end, edge_to, "not fused: " + edge_to + " does not normalize " + t.value + " in place");
-                    break;
-                }
-                // Normalized index dims: those no row of P_x follows. A piece that
-                // splits one reads slices other pieces write.
-                const ZMatrix &a = through->projection.map().matrix();
-                std::string split;
-                for (const Piece &p : pieces_of(g, cons, cabs->signature))
-                    for (int d = 0; d < a.cols() && split.empty(); ++d) {
-                        bool follows = false;
-                        for (int r = 0; r < a.rows(); ++r) follows = follows || a.at(r, d) != 0;
-                        if (!follows && p.index.shape()[d] != crel->signature.index_space.shape()[d])
-                            split = std::to_string(d);
-                    }
-                if (!split.empty()) {
-                    refuse(*end, edge_to, "not fused: " + edge_to + " is split along its normalized axis " + split +
-                                              " (a shard reads rows other shards of " + end->id.value + " write)");
-                    break;
-                }
-            } else if (!through || !read || !(through->projection == IndexProjection::identity(rank)) ||
-                !(crel->signature.index_space == ZRange::of_shape(read->range.shape())) ||
-                !(cons.outputs[0].selections[0].range.shape() == read->range.shape())) {
-                refuse(*end, edge_to, "not fused: " + edge_to + " reads " + t.value + " through a broadcast or a window");
-                break;
-            }
-            // Per piece: the consumer's pieces read exactly what the chain's pieces write.
-            const std::vector<Piece> cp = pieces_of(g, cons, cabs->signature);
-            std::vector<ZRange> next_values = c.piece_values;
-            bool match = cp.size() == c.piece_values.size() && read->range == c.value.range;
-            bool devices_ok = true;
-            std::vector<bool> taken(c.piece_values.size(), false);
-            for (size_t j = 0; match && j < cp.size(); ++j) {
-                const TensorSelection *r = binding_selection(cp[j].sel.inputs, port);
-                bool found = false;
-                for (size_t i = 0; r && i < c.piece_values.size(); ++i)
-                    if (!taken[i] && c.piece_values[i] == r->range) {
-                        taken[i] = true;
-                        found = true;
-                        next_values[i] = cp[j].sel.outputs.at(0).selections.at(0).range;
-                        const std::string &hd = head.shards.empty() ? std::string() : head.shards[i].device;
-                        if (!cp[j].device.empty() && cp[j].device != hd) devices_ok = false;
-                        break;
-                    }
-                match = found;
-            }
-            if (!match) {
-                refuse(*end, edge_to, "selections differ (" + end->id.value + " " + count_text(*end) + ", " + edge_to +
-                                          " " + count_text(cons) + ")");
-                break;
-            }
-            if (!devices_ok) {
-                refuse(*end, edge_to, "not fused: shards placed on different devices");
-                break;
-            }
-            // Extend the chain and check it.
-            Chain next = c;
-            FusedMember m{cons.kind, cons.params, -1};
-            if (tail) {
-                const auto tports = lib_->find(cons.kind)->input_ports();
-                for (size_t p = 1; p < tports.size(); ++p) {
-                    const TensorSelection *s = binding_selection(cons.inputs, tports[p].name);
-                    next.fused.tail_operands.push_back(s ? 1 : 0);
-                    if (s) next.extras.push_back(*s);
-                }
-            } else if (port != "x") {
-                m.chain_port = port == "a" ? 0 : 1;
-                const TensorSelection *other = binding_selection(cons.inputs, port == "a" ? "b" : "a");
-                if (!other) break;
-                next.extras.push_back(*other);
-            }
-            next.fused.members.push_back(m);
-            next.fused.member_ids.push_back(cons.id.value);
-            next.members.push_back(&cons);
-            next.value = cons.outputs[0].selections[0];
-            next.piece_values = next_values;
-            next.removed_tensors.push_back(t);
-            auto built = build(next);
+            std::optional<Chain> longer = extended(c, k, std::move(*values));
+            if (!longer) break;
+            auto built = build(*longer);
             if (!built) {
-                refuse(*end, edge_to, "not fused: " + built.error());
+                refuse(*end, k.op->id.value, "not fused: " + built.error());
                 break;
             }
             fused = std::move(built).value();
-            c = std::move(next);
-            end = &cons;
-            if (tail) break;
+            c = std::move(*longer);
+            end = k.op;
+            if (k.tail) break;
         }
-        if (!fused) return std::monostate{};
-        // Rewrite: the head becomes the fused op; members and intermediates go.
-        consumed_.insert(head.id);
-        std::string ids = head.id.value;
+        if (fused) rewrite(c, std::move(*fused));
+        return std::monostate{};
+    }
+
+    // The head becomes the fused op; members and intermediates go.
+    void rewrite(const Chain &c, Operation fused) {
+        consumed_.insert(c.head->id);
+        std::string ids = c.head->id.value;
+        std::vector<OpId> members;
         for (const Operation *m : c.members) {
             consumed_.insert(m->id);
             ids += "+" + m->id.value;
+            members.push_back(m->id);
         }
-        std::vector<OpId> members;
-        for (const Operation *m : c.members) members.push_back(m->id);
-        rw_.put_op(std::move(*fused));
+        rw_.put_op(std::move(fused));
         for (const OpId &id : members) rw_.remove_op(id);
         for (const TensorId &t : c.removed_tensors) rw_.remove_tensor(t);
         pairs_ += static_cast<int>(members.size());
         fused_ops_.push_back(ids);
-        return std::monostate{};
     }
 
     RecordingRewriter rw_;

@@ -1,7 +1,7 @@
 // The 16-bit float formats of the CPU kernels, bit by bit: bf16 and f16 widened
 // to float exactly, and float rounded to them to nearest even (NaN stays NaN,
 // overflow of f16 goes to ±∞). One place for the elementwise loops and the dtype
-// fallback (runtime/cpu/dtype_fallback.h) to share.
+// fallback (runtime/cpu/dtype_fallback.cpp) to share.
 #pragma once
 
 #include <bit>

@@ -1,6 +1,8 @@
-// Epilogue folding (runtime/cpu/program_plan.h): the op-level chain finder, and
+// Epilogue folding (runtime/cpu/program_plan.h): the op-level chain finder (its
+// step shared with the fusion pass: graph/value_chain.h), and
 // the CPU's use of it, whose predicate asks the producer's kernel factory.
 #include "graph/resolve.h"
+#include "graph/value_chain.h"
 #include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/program_plan.h"
 
@@ -44,24 +46,19 @@ private:
     // whatever the kernel says.
     std::optional<PlannedEpilogue> next_link(const ResolvedOp &p, const TensorSelection &value,
                                              const EpilogueChain &chain) const {
-        const Tensor *t = g_.find_tensor(value.tensor);
-        if (!t || t->role == TensorRole::output) return std::nullopt;
-        const auto consumers = g_.consumers(value.tensor);
-        const auto producers = g_.producers(value.tensor);
-        if (consumers.size() != 1 || producers.size() != 1) return std::nullopt;
-        const ResolvedOp *c = by_id_.at(consumers[0]);
+        const ChainLink next = next_chain_link(g_, value.tensor);
+        if (next.end != ChainEnd::none) return std::nullopt;
+        const ResolvedOp *c = by_id_.at(next.consumer->id);
         if (sharded(*c) || c->def->category() != "elementwise") return std::nullopt;
-        // The consumer reads exactly the produced selection, once, without broadcasting it.
+        // The consumer reads exactly the produced selection (once: next_chain_link),
+        // without broadcasting it.
         const auto c_ins = selections_in_port_order(c->op->inputs, c->def->input_ports());
         const auto c_outs = selections_in_port_order(c->op->outputs, c->def->output_ports());
         if (c_outs.size() != 1 || c_outs[0].range.shape() != value.range.shape()) return std::nullopt;
-        int uses = 0, at = -1;
+        int at = -1;
         for (size_t i = 0; i < c_ins.size(); ++i)
-            if (c_ins[i].tensor == value.tensor) {
-                ++uses;
-                at = static_cast<int>(i);
-            }
-        if (uses != 1 || !(c_ins[static_cast<size_t>(at)].range == value.range)) return std::nullopt;
+            if (c_ins[i].tensor == value.tensor) at = static_cast<int>(i);
+        if (at < 0 || !(c_ins[static_cast<size_t>(at)].range == value.range)) return std::nullopt;
         if (c_outs[0].tensor == value.tensor) return std::nullopt;
         PlannedEpilogue link;
         link.consumer = c;

@@ -143,8 +143,8 @@ using EpilogueChains = std::map<const ResolvedOp *, EpilogueChain>;  // producer
 using CanTakeEpilogue =
     std::function<bool(const ResolvedOp &producer, const EpilogueChain &chain, const PlannedEpilogue &next)>;
 
-// The chain finder of epilogue folding (op level; CpuProgram's is fold_epilogues,
-// the fusion pass's Fuser::grow is meant to share it). For each producer P of
+// The chain finder of epilogue folding (op level; CpuProgram's is fold_epilogues;
+// its step through a value, graph/value_chain.h, is the fusion pass's too). For each producer P of
 // `ops` (resolved ops in dependency order, ops[i].order == i) that is not
 // sharded[P.order], not itself folded into an earlier chain and has exactly one
 // output selection, it follows P's value — the selection V, at first P's output:
