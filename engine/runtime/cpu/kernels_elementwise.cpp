@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "runtime/cpu/dnnl_util.h"
+#include "runtime/cpu/element_math.h"
 #include "runtime/cpu/float_formats.h"
 #include "runtime/cpu/kernel_util.h"
 
@@ -161,55 +162,43 @@ template <typename Body> void for_rows(const Loop &l, Body &&body) {
 
 // ---- scalar functions ---------------------------------------------------------------
 
-enum class Unary {
-    relu, sigmoid, tanh, exp, sqrt, gelu_erf, gelu_tanh, pow, erf, neg, abs, log, reciprocal, leaky_relu, elu, selu,
-    softplus, softsign, hard_sigmoid, hard_swish, clip
-};
-
-std::optional<Unary> unary_of(const std::string &kind, const Params &p) {
-    static const std::map<std::string, Unary> kinds{
-        {"relu", Unary::relu},       {"sigmoid", Unary::sigmoid},       {"tanh", Unary::tanh},
-        {"exp", Unary::exp},         {"sqrt", Unary::sqrt},             {"erf", Unary::erf},
-        {"pow", Unary::pow},         {"neg", Unary::neg},               {"abs", Unary::abs},
-        {"log", Unary::log},         {"reciprocal", Unary::reciprocal}, {"leaky_relu", Unary::leaky_relu},
-        {"elu", Unary::elu},         {"selu", Unary::selu},             {"softplus", Unary::softplus},
-        {"softsign", Unary::softsign}, {"hard_sigmoid", Unary::hard_sigmoid}, {"hard_swish", Unary::hard_swish},
-        {"clip", Unary::clip}};
-    if (kind == "gelu") return p.get_string("approximate", "none") == "tanh" ? Unary::gelu_tanh : Unary::gelu_erf;
-    auto it = kinds.find(kind);
-    if (it == kinds.end()) return std::nullopt;
-    return it->second;
+// The unary kinds: element_math's functions (one enum for the fused loop, the
+// epilogues of our own kernels and these f32 loops), binary ones excluded.
+std::optional<Fn> unary_of(const std::string &kind, const Params &p) {
+    const auto f = fn_of(kind, p);
+    if (!f || binary(*f)) return std::nullopt;
+    return f;
 }
 
-template <Unary U> inline float apply_unary(float x, float a, float b) {
-    if constexpr (U == Unary::relu) return x > 0 ? x : 0.0f;  // NaN gives 0, as oneDNN's relu
-    if constexpr (U == Unary::sigmoid) return 1.0f / (1.0f + std::exp(-x));
-    if constexpr (U == Unary::tanh) return std::tanh(x);
-    if constexpr (U == Unary::exp) return std::exp(x);
-    if constexpr (U == Unary::sqrt) return std::sqrt(x);
-    if constexpr (U == Unary::erf) return std::erf(x);
-    if constexpr (U == Unary::pow) return std::pow(x, a);
-    if constexpr (U == Unary::gelu_erf) return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(std::numbers::sqrt2 / 2)));
-    if constexpr (U == Unary::gelu_tanh) {
+template <Fn U> inline float apply_unary(float x, float a, float b) {
+    if constexpr (U == Fn::relu) return x > 0 ? x : 0.0f;  // NaN gives 0, as oneDNN's relu
+    if constexpr (U == Fn::sigmoid) return 1.0f / (1.0f + std::exp(-x));
+    if constexpr (U == Fn::tanh_) return std::tanh(x);
+    if constexpr (U == Fn::exp_) return std::exp(x);
+    if constexpr (U == Fn::sqrt_) return std::sqrt(x);
+    if constexpr (U == Fn::erf_) return std::erf(x);
+    if constexpr (U == Fn::pow_) return std::pow(x, a);
+    if constexpr (U == Fn::gelu_erf) return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(std::numbers::sqrt2 / 2)));
+    if constexpr (U == Fn::gelu_tanh) {
         const float c = static_cast<float>(0.7978845608028654);  // √(2/π)
         return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
     }
-    if constexpr (U == Unary::neg) return -x;
-    if constexpr (U == Unary::abs) return std::fabs(x);
-    if constexpr (U == Unary::log) return std::log(x);
-    if constexpr (U == Unary::reciprocal) return 1.0f / x;
-    if constexpr (U == Unary::leaky_relu) return x >= 0 ? x : a * x;
-    if constexpr (U == Unary::elu) return x > 0 ? x : a * std::expm1(x);
-    if constexpr (U == Unary::selu) return x > 0 ? b * x : b * a * std::expm1(x);
-    if constexpr (U == Unary::softplus) return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    if constexpr (U == Unary::softsign) return x / (1.0f + std::fabs(x));
-    if constexpr (U == Unary::hard_sigmoid) return std::isnan(x) ? x : std::max(0.0f, std::min(1.0f, a * x + b));
-    if constexpr (U == Unary::hard_swish) return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
-    if constexpr (U == Unary::clip) return std::isnan(x) ? x : std::min(std::max(x, a), b);
+    if constexpr (U == Fn::neg) return -x;
+    if constexpr (U == Fn::abs_) return std::fabs(x);
+    if constexpr (U == Fn::log_) return std::log(x);
+    if constexpr (U == Fn::reciprocal) return 1.0f / x;
+    if constexpr (U == Fn::leaky_relu) return x >= 0 ? x : a * x;
+    if constexpr (U == Fn::elu) return x > 0 ? x : a * std::expm1(x);
+    if constexpr (U == Fn::selu) return x > 0 ? b * x : b * a * std::expm1(x);
+    if constexpr (U == Fn::softplus) return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    if constexpr (U == Fn::softsign) return x / (1.0f + std::fabs(x));
+    if constexpr (U == Fn::hard_sigmoid) return std::isnan(x) ? x : std::max(0.0f, std::min(1.0f, a * x + b));
+    if constexpr (U == Fn::hard_swish) return x * std::max(0.0f, std::min(1.0f, x * (1.0f / 6) + 0.5f));
+    if constexpr (U == Fn::clip) return std::isnan(x) ? x : std::min(std::max(x, a), b);
     return x;
 }
 
-template <typename T, Unary U> void unary_loop(const Loop &l, const std::byte *x, std::byte *y, float a, float b) {
+template <typename T, Fn U> void unary_loop(const Loop &l, const std::byte *x, std::byte *y, float a, float b) {
     using S = typename T::storage;
     const S *xs = reinterpret_cast<const S *>(x);
     S *ys = reinterpret_cast<S *>(y);
@@ -227,22 +216,22 @@ template <typename T, Unary U> void unary_loop(const Loop &l, const std::byte *x
 }
 
 template <typename T>
-void unary_dispatch(Unary u, const Loop &l, const std::byte *x, std::byte *y, float a, float b) {
+void unary_dispatch(Fn u, const Loop &l, const std::byte *x, std::byte *y, float a, float b) {
     switch (u) {
 #define TAPESTRY_UNARY_CASE(name) \
-    case Unary::name: return unary_loop<T, Unary::name>(l, x, y, a, b);
+    case Fn::name: return unary_loop<T, Fn::name>(l, x, y, a, b);
         TAPESTRY_UNARY_CASE(relu)
         TAPESTRY_UNARY_CASE(sigmoid)
-        TAPESTRY_UNARY_CASE(tanh)
-        TAPESTRY_UNARY_CASE(exp)
-        TAPESTRY_UNARY_CASE(sqrt)
-        TAPESTRY_UNARY_CASE(erf)
-        TAPESTRY_UNARY_CASE(pow)
+        TAPESTRY_UNARY_CASE(tanh_)
+        TAPESTRY_UNARY_CASE(exp_)
+        TAPESTRY_UNARY_CASE(sqrt_)
+        TAPESTRY_UNARY_CASE(erf_)
+        TAPESTRY_UNARY_CASE(pow_)
         TAPESTRY_UNARY_CASE(gelu_erf)
         TAPESTRY_UNARY_CASE(gelu_tanh)
         TAPESTRY_UNARY_CASE(neg)
-        TAPESTRY_UNARY_CASE(abs)
-        TAPESTRY_UNARY_CASE(log)
+        TAPESTRY_UNARY_CASE(abs_)
+        TAPESTRY_UNARY_CASE(log_)
         TAPESTRY_UNARY_CASE(reciprocal)
         TAPESTRY_UNARY_CASE(leaky_relu)
         TAPESTRY_UNARY_CASE(elu)
@@ -253,7 +242,14 @@ void unary_dispatch(Unary u, const Loop &l, const std::byte *x, std::byte *y, fl
         TAPESTRY_UNARY_CASE(hard_swish)
         TAPESTRY_UNARY_CASE(clip)
 #undef TAPESTRY_UNARY_CASE
+        case Fn::add:
+        case Fn::sub:
+        case Fn::mul:
+        case Fn::div:
+        case Fn::max_:
+        case Fn::min_: break;  // unary_of never gives them
     }
+    TAPESTRY_CHECK(false, "unary kernel: a binary function");
 }
 
 enum class Binary { add, sub, mul, div, max, min };
@@ -382,7 +378,7 @@ public:
 
 private:
     UnaryKernel() = default;
-    Unary unary_ = Unary::relu;
+    Fn unary_ = Fn::relu;
     float a_ = 0, b_ = 0;  // unary_constants
     DType dtype_ = DType::f32;
     bool empty_ = false;
