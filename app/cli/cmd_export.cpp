@@ -2,7 +2,9 @@
 #include "cli_support.h"
 
 #include <CLI/CLI.hpp>
+#include <iostream>
 
+#include "graph/validate.h"
 #include "io/graphviz.h"
 #include "io/project_file.h"
 #include "ops/library.h"
@@ -34,6 +36,19 @@ int run_export(const ExportOptions &options) {
         data = serialize_project(g);
     } else {
         DrawOptions draw;
+        // A broken graph is drawn too — export is how one looks at it — with the
+        // nodes validation finds at fault marked, and the findings said.
+        int errors = 0;
+        for (const Issue &i : validate(g, OpLibrary::standard()))
+            if (i.severity == Severity::error) {
+                report_issue(file, i);
+                ++errors;
+                if (!i.node.empty()) draw.marked.insert(i.node);
+                draw.marked.insert(i.related.begin(), i.related.end());
+            }
+        if (errors > 0)
+            std::cerr << "tapestry: " << file << ": drawn with " << errors << (errors == 1 ? " error" : " errors")
+                      << "; the nodes at fault have a red border\n";
         draw.show_projections = options.projections;
         draw.show_shards = !options.no_shards;
         draw.rankdir = options.rankdir;

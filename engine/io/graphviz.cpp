@@ -102,8 +102,23 @@ std::string clean_utf8(std::string_view s) {
     return out;
 }
 
-// Text for an HTML-like label: entities for the five XML specials.
-std::string html(std::string_view s) {
+// The most characters (bytes) of one piece of text a label shows: a name of ten
+// million characters would take Graphviz minutes to lay out and no one can read it.
+constexpr size_t kLabelTextLimit = 200;
+
+// `s` cut to kLabelTextLimit bytes at a UTF-8 boundary, with "…" where it was cut.
+std::string_view label_text(std::string_view s, bool &cut) {
+    cut = s.size() > kLabelTextLimit;
+    if (!cut) return s;
+    size_t n = kLabelTextLimit;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // not inside a character
+    return s.substr(0, n);
+}
+
+// Text for an HTML-like label: entities for the five XML specials; long text cut.
+std::string html(std::string_view text) {
+    bool cut = false;
+    const std::string_view s = label_text(text, cut);
     std::string out;
     for (char c : clean_utf8(s)) {
         switch (c) {
@@ -115,6 +130,7 @@ std::string html(std::string_view s) {
             default: out += c;
         }
     }
+    if (cut) out += "\xE2\x80\xA6";  // …
     return out;
 }
 
@@ -391,6 +407,14 @@ std::string shard_label(const Graph &g, const Operation &op, const Shard &shard,
          "\xC2\xBB</TD></TR>";
     s += key_value_row("index", html(shard.index.to_string()), 2);
     s += key_value_row("device", shard.device.empty() ? "<I>unplaced</I>" : html(shard.device), 2);
+    // A shard whose index range does not fit its operation's index space (an
+    // invalid file: validation says so) is drawn, but nothing is derived from it.
+    if (resolved && shard.index.rank() != resolved->signature.index_space.rank()) {
+        s += "<TR><TD COLSPAN=\"3\" ALIGN=\"LEFT\"><FONT COLOR=\"" + std::string(kErrorColour) + "\">index of rank " +
+             std::to_string(shard.index.rank()) + " in an index space of rank " +
+             std::to_string(resolved->signature.index_space.rank()) + "</FONT></TD></TR>";
+        resolved = nullptr;
+    }
     // The selections it reads and writes: as stated, else derived from the projections.
     std::vector<PortBinding> inputs = shard.inputs, outputs = shard.outputs;
     if (inputs.empty() && outputs.empty() && resolved) {
@@ -438,8 +462,9 @@ std::string to_dot(const Graph &g, const SignatureSource &lib, const DrawOptions
     for (const TensorPtr &tp : g.tensors()) {
         const Tensor &t = *tp;
         const std::string &c = colours.tensor.at(t.id);
-        out << "  " << tensor_node(t.id) << " [shape=box3d, style=filled, gradientangle=315, color=\"" << c
-            << "\", fillcolor=\"" << tint(c, 0.55) << ":" << tint(c, 0.92) << "\", label=" << tensor_label(t)
+        const bool marked = options.marked.count(t.id.value) > 0;
+        out << "  " << tensor_node(t.id) << " [shape=box3d, style=filled, gradientangle=315, color=\""
+            << (marked ? kErrorColour : c) << (marked ? "\", penwidth=4" : "\"") << ", fillcolor=\"" << tint(c, 0.55) << ":" << tint(c, 0.92) << "\", label=" << tensor_label(t)
             << "];\n";
     }
 
@@ -459,15 +484,18 @@ std::string to_dot(const Graph &g, const SignatureSource &lib, const DrawOptions
         }
         out << indent << op_node(op.id) << " [shape=tab, style=filled, gradientangle=315, fillcolor=\""
             << tint(c, 0.6) << ":" << tint(c, 0.92) << "\"";
-        if (resolved)
+        if (resolved && !options.marked.count(op.id.value))
             out << ", color=\"" << c << "\"";
         else
             out << ", color=\"" << kErrorColour << "\", penwidth=4";
         out << ", label=" << operation_label(g, op, resolved) << "];\n";
         if (clustered) {
             for (size_t i = 0; i < op.shards.size(); ++i) {
+                const Shard &shard = op.shards[i];
+                const bool bad = options.marked.count(shard.id.value) > 0 ||
+                                 (resolved && shard.index.rank() != resolved->signature.index_space.rank());
                 out << "    " << shard_node(op.id, i) << " [shape=note, style=filled, fillcolor=\"" << tint(c, 0.85)
-                    << "\", color=\"" << c << "\", label="
+                    << "\", color=\"" << (bad ? kErrorColour : c) << (bad ? "\", penwidth=4" : "\"") << ", label="
                     << shard_label(g, op, op.shards[i], resolved ? &resolved.value() : nullptr) << "];\n";
                 out << "    " << op_node(op.id) << " -> " << shard_node(op.id, i)
                     << " [style=dotted, penwidth=2, arrowhead=none, color=\"" << c << "\"];\n";

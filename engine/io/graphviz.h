@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct DrawOptions {
     bool show_projections = false;  // IndexProjection tables as [A | b | window]
     bool show_shards = true;        // shards as notes inside their operation's cluster
     std::string rankdir = "TB";     // "TB" or "LR"
+    // Ids of tensors, operations and shards drawn with the error colour's thick
+    // border: those validation finds at fault, so a broken graph can be looked at.
+    // A shard whose index does not fit its operation is marked in any case.
+    std::set<std::string> marked;
 };
 
 // DOT text in the spirit of Tapestry's renderings: tensors as box3d with dtype,

@@ -366,6 +366,54 @@ private slots:
         QVERIFY(r.out.contains("unknown operation kind &#39;frobnicate&#39;"));
     }
 
+    // A shard whose index has the wrong rank: validation reports it, and export
+    // still draws the graph (issue 14) — the shard marked, nothing derived from it.
+    void exportDrawsAShardOfTheWrongRank_data() {
+        QTest::addColumn<QString>("format");
+        QTest::newRow("dot") << "dot";
+        QTest::newRow("svg") << "svg";
+    }
+    void exportDrawsAShardOfTheWrongRank() {
+        QFETCH(QString, format);
+        const QString file = write_file("wrong-rank.tapestry.json", R"({"format": "tapestry-project", "version": 1,
+  "tensors": [{"id": "x", "dtype": "f32", "shape": [8, 4], "role": "input"},
+              {"id": "w", "dtype": "f32", "shape": [4, 4], "role": "parameter"},
+              {"id": "y", "dtype": "f32", "shape": [8, 4], "role": "output"}],
+  "operations": [{"id": "mm", "kind": "matmul", "inputs": {"a": "x", "b": "w"}, "outputs": {"y": "y"},
+    "shards": [{"id": "mm/0", "index": {"start": [0], "end": [4]}},
+               {"id": "mm/1", "index": {"start": [4, 0], "end": [8, 4]}}]}]})");
+        QCOMPARE(run({"validate", file}).code, 1);
+        const Result r = run({"export", file, "--format", format});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.err.contains("error rank-mismatch at $.operations[0].shards[0].index (mm/0): shard 'mm/0' has index "
+                                "range [0:4] of rank 1 but the index space of 'mm' [0:8, 0:4] has rank 2"),
+                 r.err.constData());
+        QVERIFY2(r.err.contains(": drawn with 1 error; the nodes at fault have a red border"), r.err.constData());
+        QVERIFY(!r.err.contains("internal error"));
+        QVERIFY2(r.out.contains("index of rank 1 in an index space of rank 2"), r.out.left(400).constData());
+        if (format == "dot") {
+            QCOMPARE(r.out.count("shape=note"), 2);
+            QCOMPARE(r.out.count("color=\"#d00000\", penwidth=4"), 1);  // mm/0 only; mm/1 is fine
+        } else {
+            QCOMPARE(r.out.count("class=\"node\""), 3 + 1 + 2);
+        }
+    }
+
+    // A name of ten million characters is drawn cut to its first 200, at once.
+    void exportCutsVeryLongNames() {
+        QByteArray text(kValidProject);
+        const int at = text.indexOf("\"id\": \"x\"");
+        QVERIFY(at >= 0);
+        text.insert(at, "\"name\": \"" + QByteArray(10'000'000, 'n') + "\", ");
+        const QString file = write_file("long-name.tapestry.json", text);
+        const Result r = run({"export", file, "--format", "svg"});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.err.isEmpty(), r.err.left(400).constData());
+        QVERIFY(r.out.contains(QByteArray(200, 'n') + "\xE2\x80\xA6"));
+        QVERIFY(!r.out.contains(QByteArray(201, 'n')));
+        QVERIFY2(r.out.size() < 200'000, QByteArray::number(r.out.size()).constData());
+    }
+
     // ---- ops -----------------------------------------------------------------
 
     void opsText() {
