@@ -13,6 +13,7 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
+#include "runtime/cpu/memory_budget.h"
 
 namespace tapestry::views {
 
@@ -125,6 +126,12 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
                 out.names.insert(QString::fromStdString(t->id.value),
                                  QString::fromStdString(t->name.empty() ? t->id.value : t->name));
         enter(QObject::tr("Preparing inputs"));
+        // Sizes before any value is read or made: a graph too large for this
+        // machine is refused with its largest tensors named.
+        if (auto fits = cpu::check_memory(g, request.mode == RunMode::verify); !fits) {
+            out.error = QString::fromStdString(fits.error());
+            return finish();
+        }
         if (!request.project_dir.isEmpty()) {
             const std::vector<Issue> issues = load_tensor_values(g, toPath(request.project_dir));
             if (has_errors(issues)) {
@@ -207,6 +214,10 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
         out.run_ms = result->wall_milliseconds;
         out.arena_bytes = result->arena_bytes;
         out.ok = true;
+    } catch (const std::bad_alloc &) {
+        out.ok = false;
+        out.error = QObject::tr("Out of memory: an allocation failed (this machine has %1 available)")
+                        .arg(QString::fromStdString(byte_text(cpu::available_memory())));
     } catch (const std::exception &e) {
         out.ok = false;
         out.error = QObject::tr("internal error: %1").arg(QString::fromUtf8(e.what()));

@@ -1,11 +1,14 @@
 // What every `tapestry` subcommand shares (see cli_support.h).
 #include "cli_support.h"
 
+#include "common/checked_size.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
+#include "common/checked_size.h"
 #include "io/project_file.h"
 
 namespace tapestry::cli {
@@ -40,15 +43,10 @@ std::string plural(long long n, const std::string &word) {
 }
 
 std::string human_bytes(double bytes) {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 5) {
-        bytes /= 1024.0;
-        ++u;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return buf;
+    // Sums of sizes come as doubles; a saturated size (kSizeSaturated) or more is
+    // "more than 8 EiB", never a wrapped small number.
+    if (!(bytes < static_cast<double>(kSizeSaturated))) return byte_text(kSizeSaturated);
+    return byte_text(static_cast<std::int64_t>(std::max(0.0, bytes)));
 }
 
 std::string human_flops(double flops) {

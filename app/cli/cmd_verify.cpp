@@ -27,6 +27,7 @@ struct VerifyCommandOptions {
     std::string against;  // the original a stage came from
     std::string inputs_dir;
     std::uint64_t seed = 0;
+    std::int64_t memory_limit = 0;  // bytes; 0: what the machine has available
     int threads = 2;
     double atol = 1e-4;
     double rtol = 1e-3;
@@ -38,19 +39,14 @@ struct VerifyCommandOptions {
 std::string sci(double v) { return formatted(v, "%.3g"); }
 
 int verify_command(const VerifyCommandOptions &o) {
-    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed);
+    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed, MemoryLimit{true, o.memory_limit});
     if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
     const Graph &g = *prepared.graph;
 
-    // The executor reports progress run by run; a run that completes moves the
-    // label on. The oracle reports none, so its phase is announced when the
-    // executor runs are done.
+    // verify::check_equivalence announces each phase (unsharded run, sharded run,
+    // oracle); the bar shows the current one.
     ProgressBar bar(!o.json);
-    bool has_shards = false;
-    for (const OpPtr &op : g.operations()) has_shards = has_shards || !op->shards.empty();
-    std::vector<std::string> phases{"unsharded run"};
-    if (has_shards) phases.push_back("sharded run");
-    size_t phase = 0;
+    std::string phase = "unsharded run";
     verify::VerifyOptions options;
     Graph original;
     if (!o.against.empty()) {
@@ -69,15 +65,11 @@ int verify_command(const VerifyCommandOptions &o) {
     options.rtol = o.rtol;
     options.scale_atol = !o.absolute_atol;
     options.dtype_floor = !o.tolerance_given;
-    options.control.progress = [&](int done, int total) {
-        const std::string label = phase < phases.size() ? phases[phase] : std::string("run");
-        if (done >= total && phase < phases.size()) {
-            ++phase;
-            bar.update(phase < phases.size() ? phases[phase] : std::string("oracle (double precision)"), 0, 1);
-            return;
-        }
-        bar.update(label, done, total);
+    options.phase = [&](verify::VerifyPhase p) {
+        phase = p == verify::VerifyPhase::oracle ? "oracle (double precision)" : verify::to_string(p);
+        bar.update(phase, 0, 1);
     };
+    options.control.progress = [&](int done, int total) { bar.update(phase, done, total); };
 
     const auto start = std::chrono::steady_clock::now();
     auto report = verify::check_equivalence(g, OpLibrary::standard(), prepared.inputs, options);
@@ -173,6 +165,7 @@ void add_verify_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
     cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    add_memory_limit_option(cmd, o->memory_limit);
     cmd->add_option("--threads", o->threads, "Worker threads of the CPU runs")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();

@@ -4,8 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
+#include <new>
 
 #include "cli_support.h"
+#include "common/checked_size.h"
+#include "runtime/cpu/memory_budget.h"
 
 #ifndef TAPESTRY_VERSION
 #define TAPESTRY_VERSION "0.1.0"  // normally set by app/CMakeLists.txt from project()
@@ -55,6 +58,15 @@ int main(int argc, char **argv) {
         return app.exit(e) == 0 ? kExitOk : kExitUsage;
     }
 
-    if (action) return action();
-    return kExitUsage;
+    if (!action) return kExitUsage;
+    try {
+        return action();
+    } catch (const std::bad_alloc &) {
+        // The memory budget refuses graphs too large before anything is allocated
+        // (runtime/cpu/memory_budget.h); this is what slips past it.
+        std::cerr << "tapestry: out of memory: an allocation failed (the machine has "
+                  << tapestry::byte_text(tapestry::cpu::available_memory())
+                  << " available); nothing was written\n";
+        return kExitInvalid;
+    }
 }

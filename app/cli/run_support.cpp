@@ -16,10 +16,12 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "ops/library.h"
+#include "runtime/cpu/memory_budget.h"
 
 namespace tapestry::cli {
 
-PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, std::uint64_t seed) {
+PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, std::uint64_t seed,
+                        const MemoryLimit &memory) {
     PreparedRun p;
     LoadResult loaded = load_project(file);
     p.issues = std::move(loaded.issues);
@@ -29,6 +31,12 @@ PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, 
     std::vector<Issue> more = validate(g, OpLibrary::standard());
     p.issues.insert(p.issues.end(), more.begin(), more.end());
     if (has_errors(p.issues)) return p;
+
+    // Before any value is read or made: the sizes, overflow-checked, against memory.
+    if (auto fits = cpu::check_memory(g, memory.oracle, memory.bytes); !fits) {
+        p.errors.push_back(fits.error());
+        return p;
+    }
 
     std::filesystem::path dir = std::filesystem::path(file).parent_path();
     if (dir.empty()) dir = ".";
@@ -52,6 +60,18 @@ PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, 
     }
     p.graph = std::move(g);
     return p;
+}
+
+void add_memory_limit_option(CLI::App *cmd, std::int64_t &bytes) {
+    cmd->add_option_function<std::string>(
+           "--memory-limit",
+           [&bytes](const std::string &text) {
+               auto parsed = cpu::parse_byte_size(text);
+               if (!parsed) throw CLI::ValidationError("--memory-limit", parsed.error());
+               bytes = *parsed;
+           },
+           "Refuse a graph whose tensors need more than this (8G, 512M; default: the memory available)")
+        ->type_name("SIZE");
 }
 
 void report_problems(const std::string &file, const PreparedRun &p) {

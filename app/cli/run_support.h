@@ -3,6 +3,7 @@
 // values), problem reporting for text and --json, and a progress bar on stderr.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -30,7 +31,16 @@ struct PreparedRun {
 // Loads `file`, validates it with the standard library, loads the .npy values
 // beside it, then reads the inputs from `inputs_dir` (when not empty) or makes
 // random ones from `seed`. Parameters without a value get random values too.
-PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, std::uint64_t seed);
+// What a run may take: `verify` adds the oracle's copies (cpu::check_memory);
+// limit 0 is what the machine has available.
+struct MemoryLimit {
+    bool oracle = false;
+    std::int64_t bytes = 0;
+};
+PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, std::uint64_t seed,
+                        const MemoryLimit &memory = {});
+// The --memory-limit option of `run` and `verify`, parsed into `bytes`.
+void add_memory_limit_option(CLI::App *cmd, std::int64_t &bytes);
 
 // Prints the problems of `p` as "tapestry: <file>: <problem>" lines on stderr.
 void report_problems(const std::string &file, const PreparedRun &p);

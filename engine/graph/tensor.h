@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/checked_size.h"
 #include "graph/dtype.h"
 #include "graph/tensor_data.h"
 #include "graph/ids.h"
@@ -30,7 +31,8 @@ struct Tensor {
     std::shared_ptr<const TensorData> value;
 
     ZPoint shape() const { return range.shape(); }
-    std::int64_t bytes() const { return range.size() * dtype_bytes(dtype); }
+    // Overflow-checked: kSizeSaturated where it would not fit in 64 bits.
+    std::int64_t bytes() const { return size_mul(range.size(), dtype_bytes(dtype)); }
     // Values compare by content, not by pointer.
     friend bool operator==(const Tensor &a, const Tensor &b) {
         const bool same_value = a.value == b.value || (a.value && b.value && *a.value == *b.value);

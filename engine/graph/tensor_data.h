@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/checked_size.h"
 #include "graph/dtype.h"
 #include "index/zpoint.h"
 
@@ -21,7 +22,16 @@ struct TensorData {
     std::vector<std::byte> bytes;  // element_count() * dtype_bytes(dtype), C order
 
     TensorData() = default;
-    TensorData(DType t, ZPoint s) : dtype(t), shape(std::move(s)), bytes(static_cast<size_t>(element_count()) * static_cast<size_t>(dtype_bytes(t))) {}
+    // Allocates the tensor's bytes. Callers check sizes before (a memory budget,
+    // the loader's limits): a size past 64 bits or a negative extent here is a
+    // bug, stopped before it could allocate a wrapped-around buffer.
+    TensorData(DType t, ZPoint s) : dtype(t), shape(std::move(s)), bytes(checked_bytes(shape, t)) {}
+    static size_t checked_bytes(const ZPoint &shape, DType t) {
+        const std::int64_t n = shape.product();
+        TAPESTRY_CHECK(n >= 0 && n < kSizeSaturated && size_mul(n, dtype_bytes(t)) < kSizeSaturated,
+                       "TensorData: the element count or byte count does not fit in 64 bits");
+        return static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(t));
+    }
 
     std::int64_t element_count() const { return shape.product(); }
     template <typename T> std::span<T> as() {

@@ -1,15 +1,21 @@
 // ZPoint: integer vectors (see zpoint.h).
 #include "index/zpoint.h"
 
+#include <limits>
 #include <sstream>
 
 #include "common/check.h"
+#include "common/checked_size.h"
 
 namespace tapestry {
 
 Coord ZPoint::product() const {
     Coord p = 1;
-    for (Coord c : coords_) p *= c;
+    for (Coord c : coords_) {
+        auto next = checked_mul(p, c);
+        if (!next) return (p < 0) != (c < 0) ? std::numeric_limits<Coord>::min() : kSizeSaturated;
+        p = *next;
+    }
     return p;
 }
 

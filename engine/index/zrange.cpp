@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "common/checked_size.h"
 
 namespace tapestry {
 
@@ -19,7 +20,10 @@ ZRange ZRange::from_start_shape(const ZPoint &start, const ZPoint &shape) { retu
 
 Coord ZRange::size() const {
     Coord s = 1;
-    for (int i = 0; i < rank(); ++i) s *= extent(i);
+    for (int i = 0; i < rank(); ++i) {
+        if (extent(i) <= 0) return 0;
+        s = size_mul(s, extent(i));
+    }
     return s;
 }
 
