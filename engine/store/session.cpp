@@ -691,6 +691,9 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     const fs::path wal = request.path.string() + "-wal";
     const bool pending_wal = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
     if (pending_wal) immutable = false;
+    // The size now that the lock is ours: a process that created the file a
+    // moment ago may have written the schema while we waited for its lock.
+    if (::fstat(fd, &st) != 0) return fail(make_error("io", "session " + file + ": " + std::strerror(errno)));
     const bool empty_file = st.st_size == 0;
 
     // Examine the file before any read-write connection exists: an immutable
