@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "graph/validate.h"
+#include "io/bounded_file.h"
 #include "io/onnx_import.h"
 #include "ops/library.h"
 
@@ -160,7 +161,10 @@ OnnxImportOutcome import_onnx_model(const QString &path, const QMap<QString, qin
     try {
         OnnxImportOptions options;
         QFile file(path);
-        if (file.open(QIODevice::ReadOnly)) {
+        // Not a FIFO or device: opening one could block this worker; import_onnx
+        // below refuses it by name.
+        const bool regular = regular_file_refusal(path.toStdString(), "an ONNX model").empty();
+        if (regular && file.open(QIODevice::ReadOnly)) {
             // Mapped, not read: a model's weights may be hundreds of megabytes.
             const qint64 size = file.size();
             const uchar *mapped = size > 0 ? file.map(0, size) : nullptr;

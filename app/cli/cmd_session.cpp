@@ -1,8 +1,10 @@
 // `tapestry session list|export|import`: moves projects in and out of a session
 // file (store/session.h, docs/sessions.md) as *.tapestry.json. list and export
 // open the session read-only (they work while the studio has it open); import
-// opens it read-write and is refused, exit 1, while another process holds it.
+// opens it read-write, waiting up to --wait seconds (default 10) for another
+// process that holds it, and is then refused, exit 1.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@ struct SessionCommandOptions {
     // import
     std::string file;
     std::string name;
+    double wait_seconds = 10;
 };
 
 int store_failure(const store::StoreError &e) {
@@ -205,7 +208,8 @@ int import_command(const SessionCommandOptions &o) {
             if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
     }
 
-    auto session = store::Session::open(o.session, store::OpenMode::read_write);
+    const auto wait = std::chrono::milliseconds(static_cast<std::int64_t>(o.wait_seconds * 1000));
+    auto session = store::Session::open(o.session, store::OpenMode::read_write, wait);
     if (!session) return store_failure(session.error());
     auto project = (*session)->create_project(name);
     if (!project) return store_failure(project.error());
@@ -247,6 +251,9 @@ void add_session_command(CLI::App &app, std::function<int()> &action) {
     importer->add_option("SESSION", o->session, "Session file")->required();
     importer->add_option("FILE", o->file, "Project file (*.tapestry.json)")->required();
     importer->add_option("--name", o->name, "Project name (default: the project's own name)");
+    importer->add_option("--wait", o->wait_seconds,
+                         "Seconds to wait while another process holds the session (default 10; 0: refuse at once)")
+        ->check(CLI::Range(0.0, 3600.0));
     importer->callback([o, &action] { action = [o] { return import_command(*o); }; });
 }
 

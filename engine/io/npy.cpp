@@ -8,7 +8,9 @@
 #include "io/npy.h"
 
 #include "io/atomic_file.h"
+#include "io/bounded_file.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -29,6 +31,9 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr int kMaxRank = 32;                     // as the project format
 constexpr Coord kMaxDimension = Coord{1} << 40;  // as the project format (kMaxCoordinate)
 constexpr Coord kMaxElements = Coord{1} << 62;
+// NumPy writes headers of a few hundred bytes (its reader refuses over 10,000 by
+// default); a longer one is not worth reading before its data.
+constexpr std::uint64_t kMaxHeaderBytes = 1 * kMiB;
 
 // A Python literal from the header: only what a .npy header may hold.
 struct PyValue {
@@ -295,7 +300,19 @@ std::string descr_of(DType t) {
     return "?";
 }
 
-Expected<TensorData, std::string> parse(std::string_view bytes, bool allow_f64_to_f32) {
+// What a .npy header says: enough to know the data's size before reading it.
+struct NpyHeader {
+    DTypeInfo info;
+    std::vector<Coord> extents;
+    Coord elements = 1;
+    std::string descr;
+    size_t data_offset = 0;  // the data start here
+};
+
+// Parses the magic, version and header dict at the start of `bytes`, a prefix
+// of a file of `total_size` bytes (the whole file when parsing from memory).
+Expected<NpyHeader, std::string> parse_header(std::string_view bytes, std::uint64_t total_size,
+                                              bool allow_f64_to_f32) {
     if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic)
         return unexpected(std::string("not a .npy file: it does not start with the magic string \\x93NUMPY"));
     if (bytes.size() < kMagic.size() + 2)
@@ -310,11 +327,13 @@ Expected<TensorData, std::string> parse(std::string_view bytes, bool allow_f64_t
     if (bytes.size() < prefix)
         return unexpected("truncated .npy header: the file ends after " + std::to_string(bytes.size()) + " bytes");
     const std::uint32_t header_length = read_le(bytes, kMagic.size() + 2, length_width);
-    if (header_length > bytes.size() - prefix)
+    if (header_length > total_size - prefix)
         return unexpected("truncated .npy header: the header is " + std::to_string(header_length) + " bytes but only " +
-                          std::to_string(bytes.size() - prefix) + " follow");
+                          std::to_string(total_size - prefix) + " follow");
+    if (header_length > bytes.size() - prefix)
+        return unexpected("the .npy header is " + std::to_string(header_length) + " bytes, larger than the " +
+                          byte_limit_text(kMaxHeaderBytes) + " limit for a header (NumPy writes a few hundred)");
     const std::string_view header = bytes.substr(prefix, header_length);
-    const std::string_view data = bytes.substr(prefix + header_length);
 
     HeaderParser parser(header);
     auto entries = parser.parse_dict();
@@ -376,22 +395,31 @@ Expected<TensorData, std::string> parse(std::string_view bytes, bool allow_f64_t
                               "save a C-ordered array, e.g. np.ascontiguousarray(arr)");
     }
 
-    // elements ≤ 2^62 and file_bytes ≤ 8: compare without forming a product that
-    // could overflow, and only then allocate.
-    const auto item_bytes = static_cast<size_t>(info->file_bytes);
-    const bool short_data = static_cast<std::uint64_t>(elements) > data.size() / item_bytes;
-    if (short_data || static_cast<size_t>(elements) * item_bytes != data.size()) {
-        __extension__ using Wide = unsigned __int128;
-        const Wide needed = static_cast<Wide>(elements) * item_bytes;
-        std::string needed_text;
-        for (Wide n = needed; needed_text.empty() || n > 0; n /= 10)
-            needed_text.insert(needed_text.begin(), static_cast<char>('0' + static_cast<int>(n % 10)));
-        return unexpected("the data is " + std::to_string(data.size()) + " bytes but shape " + shape_text(extents) +
-                          " of " + py_quoted(descr->text) + " needs " + needed_text + " bytes" +
-                          (short_data ? " (the file is truncated)" : " (extra bytes after the array)"));
-    }
+    return NpyHeader{*info, std::move(extents), elements, descr->text, prefix + header_length};
+}
 
-    TensorData t(info->dtype, ZPoint(extents));
+// Why `data_bytes` bytes of data do not fit the header's shape and dtype, or "".
+std::string data_size_mismatch(const NpyHeader &h, std::uint64_t data_bytes) {
+    // elements ≤ 2^62 and file_bytes ≤ 8: compare without forming a product that
+    // could overflow; the caller allocates only after this.
+    const auto item_bytes = static_cast<std::uint64_t>(h.info.file_bytes);
+    const bool short_data = static_cast<std::uint64_t>(h.elements) > data_bytes / item_bytes;
+    if (!short_data && static_cast<std::uint64_t>(h.elements) * item_bytes == data_bytes) return "";
+    __extension__ using Wide = unsigned __int128;
+    const Wide needed = static_cast<Wide>(h.elements) * item_bytes;
+    std::string needed_text;
+    for (Wide n = needed; needed_text.empty() || n > 0; n /= 10)
+        needed_text.insert(needed_text.begin(), static_cast<char>('0' + static_cast<int>(n % 10)));
+    return "the data is " + std::to_string(data_bytes) + " bytes but shape " + shape_text(h.extents) + " of " +
+           py_quoted(h.descr) + " needs " + needed_text + " bytes" +
+           (short_data ? " (the file is truncated)" : " (extra bytes after the array)");
+}
+
+// The tensor of a header and its data, whose size data_size_mismatch accepted.
+TensorData decode(const NpyHeader &h, std::string_view data) {
+    const DTypeInfo *info = &h.info;
+    const Coord elements = h.elements;
+    TensorData t(info->dtype, ZPoint(h.extents));
     if (info->from_f64) {
         for (Coord i = 0; i < elements; ++i) {
             double d;
@@ -407,6 +435,43 @@ Expected<TensorData, std::string> parse(std::string_view bytes, bool allow_f64_t
     return t;
 }
 
+Expected<TensorData, std::string> parse(std::string_view bytes, bool allow_f64_to_f32) {
+    auto header = parse_header(bytes, bytes.size(), allow_f64_to_f32);
+    if (!header) return unexpected(header.error());
+    const std::string_view data = bytes.substr(header->data_offset);
+    if (std::string why = data_size_mismatch(*header, data.size()); !why.empty()) return unexpected(std::move(why));
+    return decode(*header, data);
+}
+
+// The file's header, then its size against what the header declares, and only
+// then its data: a file that is not what it says costs no more than its header.
+Expected<TensorData, std::string> read_file(const std::filesystem::path &path, bool allow_f64_to_f32) {
+    auto file = RegularFile::open(path, "a .npy file");
+    if (!file) return unexpected(file.error());
+    // The longest prefix (magic, version, 4-byte length) and the largest header accepted.
+    auto head = file->read(0, kMagic.size() + 6 + kMaxHeaderBytes);
+    if (!head) return unexpected(head.error());
+    const std::uint64_t size = std::max<std::uint64_t>(file->size(), head->size());
+    auto header = parse_header(*head, size, allow_f64_to_f32);
+    if (!header) return unexpected(header.error());
+    const std::uint64_t data_bytes = size - header->data_offset;
+    if (std::string why = data_size_mismatch(*header, data_bytes); !why.empty()) return unexpected(std::move(why));
+    std::string_view data;
+    std::string rest;
+    if (data_bytes <= head->size() - header->data_offset) {
+        data = std::string_view(*head).substr(header->data_offset, static_cast<size_t>(data_bytes));
+    } else {
+        // One byte more than declared tells a file that changed since its size was taken.
+        auto read = file->read(header->data_offset, data_bytes + 1);
+        if (!read) return unexpected(read.error());
+        rest = std::move(read).value();
+        if (std::string why = data_size_mismatch(*header, rest.size()); !why.empty())
+            return unexpected(why + " (the file changed while it was read)");
+        data = rest;
+    }
+    return decode(*header, data);
+}
+
 }  // namespace
 
 Expected<TensorData, std::string> parse_npy(std::string_view bytes, bool allow_f64_to_f32) {
@@ -419,22 +484,13 @@ Expected<TensorData, std::string> parse_npy(std::string_view bytes, bool allow_f
 
 Expected<TensorData, std::string> read_npy(const std::filesystem::path &path, bool allow_f64_to_f32) {
     const std::string name = path.string();
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return unexpected(name + ": is a directory, not a .npy file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return unexpected(name + ": cannot open: " + std::strerror(errno));
-    std::string bytes;
     try {
-        std::ostringstream buffer;
-        buffer << in.rdbuf();
-        if (in.bad()) return unexpected(name + ": cannot read: " + std::strerror(errno));
-        bytes = std::move(buffer).str();
-    } catch (const std::exception &e) {
+        auto t = read_file(path, allow_f64_to_f32);
+        if (!t) return unexpected(name + ": " + t.error());
+        return t;
+    } catch (const std::exception &e) {  // only allocation failure can get here
         return unexpected(name + ": cannot read: " + e.what());
     }
-    auto t = parse_npy(bytes, allow_f64_to_f32);
-    if (!t) return unexpected(name + ": " + t.error());
-    return t;
 }
 
 std::string to_npy(const TensorData &t) {

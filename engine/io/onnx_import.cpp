@@ -19,6 +19,7 @@
 #include <onnx/version_converter/convert.h>
 
 #include "graph/validate.h"
+#include "io/bounded_file.h"
 #include "io/onnx_attention.h"
 #include "io/onnx_conv_bn.h"
 #include "io/onnx_gelu.h"
@@ -58,6 +59,8 @@ using onnx_detail::dtype_of;
 using onnx_detail::elem_type_name;
 
 constexpr int kMinOpset = 13, kMaxOpset = 17;
+// Protobuf parses at most 2 GiB, and external data files are not read.
+constexpr std::uint64_t kMaxModelBytes = 2 * kGiB;
 constexpr const char *kConvertHint = "; convert the model, e.g. with onnx.version_converter.convert_version(model, 17)";
 
 // A refusal: the message (without the file name) and, when the importer lacks a
@@ -1362,11 +1365,9 @@ Expected<Graph, OnnxImportError> import_onnx(const std::filesystem::path &model_
         return message;
     };
     try {
-        std::ifstream in(model_path, std::ios::binary);
-        if (!in) return error("cannot open the file");
-        std::ostringstream bytes;
-        bytes << in.rdbuf();
-        const std::string data = bytes.str();
+        auto read = read_regular_file(model_path, kMaxModelBytes, "an ONNX model");
+        if (!read) return error(read.error());
+        const std::string data = std::move(read).value();
         if (data.empty()) return error("the file is empty; it is not an ONNX model");
         onnx::ModelProto model;
         if (!model.ParseFromString(data))

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/bounded_file.h"
 #include "io/onnx_support.h"
 
 namespace tapestry::onnx_detail {
@@ -147,13 +148,12 @@ namespace tapestry {
 
 Expected<OnnxTensorFile, std::string> read_onnx_tensor_file(const std::filesystem::path &path) {
     const std::string file = path.string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return unexpected(file + ": cannot open the file");
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
+    // Protobuf parses at most 2 GiB; a larger file cannot be a TensorProto.
+    auto bytes = read_regular_file(path, 2 * kGiB, "an ONNX tensor file");
+    if (!bytes) return unexpected(file + ": " + bytes.error());
     onnx::TensorProto proto;
     try {
-        if (!proto.ParseFromString(bytes.str()))
+        if (!proto.ParseFromString(*bytes))
             return unexpected(file + ": not a serialized ONNX tensor (TensorProto): the data is truncated or malformed");
     } catch (const std::exception &e) {
         return unexpected(file + ": cannot read the ONNX tensor: " + e.what());

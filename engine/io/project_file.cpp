@@ -6,6 +6,7 @@
 #include "io/project_file.h"
 
 #include "io/atomic_file.h"
+#include "io/bounded_file.h"
 
 #include <cerrno>
 #include <charconv>
@@ -27,6 +28,9 @@ namespace {
 // ordered_json keeps the file's key order, which is the order of ports.
 using Json = nlohmann::ordered_json;
 
+// A project file holds a graph and small embedded values; large values live in
+// .npy files beside it. Parsing JSON takes several times the file's size.
+constexpr std::uint64_t kMaxProjectFileBytes = 1 * kGiB;
 constexpr size_t kMaxNestingDepth = 256;  // deeper documents are rejected before parsing
 constexpr int kMaxRank = 32;              // NumPy's traditional limit
 constexpr Coord kMaxElements = Coord{1} << 62;
@@ -1399,14 +1403,9 @@ LoadResult load_project(const std::filesystem::path &path) {
         result.issues.push_back(std::move(issue));
         return result;
     };
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return fail("is a directory, not a project file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(std::string("cannot open: ") + std::strerror(errno));
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) return fail(std::string("cannot read: ") + std::strerror(errno));
-    return parse_project(buffer.str(), name);
+    auto text = read_regular_file(path, kMaxProjectFileBytes, "a project file");
+    if (!text) return fail(text.error());
+    return parse_project(*text, name);
 }
 
 std::string serialize_project(const Graph &g) {

@@ -28,6 +28,8 @@ struct LoadResult {
 // numbers, unsupported version) are reported here; semantic checks (references,
 // shapes, projections, shards) are validate()'s job.
 LoadResult parse_project(std::string_view text, const std::string &source_name = "<memory>");
+// Reads the file first: only a regular file of at most 1 GiB (a directory, FIFO
+// or device is refused with an "io" issue naming the path and what it is).
 LoadResult load_project(const std::filesystem::path &path);
 
 // Serialises a graph (stable key order, 2-space indent, trailing newline).

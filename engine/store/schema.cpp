@@ -96,4 +96,18 @@ int current_schema_version() {
     return kMigrations[std::size(kMigrations) - 1].version;
 }
 
+std::vector<std::string> tables_of_schema(int version) {
+    std::vector<std::string> tables;
+    constexpr std::string_view kCreate = "CREATE TABLE ";
+    for (const Migration &m : kMigrations) {
+        if (m.version > version) break;
+        for (size_t at = m.sql.find(kCreate); at != std::string_view::npos; at = m.sql.find(kCreate, at + 1)) {
+            const size_t begin = at + kCreate.size();
+            const size_t end = m.sql.find_first_of(" (\n", begin);
+            tables.emplace_back(m.sql.substr(begin, end - begin));
+        }
+    }
+    return tables;
+}
+
 }  // namespace tapestry::store

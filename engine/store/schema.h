@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/session.h"
 
@@ -22,6 +24,10 @@ struct Migration {
 std::span<const Migration> migrations();
 // The version this code writes (the last migration's).
 int current_schema_version();
+// The tables a file at schema `version` has, in creation order (read from the
+// migrations' CREATE TABLE statements): a file whose user_version claims a
+// version but lacks one of them is not a Tapestry session.
+std::vector<std::string> tables_of_schema(int version);
 
 // Creates a NEW session file at an older schema version `version` (1 ≤ version ≤
 // current) — the file a released older Tapestry would have made. For migration

@@ -19,11 +19,14 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "io/bounded_file.h"
 #include "io/project_file.h"
 #include "store/content_hash.h"
 #include "store/schema.h"
@@ -203,6 +206,25 @@ std::optional<StoreError> examine(sqlite3 *db, const std::string &file, int &ver
             return make_error("invalid", "session " + file +
                                              " is an SQLite database but not a Tapestry session (it has tables "
                                              "and no schema version); it was left unchanged");
+        return std::nullopt;
+    }
+    // A schema version is only a number another application may have set too:
+    // the file must have every table of that version before anything writes to it
+    // (switching to WAL alone changes the header).
+    raw = nullptr;
+    sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", -1, &raw, nullptr);
+    Stmt has_table(raw);
+    if (!has_table.ok()) return damaged(sqlite3_errmsg(db));
+    for (const std::string &table : tables_of_schema(version_out)) {
+        has_table.bind(1, std::string_view(table));
+        const int found = has_table.step();
+        sqlite3_reset(raw);
+        if (found == SQLITE_DONE)
+            return make_error("invalid", "session " + file +
+                                             " is an SQLite database but not a Tapestry session (its schema version " +
+                                             "is " + std::to_string(version_out) + " but it has no table '" + table +
+                                             "'); it was left unchanged");
+        if (found != SQLITE_ROW) return damaged(sqlite3_errmsg(db));
     }
     return std::nullopt;
 }
@@ -543,6 +565,7 @@ struct OpenRequest {
     OpenMode mode = OpenMode::read_write;
     int target_version = 0;  // schema to migrate to
     bool must_create = false;
+    std::chrono::milliseconds lock_wait{0};  // how long to wait for another process's lock
 };
 
 std::string locked_message(const std::string &file, bool readers_only) {
@@ -550,6 +573,26 @@ std::string locked_message(const std::string &file, bool readers_only) {
         return "session " + file +
                " is being read by another Tapestry process (session list or export); try again when it has finished";
     return "session " + file + " is open in another Tapestry window or process";
+}
+
+// Takes the flock `operation` (LOCK_EX or LOCK_SH) on `fd`, retrying until `wait`
+// has passed: another process's import or save usually takes a moment, and a
+// script that imports twice in a row should not fail on it. Polls rather than
+// blocking so that the wait is bounded.
+bool lock_within(int fd, int operation, std::chrono::milliseconds wait) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+        if (::flock(fd, operation | LOCK_NB) == 0) return true;
+        if (errno != EWOULDBLOCK && errno != EINTR) return false;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+std::string waited_text(std::chrono::milliseconds wait) {
+    if (wait.count() <= 0) return "";
+    const auto ms = wait.count();
+    return " (waited " + (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") + ")";
 }
 
 }  // namespace
@@ -573,6 +616,12 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     if (exists && request.must_create) return make_error("invalid", "session " + file + " already exists");
     if (exists && fs::is_directory(request.path, ec))
         return make_error("invalid", "session " + file + " is a folder, not a session file");
+    // A FIFO would block the open below (read-only) and a device would be read
+    // or written as if it were an empty session: only regular files are sessions.
+    if (exists) {
+        if (std::string why = regular_file_refusal(request.path, "a session file"); !why.empty())
+            return make_error("invalid", "session " + file + " " + why + "; it was left unchanged");
+    }
 
     // Our descriptor of the file: its flock is the session lock.
     int fd = -1;
@@ -589,10 +638,12 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
         created = fd >= 0;
     }
     if (fd < 0) {
-        fd = write ? ::open(request.path.c_str(), O_RDWR | O_CLOEXEC) : -1;
+        // O_NONBLOCK: should the path have become a FIFO since the check above,
+        // the open returns at once and fstat() below refuses it.
+        fd = write ? ::open(request.path.c_str(), O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
         if (fd < 0 && (!write || errno == EACCES || errno == EROFS || errno == EPERM)) {
             writable = false;
-            fd = ::open(request.path.c_str(), O_RDONLY | O_CLOEXEC);
+            fd = ::open(request.path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         }
         if (fd < 0) {
             const int err = errno;
@@ -605,6 +656,10 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
         const int err = errno;
         ::close(fd);
         return make_error("io", "session " + file + ": " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return make_error("invalid", "session " + file + " is not a regular file; it was left unchanged");
     }
     impl->key = {st.st_dev, st.st_ino};
     InodeUse &use = g_registry[impl->key];
@@ -621,9 +676,11 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     bool immutable = false;
     if (write) {
         if (use.writers > 0) return fail(make_error("locked", locked_message(file, false)));
-        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        // The registry mutex stays held while waiting: other threads of this
+        // process open or close sessions only after it (the studio does not wait).
+        if (!lock_within(fd, LOCK_EX, request.lock_wait)) {
             const bool readers_only = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
-            return fail(make_error("locked", locked_message(file, readers_only)));
+            return fail(make_error("locked", locked_message(file, readers_only) + waited_text(request.lock_wait)));
         }
     } else if (!in_use_here && use.writers == 0 && ::flock(fd, LOCK_SH | LOCK_NB) == 0) {
         immutable = true;
@@ -634,6 +691,9 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     const fs::path wal = request.path.string() + "-wal";
     const bool pending_wal = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
     if (pending_wal) immutable = false;
+    // The size now that the lock is ours: a process that created the file a
+    // moment ago may have written the schema while we waited for its lock.
+    if (::fstat(fd, &st) != 0) return fail(make_error("io", "session " + file + ": " + std::strerror(errno)));
     const bool empty_file = st.st_size == 0;
 
     // Examine the file before any read-write connection exists: an immutable
@@ -674,7 +734,7 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     }
     // Until the file is accepted, closing must not checkpoint into it.
     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-    sqlite3_busy_timeout(db, kBusyTimeoutMs);
+    sqlite3_busy_timeout(db, std::max(kBusyTimeoutMs, static_cast<int>(request.lock_wait.count())));
     impl->lock_fd = fd;
     if (!examined && !created && !empty_file) {
         if (auto refused = examine(db, file, version, true)) return *refused;
@@ -704,8 +764,9 @@ Expected<std::unique_ptr<Session::Impl>, StoreError> open_impl(const OpenRequest
 
 }  // namespace
 
-Expected<std::unique_ptr<Session>, StoreError> Session::open(const std::filesystem::path &path, OpenMode mode) {
-    OpenRequest request{path, mode, current_schema_version(), false};
+Expected<std::unique_ptr<Session>, StoreError> Session::open(const std::filesystem::path &path, OpenMode mode,
+                                                             std::chrono::milliseconds lock_wait) {
+    OpenRequest request{path, mode, current_schema_version(), false, lock_wait};
     auto impl = open_impl(request);
     if (!impl) return unexpected(impl.error());
     std::unique_ptr<Session> s(new Session(std::move(impl).value()));

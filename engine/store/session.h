@@ -3,6 +3,7 @@
 // node placements, studio state and pass stages. Errors are values (StoreError).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -85,10 +86,17 @@ inline constexpr StateScope kSessionScope = std::nullopt;
 class Session {
 public:
     // Opens or creates (read_write) the session file at `path`. A file that is not
-    // a session or is damaged, is locked by another session, is read-only on disk
-    // (read_write), or has a newer schema is refused and left exactly as it was.
-    static Expected<std::unique_ptr<Session>, StoreError> open(const std::filesystem::path &path,
-                                                               OpenMode mode = OpenMode::read_write);
+    // a session or is damaged (including a regular-file check: a FIFO or device
+    // is refused), is locked by another session, is read-only on disk
+    // (read_write), or has a newer schema is refused and left exactly as it was:
+    // it is examined read-only before any connection that could write exists.
+    // `lock_wait`: how long a read_write open waits for another process's session
+    // lock before refusing with "locked" (a session held elsewhere in this
+    // process is refused at once). The studio opens on its GUI thread with 0; the
+    // CLI waits a few seconds so that scripted imports in a row succeed.
+    static Expected<std::unique_ptr<Session>, StoreError> open(
+        const std::filesystem::path &path, OpenMode mode = OpenMode::read_write,
+        std::chrono::milliseconds lock_wait = std::chrono::milliseconds(0));
     ~Session();
     Session(const Session &) = delete;
     Session &operator=(const Session &) = delete;

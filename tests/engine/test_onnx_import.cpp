@@ -910,7 +910,8 @@ private slots:
                                      << "dynamic_dim.onnx: input 'x' has a dynamic dimension 'batch' (dimension 0) "
                                         "without a value; give one with --dim batch=N"
                                      << QStringList{};
-        QTest::newRow("missing") << d + "/no_such.onnx" << "no_such.onnx: cannot open the file" << QStringList{};
+        QTest::newRow("missing") << d + "/no_such.onnx" << "no_such.onnx: cannot open: No such file or directory"
+                                 << QStringList{};
     }
     void refusals() {
         QFETCH(QString, file);

@@ -490,7 +490,7 @@ private slots:
         auto held = open_ok(path);
         QVERIFY(held);
         QProcess p;
-        p.start(cli, {"session", "import", path, project});
+        p.start(cli, {"session", "import", path, project, "--wait", "0"});  // test_hardening: the wait
         QVERIFY(p.waitForFinished(30000));
         QCOMPARE(p.exitCode(), 1);
         QCOMPARE(QString::fromUtf8(p.readAllStandardError()).trimmed(),
