@@ -269,6 +269,7 @@ private slots:
     void cancelDuringTheOracleNeverShowsAVerdict();
     void cancelStopsTheOracle();
     void runErrorIsReported();
+    void graphLargerThanMemoryIsRefused();
     void importOnnxAsksDimensionRunsAndSaves();
     void importOlderOpsetSaysConverted();
     void importRefusedModels_data();
@@ -959,6 +960,31 @@ void TestStudioRun::cancelStopsTheOracle() {
     QVERIFY(QTest::qWaitFor([&] { return !run.w.runs()->runWorker()->isWorking(); }, 3000));
     QVERIFY(waitRun(run.finished));
     QVERIFY(run.w.runs()->lastOutcome().cancelled);
+}
+
+// A graph whose tensors exceed the machine's memory is refused before anything
+// is allocated (runtime/cpu/memory_budget.h), run and verify alike: a failed job
+// with the largest tensors named, not a crash of the studio.
+void TestStudioRun::graphLargerThanMemoryIsRefused() {
+    const QByteArray text =
+        "{\"format\": \"tapestry-project\", \"version\": 1, \"tensors\": ["
+        "{\"id\": \"x\", \"dtype\": \"f32\", \"shape\": [2147483648, 2147483648], \"role\": \"input\"},"
+        "{\"id\": \"y\", \"dtype\": \"f32\", \"shape\": [2147483648, 2147483648], \"role\": \"output\"}],"
+        "\"operations\": [{\"id\": \"r\", \"kind\": \"relu\", \"inputs\": {\"x\": \"x\"}, \"outputs\": {\"y\": \"y\"}}]}";
+    LoadResult loaded = parse_project(text.toStdString(), "huge");
+    QVERIFY(loaded.ok());
+    for (RunMode mode : {RunMode::run, RunMode::verify}) {
+        RunRequest request;
+        request.mode = mode;
+        request.graph = loaded.graph;
+        const RunOutcome out = RunWorker::execute(request, {});
+        QVERIFY(!out.ok);
+        QVERIFY(!out.cancelled);
+        const QString want = mode == RunMode::run ? QStringLiteral("not enough memory to run: ")
+                                                  : QStringLiteral("not enough memory to verify: ");
+        QVERIFY2(out.error.startsWith(want + "its tensors need more than 8 EiB (largest: 'x' more than 8 EiB"),
+                 qPrintable(out.error));
+    }
 }
 
 void TestStudioRun::runErrorIsReported() {
