@@ -133,7 +133,8 @@ RunOutcome RunWorker::execute(const RunRequest &request, const cpu::RunControl &
             return finish();
         }
         if (!request.project_dir.isEmpty()) {
-            const std::vector<Issue> issues = load_tensor_values(g, toPath(request.project_dir));
+            const std::vector<Issue> issues =
+                load_tensor_values(g, toPath(request.project_dir), DataPathPolicy{request.allow_outside_data});
             if (has_errors(issues)) {
                 out.error = QObject::tr("Parameter values could not be loaded:\n%1").arg(joinErrors(issues));
                 return finish();

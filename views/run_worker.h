@@ -34,6 +34,7 @@ struct RunRequest {
     Graph graph;
     QString source_name;  // what the window shows ("mlp.tapestry.json")
     QString project_dir;  // where parameters' .npy files live ("" for none)
+    bool allow_outside_data = false;  // `data` outside project_dir may be read (the user agreed)
     QString inputs_dir;   // a folder of <name>.npy inputs; "" = random inputs
     quint64 seed = 1;
     int threads = 2;

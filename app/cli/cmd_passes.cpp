@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 
 struct PassesOptions {
     std::string project;
+    bool allow_outside_data = false;
     std::string pipeline = "shard";
     std::vector<std::string> shard_specs;
     bool no_propagate = false;
@@ -60,7 +61,8 @@ int passes_command(const PassesOptions &o) {
     if (!loaded.ok()) return kExitInvalid;
     fs::path dir = fs::path(o.project).parent_path();
     if (dir.empty()) dir = ".";
-    const std::vector<Issue> value_issues = load_tensor_values(loaded.graph, dir);
+    const std::vector<Issue> value_issues =
+        load_tensor_values(loaded.graph, dir, DataPathPolicy{o.allow_outside_data});
     for (const Issue &i : value_issues) std::cerr << "tapestry: " << o.project << ": " << format_issue(i) << "\n";
     if (has_errors(value_issues)) return kExitInvalid;
 
@@ -152,6 +154,7 @@ void add_passes_command(CLI::App &app, std::function<int()> &action) {
                   "Also run every stage against the original on the CPU with random inputs and compare outputs");
     cmd->add_option("--seed", o->seed, "Seed of the random inputs of --numeric")->capture_default_str();
     cmd->add_flag("--no-svg", o->no_svg, "Do not draw the stages (faster on big graphs)");
+    add_allow_outside_data_flag(cmd, o->allow_outside_data);
     cmd->footer("Exit codes: 0 every stage certified, 1 a pass refused or a certificate failed (printed), 2 usage.");
     cmd->callback([o, &action] { action = [o] { return passes_command(*o); }; });
 }

@@ -28,6 +28,7 @@ struct RunCommandOptions {
     int threads = 2;
     std::uint64_t seed = 0;
     std::int64_t memory_limit = 0;  // bytes; 0: what the machine has available
+    bool allow_outside_data = false;
     bool no_shards = false;
     std::size_t tile_kib = cpu::CpuOptions{}.tile_bytes / 1024;
     bool no_winograd = false;
@@ -46,7 +47,7 @@ std::string fixed(double v, const char *format = "%.3f") { return formatted(v, f
 std::string number(double v) { return formatted(v, "%.6g"); }
 
 int run_command(const RunCommandOptions &o) {
-    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed, MemoryLimit{false, o.memory_limit});
+    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed, PrepareOptions{false, o.memory_limit, o.allow_outside_data});
     if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
     const Graph &g = *prepared.graph;
 
@@ -210,6 +211,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
         ->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
     add_memory_limit_option(cmd, o->memory_limit);
+    add_allow_outside_data_flag(cmd, o->allow_outside_data);
     cmd->add_flag("--no-shards", o->no_shards, "Run every operation whole, ignoring its shards");
     cmd->add_option("--tile-kib", o->tile_kib,
                     "Batch tiling: chains of batch-parallel steps with small weights (conv stacks) run tile by tile "

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
+#include "run_support.h"
 #include "graph/issue.h"
 #include "io/project_file.h"
 #include "io/tensor_values.h"
@@ -23,6 +24,7 @@ using nlohmann::ordered_json;
 
 struct SessionCommandOptions {
     std::string session;
+    bool allow_outside_data = false;  // import
     bool json = false;
     // export
     std::string project;
@@ -194,7 +196,8 @@ int export_command(const SessionCommandOptions &o) {
 int import_command(const SessionCommandOptions &o) {
     LoadResult loaded = load_project(o.file);
     if (loaded.ok()) {
-        const std::vector<Issue> value_issues = load_tensor_values(loaded.graph, fs::path(o.file).parent_path());
+        const std::vector<Issue> value_issues =
+            load_tensor_values(loaded.graph, fs::path(o.file).parent_path(), DataPathPolicy{o.allow_outside_data});
         loaded.issues.insert(loaded.issues.end(), value_issues.begin(), value_issues.end());
     }
     for (const Issue &issue : loaded.issues) std::cerr << "tapestry: " << o.file << ": " << format_issue(issue) << "\n";
@@ -251,6 +254,7 @@ void add_session_command(CLI::App &app, std::function<int()> &action) {
     importer->add_option("SESSION", o->session, "Session file")->required();
     importer->add_option("FILE", o->file, "Project file (*.tapestry.json)")->required();
     importer->add_option("--name", o->name, "Project name (default: the project's own name)");
+    add_allow_outside_data_flag(importer, o->allow_outside_data);
     importer->add_option("--wait", o->wait_seconds,
                          "Seconds to wait while another process holds the session (default 10; 0: refuse at once)")
         ->check(CLI::Range(0.0, 3600.0));

@@ -28,6 +28,7 @@ struct VerifyCommandOptions {
     std::string inputs_dir;
     std::uint64_t seed = 0;
     std::int64_t memory_limit = 0;  // bytes; 0: what the machine has available
+    bool allow_outside_data = false;
     int threads = 2;
     double atol = 1e-4;
     double rtol = 1e-3;
@@ -39,7 +40,7 @@ struct VerifyCommandOptions {
 std::string sci(double v) { return formatted(v, "%.3g"); }
 
 int verify_command(const VerifyCommandOptions &o) {
-    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed, MemoryLimit{true, o.memory_limit});
+    PreparedRun prepared = prepare_run(o.project, o.inputs_dir, o.seed, PrepareOptions{true, o.memory_limit, o.allow_outside_data});
     if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
     const Graph &g = *prepared.graph;
 
@@ -54,7 +55,8 @@ int verify_command(const VerifyCommandOptions &o) {
         for (const Issue &i : loaded.issues) std::cerr << "tapestry: " << o.against << ": " << format_issue(i) << "\n";
         if (!loaded.ok()) return kExitInvalid;
         std::filesystem::path dir = std::filesystem::path(o.against).parent_path();
-        const std::vector<Issue> value_issues = load_tensor_values(loaded.graph, dir.empty() ? "." : dir);
+        const std::vector<Issue> value_issues =
+            load_tensor_values(loaded.graph, dir.empty() ? "." : dir, DataPathPolicy{o.allow_outside_data});
         for (const Issue &i : value_issues) std::cerr << "tapestry: " << o.against << ": " << format_issue(i) << "\n";
         if (has_errors(value_issues)) return kExitInvalid;
         original = std::move(loaded.graph);
@@ -166,6 +168,7 @@ void add_verify_command(CLI::App &app, std::function<int()> &action) {
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
     cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
     add_memory_limit_option(cmd, o->memory_limit);
+    add_allow_outside_data_flag(cmd, o->allow_outside_data);
     cmd->add_option("--threads", o->threads, "Worker threads of the CPU runs")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();

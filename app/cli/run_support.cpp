@@ -21,7 +21,7 @@
 namespace tapestry::cli {
 
 PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, std::uint64_t seed,
-                        const MemoryLimit &memory) {
+                        const PrepareOptions &options) {
     PreparedRun p;
     LoadResult loaded = load_project(file);
     p.issues = std::move(loaded.issues);
@@ -33,14 +33,14 @@ PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, 
     if (has_errors(p.issues)) return p;
 
     // Before any value is read or made: the sizes, overflow-checked, against memory.
-    if (auto fits = cpu::check_memory(g, memory.oracle, memory.bytes); !fits) {
+    if (auto fits = cpu::check_memory(g, options.oracle, options.memory_limit); !fits) {
         p.errors.push_back(fits.error());
         return p;
     }
 
     std::filesystem::path dir = std::filesystem::path(file).parent_path();
     if (dir.empty()) dir = ".";
-    more = load_tensor_values(g, dir);
+    more = load_tensor_values(g, dir, DataPathPolicy{options.allow_outside_data});
     p.issues.insert(p.issues.end(), more.begin(), more.end());
     if (has_errors(p.issues)) return p;
 
@@ -72,6 +72,11 @@ void add_memory_limit_option(CLI::App *cmd, std::int64_t &bytes) {
            },
            "Refuse a graph whose tensors need more than this (8G, 512M; default: the memory available)")
         ->type_name("SIZE");
+}
+
+void add_allow_outside_data_flag(CLI::App *cmd, bool &allow) {
+    cmd->add_flag("--allow-outside-data", allow,
+                  "Read tensor values a project's 'data' names outside its folder (absolute paths, '..')");
 }
 
 void report_problems(const std::string &file, const PreparedRun &p) {

@@ -31,16 +31,17 @@ struct PreparedRun {
 // Loads `file`, validates it with the standard library, loads the .npy values
 // beside it, then reads the inputs from `inputs_dir` (when not empty) or makes
 // random ones from `seed`. Parameters without a value get random values too.
-// What a run may take: `verify` adds the oracle's copies (cpu::check_memory);
-// limit 0 is what the machine has available.
-struct MemoryLimit {
-    bool oracle = false;
-    std::int64_t bytes = 0;
+struct PrepareOptions {
+    bool oracle = false;             // `verify`: the budget adds the oracle's copies (cpu::check_memory)
+    std::int64_t memory_limit = 0;   // bytes; 0 is what the machine has available
+    bool allow_outside_data = false; // read `data` outside the project's folder (DataPathPolicy)
 };
 PreparedRun prepare_run(const std::string &file, const std::string &inputs_dir, std::uint64_t seed,
-                        const MemoryLimit &memory = {});
+                        const PrepareOptions &options = {});
 // The --memory-limit option of `run` and `verify`, parsed into `bytes`.
 void add_memory_limit_option(CLI::App *cmd, std::int64_t &bytes);
+// The --allow-outside-data flag of the commands that read a project's values.
+void add_allow_outside_data_flag(CLI::App *cmd, bool &allow);
 
 // Prints the problems of `p` as "tapestry: <file>: <problem>" lines on stderr.
 void report_problems(const std::string &file, const PreparedRun &p);

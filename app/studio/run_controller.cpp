@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QSettings>
 #include <QStatusBar>
@@ -108,6 +109,17 @@ bool RunController::isRunning() const {
     return worker_->isRunning();
 }
 
+bool RunController::askOutsideData(const QStringList &paths) {
+    QMessageBox box(QMessageBox::Warning, tr("Values outside the project's folder"),
+                    tr("This project reads tensor values from outside its folder:\n\n%1\n\n"
+                       "A project file from someone else could read any file this way. Read them?")
+                        .arg(paths.join(QLatin1Char('\n'))),
+                    QMessageBox::Yes | QMessageBox::No, run_panel_->window());
+    box.setDefaultButton(QMessageBox::No);
+    box.setObjectName(QStringLiteral("outsideDataQuestion"));
+    return box.exec() == QMessageBox::Yes;
+}
+
 bool RunController::start(views::RunMode mode) {
     if (worker_->isRunning() || !doc_->isOpen() || doc_->graph().node_count() == 0) return false;
     const views::DocumentSource &source = doc_->source();
@@ -116,6 +128,20 @@ bool RunController::start(views::RunMode mode) {
     request.graph = doc_->graph();
     request.source_name = source.name;
     if (!source.imported && !source.path.isEmpty()) request.project_dir = QFileInfo(source.path).absolutePath();
+    if (!request.project_dir.isEmpty()) {
+        QStringList outside;
+        for (const std::string &p : data_paths_outside(request.graph, request.project_dir.toStdString()))
+            outside << QString::fromStdString(p);
+        if (!outside.isEmpty() && outside_allowed_for_ != source.path) {
+            if (!(ask_outside_ ? ask_outside_(outside) : askOutsideData(outside))) {
+                status_->showMessage(tr("Not run: %1 reads tensor values outside its folder (%2)")
+                                         .arg(source.name, outside.join(QStringLiteral(", "))));
+                return false;
+            }
+            outside_allowed_for_ = source.path;
+        }
+        request.allow_outside_data = !outside.isEmpty();
+    }
     run_panel_->fillRequest(request);
     if (worker_->start(std::move(request)) == 0) return false;
     ran_revision_ = doc_->revision();

@@ -5,6 +5,8 @@
 // document clears them.
 #pragma once
 
+#include <functional>
+
 #include <QObject>
 #include <QString>
 
@@ -47,8 +49,13 @@ public:
 
     // Runs or verifies the document's graph with the Run panel's settings; false
     // when nothing is open or a job is going. Results arrive in the Outputs dock.
+    // A project whose `data` paths lead outside its folder is read only after the
+    // user agrees (once per project file); declined, nothing runs.
     bool start(views::RunMode mode);
     void cancel();
+    // Asks whether the values outside the project's folder may be read; by
+    // default a question box. Tests answer it themselves.
+    void setOutsideDataQuestion(std::function<bool(const QStringList &paths)> ask) { ask_outside_ = std::move(ask); }
     bool isRunning() const;
     // The last finished run or verification (cancelled and failed ones included).
     const views::RunOutcome &lastOutcome() const { return last_outcome_; }
@@ -67,6 +74,7 @@ signals:
     void outputsSaved(const QString &dir, const QString &error);
 
 private:
+    bool askOutsideData(const QStringList &paths);
     void createActions(QWidget *window);
     void onDocumentChanged(views::GraphDocument::Changes what);
     void onProgress(quint64 job, int done, int total, const QString &phase);
@@ -93,6 +101,8 @@ private:
     QAction *inputs_folder_action_ = nullptr;
     views::RunOutcome last_outcome_;
     quint64 ran_revision_ = 0;  // the document's revision the last job ran on
+    std::function<bool(const QStringList &)> ask_outside_;
+    QString outside_allowed_for_;  // the project file whose outside data the user agreed to read
 };
 
 }  // namespace tapestry::studio

@@ -87,14 +87,44 @@ std::map<TensorId, std::string> run_file_stems(const Graph &g) {
 
 }  // namespace
 
-std::vector<Issue> load_tensor_values(Graph &g, const fs::path &project_dir) {
+Expected<fs::path, std::string> resolve_data_path(const fs::path &project_dir, const std::string &data,
+                                                  const DataPathPolicy &policy) {
+    const fs::path named(data);
+    const fs::path file = named.is_absolute() ? named : project_dir / named;
+    if (policy.allow_outside) return file;
+    auto refuse = [&](const std::string &why) {
+        return unexpected("'" + data + "' is outside the project's folder (" + why +
+                          "); give --allow-outside-data to read it anyway");
+    };
+    if (named.is_absolute()) return refuse("an absolute path");
+    const fs::path lexical = named.lexically_normal();
+    if (!lexical.empty() && *lexical.begin() == "..") return refuse("'..' leaves the folder");
+    // Symbolic links: the file, resolved, must still lie under the folder, resolved.
+    std::error_code ec;
+    const fs::path base = fs::weakly_canonical(project_dir.empty() ? fs::path(".") : project_dir, ec);
+    const fs::path real = ec ? fs::path() : fs::weakly_canonical(file, ec);
+    if (!ec) {
+        const fs::path rel = real.lexically_relative(base);
+        if (rel.empty() || *rel.begin() == "..") return refuse("a symbolic link leads out of it");
+    }
+    return file;
+}
+
+std::vector<std::string> data_paths_outside(const Graph &g, const fs::path &project_dir) {
+    std::vector<std::string> out;
+    for (const TensorPtr &t : g.tensors())
+        if (t->data && !t->value && !resolve_data_path(project_dir, *t->data, DataPathPolicy{}))
+            out.push_back(*t->data);
+    return out;
+}
+
+std::vector<Issue> load_tensor_values(Graph &g, const fs::path &project_dir, const DataPathPolicy &policy) {
     std::vector<Issue> issues;
     const std::vector<TensorPtr> tensors = g.tensors();  // put_tensor replaces entries
     for (size_t i = 0; i < tensors.size(); ++i) {
         const Tensor &t = *tensors[i];
         if (!t.data || t.value) continue;
         const std::string json_path = "$.tensors[" + std::to_string(i) + "].data";
-        const fs::path file = fs::path(*t.data).is_absolute() ? fs::path(*t.data) : project_dir / *t.data;
         auto report = [&](const char *code, const std::string &why) {
             Issue issue;
             issue.code = code;
@@ -103,6 +133,12 @@ std::vector<Issue> load_tensor_values(Graph &g, const fs::path &project_dir) {
             issue.message = json_path + ": tensor \"" + t.id.value + "\": " + why;
             issues.push_back(std::move(issue));
         };
+        const auto resolved = resolve_data_path(project_dir, *t.data, policy);
+        if (!resolved) {
+            report("data-outside-project", resolved.error());
+            continue;
+        }
+        const fs::path &file = *resolved;
         auto value = read_npy(file, t.dtype == DType::f32);
         if (!value) {
             report("tensor-data", value.error());

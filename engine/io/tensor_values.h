@@ -14,10 +14,29 @@
 
 namespace tapestry {
 
+// Where a tensor's `data` may point. A project file from someone else must not
+// pull arbitrary files (/proc/self/environ, ../../secrets.npy) into a run or a
+// session that gets shared: by default `data` resolves inside the project's
+// folder — no absolute path, no '..' that leaves it, no symbolic link out of it.
+struct DataPathPolicy {
+    bool allow_outside = false;  // the user opted in (--allow-outside-data, the studio's confirmation)
+};
+
+// The file `data` names for a project in `project_dir`, or why the policy refuses
+// it ("is outside the project's folder …").
+Expected<std::filesystem::path, std::string> resolve_data_path(const std::filesystem::path &project_dir,
+                                                               const std::string &data, const DataPathPolicy &policy);
+
+// The `data` paths of `g` that resolve outside `project_dir`: what the studio
+// asks about before it reads them.
+std::vector<std::string> data_paths_outside(const Graph &g, const std::filesystem::path &project_dir);
+
 // Loads the .npy file of every tensor with `data` and no `value`, relative to
-// `project_dir`, checking dtype and shape against the tensor. Issues name the
-// tensor, the file and the JSON path ($.tensors[i].data).
-std::vector<Issue> load_tensor_values(Graph &g, const std::filesystem::path &project_dir);
+// `project_dir` (under `policy`), checking dtype and shape against the tensor.
+// Issues name the tensor, the file and the JSON path ($.tensors[i].data); a path
+// the policy refuses is the issue "data-outside-project".
+std::vector<Issue> load_tensor_values(Graph &g, const std::filesystem::path &project_dir,
+                                      const DataPathPolicy &policy = {});
 
 // Saves the project to `path`; values with more than `embed_limit` elements go to
 // `<stem>.data/<tensor id>.npy` beside it (their `data` set accordingly), smaller

@@ -262,12 +262,14 @@ private slots:
         QVERIFY(write_file(project, project_with_data(data)));
         LoadResult r = load_project(project.toStdString());
         QVERIFY(r.ok());
-        const std::vector<Issue> issues = load_tensor_values(r.graph, dir_.path().toStdString());
+        // The paths are absolute: read only with the user's consent (class 6).
+        const std::vector<Issue> issues =
+            load_tensor_values(r.graph, dir_.path().toStdString(), DataPathPolicy{true});
         QCOMPARE(issues.size(), size_t{1});
         const QString expected = "$.tensors[1].data: tensor \"w\": " + data + ": " + reason;
         QCOMPARE(QString::fromStdString(issues[0].message), expected);
         if (have_cli()) {
-            const Result v = run({"run", project});
+            const Result v = run({"run", project, "--allow-outside-data"});
             QCOMPARE(v.code, 1);
             QCOMPARE(v.err, "tapestry: " + project + ": error tensor-data at $.tensors[1].data (w): " + expected);
         }

@@ -270,6 +270,7 @@ private slots:
     void cancelStopsTheOracle();
     void runErrorIsReported();
     void graphLargerThanMemoryIsRefused();
+    void valuesOutsideTheFolderAreReadOnlyWithConsent();
     void importOnnxAsksDimensionRunsAndSaves();
     void importOlderOpsetSaysConverted();
     void importRefusedModels_data();
@@ -985,6 +986,55 @@ void TestStudioRun::graphLargerThanMemoryIsRefused() {
         QVERIFY2(out.error.startsWith(want + "its tensors need more than 8 EiB (largest: 'x' more than 8 EiB"),
                  qPrintable(out.error));
     }
+}
+
+// A project whose `data` leads outside its folder (issue 14, class 6): Run asks
+// first; declined, nothing runs and the status bar says why; agreed, it runs and
+// is not asked again for that project.
+void TestStudioRun::valuesOutsideTheFolderAreReadOnlyWithConsent() {
+    QTemporaryDir dir;
+    QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("project"))));
+    TensorData w(DType::f32, ZPoint({3}));
+    for (int i = 0; i < 3; ++i) w.set(i, i + 1);
+    QVERIFY(write_npy(w, dir.filePath(QStringLiteral("secret.npy")).toStdString()).empty());
+    const QString path = dir.filePath(QStringLiteral("project/outside.tapestry.json"));
+    QVERIFY(writeFile(path,
+                      "{\"format\": \"tapestry-project\", \"version\": 1, \"name\": \"outside\", \"tensors\": ["
+                      "{\"id\": \"x\", \"dtype\": \"f32\", \"shape\": [2, 3], \"role\": \"input\"},"
+                      "{\"id\": \"w\", \"dtype\": \"f32\", \"shape\": [3], \"role\": \"parameter\", \"data\": \"../secret.npy\"},"
+                      "{\"id\": \"y\", \"dtype\": \"f32\", \"shape\": [2, 3], \"role\": \"output\"}],"
+                      "\"operations\": [{\"id\": \"scale\", \"kind\": \"mul\", \"inputs\": {\"a\": \"x\", \"b\": \"w\"},"
+                      " \"outputs\": {\"y\": \"y\"}}]}"));
+    MainWindow w_;
+    w_.show();
+    QVERIFY(openAndWait(w_, path));
+    QStringList asked;
+    bool answer = false;
+    w_.runs()->setOutsideDataQuestion([&](const QStringList &paths) {
+        asked = paths;
+        return answer;
+    });
+    QSignalSpy finished(w_.runs(), &RunController::runFinished);
+    w_.runs()->runAction()->trigger();
+    QCOMPARE(asked, QStringList{QStringLiteral("../secret.npy")});
+    QVERIFY(!w_.runs()->isRunning());
+    QCOMPARE(finished.count(), 0);
+    QVERIFY2(w_.statusBar()->currentMessage().startsWith(QStringLiteral("Not run: ")) &&
+                 w_.statusBar()->currentMessage().endsWith(
+                     QStringLiteral("reads tensor values outside its folder (../secret.npy)")),
+             qPrintable(w_.statusBar()->currentMessage()));
+    asked.clear();
+    answer = true;
+    w_.runs()->runAction()->trigger();
+    QCOMPARE(asked.size(), 1);
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w_.runs()->lastOutcome().error));
+    asked.clear();
+    finished.clear();
+    w_.runs()->runAction()->trigger();  // agreed once for this file
+    QVERIFY(asked.isEmpty());
+    QVERIFY(waitRun(finished));
+    QVERIFY(finished.front().front().toBool());
 }
 
 void TestStudioRun::runErrorIsReported() {
