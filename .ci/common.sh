@@ -11,6 +11,7 @@ TAPESTRY_PACKAGES=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   clang-14 libclang-rt-14-dev
   xvfb xauth fonts-dejavu-core
+  python3  # tests/campaign/bad_inputs.py
 )
 
 tapestry_install_packages() {
