@@ -1147,12 +1147,39 @@ void refuse_unsupported(const onnx::GraphProto &graph) {
                         missing};
 }
 
+// Every value a node reads and every graph output is defined before its use: by
+// a graph input, an initializer or an earlier node. ONNX's checker leaves this to
+// the version converter, which dereferences a null node on an undefined value
+// (a crash the ONNX import fuzzer found in libonnx 1.12's graphProtoToGraph).
+void check_references(const onnx::GraphProto &graph) {
+    std::set<std::string> defined;
+    for (const onnx::ValueInfoProto &vi : graph.input()) defined.insert(vi.name());
+    for (const onnx::TensorProto &t : graph.initializer()) defined.insert(t.name());
+    for (int i = 0; i < graph.node_size(); ++i) {
+        const onnx::NodeProto &n = graph.node(i);
+        const std::string node = n.name().empty() ? "node #" + std::to_string(i + 1) : quoted(n.name());
+        for (const std::string &in : n.input())
+            if (!in.empty() && !defined.count(in))
+                throw ImportFailure{"the model is not valid ONNX: " + node + " (" + n.op_type() + ") reads " + quoted(in) +
+                                        ", which no input, initializer or earlier node defines",
+                                    {}};
+        for (const std::string &out : n.output())
+            if (!out.empty()) defined.insert(out);
+    }
+    for (const onnx::ValueInfoProto &vi : graph.output())
+        if (!defined.count(vi.name()))
+            throw ImportFailure{"the model is not valid ONNX: graph output " + quoted(vi.name()) +
+                                    " is not defined by any input, initializer or node",
+                                {}};
+}
+
 void check_model(const onnx::ModelProto &model) {
     try {
         onnx::checker::check_model(model);
     } catch (const std::exception &e) {
         throw ImportFailure{std::string("the model is not valid ONNX: ") + e.what(), {}};
     }
+    check_references(model.graph());
 }
 
 // An older model whose operators changed is taken to opset 13 by ONNX's version

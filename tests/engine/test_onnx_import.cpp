@@ -902,6 +902,11 @@ private slots:
                                   << "not_onnx.onnx: not an ONNX model, or a truncated one: its protobuf data cannot "
                                      "be parsed"
                                   << QStringList{};
+        // Found by fuzz_onnx_import: it crashed ONNX's version converter.
+        QTest::newRow("undefined-output") << d + "/undefined_output.onnx"
+                                          << "undefined_output.onnx: the model is not valid ONNX: graph output '1' is not "
+                                             "defined by any input, initializer or node"
+                                          << QStringList{};
         QTest::newRow("unsupported-ops")
             << d + "/unsupported_ops.onnx"
             << "unsupported_ops.onnx: 2 operators are not supported: Hardmax (hm), LpNormalization (node #2)"

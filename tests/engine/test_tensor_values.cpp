@@ -311,7 +311,7 @@ private slots:
         Tensor b = tensor("b", DType::f16, ZPoint{3}, TensorRole::parameter);
         b.data = "b.npy";
         Tensor d = tensor("d", DType::f32, ZPoint{2}, TensorRole::parameter);
-        d.data = (root / "d.npy").string();  // absolute paths are taken as they are
+        d.data = (root / "d.npy").string();  // absolute: read only with the user's consent
         Tensor bf = tensor("bf", DType::bf16, ZPoint{2}, TensorRole::parameter);
         bf.data = "bf.npy";
         Tensor embedded =
@@ -319,7 +319,12 @@ private slots:
         for (const Tensor &t : {w, b, d, bf, embedded}) g.put_tensor(t);
         const TensorPtr untouched = g.tensor_ptr(TensorId("e"));
 
-        const std::vector<Issue> issues = load_tensor_values(g, root);
+        Graph refused = g;
+        const std::vector<Issue> outside = load_tensor_values(refused, root);
+        QCOMPARE(outside.size(), size_t{1});
+        QCOMPARE(outside[0].code, std::string("data-outside-project"));
+        QCOMPARE(outside[0].node, std::string("d"));
+        const std::vector<Issue> issues = load_tensor_values(g, root, DataPathPolicy{true});
         QVERIFY2(issues.empty(), qPrintable(issues_text(issues)));
         QVERIFY(*g.find_tensor(TensorId("w"))->value == ramp(DType::f32, ZPoint{2, 3}));
         QVERIFY(*g.find_tensor(TensorId("b"))->value == ramp(DType::f16, ZPoint{3}));
