@@ -625,7 +625,7 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
 
     // Our descriptor of the file: its flock is the session lock.
     int fd = -1;
-    bool created = false, writable = write;
+    bool writable = write;
     if (!exists) {
         if (!write) return make_error("not-found", "session " + file + " does not exist");
         fd = ::open(request.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -635,7 +635,6 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
                 return make_error("read-only", "session " + file + " cannot be created: its folder is read-only");
             return make_error("io", "session " + file + " cannot be created: " + std::strerror(err));
         }
-        created = fd >= 0;
     }
     if (fd < 0) {
         // O_NONBLOCK: should the path have become a FIFO since the check above,
@@ -694,14 +693,17 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     // The size now that the lock is ours: a process that created the file a
     // moment ago may have written the schema while we waited for its lock.
     if (::fstat(fd, &st) != 0) return fail(make_error("io", "session " + file + ": " + std::strerror(errno)));
-    const bool empty_file = st.st_size == 0;
+    // Whether we created the file does not matter here: another process may have
+    // opened it between our create and our lock, and written the schema first —
+    // into its WAL, too, which the main file's size does not show.
+    const bool empty_file = st.st_size == 0 && !pending_wal;
 
     // Examine the file before any read-write connection exists: an immutable
     // connection reads without locks, journal or shared-memory files, and so
     // cannot change anything, even for a file we end up refusing.
     int version = 0;
     bool examined = false;
-    if (!created && !empty_file && !pending_wal && !in_use_here) {
+    if (!empty_file && !pending_wal && !in_use_here) {
         sqlite3 *probe = nullptr;
         const int rc = sqlite3_open_v2(uri_of(request.path, "immutable=1").c_str(), &probe,
                                        SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
@@ -736,7 +738,7 @@ std::optional<StoreError> open_into(const OpenRequest &request, Session::Impl *i
     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_busy_timeout(db, std::max(kBusyTimeoutMs, static_cast<int>(request.lock_wait.count())));
     impl->lock_fd = fd;
-    if (!examined && !created && !empty_file) {
+    if (!examined && !empty_file) {
         if (auto refused = examine(db, file, version, true)) return *refused;
     }
     impl->schema = version;

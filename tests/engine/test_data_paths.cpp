@@ -4,12 +4,11 @@
 // (--allow-outside-data); `session import` then copies nothing into the session.
 #include <QCryptographicHash>
 #include <QDir>
-#include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <filesystem>
 
+#include "cli_run.h"
 #include "io/npy.h"
 #include "io/project_file.h"
 #include "io/tensor_values.h"
@@ -31,11 +30,6 @@ QByteArray project_with_data(const QString &data) {
         .toUtf8();
 }
 
-struct Result {
-    int code = -1;
-    QString out, err;
-};
-
 }  // namespace
 
 class TestDataPaths : public QObject {
@@ -45,26 +39,9 @@ class TestDataPaths : public QObject {
     QString cli_;
     QString project_dir_, outside_npy_;
 
-    QString write(const QString &path, const QByteArray &text) {
-        QFile f(path);
-        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size()) return {};
-        return path;
-    }
+    QString write(const QString &path, const QByteArray &text) { return test::write_bytes(path, text) ? path : QString(); }
 
-    Result run(const QStringList &args) {
-        QProcess p;
-        p.start(cli_, args);
-        Result r;
-        if (!p.waitForFinished(30000)) {
-            p.kill();
-            p.waitForFinished();
-            return r;
-        }
-        r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-        r.out = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
-        r.err = QString::fromUtf8(p.readAllStandardError()).trimmed();
-        return r;
-    }
+    test::CliResult run(const QStringList &args) { return test::run_cli(cli_, args); }
 
     static QString refusal(const QString &data, const QString &why) {
         return "$.tensors[1].data: tensor \"w\": '" + data + "' is outside the project's folder (" + why +
@@ -145,7 +122,7 @@ private slots:
         const QString session = dir_.filePath(QString("s-%1.tapestry-session").arg(QTest::currentDataTag()));
         const QString out = dir_.filePath(QString("stages-%1").arg(QTest::currentDataTag()).replace(' ', '_'));
         for (QString &a : args) a.replace("%P", project).replace("%S", session).replace("%O", out);
-        Result r = run(args);
+        test::CliResult r = run(args);
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, "tapestry: " + project + ": error data-outside-project at $.tensors[1].data (w): " +
                             refusal(outside_npy_, "an absolute path"));

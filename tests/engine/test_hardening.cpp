@@ -22,6 +22,7 @@
 #include <cstring>
 #include <future>
 
+#include "cli_run.h"
 #include "io/bounded_file.h"
 #include "io/npy.h"
 #include "io/onnx_import.h"
@@ -34,11 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int code = -1;  // -1: did not finish in time (a hang), -2: crashed
-    QString out, err;
-    qint64 ms = 0;
-};
+using Result = test::CliResult;
 
 QByteArray file_hash(const QString &path) {
     QFile f(path);
@@ -47,8 +44,7 @@ QByteArray file_hash(const QString &path) {
 }
 
 bool write_file(const QString &path, const QByteArray &bytes) {
-    QFile f(path);
-    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
+    return test::write_bytes(path, bytes);
 }
 
 bool sql_exec(const QString &path, const char *sql) {
@@ -124,24 +120,7 @@ class TestHardening : public QObject {
     QString fresh(const QString &suffix) { return dir_.filePath(QString("f%1%2").arg(++counter_).arg(suffix)); }
 
     // Runs the CLI; a run that does not finish in 20 s is a hang (code -1).
-    Result run(const QStringList &args, int timeout_ms = 20000) {
-        QProcess p;
-        p.setWorkingDirectory(dir_.path());
-        QElapsedTimer clock;
-        clock.start();
-        p.start(cli_, args);
-        Result r;
-        if (!p.waitForFinished(timeout_ms)) {
-            p.kill();
-            p.waitForFinished();
-            return r;
-        }
-        r.ms = clock.elapsed();
-        r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-        r.out = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
-        r.err = QString::fromUtf8(p.readAllStandardError()).trimmed();
-        return r;
-    }
+    Result run(const QStringList &args, int timeout_ms = 20000) { return test::run_cli(cli_, args, dir_.path(), timeout_ms); }
 
     bool have_cli() const { return !cli_.isEmpty(); }
 

@@ -1,12 +1,10 @@
 // Issue 14, classes 1 and 2: sizes never wrap (common/checked_size.h), and a graph
 // whose tensors exceed the memory budget is refused by `run`, `verify` and the
 // engine's check before anything is allocated, with the largest tensors named.
-#include <QElapsedTimer>
-#include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include "cli_run.h"
 #include "common/checked_size.h"
 #include "graph/tensor.h"
 #include "io/project_file.h"
@@ -27,12 +25,6 @@ QByteArray relu_project(const QString &n, const QString &m) {
         .toUtf8();
 }
 
-struct Result {
-    int code = -1;  // -1: did not finish in time
-    QString out, err;
-    qint64 ms = 0;
-};
-
 }  // namespace
 
 class TestSizeLimits : public QObject {
@@ -43,28 +35,10 @@ class TestSizeLimits : public QObject {
 
     QString write(const QString &name, const QByteArray &text) {
         const QString path = dir_.filePath(name);
-        QFile f(path);
-        if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size()) return {};
-        return path;
+        return test::write_bytes(path, text) ? path : QString();
     }
 
-    Result run(const QStringList &args) {
-        QProcess p;
-        QElapsedTimer clock;
-        clock.start();
-        p.start(cli_, args);
-        Result r;
-        if (!p.waitForFinished(60000)) {
-            p.kill();
-            p.waitForFinished();
-            return r;
-        }
-        r.ms = clock.elapsed();
-        r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-        r.out = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
-        r.err = QString::fromUtf8(p.readAllStandardError()).trimmed();
-        return r;
-    }
+    test::CliResult run(const QStringList &args) { return test::run_cli(cli_, args); }
 
 private slots:
     void initTestCase() {
@@ -112,7 +86,7 @@ private slots:
     void show_prints_a_saturated_size_as_such() {
         if (cli_.isEmpty()) QSKIP("TAPESTRY_CLI is not set (ctest sets it)");
         const QString file = write("huge.tapestry.json", relu_project("2147483648", "2147483648"));
-        const Result r = run({"show", file});
+        const test::CliResult r = run({"show", file});
         QCOMPARE(r.code, 0);
         QVERIFY2(r.out.count("more than 8 EiB") >= 2, qPrintable(r.out));
         QVERIFY(!r.out.contains(" 0 B"));
@@ -154,7 +128,7 @@ private slots:
         QFETCH(QString, command);
         if (cli_.isEmpty()) QSKIP("TAPESTRY_CLI is not set (ctest sets it)");
         const QString file = write("huge.tapestry.json", relu_project("2147483648", "2147483648"));
-        const Result r = run({command, file});
+        const test::CliResult r = run({command, file});
         QCOMPARE(r.code, 1);  // used to be SIGSEGV (run) or std::bad_alloc (134)
         QVERIFY2(r.err.startsWith("tapestry: " + file + ": not enough memory to " + command +
                                   ": its tensors need more than 8 EiB (largest: 'x' more than 8 EiB, 'y' more than 8 "
@@ -167,7 +141,7 @@ private slots:
     void memory_limit_option() {
         if (cli_.isEmpty()) QSKIP("TAPESTRY_CLI is not set (ctest sets it)");
         const QString file = write("mid.tapestry.json", relu_project("4096", "4096"));
-        Result r = run({"run", file, "--memory-limit", "100M"});
+        test::CliResult r = run({"run", file, "--memory-limit", "100M"});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, "tapestry: " + file +
                             ": not enough memory to run: its tensors need 128.0 MiB (largest: 'x' 64.0 MiB, 'y' 64.0 "

@@ -1,0 +1,50 @@
+// Running the `tapestry` CLI from a test suite: the binary from $TAPESTRY_CLI
+// (ctest sets it), its exit code, trimmed stdout/stderr and wall time; a run past
+// the timeout is killed and reported as code -1 (a hang), a crash as -2.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+
+namespace tapestry::test {
+
+struct CliResult {
+    int code = -1;  // -1: did not finish in time (a hang), -2: crashed
+    QString out, err;
+    qint64 ms = 0;
+};
+
+inline QString cli_path() {
+    return qEnvironmentVariable("TAPESTRY_CLI");
+}
+
+inline CliResult run_cli(const QString &cli, const QStringList &args, const QString &working_dir = {},
+                         int timeout_ms = 60000) {
+    QProcess p;
+    if (!working_dir.isEmpty()) p.setWorkingDirectory(working_dir);
+    QElapsedTimer clock;
+    clock.start();
+    p.start(cli, args);
+    CliResult r;
+    if (!p.waitForFinished(timeout_ms)) {
+        p.kill();
+        p.waitForFinished();
+        return r;
+    }
+    r.ms = clock.elapsed();
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+    r.out = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
+    r.err = QString::fromUtf8(p.readAllStandardError()).trimmed();
+    return r;
+}
+
+// Writes `bytes` to `path` (replacing it); false when it cannot.
+inline bool write_bytes(const QString &path, const QByteArray &bytes) {
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
+}
+
+}  // namespace tapestry::test
