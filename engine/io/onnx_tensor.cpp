@@ -1,12 +1,14 @@
 // TensorProto ↔ TensorData, and the TensorProto files of the ONNX backend tests.
 #include "io/onnx_tensor.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "common/checked_size.h"
 #include "io/bounded_file.h"
 #include "io/onnx_support.h"
 
@@ -84,14 +86,24 @@ Expected<TensorData, std::string> tensor_from_proto(const TensorProto &t) {
         if (d < 0) return unexpected(what + " has a negative dimension " + std::to_string(d));
         dims.push_back(d);
     }
-    TensorData out(*dtype, ZPoint(dims));
-    const std::int64_t n = out.element_count();
+    // Sizes before the allocation: a small file may declare a huge tensor. The
+    // count saturates (common/checked_size.h) and must not exceed the values the
+    // file holds, so nothing larger than the file's data is ever allocated.
+    const ZPoint shape(dims);
+    const std::int64_t n = shape.product();
     const bool is_double = t.data_type() == TensorProto::DOUBLE;
     const size_t source_size = is_double ? 8 : static_cast<size_t>(dtype_bytes(*dtype));
     auto count_error = [&](std::int64_t have) {
-        return unexpected(what + " holds " + std::to_string(have) + " values but its shape " + out.shape.to_string() +
-                          " needs " + std::to_string(n));
+        return unexpected(what + " holds " + std::to_string(have) + " values but its shape " + shape.to_string() +
+                          " needs " + (n >= kSizeSaturated ? std::string("more than 2^63") : std::to_string(n)));
     };
+    const std::int64_t present =
+        t.has_raw_data() ? static_cast<std::int64_t>(t.raw_data().size() / source_size)
+                         : std::max({std::int64_t{t.float_data_size()}, std::int64_t{t.int32_data_size()},
+                                     std::int64_t{t.int64_data_size()}, std::int64_t{t.double_data_size()},
+                                     std::int64_t{t.uint64_data_size()}});
+    if (n > present || n > kMaxElements) return count_error(present);
+    TensorData out(*dtype, shape);
 
     if (t.has_raw_data()) {
         const std::string &raw = t.raw_data();

@@ -100,9 +100,11 @@ Expected<fs::path, std::string> resolve_data_path(const fs::path &project_dir, c
     const fs::path lexical = named.lexically_normal();
     if (!lexical.empty() && *lexical.begin() == "..") return refuse("'..' leaves the folder");
     // Symbolic links: the file, resolved, must still lie under the folder, resolved.
+    // Both made absolute first: weakly_canonical leaves a relative path whose
+    // first component does not exist (a missing file) relative.
     std::error_code ec;
-    const fs::path base = fs::weakly_canonical(project_dir.empty() ? fs::path(".") : project_dir, ec);
-    const fs::path real = ec ? fs::path() : fs::weakly_canonical(file, ec);
+    const fs::path base = fs::weakly_canonical(fs::absolute(project_dir.empty() ? fs::path(".") : project_dir, ec), ec);
+    const fs::path real = ec ? fs::path() : fs::weakly_canonical(fs::absolute(file, ec), ec);
     if (!ec) {
         const fs::path rel = real.lexically_relative(base);
         if (rel.empty() || *rel.begin() == "..") return refuse("a symbolic link leads out of it");

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import resource
 import shlex
 import shutil
@@ -948,8 +949,9 @@ class Runner:
         self.timeout = timeout
         self.memory = memory_mib * 1024 * 1024 if memory_mib and not asan else 0
         self.env = dict(os.environ)
-        if asan:
-            self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")
+        if asan:   # no ulimit -v under ASan: cap the resident size instead
+            self.env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0:hard_rss_limit_mb=%d"
+                                % (memory_mib or 8192))
         self.env.setdefault("OMP_NUM_THREADS", "1")
 
     def _limit(self):
@@ -963,9 +965,12 @@ class Runner:
         outpath = os.path.join(cwd, ".stdout")
         t0 = time.monotonic()
         with open(errpath, "wb") as err, open(outpath if keep_stdout else os.devnull, "wb") as out:
-            p = subprocess.Popen([self.cli] + args, cwd=cwd, stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=err, env=self.env,
-                                 preexec_fn=self._limit, start_new_session=True)
+            try:
+                p = subprocess.Popen([self.cli] + args, cwd=cwd, stdin=subprocess.DEVNULL,
+                                     stdout=out, stderr=err, env=self.env,
+                                     preexec_fn=self._limit, start_new_session=True)
+            except (OSError, ValueError) as e:       # E2BIG, an argument with a NUL: not run
+                return None, False, "not run: %s" % e, 0.0, ""
             hung = False
             try:
                 rc = p.wait(timeout=timeout or self.timeout)
@@ -980,8 +985,13 @@ class Runner:
             stderr = f.read(256 * 1024).decode("utf-8", "replace")
         os.unlink(errpath)
         if keep_stdout:
-            with open(outpath, "rb") as f:
-                stdout = f.read(4 * 1024 * 1024).decode("utf-8", "replace")
+            with open(outpath, "rb") as f:           # the head and the tail of a long report
+                size = os.fstat(f.fileno()).st_size
+                stdout = f.read(4 * 1024 * 1024)
+                if size > len(stdout):
+                    f.seek(max(len(stdout), size - 256 * 1024))
+                    stdout += b"\n" + f.read()
+                stdout = stdout.decode("utf-8", "replace")
             os.unlink(outpath)
             return rc, hung, stderr, time.monotonic() - t0, stdout
         return rc, hung, stderr, time.monotonic() - t0
@@ -989,6 +999,8 @@ class Runner:
 
 def sha(path):
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):   # never open a FIFO (it blocks)
+            return None
         with open(path, "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
@@ -1035,7 +1047,8 @@ def first_op_id(text):
     try:
         doc = json.loads(text)
         for o in doc.get("operations", []):
-            if isinstance(o, dict) and isinstance(o.get("id"), str) and o["id"] and ":" not in o["id"]:
+            if isinstance(o, dict) and isinstance(o.get("id"), str) and o["id"] and ":" not in o["id"] \
+                    and len(o["id"]) < 1000 and "\0" not in o["id"]:
                 return o["id"]
     except Exception:
         pass
@@ -1553,25 +1566,40 @@ def is_asan(cli):
         return False
 
 
+def copy_safely(src, dst):
+    """Copy regular files, folders and symbolic links (as links); a FIFO, device or socket is
+    recreated as an empty note file, never opened (opening a FIFO blocks)."""
+    try:
+        st = os.lstat(src)
+    except OSError:
+        return
+    try:
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(src), dst)
+        elif stat.S_ISDIR(st.st_mode):
+            os.makedirs(dst, exist_ok=True)
+            for n in sorted(os.listdir(src)):
+                copy_safely(os.path.join(src, n), os.path.join(dst, n))
+        elif stat.S_ISREG(st.st_mode):
+            shutil.copyfile(src, dst)
+        else:
+            with open(dst + ".special", "w") as f:
+                f.write("%s was a %s (mode %o); recreate it (e.g. mkfifo) to reproduce\n"
+                        % (os.path.basename(src), "FIFO" if stat.S_ISFIFO(st.st_mode) else "special file",
+                           st.st_mode))
+    except OSError:
+        pass
+
+
 def save_finding(args_, case, label, cmd_args, cwd, what, rc, stderr, stats):
     fdir = os.path.join(args_.work, "findings", "%05d-%s-%s" % (case.index, what, label.replace(" ", "_")
                                                                     .replace("/", "_").replace("(", "")
                                                                     .replace(")", "")))
     os.makedirs(fdir, exist_ok=True)
     for p in case.inputs:
-        if os.path.isdir(p):
-            shutil.copytree(p, os.path.join(fdir, os.path.basename(p)), symlinks=True, dirs_exist_ok=True)
-        elif os.path.lexists(p):
-            try:
-                shutil.copy2(p, fdir, follow_symlinks=False)
-            except OSError:
-                pass
+        copy_safely(p, os.path.join(fdir, os.path.basename(p)))
     # The whole case folder too (projects name files beside them)
-    try:
-        shutil.copytree(case.dir, os.path.join(fdir, "case"), symlinks=True, dirs_exist_ok=True,
-                        ignore=lambda d, names: [n for n in names if stat.S_ISFIFO(os.lstat(os.path.join(d, n)).st_mode)])
-    except (OSError, shutil.Error):
-        pass
+    copy_safely(case.dir, os.path.join(fdir, "case"))
     cmdline = "cd %s && %s %s" % (shlex.quote(cwd), shlex.quote(args_.cli), " ".join(shlex.quote(a) for a in cmd_args))
     with open(os.path.join(fdir, "reproduce.sh"), "w") as f:
         f.write("#!/bin/sh\n# %s (exit %s) case %d: %s\nulimit -v %d\n%s\n" % (
@@ -1590,8 +1618,8 @@ def json_reports_failure(stdout):
     """--json output of a refusal: a JSON object that says what is wrong."""
     try:
         doc = json.loads(stdout)
-    except ValueError:
-        return False
+    except ValueError:   # a report past what was read (head and tail): look for the verdict
+        return bool(re.search(r'"valid":\s*false', stdout))
     if not isinstance(doc, dict):
         return False
     issues = doc.get("issues")
@@ -1629,6 +1657,9 @@ def run_case(args_, runner, case, stats):
         with stats.lock:
             stats.cmd_seconds += secs
         stats.add(label, "total")
+        if rc is None:
+            stats.add(label, "skipped")
+            continue
         what = None
         if hung:
             stats.add(label, "hang")
@@ -1705,9 +1736,11 @@ def main():
         args_.work = tempfile.mkdtemp(prefix="tapestry-campaign-")
     asan = is_asan(args_.cli)
     if asan:
-        print("note: %s is built with AddressSanitizer: no ulimit -v (ASan reserves terabytes of "
-              "address space); ASAN_OPTIONS=%s" % (args_.cli, os.environ.get("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0")))
+        pass
     runner = Runner(args_.cli, args_.timeout, args_.memory_mib, asan)
+    if asan:
+        print("note: %s is built with AddressSanitizer: no ulimit -v (ASan reserves terabytes of "
+              "address space); ASAN_OPTIONS=%s" % (args_.cli, runner.env["ASAN_OPTIONS"]))
     seeds = Seeds(SOURCE)
     print("bad-input campaign: %d cases, seed %d, %s, timeout %gs, ulimit -v %s, work %s" % (
         args_.cases, args_.seed, args_.cli, args_.timeout,

@@ -90,6 +90,17 @@ private slots:
         QVERIFY(tapestry::resolve_data_path(project_dir_.toStdString(), data.toStdString(), DataPathPolicy{true}));
     }
 
+    // A project in the working folder (its folder ""): a missing file is missing,
+    // not "outside" (the campaign found that it was taken for a link out).
+    void missing_file_beside_a_project_in_the_working_folder() {
+        const QString here = QDir::currentPath();
+        QVERIFY(QDir::setCurrent(project_dir_));
+        const auto r = tapestry::resolve_data_path("", "no-such.npy", DataPathPolicy{});
+        QVERIFY(QDir::setCurrent(here));
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        QCOMPARE(QString::fromStdString(r->string()), QStringLiteral("no-such.npy"));
+    }
+
     void loading_names_the_tensor_and_path() {
         LoadResult loaded = parse_project(project_with_data("../secret.npy").toStdString(), "p.json");
         QVERIFY(loaded.ok());

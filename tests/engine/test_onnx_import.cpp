@@ -902,6 +902,12 @@ private slots:
                                   << "not_onnx.onnx: not an ONNX model, or a truncated one: its protobuf data cannot "
                                      "be parsed"
                                   << QStringList{};
+        // Found by the bad-input campaign: 118 bytes declaring a 2^64-element
+        // initializer; the count wrapped, then the allocation aborted.
+        QTest::newRow("huge-initializer") << d + "/huge_initializer.onnx"
+                                          << "huge_initializer.onnx: initializer 'W': tensor 'W' holds 0 values but its "
+                                             "shape [4294967296, 4294967296] needs more than 2^63"
+                                          << QStringList{"initializer 'W'"};
         // Found by fuzz_onnx_import: it crashed ONNX's version converter.
         QTest::newRow("undefined-output") << d + "/undefined_output.onnx"
                                           << "undefined_output.onnx: the model is not valid ONNX: graph output '1' is not "
