@@ -8,6 +8,8 @@
 #include "common/checked_size.h"
 #include "graph/tensor.h"
 #include "io/project_file.h"
+#include "ops/library.h"
+#include "runtime/cpu/executor.h"
 #include "runtime/cpu/memory_budget.h"
 
 using namespace tapestry;
@@ -108,6 +110,26 @@ private slots:
         QVERIFY(!refused);
         QCOMPARE(refused.error(), std::string("not enough memory to run: its tensors need 2.0 MiB (largest: 'x' 1.0 MiB, "
                                               "'y' 1.0 MiB) but the memory limit is 2.0 MiB; nothing was allocated"));
+    }
+
+    // The engine on its own (no budget in front): compiling a graph whose
+    // intermediate needs 2^64 bytes is an error, never a wrapped arena or a null one.
+    void compile_refuses_an_arena_it_cannot_allocate() {
+        const QByteArray text =
+            "{\"format\": \"tapestry-project\", \"version\": 1, \"tensors\": ["
+            "{\"id\": \"x\", \"dtype\": \"f32\", \"shape\": [2147483648, 2147483648], \"role\": \"input\"},"
+            "{\"id\": \"h\", \"dtype\": \"f32\", \"shape\": [2147483648, 2147483648], \"role\": \"intermediate\"},"
+            "{\"id\": \"y\", \"dtype\": \"f32\", \"shape\": [2147483648, 2147483648], \"role\": \"output\"}],"
+            "\"operations\": [{\"id\": \"a\", \"kind\": \"relu\", \"inputs\": {\"x\": \"x\"}, \"outputs\": {\"y\": \"h\"}},"
+            "{\"id\": \"b\", \"kind\": \"tanh\", \"inputs\": {\"x\": \"h\"}, \"outputs\": {\"y\": \"y\"}}]}";
+        const LoadResult loaded = parse_project(text.toStdString(), "huge");
+        QVERIFY(loaded.ok());
+        cpu::CpuOptions options;
+        options.fuse_epilogues = false;  // keep h in the arena
+        options.tile_bytes = 0;
+        auto program = cpu::Program::compile(loaded.graph, OpLibrary::standard(), options);
+        QVERIFY(!program);
+        QVERIFY2(!program.error().empty(), "an error without a message");
     }
 
     void byte_sizes_parse() {

@@ -108,7 +108,12 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
     if (auto stored = assign_storage(plan_, epilogues.fused_away); !stored) return stored;
     plan_buffers(plan_);
     plan_dependencies(plan_);
+    // aligned_alloc reports failure with null, not an exception: refuse here
+    // rather than let the first kernel write through it.
     arena_ = aligned_buffer(plan_.arena_bytes);
+    if (plan_.arena_bytes > 0 && !arena_)
+        return unexpected("the arena for the intermediates (" + std::to_string(plan_.arena_bytes) +
+                          " bytes) cannot be allocated: not enough memory");
     return std::monostate{};
 }
 

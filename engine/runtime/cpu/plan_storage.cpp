@@ -55,17 +55,17 @@ void plan_buffers(ProgramPlan &plan) {
         for (int j : placed) {
             const TensorPlan &u = tensors[static_cast<size_t>(j)];
             if (u.first_step <= t.last_step && t.first_step <= u.last_step)
-                busy.emplace_back(u.arena_offset, u.arena_offset + align_up(u.bytes));
+                busy.emplace_back(u.arena_offset, arena_add(u.arena_offset, align_up(u.bytes)));
         }
         std::sort(busy.begin(), busy.end());
         std::size_t offset = 0;
         const std::size_t need = align_up(t.bytes);
         for (const auto &[b, e] : busy) {
-            if (offset + need <= b) break;
+            if (arena_add(offset, need) <= b) break;
             offset = std::max(offset, e);
         }
         t.arena_offset = offset;
-        total = std::max(total, offset + need);
+        total = std::max(total, arena_add(offset, need));
         placed.push_back(i);
     }
     plan.arena_bytes = total;
@@ -79,8 +79,8 @@ void plan_dependencies(ProgramPlan &plan) {
         const TensorPlan &x = plan.tensors[static_cast<size_t>(a)];
         const TensorPlan &y = plan.tensors[static_cast<size_t>(b)];
         if (x.storage != Storage::arena || y.storage != Storage::arena) return false;
-        return x.arena_offset < y.arena_offset + align_up(y.bytes) &&
-               y.arena_offset < x.arena_offset + align_up(x.bytes);
+        return x.arena_offset < arena_add(y.arena_offset, align_up(y.bytes)) &&
+               y.arena_offset < arena_add(x.arena_offset, align_up(x.bytes));
     };
     auto conflict = [&](const Step &earlier, const Step &later) {
         for (const Access &a : earlier.accesses)

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -92,8 +93,17 @@ struct ProgramPlan {
 // Arena offsets and sizes are multiples of this (a cache line, and what
 // aligned_alloc gets).
 constexpr std::size_t kArenaAlign = 64;
+// Saturates (at the largest multiple of kArenaAlign) instead of wrapping: a size
+// that large is refused when the arena is allocated, never mistaken for a small one.
 inline std::size_t align_up(std::size_t n) {
+    constexpr std::size_t kTop = std::numeric_limits<std::size_t>::max() / kArenaAlign * kArenaAlign;
+    if (n > kTop) return kTop;
     return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+}
+// a + b for arena offsets, saturating like align_up.
+inline std::size_t arena_add(std::size_t a, std::size_t b) {
+    std::size_t r;
+    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::size_t>::max() : r;
 }
 
 inline std::string quoted(const std::string &s) {
