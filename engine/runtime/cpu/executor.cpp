@@ -15,9 +15,11 @@
 #include <sstream>
 #include <thread>
 
+#include "common/checked_size.h"
 #include "graph/validate.h"
 #include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/memory_budget.h"
 #include "runtime/cpu/program_plan.h"
 
 namespace tapestry::cpu {
@@ -108,8 +110,16 @@ Expected<std::monostate, std::string> CpuProgram::plan(const Graph &g, const OpL
     if (auto stored = assign_storage(plan_, epilogues.fused_away); !stored) return stored;
     plan_buffers(plan_);
     plan_dependencies(plan_);
-    // aligned_alloc reports failure with null, not an exception: refuse here
+    // An arena larger than the machine's memory is refused before the attempt
+    // (check_memory guards run and verify earlier; this guards every caller), and
+    // aligned_alloc reports failure with null, not an exception: refuse that too
     // rather than let the first kernel write through it.
+    const std::int64_t available = available_memory();
+    if (available > 0 && plan_.arena_bytes > static_cast<std::uint64_t>(available))
+        return unexpected("the arena for the intermediates needs " +
+                          byte_text(static_cast<std::int64_t>(
+                              std::min<std::uint64_t>(plan_.arena_bytes, static_cast<std::uint64_t>(kSizeSaturated)))) +
+                          " but this machine has " + byte_text(available) + " available");
     arena_ = aligned_buffer(plan_.arena_bytes);
     if (plan_.arena_bytes > 0 && !arena_)
         return unexpected("the arena for the intermediates (" + std::to_string(plan_.arena_bytes) +
