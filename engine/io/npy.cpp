@@ -7,6 +7,7 @@
 // anything is allocated, with overflow-safe arithmetic.
 #include "io/npy.h"
 
+#include "common/checked_size.h"
 #include "io/atomic_file.h"
 #include "io/bounded_file.h"
 
@@ -30,7 +31,6 @@ namespace {
 constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr int kMaxRank = 32;                     // as the project format
 constexpr Coord kMaxDimension = Coord{1} << 40;  // as the project format (kMaxCoordinate)
-constexpr Coord kMaxElements = Coord{1} << 62;
 // NumPy writes headers of a few hundred bytes (its reader refuses over 10,000 by
 // default); a longer one is not worth reading before its data.
 constexpr std::uint64_t kMaxHeaderBytes = 1 * kMiB;
@@ -382,7 +382,8 @@ Expected<NpyHeader, std::string> parse_header(std::string_view bytes, std::uint6
     }
     Coord elements = 1;
     for (Coord e : extents) {
-        if (__builtin_mul_overflow(elements, e, &elements) || elements > kMaxElements)
+        elements = size_mul(elements, e);
+        if (elements > kMaxElements)
             return unexpected("shape " + shape_text(extents) + " holds more than 2^62 elements");
     }
 

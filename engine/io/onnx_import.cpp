@@ -18,6 +18,7 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include "common/checked_size.h"
 #include "graph/validate.h"
 #include "io/bounded_file.h"
 #include "io/onnx_attention.h"
@@ -401,7 +402,7 @@ std::optional<std::vector<std::int64_t>> Importer::reshape_target(const std::str
         } else if (dims[d] < 1) {
             return std::nullopt;
         } else {
-            known *= dims[d];
+            known = size_mul(known, dims[d]);
         }
     }
     if (infer >= 0) {
@@ -409,7 +410,7 @@ std::optional<std::vector<std::int64_t>> Importer::reshape_target(const std::str
         dims[static_cast<size_t>(infer)] = in.product() / known;
     }
     std::int64_t total = 1;
-    for (std::int64_t d : dims) total *= d;
+    for (std::int64_t d : dims) total = size_mul(total, d);
     if (total != in.product()) return std::nullopt;
     return dims;
 }

@@ -5,6 +5,7 @@
 // constructor sees it.
 #include "io/project_file.h"
 
+#include "common/checked_size.h"
 #include "io/atomic_file.h"
 #include "io/bounded_file.h"
 
@@ -33,7 +34,6 @@ using Json = nlohmann::ordered_json;
 constexpr std::uint64_t kMaxProjectFileBytes = 1 * kGiB;
 constexpr size_t kMaxNestingDepth = 256;  // deeper documents are rejected before parsing
 constexpr int kMaxRank = 32;              // NumPy's traditional limit
-constexpr Coord kMaxElements = Coord{1} << 62;
 constexpr size_t kLineWidth = 120;
 constexpr size_t kMaxIssues = 1000;  // issues listed one by one; the rest are counted  // the saver prints a value on one line when it fits
 
@@ -287,7 +287,8 @@ bool element_count_fits(const ZPoint &extents) {
     Coord product = 1;
     for (Coord e : extents.coords()) {
         if (e == 0) continue;
-        if (__builtin_mul_overflow(product, e, &product) || product > kMaxElements) return false;
+        product = size_mul(product, e);
+        if (product > kMaxElements) return false;
     }
     return true;
 }

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "common/checked_size.h"
 #include "io/bounded_file.h"
 #include "io/project_file.h"
 #include "store/content_hash.h"
@@ -537,8 +538,8 @@ struct Session::Impl {
                 fresh->dtype = *dtype;
                 fresh->shape = *shape;
                 const auto bytes = values.blob(5);
-                const auto expected = static_cast<size_t>(shape->product()) * static_cast<size_t>(dtype_bytes(*dtype));
-                if (bytes.size() != expected || values.i64(4) != static_cast<std::int64_t>(expected))
+                const std::int64_t expected = size_mul(shape->product(), dtype_bytes(*dtype));  // saturates
+                if (static_cast<std::int64_t>(bytes.size()) != expected || values.i64(4) != expected)
                     return unexpected(
                         bad("holds " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(expected)));
                 fresh->bytes.assign(bytes.begin(), bytes.end());
