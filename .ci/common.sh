@@ -12,6 +12,7 @@ TAPESTRY_PACKAGES=(
   clang-14 libclang-rt-14-dev
   xvfb xauth fonts-dejavu-core
   python3  # tests/campaign/bad_inputs.py
+  python3-jsonschema  # tests/targets/check_targets.py
 )
 
 tapestry_install_packages() {

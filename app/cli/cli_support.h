@@ -37,6 +37,8 @@ void add_run_command(CLI::App &app, std::function<int()> &action);       // cmd_
 void add_verify_command(CLI::App &app, std::function<int()> &action);    // cmd_verify.cpp
 void add_passes_command(CLI::App &app, std::function<int()> &action);    // cmd_passes.cpp
 void add_session_command(CLI::App &app, std::function<int()> &action);   // cmd_session.cpp
+void add_plan_command(CLI::App &app, std::function<int()> &action);      // cmd_plan.cpp
+void add_targets_command(CLI::App &app, std::function<int()> &action);   // cmd_plan.cpp
 
 // "tapestry: <file>: <issue>" / "tapestry: <file>: <message>" on stderr.
 void report_issue(const std::string &file, const Issue &issue);

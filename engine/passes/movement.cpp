@@ -19,6 +19,7 @@ namespace {
 // What one piece of an op (a shard, or the whole op when unsharded) touches of a tensor.
 struct Piece {
     ShardId id;
+    std::string device;
     IndexSet elements;
 };
 
@@ -30,9 +31,9 @@ IndexSet touched(const OperandProjection &p, const ZRange &index, const ZRange &
 }
 
 // Per piece of `op`, the elements of tensor `t` its operands on one side touch
-// (all operands bound to `t` together). Piece k sits on device k.
+// (all operands bound to `t` together), and the device it sits on (shard_device).
 std::vector<Piece> pieces_touching(const Operation &op, const Signature &sig, const TensorId &t, int rank,
-                                   bool outputs) {
+                                   bool outputs, bool placed) {
     std::vector<std::pair<ShardId, ZRange>> ranges;
     if (op.shards.empty())
         ranges.emplace_back(ShardId(op.id.value), sig.index_space);
@@ -42,7 +43,7 @@ std::vector<Piece> pieces_touching(const Operation &op, const Signature &sig, co
     const std::vector<PortProjections> &ports = outputs ? sig.outputs : sig.inputs;
     std::vector<Piece> out;
     for (const auto &[id, index] : ranges) {
-        Piece piece{id, IndexSet(rank)};
+        Piece piece{id, placed ? shard_device(op, out.size()) : "#" + std::to_string(out.size()), IndexSet(rank)};
         if (index.rank() == sig.index_space.rank())
             for (const PortBinding &b : bindings)
                 for (const PortProjections &pp : ports)
@@ -61,12 +62,13 @@ struct Flow {
     std::int64_t elements;
 };
 
-// Elements that piece j of the readers needs from piece i ≠ j of the writers.
+// Elements that piece j of the readers needs from piece i of the writers on
+// another device.
 std::vector<Flow> cross_device(const std::vector<Piece> &writers, const std::vector<Piece> &readers) {
     std::vector<Flow> out;
     for (size_t i = 0; i < writers.size(); ++i)
         for (size_t j = 0; j < readers.size(); ++j) {
-            if (i == j) continue;
+            if (writers[i].device == readers[j].device) continue;
             const std::int64_t n = writers[i].elements.intersect(readers[j].elements).count();
             if (n > 0) out.push_back(Flow{i, j, n});
         }
@@ -78,13 +80,13 @@ struct Writers {
     OpPtr producer;
     std::vector<Piece> pieces;
 };
-std::optional<Writers> writers_of(const Graph &g, const Tensor &t, const SignatureSource &lib) {
+std::optional<Writers> writers_of(const Graph &g, const Tensor &t, const SignatureSource &lib, bool placed) {
     const std::vector<OpId> producers = g.producers(t.id);
     if (producers.size() != 1) return std::nullopt;
     const OpPtr p = g.op_ptr(producers.front());
     auto d = resolve(g, *p, lib);
     if (!d) return std::nullopt;
-    return Writers{p, pieces_touching(*p, d->signature, t.id, t.range.rank(), true)};
+    return Writers{p, pieces_touching(*p, d->signature, t.id, t.range.rank(), true, placed)};
 }
 
 std::string choose_collective(const Operation &consumer, const Signature &sig, const Tensor &t,
@@ -120,6 +122,11 @@ std::string choose_collective(const Operation &consumer, const Signature &sig, c
     return "send_recv";
 }
 
+// A placed device name, or "" for a virtual one ("#k").
+std::string placed(const std::string &device) {
+    return device.rfind("#", 0) == 0 ? std::string() : device;
+}
+
 std::string unique_id(const Graph &g, const std::string &base, const std::string &alternative) {
     if (!g.has_id(base)) return base;
     if (!g.has_id(alternative)) return alternative;
@@ -146,8 +153,23 @@ std::optional<std::vector<ZRange>> partition_boxes(const Tensor &t, const std::v
 
 }  // namespace
 
+bool every_piece_placed(const Graph &g) {
+    for (const OpPtr &op : g.operations()) {
+        if (op->shards.empty()) return false;
+        for (const Shard &s : op->shards)
+            if (s.device.empty()) return false;
+    }
+    return !g.operations().empty();
+}
+
+std::string shard_device(const Operation &op, size_t k) {
+    if (k < op.shards.size() && !op.shards[k].device.empty()) return op.shards[k].device;
+    return "#" + std::to_string(k);
+}
+
 std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib) {
     std::vector<Transfer> out;
+    const bool placed = every_piece_placed(g);
     for (const OpPtr &move : g.operations()) {
         if (move->kind != "move") continue;
         const PortBinding *x = move->input("x");
@@ -156,7 +178,7 @@ std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib) 
         const Tensor *t = g.find_tensor(x->selections[0].tensor);
         const Tensor *moved = g.find_tensor(y->selections[0].tensor);
         if (!t || !moved) continue;
-        auto writers = writers_of(g, *t, lib);
+        auto writers = writers_of(g, *t, lib, placed);
         if (!writers) continue;
         const std::string collective = move->params.get_string("collective", "");
         // A y element at e is the x element at e − y.start + x.start.
@@ -165,7 +187,8 @@ std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib) 
             const OpPtr c = g.op_ptr(cid);
             auto d = resolve(g, *c, lib);
             if (!d) continue;
-            std::vector<Piece> readers = pieces_touching(*c, d->signature, moved->id, moved->range.rank(), false);
+            std::vector<Piece> readers =
+                pieces_touching(*c, d->signature, moved->id, moved->range.rank(), false, placed);
             for (Piece &r : readers) {
                 auto boxes = r.elements.as_boxes();
                 std::vector<ZRange> shifted;
@@ -188,6 +211,7 @@ std::vector<Transfer> data_movement(const Graph &g) {
 std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib) {
     std::vector<OpId> inserted;
     std::vector<OpId> order;
+    const bool all_placed = every_piece_placed(rw.graph());
     for (const OpPtr &op : rw.graph().operations())
         if (op->kind != "move") order.push_back(op->id);
     for (const OpId &cid : order) {
@@ -201,11 +225,13 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
             const std::vector<OpId> producers = rw.graph().producers(tid);
             if (c->shards.empty() && producers.size() == 1 && rw.graph().find_op(producers.front())->shards.empty())
                 continue;
-            auto writers = writers_of(rw.graph(), *t, lib);
+            // What a move writes is already moved: its transfers follow its consumers' devices.
+            if (producers.size() == 1 && rw.graph().find_op(producers.front())->kind == "move") continue;
+            auto writers = writers_of(rw.graph(), *t, lib, all_placed);
             if (!writers) continue;
             auto d = resolve(rw.graph(), *c, lib);
             if (!d) continue;
-            const std::vector<Piece> readers = pieces_touching(*c, d->signature, tid, t->range.rank(), false);
+            const std::vector<Piece> readers = pieces_touching(*c, d->signature, tid, t->range.rank(), false, all_placed);
             if (cross_device(writers->pieces, readers).empty()) continue;
             auto boxes = partition_boxes(*t, writers->pieces);
             if (!boxes) continue;
@@ -228,9 +254,12 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                     move.shards.push_back(
                         Shard{ShardId(move_id + "/" + std::to_string(k)),
                               (*boxes)[k].translated(ZPoint::zeros(t->range.rank()) - t->range.start()),
-                              "",
+                              placed(writers->pieces[k].device),
                               {},
                               {}});
+            else if (placed(writers->pieces.front().device).size())
+                move.shards.push_back(Shard{ShardId(move_id + "/0"), ZRange::of_shape(t->range.shape()),
+                                            writers->pieces.front().device, {}, {}});
             Operation consumer = *c;
             for (PortBinding &b : consumer.inputs)
                 for (TensorSelection &s : b.selections)

@@ -13,10 +13,20 @@
 
 namespace tapestry {
 
-// Placement is not decided yet, so movement assumes that shard k of every
-// operation sits on virtual device k, and an unsharded operation on device 0.
 // Elements move when a consumer shard reads what a producer shard on another
-// device wrote; placement later changes the devices and so the transfers.
+// device wrote. In a placed graph (every operation sharded, every shard with a
+// Shard::device: what the placement pass, passes/place.h, makes) each piece sits
+// on its device ("node:index"); otherwise — devices stated for some shards only
+// count as unplaced — shard k of every operation sits on virtual device k ("#k"),
+// and an unsharded operation on "#0".
+// Placement changes the devices and so the transfers: it inserts the moves its
+// devices need, and a move whose pieces end up on one device moves nothing.
+
+// Whether every operation of `g` is sharded and every shard has a device.
+bool every_piece_placed(const Graph &g);
+// The device piece k of `op` sits on in a placed graph: shard k's device, or "#k"
+// when it has none (an unsharded operation is one piece, k = 0).
+std::string shard_device(const Operation &op, size_t k);
 
 // One shard-to-shard transfer carried by a move op.
 struct Transfer {
@@ -40,7 +50,7 @@ std::vector<Transfer> data_movement(const Graph &g);
 // Inserts a `move` between each tensor and each consumer that reads some of it
 // from a producer shard on another device (a tensor read only by same-device
 // shards gets nothing; inputs and parameters, which no op produces, are left to
-// placement). The move reads the whole tensor and writes the new tensor
+// placement). A move is sharded like the producer and placed on its devices. The move reads the whole tensor and writes the new tensor
 // "<tensor>.<collective>" (".<consumer>" appended when taken), which the consumer
 // now reads in its place. The move is sharded like the producer (shard k of the
 // move carries what producer shard k wrote, so it starts on device k); it is

@@ -6,7 +6,7 @@
 namespace tapestry {
 
 const std::vector<std::string> &known_passes() {
-    static const std::vector<std::string> names{"substitute", "shard", "fuse"};
+    static const std::vector<std::string> names{"substitute", "shard", "fuse", "place"};
     return names;
 }
 
@@ -54,11 +54,19 @@ Expected<PassFunction, std::string> make_pass(const std::string &name, const Pip
         opts.backends = settings.fusion_backends;
         return PassFunction([opts](const Graph &g) { return fuse(g, opts); });
     }
-    return unexpected("unknown pass '" + name + "' (known: substitute, shard, fuse)");
+    if (name == "place") {
+        if (settings.devices.empty())
+            return unexpected(std::string("the place pass needs devices (a target and --devices)"));
+        auto opts = parse_placement(settings.placement, settings.placement_maps, settings.devices);
+        if (!opts) return unexpected(opts.error());
+        opts->movement = settings.movement;
+        return PassFunction([opts = *opts](const Graph &g) { return place(g, opts); });
+    }
+    return unexpected("unknown pass '" + name + "' (known: substitute, shard, fuse, place)");
 }
 
 Expected<Pipeline, std::string> build_pipeline(const std::vector<std::string> &names, const PipelineSettings &settings) {
-    if (names.empty()) return unexpected(std::string("the pipeline names no pass (known: substitute, shard, fuse)"));
+    if (names.empty()) return unexpected(std::string("the pipeline names no pass (known: substitute, shard, fuse, place)"));
     Pipeline pipeline;
     for (const std::string &name : names) {
         auto pass = make_pass(name, settings);

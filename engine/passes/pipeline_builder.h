@@ -8,6 +8,7 @@
 
 #include "common/expected.h"
 #include "passes/fuse.h"
+#include "passes/place.h"
 #include "passes/shard.h"
 #include "passes/stage.h"
 #include "passes/substitute.h"
@@ -24,6 +25,11 @@ struct PipelineSettings {
     // fuse: the backends every fused op must run on (FuseOptions::backends); the
     // CLI and the studio give cpu::fusion_backend().
     std::vector<const FusionBackend *> fusion_backends;
+    // place: the rule ("shard", "round-robin", "pipeline[:S]"), explicit maps
+    // ("op=0:0,0:1") and the devices ("0:0", … from a target's cluster).
+    std::string placement = "shard";
+    std::vector<std::string> placement_maps;
+    std::vector<std::string> devices;
 };
 
 // The passes a pipeline may name, in their usual order.

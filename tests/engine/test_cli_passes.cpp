@@ -127,7 +127,7 @@ private slots:
         QTest::newRow("unknown op") << QStringList{"--shard", "fc9:0=4"} << 1
                                     << "pass 1 (shard): shard spec 'fc9:0=4': unknown operation 'fc9'";
         QTest::newRow("unknown pass") << QStringList{"--pipeline", "shuffle", "--shard", "fc2:0=4"} << 2
-                                      << "unknown pass 'shuffle' (known: substitute, shard, fuse)";
+                                      << "unknown pass 'shuffle' (known: substitute, shard, fuse, place)";
         QTest::newRow("unknown rule") << QStringList{"--pipeline", "substitute", "--rule", "matmul-commute"} << 2
                                       << "unknown rule 'matmul-commute'";
         QTest::newRow("unknown goal") << QStringList{"--pipeline", "substitute", "--goal", "fastest"} << 2

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/program_plan.h"
+#include "schedule/arena.h"
 
 namespace tapestry::cpu {
 
@@ -37,69 +38,49 @@ Expected<std::monostate, std::string> assign_storage(ProgramPlan &plan, const st
     return std::monostate{};
 }
 
-// Greedy interval allocation: largest first, each at the lowest offset that does
-// not collide with an already placed tensor whose lifetime overlaps.
+// Arena offsets by lifetime (schedule/arena.h, shared with engine/plan).
 void plan_buffers(ProgramPlan &plan) {
-    std::vector<TensorPlan> &tensors = plan.tensors;
     std::vector<int> arena;
-    for (size_t i = 0; i < tensors.size(); ++i)
-        if (tensors[i].storage == Storage::arena && tensors[i].first_step >= 0) arena.push_back(static_cast<int>(i));
-    std::stable_sort(arena.begin(), arena.end(), [&](int a, int b) {
-        return tensors[static_cast<size_t>(a)].bytes > tensors[static_cast<size_t>(b)].bytes;
-    });
-    std::vector<int> placed;
-    std::size_t total = 0;
-    for (int i : arena) {
-        TensorPlan &t = tensors[static_cast<size_t>(i)];
-        std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) of live neighbours
-        for (int j : placed) {
-            const TensorPlan &u = tensors[static_cast<size_t>(j)];
-            if (u.first_step <= t.last_step && t.first_step <= u.last_step)
-                busy.emplace_back(u.arena_offset, arena_add(u.arena_offset, align_up(u.bytes)));
-        }
-        std::sort(busy.begin(), busy.end());
-        std::size_t offset = 0;
-        const std::size_t need = align_up(t.bytes);
-        for (const auto &[b, e] : busy) {
-            if (arena_add(offset, need) <= b) break;
-            offset = std::max(offset, e);
-        }
-        t.arena_offset = offset;
-        total = std::max(total, arena_add(offset, need));
-        placed.push_back(i);
+    std::vector<schedule::Interval> intervals;
+    for (size_t i = 0; i < plan.tensors.size(); ++i) {
+        const TensorPlan &t = plan.tensors[i];
+        if (t.storage != Storage::arena || t.first_step < 0) continue;
+        arena.push_back(static_cast<int>(i));
+        intervals.push_back(schedule::Interval{t.bytes, t.first_step, t.last_step});
     }
-    plan.arena_bytes = total;
+    const schedule::Packing packing = schedule::pack_intervals(intervals);
+    for (size_t k = 0; k < arena.size(); ++k) plan.tensors[static_cast<size_t>(arena[k])].arena_offset = packing.offsets[k];
+    plan.arena_bytes = packing.total;
 }
 
 // Step j waits for an earlier step i when they touch intersecting boxes of one
 // tensor (or overlapping arena bytes of two tensors) and one of them writes; two
-// accesses to slots of one ring conflict when the slots are the same.
+// accesses to slots of one ring conflict when the slots are the same
+// (schedule::conflict_dependencies).
 void plan_dependencies(ProgramPlan &plan) {
-    auto arena_overlap = [&](int a, int b) {
-        const TensorPlan &x = plan.tensors[static_cast<size_t>(a)];
-        const TensorPlan &y = plan.tensors[static_cast<size_t>(b)];
-        if (x.storage != Storage::arena || y.storage != Storage::arena) return false;
-        return x.arena_offset < arena_add(y.arena_offset, align_up(y.bytes)) &&
-               y.arena_offset < arena_add(x.arena_offset, align_up(x.bytes));
-    };
-    auto conflict = [&](const Step &earlier, const Step &later) {
-        for (const Access &a : earlier.accesses)
-            for (const Access &b : later.accesses) {
-                if (!a.write && !b.write) continue;
-                const bool same = a.tensor == b.tensor;
-                if (same && a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
-                    : same                             ? a.range.intersects(b.range) || a.range.rank() == 0
-                                                       : arena_overlap(a.tensor, b.tensor))
-                    return true;
+    std::vector<std::vector<int>> aliases(plan.tensors.size());
+    std::vector<int> arena;
+    for (size_t i = 0; i < plan.tensors.size(); ++i)
+        if (plan.tensors[i].storage == Storage::arena) arena.push_back(static_cast<int>(i));
+    for (size_t x = 0; x < arena.size(); ++x)
+        for (size_t y = x + 1; y < arena.size(); ++y) {
+            const TensorPlan &a = plan.tensors[static_cast<size_t>(arena[x])];
+            const TensorPlan &b = plan.tensors[static_cast<size_t>(arena[y])];
+            if (schedule::bytes_overlap(a.arena_offset, a.bytes, b.arena_offset, b.bytes)) {
+                aliases[static_cast<size_t>(arena[x])].push_back(arena[y]);
+                aliases[static_cast<size_t>(arena[y])].push_back(arena[x]);
             }
-        return false;
-    };
+        }
+    std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+        for (const Access &a : plan.steps[s].accesses)
+            accesses[s].push_back(schedule::Access{a.tensor, a.range, a.write, a.slot});
+    const std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
     for (size_t j = 0; j < plan.steps.size(); ++j)
-        for (size_t i = 0; i < j; ++i)
-            if (conflict(plan.steps[i], plan.steps[j])) {
-                plan.steps[i].dependents.push_back(static_cast<int>(j));
-                ++plan.steps[j].dependencies;
-            }
+        for (int i : deps[j]) {
+            plan.steps[static_cast<size_t>(i)].dependents.push_back(static_cast<int>(j));
+            ++plan.steps[j].dependencies;
+        }
 }
 
 }  // namespace tapestry::cpu

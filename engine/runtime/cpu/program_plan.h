@@ -22,6 +22,7 @@
 #include "ops/library.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cpu/kernel.h"
+#include "schedule/arena.h"
 
 namespace tapestry::cpu {
 
@@ -90,21 +91,9 @@ struct ProgramPlan {
     std::size_t arena_bytes = 0;  // the one allocation holding intermediates
 };
 
-// Arena offsets and sizes are multiples of this (a cache line, and what
-// aligned_alloc gets).
-constexpr std::size_t kArenaAlign = 64;
-// Saturates (at the largest multiple of kArenaAlign) instead of wrapping: a size
-// that large is refused when the arena is allocated, never mistaken for a small one.
-inline std::size_t align_up(std::size_t n) {
-    constexpr std::size_t kTop = std::numeric_limits<std::size_t>::max() / kArenaAlign * kArenaAlign;
-    if (n > kTop) return kTop;
-    return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-}
-// a + b for arena offsets, saturating like align_up.
-inline std::size_t arena_add(std::size_t a, std::size_t b) {
-    std::size_t r;
-    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::size_t>::max() : r;
-}
+using schedule::align_up;
+using schedule::arena_add;
+using schedule::kArenaAlign;
 
 inline std::string quoted(const std::string &s) {
     return "'" + s + "'";

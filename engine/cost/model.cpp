@@ -1,0 +1,184 @@
+// The cost model's formulas (docs/cost-model.md).
+#include "cost/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/check.h"
+
+namespace tapestry::cost {
+
+const char *collective_name(Collective c) {
+    switch (c) {
+        case Collective::all_reduce: return "all_reduce";
+        case Collective::all_gather: return "all_gather";
+        case Collective::reduce_scatter: return "reduce_scatter";
+        case Collective::broadcast: return "broadcast";
+    }
+    return "?";
+}
+
+const char *algorithm_name(Algorithm a) {
+    return a == Algorithm::ring ? "ring" : "tree";
+}
+
+double ring_all_reduce_seconds(double bytes, int n, double alpha, double beta) {
+    if (n <= 1) return 0;
+    return 2.0 * (n - 1) / n * bytes / beta + 2.0 * (n - 1) * alpha;
+}
+
+double ring_all_gather_seconds(double bytes, int n, double alpha, double beta) {
+    if (n <= 1) return 0;
+    return static_cast<double>(n - 1) / n * bytes / beta + (n - 1) * alpha;
+}
+
+double ring_broadcast_seconds(double bytes, int n, double alpha, double beta) {
+    if (n <= 1) return 0;
+    return bytes / beta + (n - 1) * alpha;
+}
+
+namespace {
+double log2_ceil(int n) {
+    return std::ceil(std::log2(static_cast<double>(std::max(n, 1))));
+}
+}  // namespace
+
+double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta) {
+    if (n <= 1) return 0;
+    return 2.0 * bytes / beta + 2.0 * log2_ceil(n) * alpha;
+}
+
+double tree_broadcast_seconds(double bytes, int n, double alpha, double beta) {
+    if (n <= 1) return 0;
+    return bytes / beta + log2_ceil(n) * alpha;
+}
+
+// ---- Calibration -------------------------------------------------------------------
+
+int Calibration::band(double size) {
+    return size > 0 ? static_cast<int>(std::floor(std::log10(size))) : 0;
+}
+
+void Calibration::add(const CalibrationSample &s) {
+    if (s.predicted > 0 && s.measured > 0) samples_.push_back(s);
+}
+
+namespace {
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+}  // namespace
+
+std::map<std::pair<int, int>, std::pair<double, int>> Calibration::table() const {
+    std::map<std::pair<int, int>, std::vector<double>> ratios;
+    for (const CalibrationSample &s : samples_)
+        ratios[{static_cast<int>(s.kernel_class), band(s.size)}].push_back(s.measured / s.predicted);
+    std::map<std::pair<int, int>, std::pair<double, int>> out;
+    for (auto &[key, r] : ratios) out[key] = {median(r), static_cast<int>(r.size())};
+    return out;
+}
+
+double Calibration::factor(KernelClass c, double size) const {
+    if (samples_.empty()) return 1.0;
+    std::vector<double> r;
+    const int b = band(size);
+    for (const CalibrationSample &s : samples_)
+        if (s.kernel_class == c && band(s.size) == b) r.push_back(s.measured / s.predicted);
+    return r.empty() ? 1.0 : median(r);
+}
+
+CalibrationError Calibration::error() const {
+    CalibrationError e;
+    e.samples = static_cast<int>(samples_.size());
+    std::vector<double> before, after;
+    for (const CalibrationSample &s : samples_) {
+        before.push_back(std::abs(s.predicted - s.measured) / s.measured);
+        const double p = s.predicted * factor(s.kernel_class, s.size);
+        after.push_back(std::abs(p - s.measured) / s.measured);
+    }
+    e.median_before = median(before);
+    e.median_after = median(after);
+    return e;
+}
+
+// ---- The model ---------------------------------------------------------------------
+
+Model::Model(Target target, ClusterShape shape) : target_(std::move(target)), shape_(std::move(shape)) {
+    intra_ = target_.link(shape_.intra_node);
+    inter_ = shape_.inter_node.empty() ? nullptr : target_.link(shape_.inter_node);
+    TAPESTRY_CHECK(intra_ != nullptr, "the cluster shape names an intra-node link the target lacks");
+    if (!inter_) inter_ = intra_;
+}
+
+double Model::curve_size(const KernelWork &w) const {
+    return target_.device.efficiency[static_cast<size_t>(w.kernel_class)].by_flops ? w.flops : w.bytes;
+}
+
+double Model::roofline_seconds(const KernelWork &w) const {
+    const double peak = target_.peak_flops(w.dtype);
+    const double bw = target_.device.memory_bandwidth.value;
+    const double compute = peak > 0 ? w.flops / peak : 0;
+    const double memory = bw > 0 ? w.bytes / bw : 0;
+    return std::max(compute, memory);
+}
+
+double Model::kernel_seconds(const KernelWork &w) const {
+    const double size = curve_size(w);
+    const double eff = std::max(1e-6, target_.device.efficiency[static_cast<size_t>(w.kernel_class)].at(size));
+    const double t = roofline_seconds(w) / eff + target_.device.launch_overhead.value;
+    return t * calibration_.factor(w.kernel_class, size);
+}
+
+double Model::copy_seconds(double bytes) const {
+    return kernel_seconds(KernelWork{KernelClass::copy, DType::f32, 0, 2 * bytes});
+}
+
+const Link &Model::link_between(int a, int b) const {
+    return shape_.node_of(a) == shape_.node_of(b) ? *intra_ : *inter_;
+}
+
+double Model::transfer_seconds(double bytes, int from, int to) const {
+    if (from == to) return copy_seconds(bytes);
+    const Link &l = link_between(from, to);
+    return l.latency.value + bytes / l.effective_bandwidth();
+}
+
+CollectiveTime Model::collective_seconds(Collective c, double bytes, const std::vector<int> &devices) const {
+    CollectiveTime out;
+    const int n = static_cast<int>(devices.size());
+    if (n <= 1) return out;
+    bool cross = false;
+    for (int d : devices) cross = cross || shape_.node_of(d) != shape_.node_of(devices.front());
+    out.crosses_nodes = cross;
+    double beta = intra_->effective_bandwidth(), alpha = intra_->latency.value;
+    if (cross) {
+        // Every device of a node drives its own inter-node link (NCCL's channels
+        // spread over the NICs), so a ring crossing nodes runs at the slower of the
+        // intra-node link and the per-node share of the NICs.
+        int per_node = 0;
+        for (int d : devices) per_node += shape_.node_of(d) == shape_.node_of(devices.front()) ? 1 : 0;
+        beta = std::min(beta, inter_->effective_bandwidth() * per_node);
+        alpha = std::max(alpha, inter_->latency.value);
+    }
+    double ring = 0, tree = -1;
+    switch (c) {
+        case Collective::all_reduce:
+            ring = ring_all_reduce_seconds(bytes, n, alpha, beta);
+            tree = tree_all_reduce_seconds(bytes, n, alpha, beta);
+            break;
+        case Collective::all_gather:
+        case Collective::reduce_scatter: ring = ring_all_gather_seconds(bytes, n, alpha, beta); break;
+        case Collective::broadcast:
+            ring = ring_broadcast_seconds(bytes, n, alpha, beta);
+            tree = tree_broadcast_seconds(bytes, n, alpha, beta);
+            break;
+    }
+    out.algorithm = tree >= 0 && tree < ring ? Algorithm::tree : Algorithm::ring;
+    out.seconds = out.algorithm == Algorithm::tree ? tree : ring;
+    return out;
+}
+
+}  // namespace tapestry::cost

@@ -1,0 +1,113 @@
+// The cost model (DESIGN.md §6, docs/cost-model.md): predicted seconds of a kernel
+// (roofline with the target's efficiency curves, plus launch overhead), of a copy,
+// of a point-to-point transfer and of a collective (the α–β time of the algorithm
+// NCCL would pick), on a target's cluster. Every figure it gives is a prediction.
+// A calibration table, filled from launches, scales kernel predictions per kernel
+// class and size band, and reports its own error.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cost/target.h"
+#include "graph/dtype.h"
+
+namespace tapestry::cost {
+
+struct KernelWork {
+    KernelClass kernel_class = KernelClass::elementwise;
+    DType dtype = DType::f32;
+    double flops = 0;
+    double bytes = 0;  // read + written
+};
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
+const char *collective_name(Collective c);  // "all_reduce", …
+enum class Algorithm { ring, tree };
+const char *algorithm_name(Algorithm a);  // "ring", "tree"
+
+struct CollectiveTime {
+    Algorithm algorithm = Algorithm::ring;
+    double seconds = 0;
+    bool crosses_nodes = false;
+};
+
+// α–β times (seconds) of the collectives on n devices, S bytes (the whole buffer:
+// all-reduce and broadcast the buffer each device holds, all-gather the gathered
+// result, reduce-scatter the buffer reduced), β bytes/s, α seconds per hop.
+double ring_all_reduce_seconds(double bytes, int n, double alpha, double beta);      // 2(n−1)/n·S/β + 2(n−1)α
+double ring_all_gather_seconds(double bytes, int n, double alpha, double beta);      // (n−1)/n·S/β + (n−1)α
+double ring_broadcast_seconds(double bytes, int n, double alpha, double beta);       // S/β + (n−1)α (pipelined)
+double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta);      // 2·S/β + 2⌈log2 n⌉α
+double tree_broadcast_seconds(double bytes, int n, double alpha, double beta);       // S/β + ⌈log2 n⌉α
+
+// Measured against predicted, per kernel class and size band (the decade of the
+// size the class's efficiency curve is indexed by).
+struct CalibrationSample {
+    KernelClass kernel_class = KernelClass::elementwise;
+    double size = 0;  // FLOPs or bytes, as the curve
+    double predicted = 0;
+    double measured = 0;
+};
+struct CalibrationError {
+    int samples = 0;
+    double median_before = 0;  // median |predicted − measured| / measured, uncalibrated
+    double median_after = 0;   // the same with the table's factors
+};
+class Calibration {
+public:
+    void add(const CalibrationSample &s);
+    const std::vector<CalibrationSample> &samples() const { return samples_; }
+    // The factor predictions of this class and size are scaled by: the median of
+    // measured/predicted in its band, 1 where the band has no sample.
+    double factor(KernelClass c, double size) const;
+    static int band(double size);  // ⌊log10 size⌋
+    // The table: (class, band) → (factor, samples).
+    std::map<std::pair<int, int>, std::pair<double, int>> table() const;
+    CalibrationError error() const;
+    bool empty() const { return samples_.empty(); }
+
+private:
+    std::vector<CalibrationSample> samples_;
+};
+
+class Model {
+public:
+    Model(Target target, ClusterShape shape);
+
+    const Target &target() const { return target_; }
+    const ClusterShape &shape() const { return shape_; }
+    Calibration &calibration() { return calibration_; }
+    const Calibration &calibration() const { return calibration_; }
+
+    // The size a class's efficiency curve is indexed by (FLOPs or bytes).
+    double curve_size(const KernelWork &w) const;
+    // max(flops / peak(dtype), bytes / bandwidth): the bound, without efficiency.
+    double roofline_seconds(const KernelWork &w) const;
+    // roofline / efficiency(class, size) + launch overhead, times the calibration factor.
+    double kernel_seconds(const KernelWork &w) const;
+    // A copy of `bytes` inside one device's memory (read and write).
+    double copy_seconds(double bytes) const;
+    // The link between two devices of the cluster (intra-node or inter-node).
+    const Link &link_between(int a, int b) const;
+    // One point-to-point transfer: α + S/β of the link it crosses.
+    double transfer_seconds(double bytes, int from, int to) const;
+    // The faster of ring and tree (as NCCL's tuner picks) on these devices; a
+    // collective that spans nodes runs at the slower of the intra-node link and
+    // the node's inter-node links together (one NIC per device), with the
+    // inter-node latency per hop.
+    CollectiveTime collective_seconds(Collective c, double bytes, const std::vector<int> &devices) const;
+    // The device's memory capacity in bytes.
+    double memory_capacity() const { return target_.device.memory_bytes.value; }
+
+private:
+    Target target_;
+    ClusterShape shape_;
+    const Link *intra_ = nullptr;
+    const Link *inter_ = nullptr;
+    Calibration calibration_;
+};
+
+}  // namespace tapestry::cost

@@ -1,0 +1,207 @@
+// Placement: devices for every piece, then the moves those devices need.
+#include "passes/place.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "graph/delta.h"
+#include "graph/order.h"
+#include "graph/resolve.h"
+#include "ops/library.h"
+#include "passes/movement.h"
+
+namespace tapestry {
+namespace {
+
+std::vector<std::string> split(const std::string &s, char sep) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : s) {
+        if (c == sep) {
+            out.push_back(cur);
+            cur.clear();
+        } else if (c != ' ') {
+            cur += c;
+        }
+    }
+    out.push_back(cur);
+    return out;
+}
+
+// FLOPs of the whole op (for cutting pipeline stages); 1 when it does not resolve.
+double op_flops(const Graph &g, const Operation &op, const OpLibrary &lib) {
+    const OpDef *def = lib.find(op.kind);
+    auto types = operand_types(g, op);
+    if (!def || !types) return 1;
+    auto d = lib.derive(op.kind, op.params, *types);
+    if (!d) return 1;
+    return std::max(1.0, lib.cost(*def, op.params, *d, *types, d->signature.index_space).flops);
+}
+
+}  // namespace
+
+Expected<PlacementOptions, std::string> parse_placement(const std::string &rule, const std::vector<std::string> &maps,
+                                                        const std::vector<std::string> &devices) {
+    PlacementOptions o;
+    o.devices = devices;
+    std::vector<std::string> parts = split(rule.empty() ? "shard" : rule, ';');
+    std::vector<std::string> all_maps = maps;
+    const std::string head = parts.front();
+    for (size_t i = 1; i < parts.size(); ++i)
+        if (!parts[i].empty()) all_maps.push_back(parts[i]);
+    const std::string where = "placement '" + rule + "': ";
+    if (head == "shard" || head.empty()) {
+        o.rule = PlacementRule::by_shard;
+    } else if (head == "round-robin") {
+        o.rule = PlacementRule::round_robin;
+    } else if (head.rfind("pipeline", 0) == 0) {
+        o.rule = PlacementRule::pipeline;
+        if (head.size() > 8) {
+            if (head[8] != ':') return unexpected(where + "unknown rule (known: shard, round-robin, pipeline[:stages])");
+            const std::string n = head.substr(9);
+            int v = 0;
+            auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+            if (ec != std::errc() || p != n.data() + n.size() || v < 1)
+                return unexpected(where + "'" + n + "' is not a stage count (a positive integer)");
+            o.stages = v;
+        }
+    } else {
+        return unexpected(where + "unknown rule '" + head + "' (known: shard, round-robin, pipeline[:stages])");
+    }
+    for (const std::string &m : all_maps) {
+        const size_t eq = m.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
+            return unexpected("placement map '" + m + "': expected op=device[,device…], e.g. fc1=0:0,0:1");
+        o.ops[OpId(m.substr(0, eq))] = split(m.substr(eq + 1), ',');
+    }
+    o.text = rule.empty() ? "shard" : rule;
+    for (const std::string &m : maps) o.text += ";" + m;
+    return o;
+}
+
+Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options) {
+    const SignatureSource &lib = options.library ? *options.library : OpLibrary::standard();
+    const std::vector<std::string> &devices = options.devices;
+    if (devices.empty()) return unexpected("placement: no devices to place on");
+    const std::set<std::string> known(devices.begin(), devices.end());
+    for (const auto &[op, devs] : options.ops) {
+        if (!g.find_op(op)) return unexpected("placement map for '" + op.value + "': no such operation");
+        for (const std::string &d : devs)
+            if (!known.count(d))
+                return unexpected("placement map for '" + op.value + "': device '" + d + "' is not one of the " +
+                                  std::to_string(devices.size()) + " devices (" + devices.front() + " … " +
+                                  devices.back() + ")");
+    }
+    const DependencyOrder order = dependency_order(g);
+    if (!order.cyclic.empty()) return unexpected("placement: the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
+    std::vector<const Operation *> ops;
+    for (const Operation *op : order.order)
+        if (op->kind != "move") ops.push_back(op);
+
+    // Pipeline: the group of devices each op's stage owns.
+    const int n = static_cast<int>(devices.size());
+    std::map<const Operation *, std::pair<int, int>> group;  // op → [first device, end)
+    if (options.rule == PlacementRule::pipeline) {
+        const int stages = options.stages > 0 ? options.stages : n;
+        if (stages > n)
+            return unexpected("placement 'pipeline:" + std::to_string(stages) + "': more stages than the " +
+                              std::to_string(n) + " devices");
+        const OpLibrary *oplib = dynamic_cast<const OpLibrary *>(&lib);
+        const OpLibrary &costs = oplib ? *oplib : OpLibrary::standard();
+        std::vector<double> flops;
+        double total = 0;
+        for (const Operation *op : ops) {
+            flops.push_back(op_flops(g, *op, costs));
+            total += flops.back();
+        }
+        double before = 0;
+        for (size_t i = 0; i < ops.size(); ++i) {
+            // The stage whose share of the FLOPs the op's midpoint falls in.
+            const double mid = before + flops[i] / 2;
+            int s = std::min(stages - 1, static_cast<int>(mid / total * stages));
+            before += flops[i];
+            group[ops[i]] = {s * n / stages, (s + 1) * n / stages};
+        }
+    }
+
+    Stage stage;
+    stage.pass = "place";
+    stage.options = options.text.empty() ? "shard" : options.text;
+    stage.input = g;
+    Graph out = g;
+    RecordingRewriter rw(out);
+    std::map<std::string, int> pieces_per_device;
+    int next = 0;  // round-robin
+    for (const Operation *op : ops) {
+        Operation placed_op = *op;
+        if (placed_op.shards.empty()) {
+            auto d = resolve(g, *op, lib);
+            if (!d) return unexpected("placement: '" + op->id.value + "' does not resolve: " + d.error().message);
+            placed_op.shards.push_back(Shard{ShardId(op->id.value + "/0"), d->signature.index_space, "", {}, {}});
+        }
+        const auto explicit_map = options.ops.find(op->id);
+        if (explicit_map != options.ops.end() && explicit_map->second.size() != 1 &&
+            explicit_map->second.size() != placed_op.shards.size())
+            return unexpected("placement map for '" + op->id.value + "': " +
+                              std::to_string(explicit_map->second.size()) + " devices for " +
+                              std::to_string(placed_op.shards.size()) + " shards (give one, or one per shard)");
+        for (size_t k = 0; k < placed_op.shards.size(); ++k) {
+            std::string device;
+            if (explicit_map != options.ops.end()) {
+                device = explicit_map->second[explicit_map->second.size() == 1 ? 0 : k];
+            } else if (options.rule == PlacementRule::round_robin) {
+                device = devices[static_cast<size_t>(next++ % n)];
+            } else if (options.rule == PlacementRule::pipeline) {
+                const auto [lo, hi] = group.at(op);
+                device = devices[static_cast<size_t>(lo + static_cast<int>(k) % std::max(1, hi - lo))];
+            } else {
+                device = devices[k % static_cast<size_t>(n)];
+            }
+            placed_op.shards[k].device = device;
+            ++pieces_per_device[device];
+        }
+        if (!(placed_op == *op)) rw.put_op(std::move(placed_op));
+    }
+    // Moves sit where the pieces of their producer sit (move shard k carries what
+    // producer piece k wrote).
+    for (const OpPtr &mv : rw.graph().operations()) {
+        if (mv->kind != "move") continue;
+        const PortBinding *x = mv->input("x");
+        if (!x || x->selections.size() != 1) continue;
+        const std::vector<OpId> producers = rw.graph().producers(x->selections[0].tensor);
+        const Operation *producer = producers.size() == 1 ? rw.graph().find_op(producers.front()) : nullptr;
+        Operation placed_move = *mv;
+        if (placed_move.shards.empty()) {
+            auto d = resolve(rw.graph(), *mv, lib);
+            if (!d) return unexpected("placement: '" + mv->id.value + "' does not resolve: " + d.error().message);
+            placed_move.shards.push_back(Shard{ShardId(mv->id.value + "/0"), d->signature.index_space, "", {}, {}});
+        }
+        for (size_t k = 0; k < placed_move.shards.size(); ++k) {
+            std::string device = devices.front();
+            if (producer && !producer->shards.empty())
+                device = producer->shards[k < producer->shards.size() ? k : 0].device;
+            placed_move.shards[k].device = device.empty() ? devices.front() : device;
+        }
+        if (!(placed_move == *mv)) rw.put_op(std::move(placed_move));
+    }
+    const char *rule = options.rule == PlacementRule::round_robin ? "round-robin"
+                       : options.rule == PlacementRule::pipeline  ? "pipeline"
+                                                                  : "shard k → device k";
+    stage.summary = "placed " + std::to_string(ops.size()) + " ops on " + std::to_string(pieces_per_device.size()) +
+                    " of " + std::to_string(n) + " devices (" + rule +
+                    (options.ops.empty() ? "" : ", " + std::to_string(options.ops.size()) + " explicit") + ")";
+    if (options.movement) {
+        const std::vector<OpId> inserted = insert_data_movement(rw, lib);
+        if (!inserted.empty()) stage.summary += "; " + std::to_string(inserted.size()) + " moves inserted";
+        const std::vector<Transfer> moves = data_movement(rw.graph(), lib);
+        stage.summary += "; " + movement_summary(moves);
+    }
+    stage.diff = rw.take();
+    stage.graph = std::move(out);
+    if (options.certify) stage.certificate = certify(g, stage.graph, *options.certify);
+    return stage;
+}
+
+}  // namespace tapestry

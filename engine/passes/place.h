@@ -1,0 +1,54 @@
+// The placement pass (DESIGN.md §6): every piece of every operation (a shard, or
+// the whole of an unsharded op, which becomes one shard) gets a device of the
+// plan's cluster, written into Shard::device as "node:index". Data movement then
+// follows the devices (passes/movement.h): a move sits where its producer's
+// pieces sit, and moves are inserted where placement makes a consumer read what
+// another device wrote.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/graph.h"
+#include "graph/signature.h"
+#include "passes/certificate.h"
+#include "passes/stage.h"
+
+namespace tapestry {
+
+enum class PlacementRule {
+    by_shard,     // shard k → device k mod n (the implicit rule of unplaced graphs, made explicit)
+    round_robin,  // every piece, in dependency order, takes the next device
+    pipeline      // ops in dependency order cut into contiguous stages of about equal FLOPs;
+                  // stage s owns a contiguous group of devices, shard k → its group's device k mod size
+};
+
+struct PlacementOptions {
+    std::vector<std::string> devices;  // "0:0", "0:1", … (cost::ClusterShape::device_name)
+    PlacementRule rule = PlacementRule::by_shard;
+    int stages = 0;  // pipeline: the number of stages (0: one per device)
+    // Explicit maps: op → the devices of its pieces in shard order (one device: all
+    // of them there). Overrides the rule for that op.
+    std::map<OpId, std::vector<std::string>> ops;
+    bool movement = true;  // insert the moves the devices need
+    const SignatureSource *library = nullptr;  // null: OpLibrary::standard()
+    std::optional<CertifyOptions> certify;
+    std::string text;  // the options as the user wrote them, for the stage
+};
+
+// "shard", "round-robin", "pipeline" or "pipeline:S", then any number of
+// ";op=dev,dev,…" explicit maps (or given separately as `maps`, "op=0:0,0:1").
+// Errors name the part: "placement 'pipline': unknown rule (known: shard,
+// round-robin, pipeline[:stages])".
+Expected<PlacementOptions, std::string> parse_placement(const std::string &rule, const std::vector<std::string> &maps,
+                                                        const std::vector<std::string> &devices);
+
+// The placement stage. Refuses (naming the op or device) an explicit map naming
+// an unknown op or a device outside `devices`, a map whose length is neither 1
+// nor the op's piece count, no devices, or more pipeline stages than devices.
+Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options);
+
+}  // namespace tapestry

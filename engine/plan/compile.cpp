@@ -1,0 +1,650 @@
+// The plan compiler (plan/compile.h). Boxes only on the common path (the search
+// compiles thousands of plans a second); ISL only where reads of one device
+// overlap without being equal, to cut their union into disjoint boxes.
+#include "plan/compile.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/checked_size.h"
+#include "graph/order.h"
+#include "graph/resolve.h"
+#include "index/index_set.h"
+#include "ops/fused.h"
+#include "ops/library.h"
+#include "schedule/arena.h"
+
+namespace tapestry::plan {
+namespace {
+
+struct Pending {  // a region before buffers exist
+    int device;
+    int tensor;  // graph tensor index
+    ZRange box;
+};
+
+struct PendingStep {
+    Step step;
+    std::vector<Pending> reads, writes;
+};
+
+struct Piece {
+    std::string shard;
+    int device = 0;
+    ZRange index;
+    std::vector<PortBinding> inputs, outputs;
+};
+
+const char *class_of(const OpDef &def, const Operation &op) {
+    const std::string_view cat = def.category();
+    const std::string &kind = op.kind;
+    if (kind.find("pool") != std::string::npos) return "reduction";
+    if (cat == "linear algebra" || cat == "attention") return "gemm";
+    if (cat == "convolution") return "convolution";
+    if (cat == "elementwise") return "elementwise";
+    if (cat == "reduction" || cat == "normalization") return "reduction";
+    if (cat == "fused") {
+        auto chain = parse_fused_chain(op.params);
+        if (chain && !chain->members.empty()) {
+            const OpDef *head = OpLibrary::standard().find(chain->members.front().kind);
+            if (head) {
+                Operation h;
+                h.kind = chain->members.front().kind;
+                return class_of(*head, h);
+            }
+        }
+        return "elementwise";
+    }
+    return "copy";  // shape, embedding, data movement
+}
+
+// Whether `piece` is one contiguous run of the row-major layout of `whole`.
+bool contiguous_in(const ZRange &piece, const ZRange &whole) {
+    int d = 0;
+    const int rank = whole.rank();
+    while (d < rank && piece.extent(d) == 1) ++d;  // leading unit dims
+    if (d < rank) ++d;                             // the one partial dim
+    for (; d < rank; ++d)
+        if (piece.start()[d] != whole.start()[d] || piece.end()[d] != whole.end()[d]) return false;
+    return true;
+}
+
+// Disjoint boxes covering the union of `boxes` (duplicates dropped).
+std::vector<ZRange> disjoint(std::vector<ZRange> boxes, int rank) {
+    std::vector<ZRange> out;
+    for (const ZRange &b : boxes) {
+        if (b.empty()) continue;
+        if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+    }
+    bool overlap = false;
+    for (size_t i = 0; i < out.size() && !overlap; ++i)
+        for (size_t j = i + 1; j < out.size() && !overlap; ++j) overlap = out[i].intersects(out[j]);
+    if (!overlap) return out;
+    auto cut = IndexSet::of_ranges(rank, out).as_boxes();
+    return cut ? *cut : std::vector<ZRange>{IndexSet::of_ranges(rank, out).bounding_box()};
+}
+
+// The box with dim 0 set to [lo, hi).
+ZRange with_dim0(const ZRange &r, Coord lo, Coord hi) {
+    ZPoint s = r.start(), e = r.end();
+    s[0] = lo;
+    e[0] = hi;
+    return ZRange(s, e);
+}
+
+class Compiler {
+public:
+    Compiler(const Graph &g, const cost::Model &model) : g_(g), model_(model), lib_(OpLibrary::standard()) {
+        for (int d = 0; d < model.shape().devices(); ++d) device_index_[model.shape().device_name(d)] = d;
+    }
+
+    Expected<Plan, std::string> run(const PlanSource &source);
+
+private:
+    Expected<int, std::string> device_of(const Operation &op, size_t k) const;
+    Expected<std::vector<Piece>, std::string> pieces(const Operation &op);
+    Expected<bool, std::string> lower_reduction(const Operation &move, const Operation &reduce);
+    Expected<std::monostate, std::string> lower_move(const Operation &move);
+    Expected<std::monostate, std::string> add_kernels(const Operation &op);
+    void add(PendingStep s) { steps_.push_back(std::move(s)); }
+    int tensor_index(const TensorId &id) const { return g_.tensor_index(id); }
+    bool available(int device, int tensor, const ZRange &box) const {
+        const auto it = available_.find({device, tensor});
+        if (it == available_.end()) return false;
+        for (const ZRange &r : it->second)
+            if (r.contains(box)) return true;
+        return false;
+    }
+
+    const Graph &g_;
+    const cost::Model &model_;
+    const OpLibrary &lib_;
+    std::map<std::string, int> device_index_;
+    std::vector<PendingStep> steps_;
+    std::map<std::pair<int, int>, std::vector<ZRange>> available_;  // (device, tensor) → boxes a collective left there
+    std::set<std::string> lowered_;                                   // reduces a collective replaced
+    std::vector<Pending> outputs_;                                    // graph output pieces
+};
+
+Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) const {
+    const int n = model_.shape().devices();
+    if (op.shards.empty()) return 0;
+    const Shard &s = op.shards[k];
+    if (s.device.empty()) {
+        if (static_cast<int>(k) >= n)
+            return unexpected("operation '" + op.id.value + "' has " + std::to_string(op.shards.size()) +
+                              " shards but the cluster has " + std::to_string(n) +
+                              " devices: place the stage first (the place pass)");
+        return static_cast<int>(k);
+    }
+    const auto it = device_index_.find(s.device);
+    if (it == device_index_.end())
+        return unexpected("operation '" + op.id.value + "' shard '" + s.id.value + "' is placed on '" + s.device +
+                          "', which the cluster (" + std::to_string(model_.shape().nodes) + " node(s) × " +
+                          std::to_string(model_.shape().devices_per_node) + " devices of " + model_.shape().target +
+                          ") lacks");
+    return it->second;
+}
+
+Expected<std::vector<Piece>, std::string> Compiler::pieces(const Operation &op) {
+    std::vector<Piece> out;
+    if (op.shards.empty()) {
+        auto d = resolve(g_, op, lib_);
+        if (!d) return unexpected("operation '" + op.id.value + "' does not resolve: " + d.error().message);
+        out.push_back(Piece{"", 0, d->signature.index_space, op.inputs, op.outputs});
+        return out;
+    }
+    auto d = resolve(g_, op, lib_);
+    if (!d) return unexpected("operation '" + op.id.value + "' does not resolve: " + d.error().message);
+    for (size_t k = 0; k < op.shards.size(); ++k) {
+        auto dev = device_of(op, k);
+        if (!dev) return unexpected(dev.error());
+        const Shard &s = op.shards[k];
+        if (s.index.empty()) continue;
+        ShardSelections sel = derive_shard_selections(g_, op, d->signature, s.index);
+        out.push_back(Piece{s.id.value, *dev, s.index, std::move(sel.inputs), std::move(sel.outputs)});
+    }
+    return out;
+}
+
+Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op) {
+    auto ps = pieces(op);
+    if (!ps) return unexpected(ps.error());
+    const OpDef *def = lib_.find(op.kind);
+    if (!def) return unexpected("operation '" + op.id.value + "': unknown kind '" + op.kind + "'");
+    auto types = operand_types(g_, op);
+    if (!types) return unexpected("operation '" + op.id.value + "': " + types.error().message);
+    auto rel = lib_.derive(op.kind, op.params, *types);
+    if (!rel) return unexpected("operation '" + op.id.value + "': " + rel.error().message);
+    std::vector<std::string> fused;
+    if (op.kind == "fused")
+        if (auto chain = parse_fused_chain(op.params))
+            for (const FusedMember &m : chain->members) fused.push_back(m.kind);
+    const char *kclass = class_of(*def, op);
+    DType dtype = DType::f32;
+    for (const TensorId &t : op.output_tensors())
+        if (const Tensor *tt = g_.find_tensor(t)) dtype = tt->dtype;
+    for (Piece &p : *ps) {
+        PendingStep s;
+        s.step.kind = StepKind::kernel;
+        s.step.stream = Stream::compute;
+        s.step.device = p.device;
+        s.step.op = op.id.value;
+        s.step.shard = p.shard;
+        s.step.op_kind = op.kind;
+        s.step.fused = fused;
+        s.step.kernel_class = kclass;
+        s.step.dtype = dtype;
+        const OpCost c = lib_.cost(*def, op.params, *rel, *types, p.index);
+        s.step.flops = c.flops;
+        s.step.bytes = c.bytes_read + c.bytes_written;
+        for (const PortBinding &b : p.inputs)
+            for (const TensorSelection &sel : b.selections)
+                if (!sel.range.empty() || sel.range.rank() == 0)
+                    s.reads.push_back(Pending{p.device, tensor_index(sel.tensor), sel.range});
+        for (const PortBinding &b : p.outputs)
+            for (const TensorSelection &sel : b.selections) {
+                if (sel.range.empty() && sel.range.rank() != 0) continue;
+                const Pending w{p.device, tensor_index(sel.tensor), sel.range};
+                s.writes.push_back(w);
+                const Tensor *t = g_.find_tensor(sel.tensor);
+                if (t && t->role == TensorRole::output) outputs_.push_back(w);
+            }
+        add(std::move(s));
+    }
+    return std::monostate{};
+}
+
+// move(partials) → reduce_sum over axis 0: one all_reduce or reduce_scatter per
+// group of devices holding the partials of one output box. False when the
+// pattern does not hold (the caller lowers the move and the reduce as usual).
+Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, const Operation &reduce) {
+    if (reduce.kind != "reduce_sum") return false;
+    const PortBinding *x = move.input("x");
+    const PortBinding *y = move.output("y");
+    const PortBinding *rx = reduce.input("x");
+    if (!x || !y || !rx || rx->selections.size() != 1 || rx->selections[0].tensor != y->selections[0].tensor)
+        return false;
+    const std::vector<OpId> producers = g_.producers(x->selections[0].tensor);
+    if (producers.size() != 1) return false;
+    const Operation &producer = *g_.find_op(producers.front());
+    auto writer_pieces = pieces(producer);
+    if (!writer_pieces) return unexpected(writer_pieces.error());
+    auto reader_pieces = pieces(reduce);
+    if (!reader_pieces) return unexpected(reader_pieces.error());
+    const int t_index = tensor_index(x->selections[0].tensor);
+    const ZRange t_range = x->selections[0].range;
+    if (t_range.rank() < 1) return false;
+    const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
+    // The partials each piece writes, grouped by the output box they add up to.
+    struct Group {
+        ZRange rest;  // the box with dim 0 spanning every partial
+        std::vector<std::pair<int, ZRange>> writes;  // (device, box)
+        Coord covered = 0;
+    };
+    std::vector<Group> groups;
+    for (const Piece &p : *writer_pieces)
+        for (const PortBinding &b : p.outputs)
+            for (const TensorSelection &sel : b.selections) {
+                if (tensor_index(sel.tensor) != t_index || sel.range.empty()) continue;
+                const ZRange rest = with_dim0(sel.range, t_range.start()[0], t_range.end()[0]);
+                auto it = std::find_if(groups.begin(), groups.end(), [&](const Group &gr) { return gr.rest == rest; });
+                if (it == groups.end()) {
+                    groups.push_back(Group{rest, {}, 0});
+                    it = groups.end() - 1;
+                }
+                for (const auto &[dev, box] : it->writes)
+                    if (dev == p.device) return false;  // two partials on one device: not a collective
+                it->writes.emplace_back(p.device, sel.range);
+                it->covered += sel.range.extent(0);
+            }
+    const TensorId z_id = reduce.output("y") && reduce.output("y")->selections.size() == 1
+                              ? reduce.output("y")->selections[0].tensor
+                              : TensorId("");
+    const int z_index = tensor_index(z_id);
+    if (z_index < 0) return false;
+    struct Reader {
+        int device;
+        ZRange read;    // in T coordinates
+        ZRange output;  // in Z coordinates
+    };
+    std::vector<Reader> readers;
+    for (const Piece &p : *reader_pieces) {
+        if (p.inputs.empty() || p.outputs.empty()) return false;
+        const ZRange read = p.inputs.front().selections.front().range.translated(shift);
+        readers.push_back(Reader{p.device, read, p.outputs.front().selections.front().range});
+    }
+    std::vector<PendingStep> planned;
+    for (const Group &gr : groups) {
+        if (gr.covered != t_range.extent(0)) return false;  // not every partial of this box
+        std::vector<const Reader *> mine;
+        Coord rest_points = 0;
+        for (const Reader &r : readers)
+            if (r.read.intersects(gr.rest)) {
+                if (!gr.rest.contains(r.read)) return false;
+                mine.push_back(&r);
+                rest_points += r.read.size();
+            }
+        if (mine.empty() || rest_points != gr.rest.size()) return false;
+        std::vector<int> devices;
+        for (const auto &[dev, box] : gr.writes) devices.push_back(dev);
+        std::sort(devices.begin(), devices.end());
+        const bool scatter = mine.size() > 1;
+        std::set<int> reader_devices;
+        for (const Reader *r : mine) {
+            if (!std::binary_search(devices.begin(), devices.end(), r->device)) return false;
+            if (!reader_devices.insert(r->device).second) return false;
+        }
+        if (scatter && mine.size() != devices.size()) return false;
+        PendingStep s;
+        s.step.kind = StepKind::collective;
+        s.step.stream = Stream::communication;
+        s.step.device = devices.front();
+        s.step.participants = devices;
+        s.step.op = move.id.value;
+        s.step.shard = reduce.id.value;
+        s.step.collective = scatter ? "reduce_scatter" : "all_reduce";
+        s.step.kernel_class = "copy";
+        const Tensor *z = g_.find_tensor(z_id);
+        s.step.dtype = z->dtype;
+        const double elem = dtype_bytes(z->dtype);
+        s.step.bytes = static_cast<double>(mine.size() == 1 ? mine.front()->output.size() : gr.rest.size() / t_range.extent(0)) * elem;
+        for (const auto &[dev, box] : gr.writes) s.reads.push_back(Pending{dev, t_index, box});
+        for (const Reader *r : mine) {
+            if (scatter) {
+                s.writes.push_back(Pending{r->device, z_index, r->output});
+            } else {
+                for (int d : devices) s.writes.push_back(Pending{d, z_index, r->output});
+            }
+        }
+        planned.push_back(std::move(s));
+    }
+    for (PendingStep &s : planned) {
+        for (const Pending &w : s.writes) available_[{w.device, w.tensor}].push_back(w.box);
+        add(std::move(s));
+    }
+    // The output pieces: each reduce piece's own device.
+    if (const Tensor *z = g_.find_tensor(z_id); z && z->role == TensorRole::output)
+        for (const Reader &r : readers) outputs_.push_back(Pending{r.device, z_index, r.output});
+    lowered_.insert(reduce.id.value);
+    return true;
+}
+
+Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move) {
+    const PortBinding *x = move.input("x");
+    const PortBinding *y = move.output("y");
+    if (!x || !y || x->selections.size() != 1 || y->selections.size() != 1)
+        return unexpected("move '" + move.id.value + "' must read one selection and write one");
+    const TensorId t_id = x->selections[0].tensor, y_id = y->selections[0].tensor;
+    const int t_index = tensor_index(t_id), y_index = tensor_index(y_id);
+    const Tensor *t = g_.find_tensor(t_id);
+    if (!t || y_index < 0) return unexpected("move '" + move.id.value + "' names a tensor the graph lacks");
+    const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
+    const std::string collective = move.params.get_string("collective", "");
+    const std::vector<OpId> consumers = g_.consumers(y_id);
+    if ((collective == "all_reduce" || collective == "reduce_scatter") && consumers.size() == 1) {
+        auto done = lower_reduction(move, *g_.find_op(consumers.front()));
+        if (!done) return unexpected(done.error());
+        if (*done) return std::monostate{};
+    }
+    // What each device reads of the moved tensor (in the source tensor's coordinates).
+    std::map<int, std::vector<ZRange>> need;
+    for (const OpId &cid : consumers) {
+        auto ps = pieces(*g_.find_op(cid));
+        if (!ps) return unexpected(ps.error());
+        for (const Piece &p : *ps)
+            for (const PortBinding &b : p.inputs)
+                for (const TensorSelection &sel : b.selections)
+                    if (sel.tensor == y_id && !sel.range.empty()) need[p.device].push_back(sel.range.translated(shift));
+    }
+    // Who wrote which box of the source.
+    std::vector<std::pair<int, ZRange>> writes;  // (device, box)
+    const std::vector<OpId> producers = g_.producers(t_id);
+    if (producers.size() == 1) {
+        auto ps = pieces(*g_.find_op(producers.front()));
+        if (!ps) return unexpected(ps.error());
+        for (const Piece &p : *ps)
+            for (const PortBinding &b : p.outputs)
+                for (const TensorSelection &sel : b.selections)
+                    if (sel.tensor == t_id && !sel.range.empty()) writes.emplace_back(p.device, sel.range);
+    } else if (producers.empty()) {
+        // An input or parameter: every device holds what it reads (loaded before the plan starts).
+        for (const auto &[dev, boxes] : need)
+            for (const ZRange &b : boxes) writes.emplace_back(dev, b);
+    } else {
+        return unexpected("move '" + move.id.value + "': tensor '" + t_id.value + "' has " +
+                          std::to_string(producers.size()) + " producers");
+    }
+    const double elem = dtype_bytes(t->dtype);
+    std::set<int> done;
+    // All-gathers: devices needing the same single box, written there as equal
+    // contiguous pieces, one per device.
+    if (collective == "all_gather") {
+        std::map<std::pair<ZPoint, ZPoint>, std::vector<int>> by_box;
+        for (auto &[dev, boxes] : need) {
+            boxes = disjoint(boxes, t->range.rank());
+            if (boxes.size() == 1) by_box[{boxes[0].start(), boxes[0].end()}].push_back(dev);
+        }
+        for (const auto &[key, devs] : by_box) {
+            if (devs.size() < 2) continue;
+            const ZRange box(key.first, key.second);
+            std::vector<std::pair<int, ZRange>> inside;
+            bool ok = true;
+            for (const auto &w : writes)
+                if (w.second.intersects(box)) {
+                    if (!box.contains(w.second) || !contiguous_in(w.second, box)) ok = false;
+                    inside.push_back(w);
+                }
+            std::vector<int> writers;
+            Coord points = 0;
+            for (const auto &w : inside) {
+                writers.push_back(w.first);
+                points += w.second.size();
+                if (w.second.size() != inside.front().second.size()) ok = false;
+            }
+            std::sort(writers.begin(), writers.end());
+            ok = ok && points == box.size() && std::adjacent_find(writers.begin(), writers.end()) == writers.end() &&
+                 writers == devs;
+            if (!ok) continue;
+            PendingStep s;
+            s.step.kind = StepKind::collective;
+            s.step.stream = Stream::communication;
+            s.step.device = devs.front();
+            s.step.participants = devs;
+            s.step.op = move.id.value;
+            s.step.collective = "all_gather";
+            s.step.kernel_class = "copy";
+            s.step.dtype = t->dtype;
+            s.step.bytes = static_cast<double>(box.size()) * elem;
+            for (const auto &w : inside) s.reads.push_back(Pending{w.first, t_index, w.second});
+            for (int d : devs) s.writes.push_back(Pending{d, y_index, box.translated(ZPoint::zeros(box.rank()) - shift)});
+            add(std::move(s));
+            done.insert(devs.begin(), devs.end());
+        }
+    }
+    for (auto &[dev, raw] : need) {
+        if (done.count(dev)) continue;
+        const std::vector<ZRange> boxes = disjoint(raw, t->range.rank());
+        for (const ZRange &r : boxes)
+            for (const auto &[src, wbox] : writes) {
+                const ZRange part = wbox.intersect(r);
+                if (part.empty()) continue;
+                PendingStep s;
+                const bool local = src == dev || available(dev, t_index, part);
+                s.step.kind = local ? StepKind::copy : StepKind::send_recv;
+                s.step.stream = local ? Stream::compute : Stream::communication;
+                s.step.device = local ? dev : src;
+                s.step.peer = local ? -1 : dev;
+                s.step.op = move.id.value;
+                s.step.collective = local ? "" : "send_recv";
+                s.step.kernel_class = "copy";
+                s.step.dtype = t->dtype;
+                s.step.bytes = static_cast<double>(part.size()) * elem;
+                s.reads.push_back(Pending{local ? dev : src, t_index, part});
+                s.writes.push_back(Pending{dev, y_index, part.translated(ZPoint::zeros(part.rank()) - shift)});
+                add(std::move(s));
+            }
+    }
+    return std::monostate{};
+}
+
+Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
+    const DependencyOrder order = dependency_order(g_);
+    if (!order.cyclic.empty())
+        return unexpected("the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
+    for (const Operation *op : order.order) {
+        if (op->kind == "move") {
+            auto r = lower_move(*op);
+            if (!r) return unexpected(r.error());
+        } else if (!lowered_.count(op->id.value)) {
+            auto r = add_kernels(*op);
+            if (!r) return unexpected(r.error());
+        }
+    }
+
+    Plan plan;
+    plan.source = source;
+    plan.graph = g_;
+    plan.target = model_.target().name;
+    plan.cluster = model_.shape();
+    const int n = model_.shape().devices();
+    for (int d = 0; d < n; ++d) plan.devices.push_back(Device{model_.shape().device_name(d), model_.shape().node_of(d), {}, 0, 0});
+
+    // Buffers: per (device, tensor), the box holding every region touched there.
+    std::map<std::pair<int, int>, int> buffer_of;
+    auto touch = [&](const Pending &p) {
+        const auto key = std::make_pair(p.device, p.tensor);
+        const auto it = buffer_of.find(key);
+        if (it == buffer_of.end()) {
+            buffer_of[key] = static_cast<int>(plan.buffers.size());
+            Buffer b;
+            b.device = p.device;
+            const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
+            b.tensor = t.id;
+            b.dtype = t.dtype;
+            b.region = p.box;
+            switch (t.role) {
+                case TensorRole::parameter: b.kind = BufferKind::parameter; break;
+                case TensorRole::input: b.kind = BufferKind::input; break;
+                case TensorRole::output: b.kind = BufferKind::output; break;
+                case TensorRole::intermediate: b.kind = BufferKind::activation; break;
+            }
+            plan.buffers.push_back(std::move(b));
+        } else {
+            Buffer &b = plan.buffers[static_cast<size_t>(it->second)];
+            b.region = b.region.bounding(p.box);
+        }
+    };
+    for (const PendingStep &s : steps_) {
+        for (const Pending &p : s.reads) touch(p);
+        for (const Pending &p : s.writes) touch(p);
+    }
+    for (Buffer &b : plan.buffers) {
+        b.bytes = size_mul(b.region.size(), dtype_bytes(b.dtype));
+        if (b.kind == BufferKind::activation) {
+            const std::vector<OpId> prod = g_.producers(b.tensor);
+            if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
+        }
+    }
+    auto region = [&](const Pending &p) { return Region{buffer_of.at({p.device, p.tensor}), p.box}; };
+    plan.steps.reserve(steps_.size());
+    for (PendingStep &s : steps_) {
+        Step step = std::move(s.step);
+        for (const Pending &p : s.reads) step.reads.push_back(region(p));
+        for (const Pending &p : s.writes) step.writes.push_back(region(p));
+        plan.steps.push_back(std::move(step));
+    }
+    for (const Pending &p : outputs_) {
+        const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
+        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at({p.device, p.tensor}), p.box});
+    }
+
+    // Lifetimes in plan order, arena offsets per device, then dependencies
+    // (including those between buffers that share arena bytes).
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        auto live = [&](const Region &r) {
+            Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
+            if (b.first < 0) b.first = static_cast<int>(i);
+            b.last = static_cast<int>(i);
+        };
+        for (const Region &r : plan.steps[i].reads) live(r);
+        for (const Region &r : plan.steps[i].writes) live(r);
+    }
+    std::vector<std::vector<int>> aliases(plan.buffers.size());
+    for (int d = 0; d < n; ++d) {
+        std::vector<int> arena;
+        std::vector<schedule::Interval> intervals;
+        for (size_t b = 0; b < plan.buffers.size(); ++b) {
+            Buffer &buf = plan.buffers[b];
+            if (buf.device != d) continue;
+            if (!buf.in_arena()) {
+                plan.devices[static_cast<size_t>(d)].resident_bytes =
+                    size_add(plan.devices[static_cast<size_t>(d)].resident_bytes, buf.bytes);
+                continue;
+            }
+            arena.push_back(static_cast<int>(b));
+            intervals.push_back(schedule::Interval{static_cast<std::size_t>(buf.bytes), buf.first, buf.last});
+        }
+        const schedule::Packing packing = schedule::pack_intervals(intervals);
+        plan.devices[static_cast<size_t>(d)].arena_bytes = static_cast<std::int64_t>(packing.total);
+        for (size_t k = 0; k < arena.size(); ++k)
+            plan.buffers[static_cast<size_t>(arena[k])].offset = static_cast<std::int64_t>(packing.offsets[k]);
+        std::sort(arena.begin(), arena.end(), [&](int a, int b) {
+            return plan.buffers[static_cast<size_t>(a)].offset < plan.buffers[static_cast<size_t>(b)].offset;
+        });
+        for (size_t x = 0; x < arena.size(); ++x) {
+            const Buffer &a = plan.buffers[static_cast<size_t>(arena[x])];
+            const std::size_t end = schedule::arena_add(static_cast<std::size_t>(a.offset), schedule::align_up(static_cast<std::size_t>(a.bytes)));
+            for (size_t y = x + 1; y < arena.size(); ++y) {
+                const Buffer &b = plan.buffers[static_cast<size_t>(arena[y])];
+                if (static_cast<std::size_t>(b.offset) >= end) break;
+                aliases[static_cast<size_t>(arena[x])].push_back(arena[y]);
+                aliases[static_cast<size_t>(arena[y])].push_back(arena[x]);
+            }
+        }
+    }
+    std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, r.box, false, -1});
+        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, r.box, true, -1});
+    }
+    std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        Step &s = plan.steps[i];
+        s.deps = std::move(deps[i]);
+        if (s.kind == StepKind::collective) {
+            for (int d : s.participants) plan.devices[static_cast<size_t>(d)].steps.push_back(static_cast<int>(i));
+        } else {
+            plan.devices[static_cast<size_t>(s.device)].steps.push_back(static_cast<int>(i));
+            if (s.peer >= 0 && s.peer != s.device)
+                plan.devices[static_cast<size_t>(s.peer)].steps.push_back(static_cast<int>(i));
+        }
+    }
+    predict_steps(plan, model_);
+    return plan;
+}
+
+}  // namespace
+
+void predict_steps(Plan &plan, const cost::Model &model) {
+    for (Step &s : plan.steps) {
+        switch (s.kind) {
+            case StepKind::kernel: {
+                const auto kc = cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise);
+                s.predicted = model.kernel_seconds(cost::KernelWork{kc, s.dtype, s.flops, s.bytes});
+                break;
+            }
+            case StepKind::copy: s.predicted = model.copy_seconds(s.bytes); break;
+            case StepKind::send_recv:
+                s.predicted = model.transfer_seconds(s.bytes, s.device, s.peer);
+                s.crosses_nodes = model.shape().node_of(s.device) != model.shape().node_of(s.peer);
+                break;
+            case StepKind::collective: {
+                cost::Collective c = cost::Collective::all_reduce;
+                if (s.collective == "all_gather") c = cost::Collective::all_gather;
+                else if (s.collective == "reduce_scatter") c = cost::Collective::reduce_scatter;
+                else if (s.collective == "broadcast") c = cost::Collective::broadcast;
+                const cost::CollectiveTime t = model.collective_seconds(c, s.bytes, s.participants);
+                s.predicted = t.seconds;
+                s.algorithm = cost::algorithm_name(t.algorithm);
+                s.crosses_nodes = t.crosses_nodes;
+                break;
+            }
+        }
+    }
+}
+
+Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source) {
+    return Compiler(g, model).run(source);
+}
+
+Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source) {
+    if (source.pass.empty()) source.pass = stage.pass;
+    if (source.options.empty()) source.options = stage.options;
+    if (source.certificate.empty() && stage.certificate.certified()) source.certificate = stage.certificate.badge();
+    return compile_plan(stage.graph, model, source);
+}
+
+const char *buffer_kind_name(BufferKind k) {
+    switch (k) {
+        case BufferKind::parameter: return "parameter";
+        case BufferKind::input: return "input";
+        case BufferKind::output: return "output";
+        case BufferKind::activation: return "activation";
+        case BufferKind::received: return "received";
+    }
+    return "?";
+}
+
+const char *step_kind_name(StepKind k) {
+    switch (k) {
+        case StepKind::kernel: return "kernel";
+        case StepKind::copy: return "copy";
+        case StepKind::send_recv: return "send_recv";
+        case StepKind::collective: return "collective";
+    }
+    return "?";
+}
+
+}  // namespace tapestry::plan

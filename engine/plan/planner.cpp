@@ -1,0 +1,73 @@
+#include "plan/planner.h"
+
+#include <cstdio>
+
+#include "common/checked_size.h"
+#include "passes/place.h"
+#include "plan/certify.h"
+#include "plan/compile.h"
+
+namespace tapestry::plan {
+
+std::vector<std::string> device_names(const cost::ClusterShape &shape) {
+    std::vector<std::string> out;
+    for (int d = 0; d < shape.devices(); ++d) out.push_back(shape.device_name(d));
+    return out;
+}
+
+Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &request) {
+    if (const std::string missing = request.target.missing_figures(); !missing.empty())
+        return unexpected("target '" + request.target.name + "' lacks " + missing +
+                          (request.target.kind == "cpu" ? " (measure it first: tapestry targets measure)" : ""));
+    auto shape = cost::cluster_shape(request.target, request.devices, request.nodes);
+    if (!shape) return unexpected(shape.error());
+    PlanResult result;
+    result.cluster = *shape;
+    const std::vector<std::string> names = device_names(*shape);
+    Graph placed = g;
+    if (request.baseline) {
+        BaselineOptions b;
+        b.kind = *request.baseline;
+        b.devices = names;
+        b.tp = request.tp;
+        b.devices_per_node = shape->devices_per_node;
+        b.micro_batches = request.micro_batches;
+        auto stages = baseline_stages(g, b);
+        if (!stages) return unexpected(stages.error());
+        result.stages = std::move(stages).value();
+    } else {
+        auto options = parse_placement(request.placement, request.maps, names);
+        if (!options) return unexpected(options.error());
+        options->certify = CertifyOptions{};
+        auto st = place(g, *options);
+        if (!st) return unexpected(st.error());
+        result.stages.push_back(std::move(st).value());
+    }
+    for (const Stage &s : result.stages)
+        if (s.certificate.certified() && !s.certificate.pass())
+            return unexpected("stage '" + s.pass + "' failed its certificate: " + s.certificate.badge());
+    if (request.cancelled && request.cancelled()) return unexpected(std::string("cancelled"));
+    placed = result.stages.back().graph;
+    const cost::Model model(request.target, *shape);
+    PlanSource source = request.source;
+    if (source.certificate.empty()) source.certificate = result.stages.back().certificate.badge();
+    auto plan = compile_plan(result.stages.back(), model, source);
+    if (!plan) return unexpected(plan.error());
+    result.plan = std::move(plan).value();
+    result.prediction = simulate(result.plan);
+    result.certificate = certify_plan(result.plan);
+    return result;
+}
+
+std::string plan_summary(const PlanResult &r, double capacity) {
+    const Prediction &p = r.prediction;
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "makespan %s (prediction) · %d devices · communication %s, %s · peak %s of %s on %s",
+                  seconds_text(p.makespan).c_str(), static_cast<int>(r.plan.devices.size()),
+                  seconds_text(p.comm_seconds).c_str(), byte_text(static_cast<std::int64_t>(p.comm_bytes)).c_str(),
+                  byte_text(p.peak).c_str(), byte_text(static_cast<std::int64_t>(capacity)).c_str(),
+                  r.plan.devices.empty() ? "-" : r.plan.devices[static_cast<size_t>(p.peak_device)].name.c_str());
+    return buf;
+}
+
+}  // namespace tapestry::plan

@@ -1,0 +1,53 @@
+// Planning by request (docs/plans.md): the one place that turns "this graph, on
+// this target, on N devices, placed so (or by this baseline)" into stages, a
+// certified plan and its prediction — shared by `tapestry plan` and the studio's
+// Plan dock so both accept the same settings and report the same errors.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "cost/model.h"
+#include "passes/stage.h"
+#include "plan/baselines.h"
+#include "plan/plan.h"
+#include "plan/simulate.h"
+
+namespace tapestry::plan {
+
+struct PlanRequest {
+    cost::Target target;
+    int devices = 1;
+    int nodes = 0;                       // 0: as the target's clusters suggest
+    std::string placement = "shard";     // place pass rule: shard, round-robin, pipeline[:S]
+    std::vector<std::string> maps;       // explicit "op=0:0,0:1"
+    std::optional<Baseline> baseline;    // instead of the placement: a hand baseline
+    int tp = 0;                          // dp×tp degree (0: one node's devices)
+    int micro_batches = 0;               // pp
+    PlanSource source;                   // project, stage number, pass, options, certificate
+    std::function<bool()> cancelled;     // polled between stages; true stops with "cancelled"
+};
+
+struct PlanResult {
+    std::vector<Stage> stages;  // what planning added (shard, place), each certified
+    Plan plan;
+    Prediction prediction;
+    Certificate certificate;  // the plan certificate
+    cost::ClusterShape cluster;
+};
+
+// Places (or applies the baseline to) `g`, compiles the plan, simulates it and
+// certifies it. Errors name the setting at fault.
+Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &request);
+
+// The device names of a cluster shape ("0:0" …).
+std::vector<std::string> device_names(const cost::ClusterShape &shape);
+
+// The summary a user reads (CLI table rows; the studio shows the same):
+// "makespan 1.2 ms (prediction) · 4 devices · comm 0.3 ms, 12 MiB · peak 1.1 GiB of 80 GiB on 0:2".
+std::string plan_summary(const PlanResult &r, double capacity_bytes);
+
+}  // namespace tapestry::plan

@@ -1,0 +1,53 @@
+// The event-driven simulation of a plan (docs/cost-model.md): every device has a
+// compute stream and a communication stream, each running its steps in plan
+// order; a step starts when its streams are free and its dependencies are done
+// (a transfer holds the communication streams of both ends, a collective those
+// of every participant). Gives the makespan, per-device busy, communication and
+// idle time, and memory over time from buffer lifetimes. Every figure is a
+// prediction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cost/model.h"
+#include "plan/plan.h"
+
+namespace tapestry::plan {
+
+struct StepTime {
+    double start = 0, end = 0;
+};
+
+struct DeviceLoad {
+    double compute = 0;        // seconds its compute stream is busy
+    double communication = 0;  // seconds its communication stream is busy
+    double idle = 0;           // makespan − compute
+    double comm_bytes = 0;     // bytes it sends (transfers, and its share of collectives)
+    std::int64_t resident = 0;     // parameters, inputs, outputs
+    std::int64_t arena = 0;        // the arena's size (what is allocated)
+    std::int64_t peak = 0;         // resident + the most arena bytes alive at once
+    std::vector<std::pair<double, std::int64_t>> memory;  // (time, bytes alive from then on), starting at 0
+};
+
+struct Prediction {
+    double makespan = 0;
+    std::vector<StepTime> steps;
+    std::vector<DeviceLoad> devices;
+    double comm_seconds = 0;  // summed over transfers and collectives
+    double comm_bytes = 0;    // bytes that cross between devices
+    std::int64_t peak = 0;    // the largest device peak
+    int peak_device = 0;
+};
+
+// With each step's Step::predicted as its duration.
+Prediction simulate(const Plan &plan);
+// With the given durations (one per step): for re-costing without recompiling.
+Prediction simulate(const Plan &plan, const std::vector<double> &durations);
+
+// "1.23 ms", "456 µs", "2.1 s".
+std::string seconds_text(double s);
+
+}  // namespace tapestry::plan

@@ -1,0 +1,500 @@
+// Compiled plans (issue 15): targets, the cost model against hand-computed and
+// published figures, placement, the plan compiler, its certificate and the
+// mutation suite that shows each check can fail, plan files, and the baselines on
+// every example.
+#include <QtTest/QtTest>
+#include <cmath>
+#include <filesystem>
+
+#include "cost/model.h"
+#include "cost/target.h"
+#include "io/project_file.h"
+#include "passes/movement.h"
+#include "passes/place.h"
+#include "passes/shard.h"
+#include "plan/baselines.h"
+#include "plan/certify.h"
+#include "plan/compile.h"
+#include "plan/plan_file.h"
+#include "plan/planner.h"
+#include "plan/simulate.h"
+#include "test_projects.h"
+
+using namespace tapestry;
+
+namespace {
+
+cost::Target h100() {
+    auto t = cost::builtin_target("h100-sxm");
+    if (!t) qFatal("%s", t.error().c_str());
+    return *t;
+}
+
+cost::Model model_of(const cost::Target &t, int devices, int nodes = 0) {
+    auto s = cost::cluster_shape(t, devices, nodes);
+    if (!s) qFatal("%s", s.error().c_str());
+    return cost::Model(t, *s);
+}
+
+std::string tiny_mlp() {
+    return R"({"format": "tapestry-project", "version": 1, "name": "tiny mlp", "tensors": [
+      {"id": "x", "dtype": "f32", "shape": [4, 6], "role": "input"},
+      {"id": "w1", "dtype": "f32", "shape": [6, 12], "role": "parameter"},
+      {"id": "b1", "dtype": "f32", "shape": [12], "role": "parameter"},
+      {"id": "h1", "dtype": "f32", "shape": [4, 12], "role": "intermediate"}, {"id": "a1", "dtype": "f32", "shape": [4, 12], "role": "intermediate"},
+      {"id": "w2", "dtype": "f32", "shape": [12, 12], "role": "parameter"},
+      {"id": "b2", "dtype": "f32", "shape": [12], "role": "parameter"},
+      {"id": "h2", "dtype": "f32", "shape": [4, 12], "role": "intermediate"}, {"id": "a2", "dtype": "f32", "shape": [4, 12], "role": "intermediate"},
+      {"id": "w3", "dtype": "f32", "shape": [12, 12], "role": "parameter"},
+      {"id": "b3", "dtype": "f32", "shape": [12], "role": "parameter"},
+      {"id": "h3", "dtype": "f32", "shape": [4, 12], "role": "intermediate"}, {"id": "a3", "dtype": "f32", "shape": [4, 12], "role": "intermediate"},
+      {"id": "w4", "dtype": "f32", "shape": [12, 6], "role": "parameter"},
+      {"id": "b4", "dtype": "f32", "shape": [6], "role": "parameter"},
+      {"id": "y", "dtype": "f32", "shape": [4, 6], "role": "output"}],
+     "operations": [
+      {"id": "fc1", "kind": "linear", "inputs": {"x": "x", "w": "w1", "bias": "b1"}, "outputs": {"y": "h1"}},
+      {"id": "gelu1", "kind": "gelu", "inputs": {"x": "h1"}, "outputs": {"y": "a1"}},
+      {"id": "fc2", "kind": "linear", "inputs": {"x": "a1", "w": "w2", "bias": "b2"}, "outputs": {"y": "h2"}},
+      {"id": "relu2", "kind": "relu", "inputs": {"x": "h2"}, "outputs": {"y": "a2"}},
+      {"id": "fc3", "kind": "linear", "inputs": {"x": "a2", "w": "w3", "bias": "b3"}, "outputs": {"y": "h3"}},
+      {"id": "gelu3", "kind": "gelu", "inputs": {"x": "h3"}, "outputs": {"y": "a3"}},
+      {"id": "fc4", "kind": "linear", "inputs": {"x": "a3", "w": "w4", "bias": "b4"}, "outputs": {"y": "y"}}]})";
+}
+
+Graph load_example(const std::string &name) {
+    LoadResult r = load_project(test::source_dir() / "projects" / (name + ".tapestry.json"));
+    if (!r.ok()) qFatal("%s does not load", name.c_str());
+    return r.graph;
+}
+
+plan::PlanResult planned(const Graph &g, int devices, std::optional<plan::Baseline> baseline,
+                         const std::string &placement = "shard") {
+    plan::PlanRequest req;
+    req.target = h100();
+    req.devices = devices;
+    req.baseline = baseline;
+    req.placement = placement;
+    auto r = plan::make_plan(g, req);
+    if (!r) qFatal("make_plan: %s", r.error().c_str());
+    return std::move(r).value();
+}
+
+bool close(double a, double b, double rel = 1e-9) {
+    return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b));
+}
+
+}  // namespace
+
+class TestPlan : public QObject {
+    Q_OBJECT
+private slots:
+    // ---- targets ----
+    void builtinTargetsParseAndRoundTrip() {
+        QVERIFY(cost::builtin_target_names().size() >= 6);
+        for (const std::string &name : cost::builtin_target_names()) {
+            auto t = cost::builtin_target(name);
+            QVERIFY2(t.has_value(), t ? "" : t.error().c_str());
+            auto again = cost::parse_target(cost::target_json(*t), name);
+            QVERIFY2(again.has_value(), again ? "" : again.error().c_str());
+            QCOMPARE(cost::target_json(*again), cost::target_json(*t));
+            if (t->kind == "gpu") QVERIFY(t->missing_figures().empty());
+            else QVERIFY(!t->missing_figures().empty());  // the host is measured first
+        }
+        QVERIFY(cost::builtin_target("h100").has_value());  // a unique prefix
+        auto unknown = cost::builtin_target("tpu");
+        QVERIFY(!unknown);
+        QVERIFY(unknown.error().find("unknown target 'tpu'") != std::string::npos);
+    }
+    void malformedTargetsNameTheField() {
+        const std::string good = cost::target_json(h100());
+        auto broken = [&](const std::string &from, const std::string &to) {
+            std::string s = good;
+            const size_t p = s.find(from);
+            if (p == std::string::npos) qFatal("fixture text not found: %s", from.c_str());
+            s.replace(p, from.size(), to);
+            auto r = cost::parse_target(s, "t.json");
+            return r ? std::string("accepted") : r.error();
+        };
+        QVERIFY(broken("\"format\": \"tapestry-target\"", "\"format\": \"x\"").find("t.json: format") == 0);
+        QVERIFY(broken("\"kind\": \"gpu\"", "\"kind\": \"tpu\"").find("t.json: kind") == 0);
+        const std::string bad_source = broken("\"source\": \"", "\"source\": \"nowhere-");
+        QVERIFY2(bad_source.find("is not in \"sources\"") != std::string::npos, bad_source.c_str());
+        QCOMPARE(cost::parse_target("{", "t.json").error(), std::string("t.json: not valid JSON"));
+        const std::string no_links = broken("\"links\"", "\"linkz\"");
+        QVERIFY2(no_links.find("t.json: links: missing") == 0, no_links.c_str());
+    }
+    void measuredHostTarget() {
+        auto base = cost::builtin_target("host");
+        QVERIFY(base.has_value());
+        QVERIFY(!base->missing_figures().empty());
+        cost::HostFigures f{1e11, 0, 2e10, 8e9, 3e-6, "test figures"};
+        const cost::Target t = cost::measured_target(*base, f);
+        QVERIFY2(t.missing_figures().empty(), t.missing_figures().c_str());
+        QCOMPARE(t.peak_flops(DType::f32), 1e11);
+        QCOMPARE(t.peak_flops(DType::bf16), 1e11);  // no bf16 figure: computed at the f32 rate
+        QVERIFY(cost::parse_target(cost::target_json(t), "host").has_value());
+    }
+
+    // ---- the cost model, by hand ----
+    void rooflineByHand() {
+        const cost::Target t = h100();
+        const cost::Model m = model_of(t, 1);
+        // A 4096³ bf16 GEMM: 2·4096³ FLOPs, 3·4096²·2 bytes: compute bound.
+        const double flops = 2.0 * 4096 * 4096 * 4096, bytes = 3.0 * 4096 * 4096 * 2;
+        const cost::KernelWork gemm{cost::KernelClass::gemm, DType::bf16, flops, bytes};
+        const double roof = flops / t.device.peak_flops.at("bf16").value;
+        QVERIFY(close(m.roofline_seconds(gemm), roof));
+        const double eff = t.device.efficiency[0].at(flops);
+        QVERIFY(close(m.kernel_seconds(gemm), roof / eff + t.device.launch_overhead.value));
+        // An elementwise add of 2^24 f32: 3·2^26 bytes, memory bound.
+        const double ebytes = 3.0 * (1 << 24) * 4;
+        const cost::KernelWork add{cost::KernelClass::elementwise, DType::f32, double(1 << 24), ebytes};
+        QVERIFY(close(m.roofline_seconds(add), ebytes / t.device.memory_bandwidth.value));
+        const double eeff = t.device.efficiency[2].at(ebytes);
+        QVERIFY(close(m.kernel_seconds(add), ebytes / t.device.memory_bandwidth.value / eeff + t.device.launch_overhead.value));
+    }
+    void efficiencyCurveInterpolatesInLogSize() {
+        cost::EfficiencyCurve c;
+        c.points = {{1e3, 0.1}, {1e5, 0.5}};
+        QCOMPARE(c.at(10), 0.1);    // clamped below
+        QCOMPARE(c.at(1e7), 0.5);   // clamped above
+        QVERIFY(close(c.at(1e4), 0.3));  // halfway in log10
+    }
+    void collectivesByHand() {
+        const double S = 1 << 30, a = 2e-6, b = 100e9;
+        // Ring all-reduce: 2(n−1)/n · S/β + (n−1)·2α.
+        QVERIFY(close(cost::ring_all_reduce_seconds(S, 8, a, b), 2.0 * 7 / 8 * S / b + 7 * 2 * a));
+        QVERIFY(close(cost::ring_all_gather_seconds(S, 4, a, b), 3.0 / 4 * S / b + 3 * a));
+        QVERIFY(close(cost::tree_all_reduce_seconds(S, 8, a, b), 2.0 * S / b + 2 * 3 * a));
+        QCOMPARE(cost::ring_all_reduce_seconds(S, 1, a, b), 0.0);
+        // The model picks the faster: ring for a big buffer, tree for a tiny one on many devices.
+        const cost::Target t = h100();
+        const cost::Model node = model_of(t, 8, 1);
+        const std::vector<int> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+        QCOMPARE(std::string(cost::algorithm_name(node.collective_seconds(cost::Collective::all_reduce, S, eight).algorithm)), std::string("ring"));
+        QVERIFY(!node.collective_seconds(cost::Collective::all_reduce, S, eight).crosses_nodes);
+        const cost::Model m = model_of(t, 64, 8);
+        std::vector<int> all(64);
+        for (int i = 0; i < 64; ++i) all[static_cast<size_t>(i)] = i;
+        QCOMPARE(std::string(cost::algorithm_name(m.collective_seconds(cost::Collective::all_reduce, 64, all).algorithm)), std::string("tree"));
+        QVERIFY(m.collective_seconds(cost::Collective::all_reduce, S, all).crosses_nodes);
+    }
+    // Published figures (docs/cost-model.md quotes these lines).
+    void publishedFigures() {
+        const cost::Target t = h100();
+        {
+            const cost::Model m = model_of(t, 1);
+            const double M = 2048, N = 2048, K = 13312;
+            const cost::KernelWork w{cost::KernelClass::gemm, DType::bf16, 2 * M * N * K, 2 * (M * K + K * N + M * N)};
+            const double tflops = 2 * M * N * K / m.kernel_seconds(w) / 1e12;
+            qInfo("published: H100 SXM bf16 GEMM 2048x2048x13312: 794.5 TFLOP/s measured (ml-engineering MAMF); predicted %.1f TFLOP/s (%+.1f%%)",
+                  tflops, 100 * (tflops / 794.5 - 1));
+            QVERIFY(std::abs(tflops / 794.5 - 1) < 0.15);
+        }
+        auto busbw = [&](int devices, int nodes) {
+            const cost::Model m = model_of(t, devices, nodes);
+            std::vector<int> all(static_cast<size_t>(devices));
+            for (int i = 0; i < devices; ++i) all[static_cast<size_t>(i)] = i;
+            const double S = 8.0 * (1 << 30);  // 8 GiB, as nccl-tests' largest sizes
+            const double s = m.collective_seconds(cost::Collective::all_reduce, S, all).seconds;
+            return S / s * 2.0 * (devices - 1) / devices / 1e9;
+        };
+        const double one = busbw(8, 1), two = busbw(16, 2);
+        qInfo("published: NCCL all_reduce busbw 8xH100 NVLink (ring): ~370 GB/s measured (nccl-tests #212); predicted %.0f GB/s (%+.1f%%)",
+              one, 100 * (one / 370 - 1));
+        qInfo("published: NCCL all_reduce busbw 2x8 H100 NDR IB (ring): ~396 GB/s measured (nccl-tests #319); predicted %.0f GB/s (%+.1f%%)",
+              two, 100 * (two / 396 - 1));
+        QVERIFY(std::abs(one / 370 - 1) < 0.15);
+        QVERIFY(std::abs(two / 396 - 1) < 0.15);
+    }
+    void calibrationScalesAndReportsItsError() {
+        cost::Calibration c;
+        QCOMPARE(c.factor(cost::KernelClass::gemm, 1e9), 1.0);
+        c.add({cost::KernelClass::gemm, 2e9, 1.0, 2.0});
+        c.add({cost::KernelClass::gemm, 3e9, 1.0, 2.2});
+        c.add({cost::KernelClass::gemm, 5e9, 1.0, 1.8});
+        QVERIFY(close(c.factor(cost::KernelClass::gemm, 4e9), 2.0));  // the band's median
+        QCOMPARE(c.factor(cost::KernelClass::gemm, 4e12), 1.0);       // another band
+        const cost::CalibrationError e = c.error();
+        QCOMPARE(e.samples, 3);
+        QVERIFY(e.median_before > 0.4 && e.median_after < 0.11);
+    }
+
+    // ---- simulation ----
+    void twoDeviceScheduleByHand() {
+        plan::Plan p;
+        p.graph = test::parse(tiny_mlp());
+        p.cluster = cost::ClusterShape{"h100-sxm", 1, 2, "nvlink4", ""};
+        p.devices = {plan::Device{"0:0", 0, {}, 0, 0}, plan::Device{"0:1", 0, {}, 0, 0}};
+        auto step = [](plan::StepKind k, int dev, int peer, std::vector<int> deps) {
+            plan::Step s;
+            s.kind = k;
+            s.stream = k == plan::StepKind::send_recv ? plan::Stream::communication : plan::Stream::compute;
+            s.device = dev;
+            s.peer = peer;
+            s.deps = std::move(deps);
+            return s;
+        };
+        p.steps = {step(plan::StepKind::kernel, 0, -1, {}), step(plan::StepKind::kernel, 1, -1, {}),
+                   step(plan::StepKind::send_recv, 0, 1, {0}), step(plan::StepKind::kernel, 1, -1, {1, 2}),
+                   step(plan::StepKind::kernel, 0, -1, {0})};
+        // k0 1 ms on 0:0; k1 2 ms on 0:1; 0:0 → 0:1 0.5 ms after k0; k2 1 ms after both; k3 on 0:0.
+        const plan::Prediction pr = plan::simulate(p, {1e-3, 2e-3, 0.5e-3, 1e-3, 4e-3});
+        QVERIFY(close(pr.steps[2].start, 1e-3));
+        QVERIFY(close(pr.steps[3].start, 2e-3));  // max(1 + 0.5, 2)
+        QVERIFY(close(pr.steps[4].start, 1e-3));  // the compute stream overlaps the transfer
+        QVERIFY(close(pr.makespan, 5e-3));         // k3 ends at 1 + 4
+        QVERIFY(close(pr.devices[0].compute, 5e-3));
+        QVERIFY(close(pr.devices[1].communication, 0.5e-3));
+    }
+    void peakMemoryOfASmallPlanByHand() {
+        const Graph g = test::parse(tiny_mlp());
+        const plan::PlanResult r = planned(g, 1, std::nullopt);
+        QVERIFY2(r.certificate.pass(), r.certificate.text().c_str());
+        QCOMPARE(r.plan.steps.size(), size_t{7});
+        // Resident: x 96 + w1 288 + b1 48 + w2 576 + b2 48 + w3 576 + b3 48 + w4 288 + b4 24 + y 96.
+        QCOMPARE(r.plan.devices[0].resident_bytes, std::int64_t{2088});
+        // Six 192-byte activations (a multiple of the 64-byte alignment), each alive
+        // from its producer to its consumer: two at a time, in two slots.
+        QCOMPARE(r.plan.devices[0].arena_bytes, std::int64_t{384});
+        QCOMPARE(r.prediction.devices[0].peak, std::int64_t{2088 + 2 * 192});
+        QCOMPARE(r.prediction.peak, std::int64_t{2088 + 2 * 192});
+        // The memory curve's highest point is the peak.
+        std::int64_t top = 0;
+        for (const auto &[t, b] : r.prediction.devices[0].memory) top = std::max(top, b);
+        QCOMPARE(top, r.prediction.peak);
+    }
+
+    // ---- placement ----
+    void placementWritesDevicesAndMovementFollows() {
+        const Graph g = test::parse(tiny_mlp());
+        ShardOptions so;
+        auto spec = parse_shard_spec("fc1:0=2");
+        so.specs.push_back(*spec);
+        so.propagate = false;
+        auto sharded = shard(g, so);
+        QVERIFY(sharded.has_value());
+        const std::vector<std::string> devs = {"0:0", "0:1"};
+        // Default k → k: fc1's two shards on two devices, gelu1 (unsharded) on 0:0: one transfer.
+        auto placed = place(sharded->graph, *parse_placement("shard", {}, devs));
+        QVERIFY2(placed.has_value(), placed ? "" : placed.error().c_str());
+        QVERIFY(every_piece_placed(placed->graph));
+        QCOMPARE(placed->graph.find_op(OpId("fc1"))->shards[1].device, std::string("0:1"));
+        QCOMPARE(placed->graph.find_op(OpId("gelu1"))->shards.size(), size_t{1});
+        const auto moves = data_movement(placed->graph);
+        QCOMPARE(moves.size(), size_t{1});
+        QVERIFY2(moves[0].from_shard.value == "fc1/1", moves[0].from_shard.value.c_str());
+        // Both shards on one device: nothing crosses devices.
+        auto together = place(sharded->graph, *parse_placement("shard", {"fc1=0:0"}, devs));
+        QVERIFY(together.has_value());
+        QVERIFY(data_movement(together->graph).empty());
+        // Refusals name what is wrong.
+        auto bad = place(sharded->graph, *parse_placement("shard", {"fc1=9:9"}, devs));
+        QVERIFY(!bad);
+        QVERIFY2(bad.error().find("device '9:9'") != std::string::npos, bad.error().c_str());
+        auto bad_rule = parse_placement("pipline", {}, devs);
+        QVERIFY(!bad_rule);
+        QVERIFY(bad_rule.error().find("unknown rule 'pipline'") != std::string::npos);
+        auto pipe = place(g, *parse_placement("pipeline:2", {}, devs));
+        QVERIFY(pipe.has_value());
+        QCOMPARE(pipe->graph.find_op(OpId("fc1"))->shards[0].device, std::string("0:0"));
+        QCOMPARE(pipe->graph.find_op(OpId("fc4"))->shards[0].device, std::string("0:1"));
+        QVERIFY(pipe->certificate.certified() == false);  // certify only when asked
+    }
+
+    // ---- plans of every example ----
+    void everyExampleAndBaselineCertifies() {
+        int certified = 0, refused = 0;
+        for (const char *name : {"mlp", "mlp_bf16", "gpt2_block", "attention", "convnet"}) {
+            const Graph g = load_example(name);
+            for (int n : {1, 2, 4, 8})
+                for (int b = -1; b < 4; ++b) {
+                    plan::PlanRequest req;
+                    req.target = h100();
+                    req.devices = n;
+                    if (b >= 0) req.baseline = static_cast<plan::Baseline>(b);
+                    else req.placement = "round-robin";
+                    auto r = plan::make_plan(g, req);
+                    const std::string what = std::string(name) + " on " + std::to_string(n) + " " +
+                                             (b >= 0 ? plan::baseline_name(static_cast<plan::Baseline>(b)) : "round-robin");
+                    if (!r) {
+                        // Only a baseline that does not fit the graph may refuse.
+                        const bool fits_not = r.error().find("cannot be split") != std::string::npos ||
+                                              r.error().find("has no linear") != std::string::npos ||
+                                              r.error().find("cannot split") != std::string::npos ||
+                                              r.error().find("does not divide") != std::string::npos;
+                        QVERIFY2(fits_not, (what + ": " + r.error()).c_str());
+                        ++refused;
+                        continue;
+                    }
+                    QVERIFY2(r->certificate.pass(), (what + "\n" + r->certificate.text()).c_str());
+                    QVERIFY2(r->prediction.makespan > 0, what.c_str());
+                    ++certified;
+                }
+        }
+        qInfo("%d plans certified, %d baselines refused as not fitting the graph", certified, refused);
+        QVERIFY(certified >= 60);
+    }
+    void tensorParallelLowersToAllReduce() {
+        const plan::PlanResult r = planned(load_example("gpt2_block"), 4, plan::Baseline::tp);
+        QVERIFY2(r.certificate.pass(), r.certificate.text().c_str());
+        int all_reduce = 0;
+        for (const plan::Step &s : r.plan.steps)
+            if (s.kind == plan::StepKind::collective && s.collective == "all_reduce") {
+                ++all_reduce;
+                QCOMPARE(s.participants.size(), size_t{4});
+                QVERIFY(!s.algorithm.empty());
+            }
+        QCOMPARE(all_reduce, 2);  // one per column/row pair: attention projection and MLP
+    }
+    void dataParallelNeedsNoCommunication() {
+        const plan::PlanResult r = planned(load_example("mlp"), 4, plan::Baseline::dp);
+        QVERIFY(r.certificate.pass());
+        for (const plan::Step &s : r.plan.steps) QVERIFY(s.kind == plan::StepKind::kernel || s.kind == plan::StepKind::copy);
+        QCOMPARE(r.prediction.comm_bytes, 0.0);
+        // Every device holds every weight (replicated) and a quarter of the batch.
+        for (const plan::Device &d : r.plan.devices) QCOMPARE(d.resident_bytes, r.plan.devices[0].resident_bytes);
+    }
+
+    // ---- the mutation suite: every planted fault is caught ----
+    void mutationsAreCaught() {
+        const plan::PlanResult base = planned(load_example("gpt2_block"), 4, plan::Baseline::tp);
+        QVERIFY(base.certificate.pass());
+        const plan::Plan &good = base.plan;
+        auto failed = [](const plan::Plan &p, const char *check) {
+            const Certificate c = plan::certify_plan(p);
+            const CertificateCheck *k = c.find(check);
+            return k && !k->pass;
+        };
+        // 1. A dropped dependency: a kernel no longer waits for what wrote its input.
+        {
+            plan::Plan p = good;
+            bool done = false;
+            for (plan::Step &s : p.steps)
+                if (s.kind == plan::StepKind::kernel && !s.deps.empty() && !done) {
+                    const int d = s.deps.back();
+                    bool feeds = false;
+                    for (const plan::Region &w : p.steps[static_cast<size_t>(d)].writes)
+                        for (const plan::Region &r : s.reads) feeds = feeds || (w.buffer == r.buffer && w.box.intersects(r.box));
+                    if (!feeds) continue;
+                    s.deps.clear();  // also no transitive path left
+                    done = true;
+                }
+            QVERIFY(done);
+            QVERIFY(failed(p, "dataflow"));
+        }
+        // 2. A wrong region: a kernel writes half of what it should.
+        {
+            plan::Plan p = good;
+            for (plan::Step &s : p.steps)
+                if (s.kind == plan::StepKind::kernel && !s.writes.empty() && s.writes[0].box.rank() > 0 &&
+                    s.writes[0].box.extent(0) > 1) {
+                    ZPoint e = s.writes[0].box.end();
+                    e[0] = s.writes[0].box.start()[0] + s.writes[0].box.extent(0) / 2;
+                    s.writes[0].box = ZRange(s.writes[0].box.start(), e);
+                    break;
+                }
+            QVERIFY(failed(p, "dataflow") || failed(p, "outputs"));
+        }
+        // 3. Overlapping arena offsets: two buffers of one device alive together share bytes.
+        {
+            plan::Plan p = good;
+            bool done = false;
+            for (size_t a = 0; a < p.buffers.size() && !done; ++a)
+                for (size_t b = a + 1; b < p.buffers.size() && !done; ++b) {
+                    const plan::Buffer &x = p.buffers[a];
+                    plan::Buffer &y = p.buffers[b];
+                    if (!x.in_arena() || !y.in_arena() || x.device != y.device) continue;
+                    if (x.first <= y.last && y.first <= x.last && x.first != y.first) {
+                        y.offset = x.offset;
+                        done = true;
+                    }
+                }
+            QVERIFY(done);
+            QVERIFY(failed(p, "arena"));
+        }
+        // 4. A collective missing a participant (and its contribution).
+        {
+            plan::Plan p = good;
+            bool done = false;
+            for (plan::Step &s : p.steps)
+                if (s.kind == plan::StepKind::collective && s.collective == "all_reduce" && !done) {
+                    const int gone = s.participants.back();
+                    s.participants.pop_back();
+                    std::erase_if(s.reads, [&](const plan::Region &r) { return p.buffers[static_cast<size_t>(r.buffer)].device == gone; });
+                    std::erase_if(s.writes, [&](const plan::Region &r) { return p.buffers[static_cast<size_t>(r.buffer)].device == gone; });
+                    done = true;
+                }
+            QVERIFY(done);
+            QVERIFY(failed(p, "collectives"));
+        }
+        // 4b. … or listed without its regions being on a participant.
+        {
+            plan::Plan p = good;
+            for (plan::Step &s : p.steps)
+                if (s.kind == plan::StepKind::collective) {
+                    s.participants.pop_back();
+                    break;
+                }
+            QVERIFY(failed(p, "schedule"));
+        }
+        // 5. A race: two unordered writes of one box.
+        {
+            plan::Plan p = good;
+            for (size_t i = 0; i < p.steps.size(); ++i)
+                if (p.steps[i].kind == plan::StepKind::kernel && !p.steps[i].writes.empty()) {
+                    plan::Step twin = p.steps[i];
+                    twin.deps.clear();
+                    p.steps.push_back(twin);
+                    break;
+                }
+            QVERIFY(failed(p, "races"));
+        }
+    }
+
+    // ---- plan files ----
+    void planFilesRoundTrip() {
+        const plan::PlanResult r = planned(load_example("gpt2_block"), 4, plan::Baseline::dp_tp);
+        const std::string text = plan::plan_json(r.plan, &r.prediction);
+        auto back = plan::parse_plan(text, "p.json");
+        QVERIFY2(back.has_value(), back ? "" : back.error().c_str());
+        QCOMPARE(plan::plan_json(*back), plan::plan_json(r.plan));
+        QVERIFY(plan::certify_plan(*back).pass());
+        QVERIFY(text.find("prediction of the cost model (not a measurement)") != std::string::npos);
+    }
+    void malformedPlansNameTheField() {
+        const plan::PlanResult r = planned(test::parse(tiny_mlp()), 2, plan::Baseline::dp);
+        const std::string good = plan::plan_json(r.plan);
+        auto refuse = [&](const std::string &from, const std::string &to) {
+            std::string s = good;
+            const size_t p = from.find("version") != std::string::npos ? s.rfind(from) : s.find(from);
+            if (p == std::string::npos) qFatal("fixture text not found: %s", from.c_str());
+            s.replace(p, from.size(), to);
+            auto pl = plan::parse_plan(s, "p.json");
+            return pl ? std::string("accepted") : pl.error();
+        };
+        QVERIFY(refuse("\"tapestry-plan\"", "\"tapestry-project\"").find("p.json: format") == 0);
+        QVERIFY(refuse("\"version\": 1", "\"version\": 7").find("p.json: version: this build reads version 1") == 0);
+        const std::string buf = refuse("\"buffer\": 0", "\"buffer\": 999");
+        QVERIFY2(buf.find(".buffer: expected an integer in [0, ") != std::string::npos, buf.c_str());
+        const std::string kind = refuse("\"kind\": \"kernel\"", "\"kind\": \"kernal\"");
+        QVERIFY2(kind.find("steps[0].kind: unknown value 'kernal'") != std::string::npos, kind.c_str());
+        const std::string tensor = refuse("\"tensor\": \"x\"", "\"tensor\": \"nope\"");
+        QVERIFY2(tensor.find("is not a tensor of the plan's graph") != std::string::npos, tensor.c_str());
+        QCOMPARE(plan::parse_plan("[]", "p.json").error(), std::string("p.json: expected a JSON object"));
+        QVERIFY(!plan::load_plan("/nonexistent/plan.json"));
+    }
+    void unplacedGraphOnTooFewDevicesIsRefused() {
+        const Graph g = test::parse(tiny_mlp());
+        ShardOptions so;
+        so.specs.push_back(*parse_shard_spec("fc1:0=4"));
+        auto sharded = shard(g, so);
+        QVERIFY(sharded.has_value());
+        auto p = plan::compile_plan(sharded->graph, model_of(h100(), 2));
+        QVERIFY(!p);
+        QVERIFY2(p.error().find("place the stage first") != std::string::npos, p.error().c_str());
+    }
+};
+
+QTEST_APPLESS_MAIN(TestPlan)
+#include "test_plan.moc"
