@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "common/checked_size.h"
 #include "graph/order.h"
@@ -97,13 +98,32 @@ class Compiler {
 public:
     Compiler(const Graph &g, const cost::Model &model) : g_(g), model_(model), lib_(OpLibrary::standard()) {
         for (int d = 0; d < model.shape().devices(); ++d) device_index_[model.shape().device_name(d)] = d;
+        for (const OpPtr &op : g.operations()) {
+            for (const TensorId &t : op->output_tensors()) {
+                auto &v = producers_[t];
+                if (v.empty() || v.back() != op->id) v.push_back(op->id);
+            }
+            for (const TensorId &t : op->input_tensors()) {
+                auto &v = consumers_[t];
+                if (v.empty() || v.back() != op->id) v.push_back(op->id);
+            }
+        }
     }
 
     Expected<Plan, std::string> run(const PlanSource &source);
 
 private:
     Expected<int, std::string> device_of(const Operation &op, size_t k) const;
-    Expected<std::vector<Piece>, std::string> pieces(const Operation &op);
+    // Each op's pieces, resolved once.
+    Expected<const std::vector<Piece> *, std::string> pieces(const Operation &op);
+    Expected<std::vector<Piece>, std::string> make_pieces(const Operation &op);
+    const std::vector<OpId> &producers(const TensorId &t) const { return lookup(producers_, t); }
+    const std::vector<OpId> &consumers(const TensorId &t) const { return lookup(consumers_, t); }
+    static const std::vector<OpId> &lookup(const std::unordered_map<TensorId, std::vector<OpId>> &m, const TensorId &t) {
+        static const std::vector<OpId> none;
+        const auto it = m.find(t);
+        return it == m.end() ? none : it->second;
+    }
     Expected<bool, std::string> lower_reduction(const Operation &move, const Operation &reduce);
     Expected<std::monostate, std::string> lower_move(const Operation &move);
     Expected<std::monostate, std::string> add_kernels(const Operation &op);
@@ -125,6 +145,8 @@ private:
     std::map<std::pair<int, int>, std::vector<ZRange>> available_;  // (device, tensor) → boxes a collective left there
     std::set<std::string> lowered_;                                   // reduces a collective replaced
     std::vector<Pending> outputs_;                                    // graph output pieces
+    std::unordered_map<std::string, std::vector<Piece>> pieces_;
+    std::unordered_map<TensorId, std::vector<OpId>> producers_, consumers_;
 };
 
 Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) const {
@@ -147,7 +169,15 @@ Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) co
     return it->second;
 }
 
-Expected<std::vector<Piece>, std::string> Compiler::pieces(const Operation &op) {
+Expected<const std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op) {
+    const auto it = pieces_.find(op.id.value);
+    if (it != pieces_.end()) return &it->second;
+    auto made = make_pieces(op);
+    if (!made) return unexpected(made.error());
+    return &(pieces_[op.id.value] = std::move(made).value());
+}
+
+Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation &op) {
     std::vector<Piece> out;
     if (op.shards.empty()) {
         auto d = resolve(g_, op, lib_);
@@ -185,7 +215,7 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
     DType dtype = DType::f32;
     for (const TensorId &t : op.output_tensors())
         if (const Tensor *tt = g_.find_tensor(t)) dtype = tt->dtype;
-    for (Piece &p : *ps) {
+    for (const Piece &p : **ps) {
         PendingStep s;
         s.step.kind = StepKind::kernel;
         s.step.stream = Stream::compute;
@@ -226,9 +256,9 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
     const PortBinding *rx = reduce.input("x");
     if (!x || !y || !rx || rx->selections.size() != 1 || rx->selections[0].tensor != y->selections[0].tensor)
         return false;
-    const std::vector<OpId> producers = g_.producers(x->selections[0].tensor);
-    if (producers.size() != 1) return false;
-    const Operation &producer = *g_.find_op(producers.front());
+    const std::vector<OpId> &writers_of_t = producers(x->selections[0].tensor);
+    if (writers_of_t.size() != 1) return false;
+    const Operation &producer = *g_.find_op(writers_of_t.front());
     auto writer_pieces = pieces(producer);
     if (!writer_pieces) return unexpected(writer_pieces.error());
     auto reader_pieces = pieces(reduce);
@@ -244,7 +274,7 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
         Coord covered = 0;
     };
     std::vector<Group> groups;
-    for (const Piece &p : *writer_pieces)
+    for (const Piece &p : **writer_pieces)
         for (const PortBinding &b : p.outputs)
             for (const TensorSelection &sel : b.selections) {
                 if (tensor_index(sel.tensor) != t_index || sel.range.empty()) continue;
@@ -270,7 +300,7 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
         ZRange output;  // in Z coordinates
     };
     std::vector<Reader> readers;
-    for (const Piece &p : *reader_pieces) {
+    for (const Piece &p : **reader_pieces) {
         if (p.inputs.empty() || p.outputs.empty()) return false;
         const ZRange read = p.inputs.front().selections.front().range.translated(shift);
         readers.push_back(Reader{p.device, read, p.outputs.front().selections.front().range});
@@ -342,39 +372,39 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
     if (!t || y_index < 0) return unexpected("move '" + move.id.value + "' names a tensor the graph lacks");
     const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
     const std::string collective = move.params.get_string("collective", "");
-    const std::vector<OpId> consumers = g_.consumers(y_id);
-    if ((collective == "all_reduce" || collective == "reduce_scatter") && consumers.size() == 1) {
-        auto done = lower_reduction(move, *g_.find_op(consumers.front()));
+    const std::vector<OpId> &readers_of_y = consumers(y_id);
+    if ((collective == "all_reduce" || collective == "reduce_scatter") && readers_of_y.size() == 1) {
+        auto done = lower_reduction(move, *g_.find_op(readers_of_y.front()));
         if (!done) return unexpected(done.error());
         if (*done) return std::monostate{};
     }
     // What each device reads of the moved tensor (in the source tensor's coordinates).
     std::map<int, std::vector<ZRange>> need;
-    for (const OpId &cid : consumers) {
+    for (const OpId &cid : readers_of_y) {
         auto ps = pieces(*g_.find_op(cid));
         if (!ps) return unexpected(ps.error());
-        for (const Piece &p : *ps)
+        for (const Piece &p : **ps)
             for (const PortBinding &b : p.inputs)
                 for (const TensorSelection &sel : b.selections)
                     if (sel.tensor == y_id && !sel.range.empty()) need[p.device].push_back(sel.range.translated(shift));
     }
     // Who wrote which box of the source.
     std::vector<std::pair<int, ZRange>> writes;  // (device, box)
-    const std::vector<OpId> producers = g_.producers(t_id);
-    if (producers.size() == 1) {
-        auto ps = pieces(*g_.find_op(producers.front()));
+    const std::vector<OpId> &writers_of_t = producers(t_id);
+    if (writers_of_t.size() == 1) {
+        auto ps = pieces(*g_.find_op(writers_of_t.front()));
         if (!ps) return unexpected(ps.error());
-        for (const Piece &p : *ps)
+        for (const Piece &p : **ps)
             for (const PortBinding &b : p.outputs)
                 for (const TensorSelection &sel : b.selections)
                     if (sel.tensor == t_id && !sel.range.empty()) writes.emplace_back(p.device, sel.range);
-    } else if (producers.empty()) {
+    } else if (writers_of_t.empty()) {
         // An input or parameter: every device holds what it reads (loaded before the plan starts).
         for (const auto &[dev, boxes] : need)
             for (const ZRange &b : boxes) writes.emplace_back(dev, b);
     } else {
         return unexpected("move '" + move.id.value + "': tensor '" + t_id.value + "' has " +
-                          std::to_string(producers.size()) + " producers");
+                          std::to_string(writers_of_t.size()) + " producers");
     }
     const double elem = dtype_bytes(t->dtype);
     std::set<int> done;
@@ -503,7 +533,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     for (Buffer &b : plan.buffers) {
         b.bytes = size_mul(b.region.size(), dtype_bytes(b.dtype));
         if (b.kind == BufferKind::activation) {
-            const std::vector<OpId> prod = g_.producers(b.tensor);
+            const std::vector<OpId> &prod = producers(b.tensor);
             if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
         }
     }

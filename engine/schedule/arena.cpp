@@ -58,10 +58,11 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
                                                             : a.box.intersects(b.box) || a.box.rank() == 0;
                 if (hit) d.push_back(s.step);
             }
-            if (static_cast<size_t>(b.resource) < aliases.size())
+            // Bytes shared with another buffer: a write waits for every earlier access
+            // of it. A read needs nothing more: the write it reads came first and waited.
+            if (b.write && static_cast<size_t>(b.resource) < aliases.size())
                 for (int other : aliases[static_cast<size_t>(b.resource)])
-                    for (const Seen &s : list(other))
-                        if (s.access->write || b.write) d.push_back(s.step);
+                    for (const Seen &s : list(other)) d.push_back(s.step);
         }
         std::sort(d.begin(), d.end());
         d.erase(std::unique(d.begin(), d.end()), d.end());

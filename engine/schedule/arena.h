@@ -62,9 +62,11 @@ struct Access {
 };
 
 // Step j depends on an earlier step i when they touch intersecting boxes of one
-// resource (a rank-0 box always intersects) or any bytes of two resources that
-// share arena bytes (`aliases[r]`: the resources sharing bytes with r), and one
-// of them writes. Returns, per step, its dependencies in increasing order. Cost:
+// resource (a rank-0 box always intersects) and one of them writes; and when j
+// writes a resource that shares arena bytes with one i touches (`aliases[r]`: the
+// resources sharing bytes with r). A read of shared bytes needs no edge of its
+// own: every resource in an arena is written before it is read, and that write
+// waited for the earlier users of the bytes. Returns, per step, its dependencies in increasing order. Cost:
 // per access, the earlier accesses of the same and the aliased resources only.
 std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vector<Access>> &steps,
                                                     const std::vector<std::vector<int>> &aliases);
