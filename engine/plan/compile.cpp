@@ -212,6 +212,10 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         if (auto chain = parse_fused_chain(op.params))
             for (const FusedMember &m : chain->members) fused.push_back(m.kind);
     const char *kclass = class_of(*def, op);
+    std::vector<std::pair<ZPoint, OpCost>> costs;
+    bool clipped = false;
+    for (const PortProjections &pp : rel->signature.inputs)
+        for (const OperandProjection &o : pp.operands) clipped = clipped || o.clipped;
     DType dtype = DType::f32;
     for (const TensorId &t : op.output_tensors())
         if (const Tensor *tt = g_.find_tensor(t)) dtype = tt->dtype;
@@ -226,7 +230,16 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         s.step.fused = fused;
         s.step.kernel_class = kclass;
         s.step.dtype = dtype;
-        const OpCost c = lib_.cost(*def, op.params, *rel, *types, p.index);
+        // Pieces of one shape cost the same (projections are affine) unless a read is
+        // clipped at the operand's edge: ask the library once per shape.
+        auto cached = clipped ? costs.end() : std::find_if(costs.begin(), costs.end(), [&](const auto &e) {
+            return e.first == p.index.shape();
+        });
+        if (cached == costs.end()) {
+            costs.emplace_back(p.index.shape(), lib_.cost(*def, op.params, *rel, *types, p.index));
+            cached = costs.end() - 1;
+        }
+        const OpCost &c = cached->second;
         s.step.flops = c.flops;
         s.step.bytes = c.bytes_read + c.bytes_written;
         for (const PortBinding &b : p.inputs)
@@ -502,12 +515,15 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     for (int d = 0; d < n; ++d) plan.devices.push_back(Device{model_.shape().device_name(d), model_.shape().node_of(d), {}, 0, 0});
 
     // Buffers: per (device, tensor), the box holding every region touched there.
-    std::map<std::pair<int, int>, int> buffer_of;
+    std::unordered_map<std::int64_t, int> buffer_of;
+    buffer_of.reserve(steps_.size() * 2);
+    const std::int64_t tensors = static_cast<std::int64_t>(g_.tensors().size());
+    auto key_of = [&](const Pending &p) { return static_cast<std::int64_t>(p.device) * tensors + p.tensor; };
     auto touch = [&](const Pending &p) {
-        const auto key = std::make_pair(p.device, p.tensor);
+        const std::int64_t key = key_of(p);
         const auto it = buffer_of.find(key);
         if (it == buffer_of.end()) {
-            buffer_of[key] = static_cast<int>(plan.buffers.size());
+            buffer_of.emplace(key, static_cast<int>(plan.buffers.size()));
             Buffer b;
             b.device = p.device;
             const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
@@ -523,7 +539,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             plan.buffers.push_back(std::move(b));
         } else {
             Buffer &b = plan.buffers[static_cast<size_t>(it->second)];
-            b.region = b.region.bounding(p.box);
+            if (!b.region.contains(p.box)) b.region = b.region.bounding(p.box);
         }
     };
     for (const PendingStep &s : steps_) {
@@ -537,17 +553,19 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
         }
     }
-    auto region = [&](const Pending &p) { return Region{buffer_of.at({p.device, p.tensor}), p.box}; };
+    auto region = [&](Pending &p) { return Region{buffer_of.at(key_of(p)), std::move(p.box)}; };
     plan.steps.reserve(steps_.size());
     for (PendingStep &s : steps_) {
         Step step = std::move(s.step);
-        for (const Pending &p : s.reads) step.reads.push_back(region(p));
-        for (const Pending &p : s.writes) step.writes.push_back(region(p));
+        step.reads.reserve(s.reads.size());
+        step.writes.reserve(s.writes.size());
+        for (Pending &p : s.reads) step.reads.push_back(region(p));
+        for (Pending &p : s.writes) step.writes.push_back(region(p));
         plan.steps.push_back(std::move(step));
     }
     for (const Pending &p : outputs_) {
         const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
-        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at({p.device, p.tensor}), p.box});
+        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at(key_of(p)), p.box});
     }
 
     // Lifetimes in plan order, arena offsets per device, then dependencies
@@ -562,42 +580,34 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
         for (const Region &r : plan.steps[i].writes) live(r);
     }
     std::vector<std::vector<int>> aliases(plan.buffers.size());
+    std::vector<std::vector<int>> on_device(static_cast<size_t>(n));
+    for (size_t b = 0; b < plan.buffers.size(); ++b) on_device[static_cast<size_t>(plan.buffers[b].device)].push_back(static_cast<int>(b));
     for (int d = 0; d < n; ++d) {
+        Device &device = plan.devices[static_cast<size_t>(d)];
         std::vector<int> arena;
         std::vector<schedule::Interval> intervals;
-        for (size_t b = 0; b < plan.buffers.size(); ++b) {
-            Buffer &buf = plan.buffers[b];
-            if (buf.device != d) continue;
+        for (int b : on_device[static_cast<size_t>(d)]) {
+            const Buffer &buf = plan.buffers[static_cast<size_t>(b)];
             if (!buf.in_arena()) {
-                plan.devices[static_cast<size_t>(d)].resident_bytes =
-                    size_add(plan.devices[static_cast<size_t>(d)].resident_bytes, buf.bytes);
+                device.resident_bytes = size_add(device.resident_bytes, buf.bytes);
                 continue;
             }
-            arena.push_back(static_cast<int>(b));
+            arena.push_back(b);
             intervals.push_back(schedule::Interval{static_cast<std::size_t>(buf.bytes), buf.first, buf.last});
         }
         const schedule::Packing packing = schedule::pack_intervals(intervals);
-        plan.devices[static_cast<size_t>(d)].arena_bytes = static_cast<std::int64_t>(packing.total);
+        device.arena_bytes = static_cast<std::int64_t>(packing.total);
         for (size_t k = 0; k < arena.size(); ++k)
             plan.buffers[static_cast<size_t>(arena[k])].offset = static_cast<std::int64_t>(packing.offsets[k]);
-        std::sort(arena.begin(), arena.end(), [&](int a, int b) {
-            return plan.buffers[static_cast<size_t>(a)].offset < plan.buffers[static_cast<size_t>(b)].offset;
-        });
-        for (size_t x = 0; x < arena.size(); ++x) {
-            const Buffer &a = plan.buffers[static_cast<size_t>(arena[x])];
-            const std::size_t end = schedule::arena_add(static_cast<std::size_t>(a.offset), schedule::align_up(static_cast<std::size_t>(a.bytes)));
-            for (size_t y = x + 1; y < arena.size(); ++y) {
-                const Buffer &b = plan.buffers[static_cast<size_t>(arena[y])];
-                if (static_cast<std::size_t>(b.offset) >= end) break;
-                aliases[static_cast<size_t>(arena[x])].push_back(arena[y]);
-                aliases[static_cast<size_t>(arena[y])].push_back(arena[x]);
-            }
-        }
+        // A buffer reusing bytes waits for the buffers that used them before (through its writes).
+        const std::vector<std::vector<int>> before = schedule::reuse_predecessors(intervals, packing);
+        for (size_t k = 0; k < arena.size(); ++k)
+            for (int j : before[k]) aliases[static_cast<size_t>(arena[k])].push_back(arena[static_cast<size_t>(j)]);
     }
     std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i) {
-        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, r.box, false, -1});
-        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, r.box, true, -1});
+        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
+        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
     }
     std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
     for (size_t i = 0; i < plan.steps.size(); ++i) {

@@ -36,6 +36,54 @@ Packing pack_intervals(const std::vector<Interval> &intervals) {
     return out;
 }
 
+std::vector<std::vector<int>> reuse_predecessors(const std::vector<Interval> &intervals, const Packing &packing) {
+    const size_t n = intervals.size();
+    std::vector<std::vector<int>> out(n);
+    auto end_of = [&](size_t i) { return arena_add(packing.offsets[i], align_up(intervals[i].bytes)); };
+    // Buffers by offset, to find those sharing bytes without looking at all pairs.
+    std::vector<size_t> by_offset(n);
+    std::iota(by_offset.begin(), by_offset.end(), size_t{0});
+    std::sort(by_offset.begin(), by_offset.end(), [&](size_t a, size_t b) { return packing.offsets[a] < packing.offsets[b]; });
+    std::size_t widest = 0;
+    for (size_t i = 0; i < n; ++i) widest = std::max(widest, align_up(intervals[i].bytes));
+    std::vector<size_t> candidates;
+    std::vector<std::pair<std::size_t, std::size_t>> covered;
+    for (size_t b = 0; b < n; ++b) {
+        const std::size_t lo = packing.offsets[b], hi = end_of(b);
+        if (lo == hi) continue;
+        candidates.clear();
+        // Every buffer starting in [lo − widest, hi) may share bytes with b.
+        const std::size_t from = lo > widest ? lo - widest : 0;
+        auto it = std::lower_bound(by_offset.begin(), by_offset.end(), from,
+                                   [&](size_t i, std::size_t v) { return packing.offsets[i] < v; });
+        for (; it != by_offset.end() && packing.offsets[*it] < hi; ++it) {
+            const size_t a = *it;
+            if (a != b && intervals[a].last < intervals[b].first && end_of(a) > lo) candidates.push_back(a);
+        }
+        std::sort(candidates.begin(), candidates.end(),
+                  [&](size_t x, size_t y) { return intervals[x].last > intervals[y].last; });
+        covered.clear();
+        for (size_t a : candidates) {
+            const std::size_t s = std::max(lo, packing.offsets[a]), e = std::min(hi, end_of(a));
+            // Is [s, e) already under later buffers?
+            std::size_t at = s;
+            for (const auto &[cs, ce] : covered)
+                if (cs <= at && ce > at) at = ce;
+            if (at >= e) continue;
+            out[b].push_back(static_cast<int>(a));
+            covered.emplace_back(s, e);
+            std::sort(covered.begin(), covered.end());
+            // Merge touching intervals so that one pass above finds the cover.
+            std::vector<std::pair<std::size_t, std::size_t>> merged;
+            for (const auto &c : covered)
+                if (!merged.empty() && c.first <= merged.back().second) merged.back().second = std::max(merged.back().second, c.second);
+                else merged.push_back(c);
+            covered.swap(merged);
+        }
+    }
+    return out;
+}
+
 std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vector<Access>> &steps,
                                                     const std::vector<std::vector<int>> &aliases) {
     struct Seen {
@@ -55,7 +103,7 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
                 const Access &a = *s.access;
                 if (!a.write && !b.write) continue;
                 const bool hit = a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
-                                                            : a.box.intersects(b.box) || a.box.rank() == 0;
+                                                            : a.box->intersects(*b.box) || a.box->rank() == 0;
                 if (hit) d.push_back(s.step);
             }
             // Bytes shared with another buffer: a write waits for every earlier access

@@ -46,6 +46,13 @@ struct Packing {
 // lifetime overlaps. Buffers whose lifetimes overlap never share a byte.
 Packing pack_intervals(const std::vector<Interval> &intervals);
 
+// For each packed buffer, the earlier buffers (lifetime ending before it starts)
+// whose bytes its first writes must wait for: of those sharing its bytes, the
+// latest ones that together cover every shared byte. An earlier one lying under a
+// later one is left out: it shares bytes with that later one, which waited for it.
+// What conflict_dependencies needs as `aliases` (indices into `intervals`).
+std::vector<std::vector<int>> reuse_predecessors(const std::vector<Interval> &intervals, const Packing &packing);
+
 // Whether two placed buffers share bytes.
 inline bool bytes_overlap(std::size_t offset_a, std::size_t bytes_a, std::size_t offset_b, std::size_t bytes_b) {
     return offset_a < arena_add(offset_b, align_up(bytes_b)) && offset_b < arena_add(offset_a, align_up(bytes_a));
@@ -56,7 +63,7 @@ inline bool bytes_overlap(std::size_t offset_a, std::size_t bytes_a, std::size_t
 // slots are the same).
 struct Access {
     int resource = -1;
-    ZRange box;
+    const ZRange *box = nullptr;  // the caller's box, alive while dependencies are computed
     bool write = false;
     int slot = -1;
 };

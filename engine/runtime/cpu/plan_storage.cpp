@@ -74,7 +74,7 @@ void plan_dependencies(ProgramPlan &plan) {
     std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
     for (size_t s = 0; s < plan.steps.size(); ++s)
         for (const Access &a : plan.steps[s].accesses)
-            accesses[s].push_back(schedule::Access{a.tensor, a.range, a.write, a.slot});
+            accesses[s].push_back(schedule::Access{a.tensor, &a.range, a.write, a.slot});
     const std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
     for (size_t j = 0; j < plan.steps.size(); ++j)
         for (int i : deps[j]) {
