@@ -1,6 +1,7 @@
 // The migration list is the schema's history: v1 is the first released layout,
-// v2 adds pass stages. docs/sessions.md describes every table and the path for
-// the tables later capabilities add (v3+).
+// v2 adds pass stages, v3 hardware targets, compiled plans and what searches and
+// launches record. docs/sessions.md describes every table and the path for the
+// tables later capabilities add.
 #include "store/schema.h"
 
 namespace tapestry::store {
@@ -81,9 +82,97 @@ CREATE INDEX stages_by_graph_version ON stages(graph_version_id);
 CREATE INDEX graph_versions_by_kind ON graph_versions(project_id, kind, number);
 )sql";
 
+// v3: hardware targets and compiled plans (issue 15), and the tables the plan
+// search and the launchers fill. Everything under a graph version cascades from
+// it, so deleting a project still removes all it owns. A plan belongs to the
+// editor version its pipeline ran on and, when compiled from a stage, to that
+// stage too. Targets and calibration name a target rather than refer to a row:
+// the built-in targets (resources/targets/) are not stored in the session.
+// Every foreign key has an index: SQLite scans the child table on a cascade
+// otherwise.
+constexpr std::string_view kSchemaV3 = R"sql(
+CREATE TABLE targets (
+  id          INTEGER PRIMARY KEY,
+  name        TEXT NOT NULL UNIQUE,
+  origin      TEXT NOT NULL CHECK (origin IN ('user', 'measured')),
+  target_json TEXT NOT NULL,
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL
+);
+CREATE TABLE plans (
+  id               INTEGER PRIMARY KEY,
+  version_id       INTEGER NOT NULL REFERENCES graph_versions(id) ON DELETE CASCADE,
+  stage_id         INTEGER REFERENCES stages(id) ON DELETE CASCADE,
+  target           TEXT NOT NULL,
+  devices          INTEGER NOT NULL,
+  plan_json        TEXT NOT NULL,
+  summary          TEXT NOT NULL,
+  makespan_seconds REAL NOT NULL,
+  peak_bytes       INTEGER NOT NULL,
+  created_at       TEXT NOT NULL
+);
+CREATE INDEX plans_by_version ON plans(version_id);
+CREATE INDEX plans_by_stage ON plans(stage_id);
+CREATE TABLE search_runs (
+  id            INTEGER PRIMARY KEY,
+  version_id    INTEGER NOT NULL REFERENCES graph_versions(id) ON DELETE CASCADE,
+  target        TEXT NOT NULL,
+  settings_json TEXT NOT NULL,
+  seed          INTEGER NOT NULL,
+  started_at    TEXT NOT NULL,
+  finished_at   TEXT,
+  status        TEXT NOT NULL
+);
+CREATE INDEX search_runs_by_version ON search_runs(version_id);
+CREATE TABLE search_candidates (
+  id              INTEGER PRIMARY KEY,
+  run_id          INTEGER NOT NULL REFERENCES search_runs(id) ON DELETE CASCADE,
+  generation      INTEGER NOT NULL,
+  objectives_json TEXT NOT NULL,
+  plan_json       TEXT,
+  on_front        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX search_candidates_by_run ON search_candidates(run_id, generation);
+CREATE TABLE launches (
+  id                INTEGER PRIMARY KEY,
+  plan_id           INTEGER NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+  backend           TEXT NOT NULL,
+  started_at        TEXT NOT NULL,
+  finished_at       TEXT NOT NULL,
+  status            TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'cancelled')),
+  error             TEXT NOT NULL,
+  equivalence       TEXT NOT NULL,
+  measurements_json TEXT NOT NULL
+);
+CREATE INDEX launches_by_plan ON launches(plan_id);
+CREATE TABLE step_measurements (
+  id                INTEGER PRIMARY KEY,
+  launch_id         INTEGER NOT NULL REFERENCES launches(id) ON DELETE CASCADE,
+  step              INTEGER NOT NULL,
+  device            TEXT NOT NULL,
+  start_seconds     REAL NOT NULL,
+  end_seconds       REAL NOT NULL,
+  predicted_seconds REAL NOT NULL
+);
+CREATE INDEX step_measurements_by_launch ON step_measurements(launch_id, step);
+CREATE TABLE calibration (
+  id                INTEGER PRIMARY KEY,
+  target            TEXT NOT NULL,
+  kernel_class      TEXT NOT NULL,
+  size              REAL NOT NULL,
+  predicted_seconds REAL NOT NULL,
+  measured_seconds  REAL NOT NULL,
+  launch_id         INTEGER REFERENCES launches(id) ON DELETE CASCADE,
+  created_at        TEXT NOT NULL
+);
+CREATE INDEX calibration_by_target ON calibration(target, kernel_class, size);
+CREATE INDEX calibration_by_launch ON calibration(launch_id);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 
 }  // namespace

@@ -20,10 +20,11 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <unordered_map>
 
 #include "common/checked_size.h"
@@ -131,6 +132,11 @@ public:
         return *this;
     }
     Stmt &bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+    Stmt &bind(int i, std::optional<std::int64_t> v) {  // none: NULL
+        if (v) return bind(i, *v);
+        sqlite3_bind_null(s_, i);
+        return *this;
+    }
     Stmt &bind(int i, double v) {
         sqlite3_bind_double(s_, i, v);
         return *this;
@@ -254,6 +260,23 @@ bool editor_kind(std::string_view kind) {
     return kind == "save" || kind == "autosave" || kind == "import";
 }
 
+// Why a plan's own fields cannot be saved, or nothing.
+std::optional<StoreError> plan_refusal(const PlanRecord &plan, std::string_view plan_json) {
+    const auto invalid = [](const std::string &why) { return make_error("invalid", "a plan " + why); };
+    if (plan.target.empty()) return invalid("needs a target name");
+    if (plan.devices < 1) return invalid("needs at least one device (got " + std::to_string(plan.devices) + ")");
+    if (plan.summary.find('\n') != std::string::npos) return invalid("summary is one line");
+    if (!std::isfinite(plan.makespan_seconds) || plan.makespan_seconds < 0)
+        return invalid("needs a finite, non-negative predicted makespan");
+    if (plan.peak_bytes < 0) return invalid("needs a non-negative predicted peak memory");
+    if (!nlohmann::json::accept(plan_json)) return invalid("for target " + plan.target + " is not valid JSON");
+    return std::nullopt;
+}
+
+bool launch_status(std::string_view status) {
+    return status == "ok" || status == "failed" || status == "cancelled";
+}
+
 }  // namespace
 
 // ---- Session::Impl ---------------------------------------------------------------
@@ -321,6 +344,14 @@ struct Session::Impl {
         return make_error("read-only", "session " + file + " was opened read-only");
     }
 
+    // Refuses a call that needs tables a file at an older schema lacks (a session
+    // made by create_session_at_version, or read_only, is not migrated).
+    std::optional<StoreError> require_schema(int version, std::string_view what) const {
+        if (schema >= version) return std::nullopt;
+        return make_error("invalid", "session " + file + " is at schema " + std::to_string(schema) + "; " +
+                                         std::string(what) + " need schema " + std::to_string(version));
+    }
+
     std::optional<StoreError> migrate(int target) {
         for (const Migration &m : migrations()) {
             if (m.version <= schema || m.version > target) continue;
@@ -366,6 +397,27 @@ struct Session::Impl {
 
     StoreError no_project(ProjectId id) const {
         return make_error("not-found", "session " + file + " has no project with id " + std::to_string(id));
+    }
+
+    // Does row `id` of `table` exist? Caller holds `mutex`.
+    bool has_row(std::string_view table, std::int64_t id) const {
+        const std::string sql = "SELECT 1 FROM " + std::string(table) + " WHERE id = ?";
+        Stmt s = prepare(sql.c_str());
+        return s.ok() && s.bind(1, id).step() == SQLITE_ROW;
+    }
+
+    StoreError no_row(std::string_view what, std::int64_t id) const {
+        return make_error("not-found",
+                          "session " + file + " has no " + std::string(what) + " with id " + std::to_string(id));
+    }
+
+    // `text` as the store writes times (ISO 8601 UTC with milliseconds), the
+    // present when empty; none when SQLite does not read it as a time. Caller
+    // holds `mutex`.
+    std::optional<std::string> timestamp(std::string_view text) const {
+        Stmt s = prepare("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', COALESCE(NULLIF(?, ''), 'now'))");
+        if (!s.ok() || s.bind(1, text).step() != SQLITE_ROW || s.is_null(0)) return std::nullopt;
+        return s.text(0);
     }
 
     // Are the stored bytes of row `id` equal to `value`'s? Read in chunks.
@@ -1017,9 +1069,7 @@ Expected<std::optional<std::string>, StoreError> Session::state(StateScope scope
 Expected<StageRecord, StoreError> Session::add_stage(const StageRecord &stage, const Graph &stage_graph) {
     std::lock_guard lock(impl_->mutex);
     if (auto e = impl_->require_writer()) return unexpected(*e);
-    if (impl_->schema < 2)
-        return unexpected(make_error("invalid", "session " + impl_->file + " is at schema " +
-                                                    std::to_string(impl_->schema) + "; stages need schema 2"));
+    if (auto e = impl_->require_schema(2, "stages")) return unexpected(*e);
     if (stage.pass_name.empty()) return unexpected(make_error("invalid", "a stage needs a pass name"));
     for (const auto &[what, text] : {std::pair{"options", &stage.options_json},
                                      {"diff", &stage.diff_json},
@@ -1084,6 +1134,271 @@ Expected<std::vector<StageRecord>, StoreError> Session::stages(VersionId version
         out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read stages"));
+    return out;
+}
+
+// ---- hardware targets --------------------------------------------------------------------
+
+Status Session::save_target(std::string_view name, std::string_view origin, std::string_view target_json) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "targets")) return unexpected(*e);
+    if (name.empty()) return unexpected(make_error("invalid", "a target needs a name"));
+    if (origin != "user" && origin != "measured")
+        return unexpected(
+            make_error("invalid", "target origin '" + std::string(origin) + "' is not one of user, measured"));
+    if (!nlohmann::json::accept(target_json))
+        return unexpected(make_error("invalid", "target '" + std::string(name) + "' is not valid JSON"));
+    Stmt s = impl_->prepare(
+        "INSERT INTO targets (name, origin, target_json, created_at, updated_at) VALUES (?, ?, ?, "
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now'), strftime('%Y-%m-%dT%H:%M:%fZ','now')) ON CONFLICT (name) DO UPDATE "
+        "SET origin = excluded.origin, target_json = excluded.target_json, updated_at = excluded.updated_at");
+    if (!s.ok() || s.bind(1, name).bind(2, origin).bind(3, target_json).step() != SQLITE_DONE)
+        return unexpected(impl_->sql_error("cannot save target '" + std::string(name) + "'"));
+    return Done{};
+}
+
+Expected<std::vector<TargetRecord>, StoreError> Session::targets() const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return std::vector<TargetRecord>{};
+    Stmt s = impl_->prepare("SELECT name, origin, target_json, updated_at FROM targets ORDER BY name");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read targets"));
+    std::vector<TargetRecord> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3)});
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read targets"));
+    return out;
+}
+
+Status Session::delete_target(std::string_view name) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "targets")) return unexpected(*e);
+    Stmt s = impl_->prepare("DELETE FROM targets WHERE name = ?");
+    if (!s.ok() || s.bind(1, name).step() != SQLITE_DONE)
+        return unexpected(impl_->sql_error("cannot delete target '" + std::string(name) + "'"));
+    if (sqlite3_changes(impl_->db) == 0)
+        return unexpected(
+            make_error("not-found", "session " + impl_->file + " has no target named '" + std::string(name) + "'"));
+    return Done{};
+}
+
+// ---- compiled plans ------------------------------------------------------------------------
+
+Expected<PlanRecord, StoreError> Session::save_plan(const PlanRecord &plan, std::string_view plan_json) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "plans")) return unexpected(*e);
+    if (auto e = plan_refusal(plan, plan_json)) return unexpected(*e);
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    {
+        Stmt s = impl_->prepare("SELECT kind FROM graph_versions WHERE id = ?");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot read versions"));
+        if (s.bind(1, plan.version_id).step() != SQLITE_ROW)
+            return unexpected(impl_->no_row("graph version", plan.version_id));
+        // Listing a version's plans must find the plans of its stages too.
+        if (!editor_kind(s.text(0)))
+            return unexpected(make_error("invalid", "graph version " + std::to_string(plan.version_id) +
+                                                        " is a stage's graph; a plan names the version the "
+                                                        "pass ran on and the stage"));
+    }
+    if (plan.stage_id) {
+        Stmt s = impl_->prepare("SELECT version_id FROM stages WHERE id = ?");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot read stages"));
+        if (s.bind(1, *plan.stage_id).step() != SQLITE_ROW) return unexpected(impl_->no_row("stage", *plan.stage_id));
+        if (s.i64(0) != plan.version_id)
+            return unexpected(make_error("invalid", "stage " + std::to_string(*plan.stage_id) +
+                                                        " belongs to graph version " + std::to_string(s.i64(0)) +
+                                                        ", not " + std::to_string(plan.version_id)));
+    }
+    PlanRecord out = plan;
+    {
+        Stmt s = impl_->prepare(
+            "INSERT INTO plans (version_id, stage_id, target, devices, plan_json, summary, makespan_seconds, "
+            "peak_bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now')) "
+            "RETURNING id, created_at");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot save the plan"));
+        s.bind(1, out.version_id).bind(2, out.stage_id).bind_static(3, out.target).bind(4, out.devices);
+        s.bind_static(5, plan_json).bind_static(6, out.summary).bind(7, out.makespan_seconds);
+        s.bind(8, out.peak_bytes);
+        if (s.step() != SQLITE_ROW) return unexpected(impl_->sql_error("cannot save the plan"));
+        out.id = s.i64(0);
+        out.created_at = s.text(1);
+        if (s.step() != SQLITE_DONE) return unexpected(impl_->sql_error("cannot save the plan"));
+    }
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the plan"));
+    return out;
+}
+
+Expected<std::vector<PlanRecord>, StoreError> Session::plans(ProjectId project,
+                                                             std::optional<VersionId> version) const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    if (impl_->schema < 3) return std::vector<PlanRecord>{};
+    Stmt s = impl_->prepare(
+        "SELECT p.id, p.version_id, p.stage_id, p.target, p.devices, p.summary, p.makespan_seconds, p.peak_bytes, "
+        "p.created_at FROM plans p JOIN graph_versions v ON v.id = p.version_id "
+        "WHERE v.project_id = ?1 AND (?2 IS NULL OR p.version_id = ?2) ORDER BY p.id");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read plans"));
+    s.bind(1, project).bind(2, version);
+    std::vector<PlanRecord> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        PlanRecord p;
+        p.id = s.i64(0);
+        p.version_id = s.i64(1);
+        if (!s.is_null(2)) p.stage_id = s.i64(2);
+        p.target = s.text(3);
+        p.devices = static_cast<int>(s.i64(4));
+        p.summary = s.text(5);
+        p.makespan_seconds = s.real(6);
+        p.peak_bytes = s.i64(7);
+        p.created_at = s.text(8);
+        out.push_back(std::move(p));
+    }
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read plans"));
+    return out;
+}
+
+Expected<std::string, StoreError> Session::load_plan_json(PlanId plan) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return unexpected(impl_->no_row("plan", plan));
+    Stmt s = impl_->prepare("SELECT plan_json FROM plans WHERE id = ?");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read plan " + std::to_string(plan)));
+    const int rc = s.bind(1, plan).step();
+    if (rc == SQLITE_ROW) return s.text(0);
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read plan " + std::to_string(plan)));
+    return unexpected(impl_->no_row("plan", plan));
+}
+
+// ---- launches --------------------------------------------------------------------------------
+
+Expected<LaunchRecord, StoreError> Session::record_launch(const LaunchRecord &launch,
+                                                          const std::vector<StepMeasurement> &steps) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "launches")) return unexpected(*e);
+    if (launch.backend.empty()) return unexpected(make_error("invalid", "a launch needs a backend"));
+    if (!launch_status(launch.status))
+        return unexpected(
+            make_error("invalid", "launch status '" + launch.status + "' is not one of ok, failed, cancelled"));
+    if (!nlohmann::json::accept(launch.measurements_json))
+        return unexpected(make_error("invalid", "the launch's measurements are not valid JSON"));
+    LaunchRecord out = launch;
+    for (std::string *when : {&out.started_at, &out.finished_at}) {
+        auto normalised = impl_->timestamp(*when);
+        if (!normalised)
+            return unexpected(make_error(
+                "invalid", "launch time '" + *when + "' is not an ISO 8601 time (2026-11-21T12:31:07.343Z)"));
+        *when = std::move(*normalised);
+    }
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    if (!impl_->has_row("plans", out.plan_id)) return unexpected(impl_->no_row("plan", out.plan_id));
+    {
+        Stmt s = impl_->prepare(
+            "INSERT INTO launches (plan_id, backend, started_at, finished_at, status, error, equivalence, "
+            "measurements_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot record the launch"));
+        s.bind(1, out.plan_id).bind_static(2, out.backend).bind_static(3, out.started_at);
+        s.bind_static(4, out.finished_at).bind_static(5, out.status).bind_static(6, out.error);
+        s.bind_static(7, out.equivalence).bind_static(8, out.measurements_json);
+        if (s.step() != SQLITE_DONE) return unexpected(impl_->sql_error("cannot record the launch"));
+        out.id = sqlite3_last_insert_rowid(impl_->db);
+    }
+    for (const StepMeasurement &m : steps) {
+        Stmt s = impl_->prepare(
+            "INSERT INTO step_measurements (launch_id, step, device, start_seconds, end_seconds, predicted_seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?)");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot record the launch's steps"));
+        s.bind(1, out.id).bind(2, m.step).bind_static(3, m.device).bind(4, m.start_seconds);
+        s.bind(5, m.end_seconds).bind(6, m.predicted_seconds);
+        if (s.step() != SQLITE_DONE)
+            return unexpected(impl_->sql_error("cannot record step " + std::to_string(m.step) + " of the launch"));
+    }
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the launch"));
+    return out;
+}
+
+Expected<std::vector<LaunchRecord>, StoreError> Session::launches(PlanId plan) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return std::vector<LaunchRecord>{};
+    Stmt s = impl_->prepare(
+        "SELECT id, plan_id, backend, started_at, finished_at, status, error, equivalence, measurements_json "
+        "FROM launches WHERE plan_id = ? ORDER BY id");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read launches"));
+    s.bind(1, plan);
+    std::vector<LaunchRecord> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW)
+        out.push_back(
+            {s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)});
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read launches"));
+    return out;
+}
+
+Expected<std::vector<StepMeasurement>, StoreError> Session::step_measurements(LaunchId launch) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return std::vector<StepMeasurement>{};
+    Stmt s = impl_->prepare(
+        "SELECT step, device, start_seconds, end_seconds, predicted_seconds FROM step_measurements "
+        "WHERE launch_id = ? ORDER BY step, id");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read step measurements"));
+    s.bind(1, launch);
+    std::vector<StepMeasurement> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW)
+        out.push_back({static_cast<int>(s.i64(0)), s.text(1), s.real(2), s.real(3), s.real(4)});
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read step measurements"));
+    return out;
+}
+
+// ---- calibration -------------------------------------------------------------------------------
+
+Status Session::add_calibration(std::string_view target, const std::vector<CalibrationRow> &rows) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "calibration")) return unexpected(*e);
+    if (target.empty()) return unexpected(make_error("invalid", "calibration needs a target name"));
+    for (const CalibrationRow &row : rows)
+        if (row.kernel_class.empty())
+            return unexpected(
+                make_error("invalid", "a calibration point of " + std::string(target) + " needs a kernel class"));
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    for (const CalibrationRow &row : rows) {
+        if (row.launch_id && !impl_->has_row("launches", *row.launch_id))
+            return unexpected(impl_->no_row("launch", *row.launch_id));
+        Stmt s = impl_->prepare(
+            "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, measured_seconds, launch_id, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot save calibration"));
+        s.bind(1, target).bind_static(2, row.kernel_class).bind(3, row.size).bind(4, row.predicted_seconds);
+        s.bind(5, row.measured_seconds).bind(6, row.launch_id);
+        if (s.step() != SQLITE_DONE)
+            return unexpected(impl_->sql_error("cannot save a calibration point of " + std::string(target)));
+    }
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the calibration"));
+    return Done{};
+}
+
+Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::string_view target) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return std::vector<CalibrationRow>{};
+    Stmt s = impl_->prepare(
+        "SELECT kernel_class, size, predicted_seconds, measured_seconds, launch_id, created_at FROM calibration "
+        "WHERE target = ? ORDER BY kernel_class, size, id");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read calibration"));
+    s.bind(1, target);
+    std::vector<CalibrationRow> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        CalibrationRow row{s.text(0), s.real(1), s.real(2), s.real(3), std::nullopt, s.text(5)};
+        if (!s.is_null(4)) row.launch_id = s.i64(4);
+        out.push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read calibration"));
     return out;
 }
 

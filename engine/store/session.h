@@ -1,6 +1,7 @@
 // The SQLite session store (DESIGN.md §8, docs/sessions.md): one file per session
 // holding projects, every saved graph version (values deduplicated by content),
-// node placements, studio state and pass stages. Errors are values (StoreError).
+// node placements, studio state, pass stages, hardware targets, compiled plans,
+// their launches and calibration. Errors are values (StoreError).
 #pragma once
 
 #include <chrono>
@@ -37,6 +38,9 @@ enum class OpenMode {
 
 using ProjectId = std::int64_t;
 using VersionId = std::int64_t;
+using StageId = std::int64_t;
+using PlanId = std::int64_t;
+using LaunchId = std::int64_t;
 
 struct ProjectInfo {
     ProjectId id = 0;
@@ -65,7 +69,7 @@ using Placements = std::map<std::string, NodePlacement>;
 
 // A pass stage (schema v2): what a pass did to a graph version.
 struct StageRecord {
-    std::int64_t id = 0;       // assigned by add_stage
+    StageId id = 0;            // assigned by add_stage
     VersionId version_id = 0;  // the version the pass ran on
     int ordinal = 0;           // position in that version's pass pipeline, 0, 1, …
     std::string pass_name;
@@ -74,6 +78,61 @@ struct StageRecord {
     std::string diff_json = "{}";
     std::string certificate_json = "{}";  // the verification result
     VersionId graph_version_id = 0;       // the stage's graph, saved as a version of kind "stage"
+};
+
+// A hardware target kept in the session (schema v3): a copy the user edited, or
+// the host CPU as measured. The built-in targets are files, not rows.
+struct TargetRecord {
+    std::string name;         // unique in the session
+    std::string origin;       // "user" or "measured"
+    std::string target_json;  // the target file's JSON (docs/formats.md)
+    std::string updated_at;   // ISO 8601 UTC
+};
+
+// A compiled plan (schema v3), without its file text (load_plan_json reads that).
+struct PlanRecord {
+    PlanId id = 0;                    // assigned by save_plan
+    VersionId version_id = 0;         // the editor version whose graph the plan compiles
+    std::optional<StageId> stage_id;  // the stage of that version it was compiled from; none: the version itself
+    std::string target;               // the target's name
+    int devices = 0;
+    std::string summary;          // one line
+    double makespan_seconds = 0;  // predicted
+    std::int64_t peak_bytes = 0;  // predicted peak memory of the fullest device
+    std::string created_at;       // ISO 8601 UTC, assigned by save_plan
+};
+
+// One step of a launch as measured, beside the cost model's prediction for it.
+struct StepMeasurement {
+    int step = 0;              // the step's index in the plan
+    std::string device;        // "node:index"
+    double start_seconds = 0;  // since the launch started
+    double end_seconds = 0;
+    double predicted_seconds = 0;
+    friend bool operator==(const StepMeasurement &, const StepMeasurement &) = default;
+};
+
+// A launch of a plan on a backend (schema v3); its steps are StepMeasurements.
+struct LaunchRecord {
+    LaunchId id = 0;  // assigned by record_launch
+    PlanId plan_id = 0;
+    std::string backend;      // "cpu", "cuda", …
+    std::string started_at;   // ISO 8601 UTC; empty: the time of recording
+    std::string finished_at;  // ISO 8601 UTC; empty: the time of recording
+    std::string status;       // "ok", "failed" or "cancelled"
+    std::string error;        // why it failed or was cancelled; empty when ok
+    std::string equivalence;  // how the outputs compared with the reference's
+    std::string measurements_json = "{}";
+};
+
+// One calibration point of a target: a kernel's predicted and measured time.
+struct CalibrationRow {
+    std::string kernel_class;  // "gemm", "convolution", "elementwise", "reduction", "copy"
+    double size = 0;           // the problem size in the kernel class's measure
+    double predicted_seconds = 0;
+    double measured_seconds = 0;
+    std::optional<LaunchId> launch_id;  // the launch it came from; none: a probe (measuring the host)
+    std::string created_at;             // ISO 8601 UTC, assigned by add_calibration
 };
 
 // Scope of a studio state entry: the whole session, or one project.
@@ -110,8 +169,8 @@ public:
     Expected<ProjectInfo, StoreError> project(ProjectId id) const;
     Expected<ProjectId, StoreError> create_project(std::string_view name);
     Status rename_project(ProjectId id, std::string_view name);
-    // Removes the project with its versions, placements, state and stages; values
-    // no longer referenced by any version are removed too.
+    // Removes the project with its versions, placements, state, stages, plans and
+    // their launches; values no longer referenced by any version are removed too.
     Status delete_project(ProjectId id);
 
     // ---- graph versions
@@ -140,6 +199,41 @@ public:
     Expected<StageRecord, StoreError> add_stage(const StageRecord &stage, const Graph &stage_graph);
     // The stages recorded on a version, by ordinal.
     Expected<std::vector<StageRecord>, StoreError> stages(VersionId version) const;
+
+    // ---- hardware targets (schema v3), by name
+    // Saves a target, replacing the one of the same name. `origin` is "user" or
+    // "measured"; `target_json` must be JSON.
+    Status save_target(std::string_view name, std::string_view origin, std::string_view target_json);
+    // Every stored target, by name.
+    Expected<std::vector<TargetRecord>, StoreError> targets() const;
+    Status delete_target(std::string_view name);
+
+    // ---- compiled plans (schema v3)
+    // Saves a plan of `plan.version_id` (an editor version) or of one of its
+    // stages, with the plan file's text, in one transaction. Returns the stored
+    // record (id and created_at assigned).
+    Expected<PlanRecord, StoreError> save_plan(const PlanRecord &plan, std::string_view plan_json);
+    // The plans of a project, or of one of its versions, oldest first.
+    Expected<std::vector<PlanRecord>, StoreError> plans(ProjectId project,
+                                                        std::optional<VersionId> version = std::nullopt) const;
+    // The plan file's text, as saved.
+    Expected<std::string, StoreError> load_plan_json(PlanId plan) const;
+
+    // ---- launches (schema v3)
+    // Records a finished launch of a plan and its measured steps in one
+    // transaction. Returns the stored record (id and times assigned).
+    Expected<LaunchRecord, StoreError> record_launch(const LaunchRecord &launch,
+                                                     const std::vector<StepMeasurement> &steps);
+    // The launches of a plan, oldest first.
+    Expected<std::vector<LaunchRecord>, StoreError> launches(PlanId plan) const;
+    // The measured steps of a launch, by step.
+    Expected<std::vector<StepMeasurement>, StoreError> step_measurements(LaunchId launch) const;
+
+    // ---- calibration (schema v3), per target name
+    // Adds calibration points of `target` in one transaction.
+    Status add_calibration(std::string_view target, const std::vector<CalibrationRow> &rows);
+    // The points of `target` by kernel class, then size.
+    Expected<std::vector<CalibrationRow>, StoreError> calibration(std::string_view target) const;
 
     // Number of rows in the deduplicated value table (for tests and `session list`).
     Expected<std::int64_t, StoreError> value_count() const;
