@@ -19,6 +19,7 @@
 #include "run_support.h"
 #include "runtime/cpu/fusion_backend.h"
 #include "runtime/cpu/host_probe.h"
+#include "store/session.h"
 
 namespace tapestry::cli {
 namespace {
@@ -47,13 +48,48 @@ Expected<cost::Target, std::string> measure_host_target(int threads, bool progre
     return cost::measured_target(*base, f);
 }
 
-// A built-in name (or unique prefix), or a target file; "host" is measured now.
-Expected<cost::Target, std::string> resolve_target(const std::string &name, int threads) {
+// The targets a session keeps (user copies and the measured host), by name.
+Expected<std::vector<store::TargetRecord>, std::string> session_targets(const std::string &session) {
+    if (session.empty() || !fs::exists(session)) return std::vector<store::TargetRecord>{};  // a new session keeps none yet
+    auto s = store::Session::open(session, store::OpenMode::read_only);
+    if (!s) return unexpected(s.error().message);
+    auto t = (*s)->targets();
+    if (!t) return unexpected(t.error().message);
+    return std::move(t).value();
+}
+
+// Saves a target into a session (origin "measured" or "user").
+std::string keep_in_session(const std::string &session, const cost::Target &t, const std::string &origin) {
+    auto s = store::Session::open(session, store::OpenMode::read_write, std::chrono::seconds(10));
+    if (!s) return s.error().message;
+    auto saved = (*s)->save_target(t.name, origin, cost::target_json(t));
+    return saved ? "" : saved.error().message;
+}
+
+// A target by name: a file, a target the session keeps, or a built-in one (a
+// unique prefix will do). The host is measured when neither the session has a
+// measurement nor `remeasure` is off; with a session, the measurement is kept there.
+Expected<cost::Target, std::string> resolve_target(const std::string &name, int threads, const std::string &session,
+                                                   bool remeasure) {
     if (fs::exists(name) && !fs::is_directory(name)) return cost::load_target(name);
+    auto kept = session_targets(session);
+    if (!kept) return unexpected(kept.error());
     auto t = cost::builtin_target(name);
+    const std::string wanted = t ? t->name : name;
+    if (!remeasure)
+        for (const store::TargetRecord &r : *kept)
+            if (r.name == wanted) {
+                auto parsed = cost::parse_target(r.target_json, session + " (target " + r.name + ")");
+                if (parsed) parsed->origin = "session";
+                return parsed;
+            }
     if (!t) return t;
-    if (!t->missing_figures().empty() && t->kind == "cpu") return measure_host_target(threads, true);
-    return t;
+    if (t->missing_figures().empty() || t->kind != "cpu") return t;
+    auto measured = measure_host_target(threads, true);
+    if (measured && !session.empty())
+        if (std::string e = keep_in_session(session, *measured, "measured"); !e.empty())
+            return unexpected("keeping the measurement in " + session + ": " + e);
+    return measured;
 }
 
 std::string percent(double part, double whole) {
@@ -75,6 +111,8 @@ struct PlanOptions {
     std::string out;
     bool json = false;
     int threads = 2;
+    std::string session;
+    bool remeasure = false;
 };
 
 int plan_command(const PlanOptions &o) {
@@ -99,7 +137,7 @@ int plan_command(const PlanOptions &o) {
         }
         pipeline = std::move(p).value();
     }
-    auto target = resolve_target(o.target, o.threads);
+    auto target = resolve_target(o.target, o.threads, o.session, o.remeasure);
     if (!target) {
         std::cerr << "tapestry: --target: " << target.error() << "\n";
         return kExitUsage;
@@ -211,6 +249,7 @@ struct TargetsOptions {
     bool json = false;
     int threads = 2;
     std::string out;
+    std::string session;
 };
 
 int targets_list(const TargetsOptions &o) {
@@ -230,7 +269,21 @@ int targets_list(const TargetsOptions &o) {
                         measured ? "measured on use" : human_flops(t->peak_flops(DType::bf16)) + "/s",
                         measured ? "measured" : human_bytes(t->device.memory_bytes.value),
                         measured ? "measured" : human_bytes(t->device.memory_bandwidth.value) + "/s", clusters});
-        all.push_back({{"name", t->name}, {"title", t->title}, {"kind", t->kind}, {"clusters", clusters}});
+        all.push_back({{"name", t->name}, {"title", t->title}, {"kind", t->kind}, {"origin", "built-in"}, {"clusters", clusters}});
+    }
+    auto kept = session_targets(o.session);
+    if (!kept) {
+        std::cerr << "tapestry: " << kept.error() << "\n";
+        return kExitInvalid;
+    }
+    for (const store::TargetRecord &r : *kept) {
+        auto t = cost::parse_target(r.target_json, o.session);
+        const std::string title = t ? t->title : "unreadable: " + t.error();
+        rows.push_back({r.name + " (" + r.origin + ")", title, t ? t->kind : "-",
+                        t ? human_flops(t->peak_flops(DType::bf16)) + "/s" : "-",
+                        t ? human_bytes(t->device.memory_bytes.value) : "-",
+                        t ? human_bytes(t->device.memory_bandwidth.value) + "/s" : "-", "session, " + r.updated_at});
+        all.push_back({{"name", r.name}, {"title", title}, {"origin", r.origin}, {"updated_at", r.updated_at}});
     }
     if (o.json) print_json(all);
     else print_table(rows, "");
@@ -238,7 +291,7 @@ int targets_list(const TargetsOptions &o) {
 }
 
 int targets_show(const TargetsOptions &o) {
-    auto t = resolve_target(o.name, o.threads);
+    auto t = resolve_target(o.name, o.threads, o.session, false);
     if (!t) {
         std::cerr << "tapestry: " << t.error() << "\n";
         return kExitInvalid;
@@ -252,6 +305,11 @@ int targets_measure(const TargetsOptions &o) {
         std::cerr << "tapestry: " << t.error() << "\n";
         return kExitInvalid;
     }
+    if (!o.session.empty())
+        if (std::string e = keep_in_session(o.session, *t, "measured"); !e.empty()) {
+            std::cerr << "tapestry: " << o.session << ": " << e << "\n";
+            return kExitInvalid;
+        }
     if (!o.out.empty() && !write_output(o.out, cost::target_json(*t), "host")) return kExitInvalid;
     const cost::Device &d = t->device;
     if (o.json) {
@@ -273,6 +331,7 @@ int targets_measure(const TargetsOptions &o) {
         {"primitive overhead", plan::seconds_text(d.launch_overhead.value)}};
     print_table(rows, "  ");
     if (!o.out.empty()) std::cout << "  target written to " << o.out << "\n";
+    if (!o.session.empty()) std::cout << "  kept in " << o.session << " (tapestry plan --target host --session uses it)\n";
     return kExitOk;
 }
 
@@ -299,6 +358,8 @@ void add_plan_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("-o,--out", o->out, "Write the plan file (tapestry-plan JSON)");
     cmd->add_flag("--json", o->json, "Machine-readable summary on stdout");
     cmd->add_option("--threads", o->threads, "Threads for measuring the host target")->capture_default_str();
+    cmd->add_option("--session", o->session, "Session whose targets (user copies, the measured host) come first; a new host measurement is kept there");
+    cmd->add_flag("--remeasure", o->remeasure, "Measure the host again even if the session has a measurement");
     cmd->footer("Every time and memory figure is a prediction of the cost model (docs/cost-model.md).\n"
                 "Exit codes: 0 plan certified, 1 bad project, planning refused or certificate failed, 2 usage.");
     cmd->callback([o, &action] { action = [o] { return plan_command(*o); }; });
@@ -312,10 +373,13 @@ void add_targets_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *show = cmd->add_subcommand("show", "A target's JSON (built-in name or file; 'host' is measured first)");
     show->add_option("NAME", o->name, "Target name or file")->required();
     show->add_option("-o,--out", o->out, "Write it to a file (a copy to edit)");
+    for (CLI::App *sub : {list, show})
+        sub->add_option("--session", o->session, "Also the targets this session keeps (user copies, the measured host)");
     CLI::App *measure = cmd->add_subcommand("measure", "Measure the host CPU: a oneDNN GEMM, a memory copy, a primitive's overhead");
     measure->add_option("--threads", o->threads, "Threads")->capture_default_str();
     measure->add_option("-o,--out", o->out, "Write the measured target to a file");
     measure->add_flag("--json", o->json, "Machine-readable output");
+    measure->add_option("--session", o->session, "Keep the measurement in this session");
     cmd->require_subcommand(0, 1);
     cmd->callback([o, &action, show, measure] {
         if (show->parsed()) action = [o] { return targets_show(*o); };

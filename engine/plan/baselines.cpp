@@ -96,30 +96,9 @@ Expected<Stage, std::string> shard_stage(const Graph &g, std::vector<ShardSpec> 
     return shard(g, o);
 }
 
-}  // namespace
-
-Expected<Baseline, std::string> parse_baseline(const std::string &text) {
-    if (text == "dp") return Baseline::dp;
-    if (text == "tp") return Baseline::tp;
-    if (text == "pp") return Baseline::pp;
-    if (text == "dp×tp" || text == "dpxtp" || text == "dp_tp" || text == "dp*tp") return Baseline::dp_tp;
-    return unexpected("unknown baseline '" + text + "' (known: dp, tp, pp, dp×tp)");
-}
-
-const char *baseline_name(Baseline b) {
-    switch (b) {
-        case Baseline::dp: return "dp";
-        case Baseline::tp: return "tp";
-        case Baseline::pp: return "pp";
-        case Baseline::dp_tp: return "dp×tp";
-    }
-    return "?";
-}
-
-Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const BaselineOptions &options) {
-    const int n = static_cast<int>(options.devices.size());
-    const std::string who = std::string(baseline_name(options.kind)) + " on " + std::to_string(n) + " devices";
-    if (n < 1) return unexpected(who + ": no devices");
+// The baseline on a graph without shards.
+Expected<std::vector<Stage>, std::string> stages_of_unsharded(const Graph &g, const BaselineOptions &options,
+                                                                       const std::string &who, int n) {
     std::vector<Stage> stages;
     PlacementOptions place_options;
     place_options.devices = options.devices;
@@ -199,6 +178,41 @@ Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const 
     if (!placed) return unexpected(who + ": " + placed.error());
     stages.push_back(std::move(placed).value());
     return stages;
+}
+
+}  // namespace
+
+Expected<Baseline, std::string> parse_baseline(const std::string &text) {
+    if (text == "dp") return Baseline::dp;
+    if (text == "tp") return Baseline::tp;
+    if (text == "pp") return Baseline::pp;
+    if (text == "dp×tp" || text == "dpxtp" || text == "dp_tp" || text == "dp*tp") return Baseline::dp_tp;
+    return unexpected("unknown baseline '" + text + "' (known: dp, tp, pp, dp×tp)");
+}
+
+const char *baseline_name(Baseline b) {
+    switch (b) {
+        case Baseline::dp: return "dp";
+        case Baseline::tp: return "tp";
+        case Baseline::pp: return "pp";
+        case Baseline::dp_tp: return "dp×tp";
+    }
+    return "?";
+}
+
+Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const BaselineOptions &options) {
+    const int n = static_cast<int>(options.devices.size());
+    const std::string who = std::string(baseline_name(options.kind)) + " on " + std::to_string(n) + " devices";
+    if (n < 1) return unexpected(who + ": no devices");
+    // A baseline decides the whole sharding: shards the graph already has are dropped.
+    Graph unsharded = g;
+    for (const OpPtr &op : g.operations())
+        if (!op->shards.empty()) {
+            Operation whole = *op;
+            whole.shards.clear();
+            unsharded.put_op(std::move(whole));
+        }
+    return stages_of_unsharded(unsharded, options, who, n);
 }
 
 }  // namespace tapestry::plan
