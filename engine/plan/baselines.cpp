@@ -121,7 +121,7 @@ Expected<std::vector<Stage>, std::string> stages_of_unsharded(const Graph &g, co
             case Baseline::tp: {
                 auto specs = tensor_specs(g, n, who);
                 if (!specs) return unexpected(specs.error());
-                if (auto r = add_shard(std::move(specs).value(), false); !r) return unexpected(r.error());
+                if (auto r = add_shard(std::move(specs).value(), true); !r) return unexpected(r.error());
                 break;
             }
             case Baseline::pp: {

@@ -272,6 +272,10 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
     const std::vector<OpId> &writers_of_t = producers(x->selections[0].tensor);
     if (writers_of_t.size() != 1) return false;
     const Operation &producer = *g_.find_op(writers_of_t.front());
+    // The partials of a split contraction: [parts, *y], summed over axis 0.
+    if (producer.kind != "partial_matmul" || reduce.params.get_ints("axes", {}) != std::vector<std::int64_t>{0} ||
+        reduce.params.get_bool("keepdims", true))
+        return false;
     auto writer_pieces = pieces(producer);
     if (!writer_pieces) return unexpected(writer_pieces.error());
     auto reader_pieces = pieces(reduce);
@@ -386,7 +390,9 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
     const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
     const std::string collective = move.params.get_string("collective", "");
     const std::vector<OpId> &readers_of_y = consumers(y_id);
-    if ((collective == "all_reduce" || collective == "reduce_scatter") && readers_of_y.size() == 1) {
+    // Partials summed by a reduce_sum: collectives, whatever the move was labelled
+    // (a batch-split product is labelled send_recv, yet reduces within groups).
+    if (readers_of_y.size() == 1) {
         auto done = lower_reduction(move, *g_.find_op(readers_of_y.front()));
         if (!done) return unexpected(done.error());
         if (*done) return std::monostate{};

@@ -206,6 +206,30 @@ private slots:
               two, 100 * (two / 396 - 1));
         QVERIFY(std::abs(one / 370 - 1) < 0.15);
         QVERIFY(std::abs(two / 396 - 1) < 0.15);
+        // The same on A100 80 GB (docs/targets.md, "Published figures", notes).
+        auto a100 = cost::builtin_target("a100-80gb");
+        QVERIFY(a100.has_value());
+        {
+            const cost::Model m = model_of(*a100, 1);
+            const double M = 1024, N = 10240, K = 5120;
+            const cost::KernelWork w{cost::KernelClass::gemm, DType::bf16, 2 * M * N * K, 2 * (M * K + K * N + M * N)};
+            const double tflops = 2 * M * N * K / m.kernel_seconds(w) / 1e12;
+            qInfo("published: A100 bf16 GEMM 1024x10240x5120: 271.2 TFLOP/s measured; predicted %.1f TFLOP/s (%+.1f%%)", tflops,
+                  100 * (tflops / 271.2 - 1));
+            QVERIFY(std::abs(tflops / 271.2 - 1) < 0.25);
+        }
+        auto a100_busbw = [&](int devices, int nodes) {
+            const cost::Model m = model_of(*a100, devices, nodes);
+            std::vector<int> all(static_cast<size_t>(devices));
+            for (int i = 0; i < devices; ++i) all[static_cast<size_t>(i)] = i;
+            const double S = 16.0 * (1 << 30);
+            return S / m.collective_seconds(cost::Collective::all_reduce, S, all).seconds * 2.0 * (devices - 1) / devices / 1e9;
+        };
+        const double a1 = a100_busbw(8, 1), a2 = a100_busbw(16, 2);
+        qInfo("published: NCCL all_reduce busbw 8xA100: 234.89 GB/s measured; predicted %.0f GB/s (%+.1f%%)", a1, 100 * (a1 / 234.89 - 1));
+        qInfo("published: NCCL all_reduce busbw 2x8 A100 HDR (ring): 192 GB/s measured; predicted %.0f GB/s (%+.1f%%)", a2, 100 * (a2 / 192 - 1));
+        QVERIFY(std::abs(a1 / 234.89 - 1) < 0.25);
+        QVERIFY(std::abs(a2 / 192 - 1) < 0.25);
     }
     void calibrationScalesAndReportsItsError() {
         cost::Calibration c;
