@@ -415,6 +415,19 @@ void OperationItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, Q
             p->drawText(badge, Qt::AlignCenter, label);
         }
     }
+    if (auto *s = qobject_cast<GraphScene *>(scene()); s && s->deviceColours().contains(nodeId())) {
+        // The devices of its pieces, side by side along the bottom edge.
+        const QList<QColor> devices = s->deviceColours().value(nodeId());
+        const QRectF band(r.left(), r.bottom() - 6, r.width(), 6);
+        p->save();
+        p->setClipPath(outline());
+        for (qsizetype i = 0; i < devices.size(); ++i) {
+            const double w = band.width() / static_cast<double>(devices.size());
+            p->fillRect(QRectF(band.left() + w * static_cast<double>(i), band.top(), w + 0.5, band.height()),
+                        devices[i]);
+        }
+        p->restore();
+    }
     paintDecorations(p, lod);
 }
 
@@ -438,6 +451,8 @@ void ShardItem::paint(QPainter *p, const QStyleOptionGraphicsItem *option, QWidg
     p->setRenderHint(QPainter::Antialiasing);
     p->setPen(QPen(QColor(255, 255, 255, 200), 1));
     p->setBrush(QColor(0, 0, 0, 45));
+    if (auto *s = qobject_cast<GraphScene *>(scene()); s && !s->deviceColours().value(id_).isEmpty())
+        p->setBrush(s->deviceColours().value(id_).front());  // the device a plan puts it on
     p->drawRoundedRect(box_, 6, 6);
     if (lod < kLabelLevelOfDetail) return;
     const QRectF text = box_.adjusted(6, 2, -6, -2);
@@ -1030,6 +1045,12 @@ void GraphScene::setDiffMarks(const QHash<QString, DiffMark> &marks) {
     diff_marks_ = marks;
     for (auto it = nodes_.cbegin(); it != nodes_.cend(); ++it)
         it.value()->setDiffMark(diff_marks_.value(it.key(), DiffMark::none));
+}
+
+void GraphScene::setDeviceColours(const QHash<QString, QList<QColor>> &colours) {
+    if (colours == device_colours_) return;
+    device_colours_ = colours;
+    update();
 }
 
 QStringList GraphScene::shardedOperations() const {

@@ -3,10 +3,12 @@
 // it never owns graph truth — it keeps a Graph copy (shared nodes) and ids.
 #pragma once
 
+#include <QColor>
 #include <QGraphicsItem>
 #include <QGraphicsPathItem>
 #include <QGraphicsScene>
 #include <QHash>
+#include <QList>
 #include <QPainterPath>
 #include <QSet>
 #include <QString>
@@ -276,6 +278,14 @@ public:
     void setAllShardsExpanded(bool expanded);
     QStringList shardedOperations() const;
 
+    // ---- devices (the Plan dock) -------------------------------------------
+    // Colours nodes by the devices a plan puts them on: an operation or shard id →
+    // the colours of the devices holding its pieces, in shard order. An operation
+    // draws them as a band along its bottom edge; a shard is filled with its colour.
+    void setDeviceColours(const QHash<QString, QList<QColor>> &colours);
+    void clearDeviceColours() { setDeviceColours({}); }
+    const QHash<QString, QList<QColor>> &deviceColours() const { return device_colours_; }
+
 signals:
     void nodeSelected(const QString &id);  // "" when nothing or several are selected
     // The user dragged a connection from an output to an input port.
@@ -320,6 +330,7 @@ private:
     bool has_layout_ = false;
     QHash<QString, DiffMark> diff_marks_;
     QSet<QString> expanded_;
+    QHash<QString, QList<QColor>> device_colours_;
 };
 
 // Category colours shared by the canvas and the inspector.

@@ -26,6 +26,7 @@
 #include "canvas_export.h"
 #include "editing_controller.h"
 #include "inspector_controller.h"
+#include "plan_controller.h"
 #include "project_controller.h"
 #include "run_controller.h"
 #include "session_controller.h"
@@ -110,6 +111,7 @@ void MainWindow::createControllers() {
     session_ = new SessionController(doc_, status, this);
     runs_ = new RunController(doc_, status, this);
     stages_ = new StagesController(doc_, canvas_, session_, status, this);
+    plan_ = new PlanController(doc_, canvas_, session_, status, this);
     project_ = new ProjectController(doc_, canvas_, status, this);
     project_->setSave([this] { return save(); });
     editing_->setNewDocument([this] { project_->newProject(); });
@@ -132,6 +134,8 @@ void MainWindow::placeDocks() {
     tabifyDockWidget(inspection_->issuesDock(), runs_->outputsDock());
     addDockWidget(Qt::BottomDockWidgetArea, editing_->historyDock());
     tabifyDockWidget(inspection_->issuesDock(), editing_->historyDock());
+    addDockWidget(Qt::BottomDockWidgetArea, plan_->planDock());
+    tabifyDockWidget(inspection_->issuesDock(), plan_->planDock());
     inspection_->issuesDock()->raise();
 }
 
@@ -244,6 +248,8 @@ void MainWindow::createRunMenu() {
     run->addAction(runs_->saveOutputsAction());
     run->addSeparator();
     run->addAction(stages_->runPipelineAction());
+    run->addSeparator();
+    run->addActions({plan_->planAction(), plan_->exportAction()});
 }
 
 void MainWindow::createViewAndHelpMenus() {
@@ -270,6 +276,8 @@ void MainWindow::createViewAndHelpMenus() {
     view->addActions({stages_->stagesDock()->toggleViewAction(), stages_->shardMapDock()->toggleViewAction(),
                       stages_->previousStageAction(), stages_->nextStageAction(), stages_->applyStageAction(),
                       stages_->toggleShardsAction(), stages_->expandAllShardsAction()});
+    view->addSeparator();
+    view->addActions({plan_->planDock()->toggleViewAction(), plan_->copyTargetAction()});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     QAction *about = help->addAction(tr("&About Tapestry Studio"), this, [this] {

@@ -1,0 +1,221 @@
+// The Plan dock (issue 15, DESIGN.md §6, §9): plans the graph the canvas shows —
+// the stage the Stages dock shows, else the document's graph — on a hardware
+// target, off the GUI thread (views/plan_worker.h) with Cancel: a target, a device
+// and node count, and a placement rule or a hand baseline. It shows what the plan
+// predicts (every figure labelled a prediction) with the plan certificate's badge,
+// a row per device, the Gantt chart of the steps and the memory chart, and colours
+// the canvas's operations and shards by device. A bar's click selects its node.
+// Export Plan… writes the plan file; Copy Target… edits a copy of a target as JSON,
+// a user target kept in the session (or in this window when none is open).
+//
+// The host CPU's target is measured on first use (a oneDNN GEMM and a memory
+// bandwidth probe, views/plan_worker.h) with progress and Cancel, kept in the
+// session as its "measured" target and listed as "host (measured <date>)";
+// Measure Host Again replaces it. Opening a session lists its targets.
+#pragma once
+
+#include <QObject>
+#include <QPointer>
+#include <QSet>
+#include <QString>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cost/target.h"
+#include "plan/planner.h"
+#include "store/session.h"
+#include "views/graph_document.h"
+
+class QAction;
+class QComboBox;
+class QDialog;
+class QDockWidget;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QSplitter;
+class QStatusBar;
+class QTableWidget;
+class QToolButton;
+class QWidget;
+
+namespace tapestry::views {
+class MemoryChart;
+class PlanGantt;
+class PlanWorker;
+struct HostOutcome;
+struct PlanOutcome;
+}  // namespace tapestry::views
+
+
+namespace tapestry::studio {
+
+class CanvasController;
+class SessionController;
+
+class PlanController : public QObject {
+    Q_OBJECT
+public:
+    PlanController(views::GraphDocument *doc, CanvasController *canvas, SessionController *session,
+                   QStatusBar *status, QWidget *window);
+    ~PlanController() override;
+
+    QDockWidget *planDock() const { return dock_; }
+    QAction *planAction() const { return plan_action_; }  // Ctrl+Alt+P: Ctrl+Shift+P searches the palette
+    QAction *cancelAction() const { return cancel_action_; }
+    QAction *exportAction() const { return export_action_; }
+    QAction *copyTargetAction() const { return copy_target_action_; }
+    QAction *measureHostAction() const { return measure_host_action_; }
+    views::PlanWorker *planWorker() const { return worker_; }
+
+    // The dock's widgets (the GUI suites drive them).
+    QComboBox *targetBox() const { return target_box_; }
+    QSpinBox *devicesBox() const { return devices_box_; }
+    QSpinBox *nodesBox() const { return nodes_box_; }
+    QComboBox *placementBox() const { return placement_box_; }
+    QComboBox *baselineBox() const { return baseline_box_; }
+    QPushButton *planButton() const { return plan_button_; }
+    QPushButton *cancelButton() const { return cancel_button_; }
+    QPushButton *exportButton() const { return export_button_; }
+    QProgressBar *progressBar() const { return busy_; }  // shown while planning or measuring
+    QLabel *summaryLabel() const { return summary_; }
+    QLabel *certificateLabel() const { return certificate_; }
+    QTableWidget *deviceTable() const { return table_; }
+    views::PlanGantt *gantt() const { return gantt_; }
+    views::MemoryChart *memoryChart() const { return memory_; }
+
+    // Picks a target: a built-in name ("h100-sxm") or a user copy ("mine (user)"
+    // or "mine"); false when there is none.
+    bool selectTarget(const QString &name);
+    // Plans the graph the canvas shows with the dock's settings, off the GUI
+    // thread; false when nothing is open or a plan is running. With the host
+    // target not yet measured, it measures first (see hostMeasured), then plans.
+    // See planFinished.
+    bool startPlan();
+    // The dock is idle at once; the planner or the probe stops at its next polling point.
+    void cancelPlan();
+    bool isPlanning() const;  // a plan, or the measurement before one, is under way
+    bool isMeasuring() const;
+    // Measures the host CPU off the GUI thread (about a second) and keeps it in the
+    // session; `then_plan`: plans afterwards. False while a plan or measurement runs.
+    bool measureHost(bool then_plan = false);
+    // The host's measured target (none: not measured in this session or window).
+    std::optional<cost::Target> measuredHost() const;
+    // The plan shown (null: none yet, or the document was replaced) and the last error.
+    std::shared_ptr<const plan::PlanResult> result() const { return result_; }
+    QString lastError() const { return last_error_; }
+    // The memory of one device of the planned target, in bytes.
+    double capacity() const { return capacity_; }
+
+    // Writes the plan shown, with its prediction, to `path` off the GUI thread;
+    // false when there is none. See planExported.
+    bool exportPlan(const QString &path);
+    void exportPlanDialog();
+    // Opens the editor on a copy of the selected target (returned for tests).
+    QDialog *openTargetEditor();
+    // Keeps a user target given as JSON (replacing one of the same name) and
+    // selects it: "" or why not — parse_target's message with its JSON path. It is
+    // saved in the session off the GUI thread (see targetStored).
+    QString saveUserTarget(const QString &json);
+    // Removes a user target from the list and the session: "" or why not.
+    QString deleteUserTarget(const QString &name);
+    const std::vector<cost::Target> &userTargets() const { return user_targets_; }
+
+signals:
+    void planFinished(bool ok);
+    void planExported(const QString &path, const QString &error);
+    // A measurement of the host ended: ok, or failed / cancelled (the status bar says which).
+    void hostMeasured(bool ok);
+    // A target was saved into (or deleted from) the session: "" or the error.
+    void targetStored(const QString &name, const QString &error);
+    // The targets of the session just opened are listed (user copies, measured host).
+    void targetsLoaded(const QString &error);
+
+private:
+    void createDock(QWidget *window);
+    QWidget *createSettingsRow(QWidget *parent);
+    QWidget *createSummaryRow(QWidget *parent);
+    void createActions();
+    void fillTargets(const QString &select);
+    QString selectionName() const;  // what fillTargets reselects: "name (user)", or a built-in's name
+    Expected<cost::Target, std::string> selectedTarget() const;
+    bool selectedNeedsMeasuring() const;  // the built-in host, not measured yet
+    // The session's targets, read off the GUI thread when another session is open.
+    void loadSessionTargets();
+    void showSessionTargets(const std::vector<cost::Target> &user, const std::optional<cost::Target> &host,
+                            const QString &host_when);
+    // Changes the session's target `name` off the GUI thread (see targetStored).
+    void writeTarget(const QString &name, std::function<store::Status(store::Session &)> write);
+    void onMeasureProgress(quint64 job, double fraction, const QString &what);
+    void onHostMeasured(quint64 job, const views::HostOutcome &outcome);
+    void onDocumentChanged(views::GraphDocument::Changes what);
+    void onPlanFinished(quint64 job, const views::PlanOutcome &outcome);
+    void showResult();
+    void showSummary();
+    void fillDeviceTable();
+    void fitDeviceTable();
+    void showError(const QString &error);
+    void colourCanvas();
+    void onBarClicked(const QString &op);
+    // The canvas operation a plan's operation comes from ("" for none).
+    static QString canvasOpFor(const QString &plan_op, const Graph &shown);
+    void giveDockRoom();
+    void updateActions();
+
+    views::GraphDocument *doc_;
+    CanvasController *canvas_;
+    SessionController *session_;
+    QStatusBar *status_;
+    QWidget *window_;
+    views::PlanWorker *worker_ = nullptr;
+    QDockWidget *dock_ = nullptr;
+    QComboBox *target_box_ = nullptr;
+    QSpinBox *devices_box_ = nullptr;
+    QSpinBox *nodes_box_ = nullptr;
+    QComboBox *placement_box_ = nullptr;
+    QComboBox *baseline_box_ = nullptr;
+    QPushButton *plan_button_ = nullptr;
+    QPushButton *cancel_button_ = nullptr;
+    QPushButton *export_button_ = nullptr;
+    QProgressBar *busy_ = nullptr;
+    QLabel *progress_label_ = nullptr;  // what the host probe runs now
+    QToolButton *measure_button_ = nullptr;
+    QLabel *prediction_badge_ = nullptr;
+    QLabel *summary_ = nullptr;
+    QLabel *certificate_ = nullptr;
+    QTableWidget *table_ = nullptr;
+    QSplitter *splitter_ = nullptr;
+    views::PlanGantt *gantt_ = nullptr;
+    views::MemoryChart *memory_ = nullptr;
+    QAction *plan_action_ = nullptr;
+    QAction *cancel_action_ = nullptr;
+    QAction *export_action_ = nullptr;
+    QAction *copy_target_action_ = nullptr;
+    QAction *measure_host_action_ = nullptr;
+    QPointer<QDialog> editor_;
+
+    std::vector<cost::Target> user_targets_;
+    QSet<QString> window_only_;                  // user copies made with no session open
+    std::optional<cost::Target> host_;           // the host as measured
+    QString host_when_;                          // when, as the list shows it
+    std::weak_ptr<store::Session> targets_of_;  // the session whose targets are listed
+    bool plan_after_measuring_ = false;
+    std::shared_ptr<const plan::PlanResult> result_;
+    Graph planned_;           // the graph the plan shown was made from
+    QString planned_target_;  // its target's name, as the combo shows it
+    double capacity_ = 0;     // its target's memory per device
+    struct Planned {
+        Graph graph;
+        QString target;
+        double capacity = 0;
+    };
+    Planned pending_;  // the same of the plan being made
+    QString last_error_;
+    bool dock_sized_ = false;    // the dock got room for its first plan
+    bool table_fitted_ = false;  // the table got the width of its columns
+};
+
+}  // namespace tapestry::studio
