@@ -93,7 +93,9 @@ Expected<cost::Target, std::string> resolve_target(const std::string &name, int 
 }
 
 std::string percent(double part, double whole) {
-    return whole > 0 ? formatted(100.0 * part / whole, "%.0f") + "%" : "-";
+    if (whole <= 0) return "-";
+    const double p = 100.0 * part / whole;
+    return formatted(p, p < 10 ? "%.1f" : "%.0f") + "%";
 }
 
 struct PlanOptions {

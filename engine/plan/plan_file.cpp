@@ -21,6 +21,10 @@ json region_json(const Region &r) {
     return json{{"buffer", r.buffer}, {"box", box_json(r.box)}};
 }
 
+std::string join(const std::string &path, const char *key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+}
+
 struct Reader {
     std::string where;
     std::string error;
@@ -36,7 +40,7 @@ struct Reader {
         }
         const auto it = o.find(key);
         if (it == o.end() || it->is_null()) {
-            if (required) fail(path.empty() ? key : path + "." + key, "missing");
+            if (required) fail(join(path, key), "missing");
             return nullptr;
         }
         return &*it;
@@ -45,7 +49,7 @@ struct Reader {
         const json *v = at(o, key, path, required);
         if (!v) return "";
         if (!v->is_string()) {
-            fail(path + "." + key, "expected a string");
+            fail(join(path, key), "expected a string");
             return "";
         }
         return v->get<std::string>();
@@ -55,7 +59,7 @@ struct Reader {
         const json *v = at(o, key, path, required);
         if (!v) return fallback;
         if (!v->is_number_integer() || v->get<std::int64_t>() < lo || v->get<std::int64_t>() > hi) {
-            fail(path + "." + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+            fail(join(path, key), "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
             return fallback;
         }
         return v->get<std::int64_t>();
@@ -64,7 +68,7 @@ struct Reader {
         const json *v = at(o, key, path, false);
         if (!v) return 0;
         if (!v->is_number() || v->get<double>() < 0) {
-            fail(path + "." + key, "expected a number ≥ 0");
+            fail(join(path, key), "expected a number ≥ 0");
             return 0;
         }
         return v->get<double>();
@@ -72,7 +76,7 @@ struct Reader {
     bool boolean(const json &o, const char *key, const std::string &path) {
         const json *v = at(o, key, path, false);
         if (!v) return false;
-        if (!v->is_boolean()) fail(path + "." + key, "expected true or false");
+        if (!v->is_boolean()) fail(join(path, key), "expected true or false");
         return v->is_boolean() && v->get<bool>();
     }
     std::vector<int> ints(const json &o, const char *key, const std::string &path, int lo, int hi) {
@@ -80,13 +84,13 @@ struct Reader {
         const json *v = at(o, key, path, false);
         if (!v) return out;
         if (!v->is_array()) {
-            fail(path + "." + key, "expected an array of integers");
+            fail(join(path, key), "expected an array of integers");
             return out;
         }
         for (size_t i = 0; i < v->size(); ++i) {
             const json &e = (*v)[i];
             if (!e.is_number_integer() || e.get<std::int64_t>() < lo || e.get<std::int64_t>() > hi) {
-                fail(path + "." + key + "[" + std::to_string(i) + "]",
+                fail(join(path, key) + "[" + std::to_string(i) + "]",
                      "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
                 return out;
             }
@@ -96,7 +100,7 @@ struct Reader {
     }
     ZRange box(const json &o, const char *key, const std::string &path) {
         const json *v = at(o, key, path);
-        const std::string p = path + "." + key;
+        const std::string p = join(path, key);
         if (!v) return {};
         if (!v->is_array() || v->size() != 2 || !(*v)[0].is_array() || !(*v)[1].is_array() ||
             (*v)[0].size() != (*v)[1].size() || (*v)[0].size() > 16) {
@@ -254,11 +258,12 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
         plan.cluster.inter_node = r.str(*c, "inter_node", "cluster", false);
     }
     if (const json *g = r.at(doc, "graph", "")) {
-        LoadResult loaded = parse_project(g->dump(), where + " (graph)");
+        LoadResult loaded = parse_project(g->dump(), "graph");
         if (!loaded.ok()) {
             for (const Issue &i : loaded.issues)
                 if (i.severity == Severity::error) {
-                    r.fail("graph" + (i.json_path.size() > 1 ? i.json_path.substr(1) : std::string()), i.message);
+                    // "graph: $.tensors[0].shape: …" from the project reader.
+                    r.fail("graph", i.message.rfind("graph: ", 0) == 0 ? i.message.substr(7) : i.message);
                     break;
                 }
         }
@@ -318,11 +323,11 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
         const json *v = r.at(j, key, p);
         if (!v) return out;
         if (!v->is_array()) {
-            r.fail(p + "." + key, "expected an array");
+            r.fail(join(p, key), "expected an array");
             return out;
         }
         for (size_t i = 0; i < v->size() && !r.failed(); ++i) {
-            const std::string rp = p + "." + key + "[" + std::to_string(i) + "]";
+            const std::string rp = join(p, key) + "[" + std::to_string(i) + "]";
             Region reg;
             reg.buffer = static_cast<int>(r.integer((*v)[i], "buffer", rp, 0, std::max(0, nbuf - 1)));
             reg.box = r.box((*v)[i], "box", rp);

@@ -49,8 +49,13 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
     if (request.cancelled && request.cancelled()) return unexpected(std::string("cancelled"));
     placed = result.stages.back().graph;
     const cost::Model model(request.target, *shape);
+    // The plan comes from the last planning stage: its number counts the stages of
+    // the pipeline the request's source names, then planning's own.
     PlanSource source = request.source;
-    if (source.certificate.empty()) source.certificate = result.stages.back().certificate.badge();
+    source.stage += static_cast<int>(result.stages.size());
+    source.pass = result.stages.back().pass;
+    source.options = result.stages.back().options;
+    source.certificate = result.stages.back().certificate.badge();
     auto plan = compile_plan(result.stages.back(), model, source);
     if (!plan) return unexpected(plan.error());
     result.plan = std::move(plan).value();
