@@ -86,6 +86,20 @@ std::vector<ZRange> disjoint(std::vector<ZRange> boxes, int rank) {
     return cut ? *cut : std::vector<ZRange>{IndexSet::of_ranges(rank, out).bounding_box()};
 }
 
+// A collective of `move` over `devices` (ascending), its regions still to add.
+PendingStep collective_step(const Operation &move, const char *collective, const std::vector<int> &devices, DType dtype) {
+    PendingStep s;
+    s.step.kind = StepKind::collective;
+    s.step.stream = Stream::communication;
+    s.step.device = devices.front();
+    s.step.participants = devices;
+    s.step.op = move.id.value;
+    s.step.collective = collective;
+    s.step.kernel_class = "copy";
+    s.step.dtype = dtype;
+    return s;
+}
+
 // The box with dim 0 set to [lo, hi).
 ZRange with_dim0(const ZRange &r, Coord lo, Coord hi) {
     ZPoint s = r.start(), e = r.end();
@@ -344,17 +358,9 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
             if (!reader_devices.insert(r->device).second) return false;
         }
         if (scatter && mine.size() != devices.size()) return false;
-        PendingStep s;
-        s.step.kind = StepKind::collective;
-        s.step.stream = Stream::communication;
-        s.step.device = devices.front();
-        s.step.participants = devices;
-        s.step.op = move.id.value;
-        s.step.shard = reduce.id.value;
-        s.step.collective = scatter ? "reduce_scatter" : "all_reduce";
-        s.step.kernel_class = "copy";
         const Tensor *z = g_.find_tensor(z_id);
-        s.step.dtype = z->dtype;
+        PendingStep s = collective_step(move, scatter ? "reduce_scatter" : "all_reduce", devices, z->dtype);
+        s.step.shard = reduce.id.value;
         const double elem = dtype_bytes(z->dtype);
         s.step.bytes = static_cast<double>(mine.size() == 1 ? mine.front()->output.size() : gr.rest.size() / t_range.extent(0)) * elem;
         for (const auto &[dev, box] : gr.writes) s.reads.push_back(Pending{dev, t_index, box});
@@ -456,15 +462,7 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
             ok = ok && points == box.size() && std::adjacent_find(writers.begin(), writers.end()) == writers.end() &&
                  writers == devs;
             if (!ok) continue;
-            PendingStep s;
-            s.step.kind = StepKind::collective;
-            s.step.stream = Stream::communication;
-            s.step.device = devs.front();
-            s.step.participants = devs;
-            s.step.op = move.id.value;
-            s.step.collective = "all_gather";
-            s.step.kernel_class = "copy";
-            s.step.dtype = t->dtype;
+            PendingStep s = collective_step(move, "all_gather", devs, t->dtype);
             s.step.bytes = static_cast<double>(box.size()) * elem;
             for (const auto &w : inside) s.reads.push_back(Pending{w.first, t_index, w.second});
             for (int d : devs) s.writes.push_back(Pending{d, y_index, box.translated(ZPoint::zeros(box.rank()) - shift)});
