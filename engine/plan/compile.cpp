@@ -80,7 +80,7 @@ std::vector<ZRange> disjoint(std::vector<ZRange> boxes, int rank) {
     }
     bool overlap = false;
     for (size_t i = 0; i < out.size() && !overlap; ++i)
-        for (size_t j = i + 1; j < out.size() && !overlap; ++j) overlap = out[i].intersects(out[j]);
+        for (size_t j = i + 1; j < out.size() && !overlap; ++j) overlap = schedule::boxes_meet(out[i], out[j]);
     if (!overlap) return out;
     auto cut = IndexSet::of_ranges(rank, out).as_boxes();
     return cut ? *cut : std::vector<ZRange>{IndexSet::of_ranges(rank, out).bounding_box()};
@@ -342,7 +342,7 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
         std::vector<const Reader *> mine;
         Coord rest_points = 0;
         for (const Reader &r : readers)
-            if (r.read.intersects(gr.rest)) {
+            if (schedule::boxes_meet(r.read, gr.rest)) {
                 if (!gr.rest.contains(r.read)) return false;
                 mine.push_back(&r);
                 rest_points += r.read.size();
@@ -447,7 +447,7 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
             std::vector<std::pair<int, ZRange>> inside;
             bool ok = true;
             for (const auto &w : writes)
-                if (w.second.intersects(box)) {
+                if (schedule::boxes_meet(w.second, box)) {
                     if (!box.contains(w.second) || !contiguous_in(w.second, box)) ok = false;
                     inside.push_back(w);
                 }
@@ -475,8 +475,8 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
         const std::vector<ZRange> boxes = disjoint(raw, t->range.rank());
         for (const ZRange &r : boxes)
             for (const auto &[src, wbox] : writes) {
+                if (!schedule::boxes_meet(wbox, r)) continue;
                 const ZRange part = wbox.intersect(r);
-                if (part.empty()) continue;
                 PendingStep s;
                 const bool local = src == dev || available(dev, t_index, part);
                 s.step.kind = local ? StepKind::copy : StepKind::send_recv;

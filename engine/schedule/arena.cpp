@@ -103,7 +103,7 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
                 const Access &a = *s.access;
                 if (!a.write && !b.write) continue;
                 const bool hit = a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
-                                                            : a.box->intersects(*b.box) || a.box->rank() == 0;
+                                                            : boxes_meet(*a.box, *b.box);
                 if (hit) d.push_back(s.step);
             }
             // Bytes shared with another buffer: a write waits for every earlier access

@@ -29,6 +29,19 @@ inline std::size_t arena_add(std::size_t a, std::size_t b) {
     return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::size_t>::max() : r;
 }
 
+// Whether two boxes of one rank share a point, without building their
+// intersection (ZRange::intersects allocates it). A rank-0 box is one point.
+inline bool boxes_meet(const ZRange &a, const ZRange &b) {
+    const int rank = a.rank();
+    if (rank != b.rank()) return false;
+    for (int d = 0; d < rank; ++d) {
+        const Coord lo = a.start()[d] > b.start()[d] ? a.start()[d] : b.start()[d];
+        const Coord hi = a.end()[d] < b.end()[d] ? a.end()[d] : b.end()[d];
+        if (hi <= lo) return false;
+    }
+    return true;
+}
+
 // A buffer to place: its size and its lifetime, the first and last step (in step
 // order, inclusive) that touch it.
 struct Interval {

