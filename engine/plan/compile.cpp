@@ -22,7 +22,9 @@ namespace {
 struct Pending {  // a region before buffers exist
     int device;
     int tensor;  // graph tensor index
-    ZRange box;
+    ZRange box;  // a box computed here (transfers, collectives) …
+    const ZRange *ref = nullptr;  // … or one of the cached pieces' selections, copied once into the plan
+    const ZRange &get() const { return ref ? *ref : box; }
 };
 
 struct PendingStep {
@@ -256,14 +258,17 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         const OpCost &c = cached->second;
         s.step.flops = c.flops;
         s.step.bytes = c.bytes_read + c.bytes_written;
+        size_t nin = 0;
+        for (const PortBinding &b : p.inputs) nin += b.selections.size();
+        s.reads.reserve(nin);
         for (const PortBinding &b : p.inputs)
             for (const TensorSelection &sel : b.selections)
                 if (!sel.range.empty() || sel.range.rank() == 0)
-                    s.reads.push_back(Pending{p.device, tensor_index(sel.tensor), sel.range});
+                    s.reads.push_back(Pending{p.device, tensor_index(sel.tensor), {}, &sel.range});
         for (const PortBinding &b : p.outputs)
             for (const TensorSelection &sel : b.selections) {
                 if (sel.range.empty() && sel.range.rank() != 0) continue;
-                const Pending w{p.device, tensor_index(sel.tensor), sel.range};
+                const Pending w{p.device, tensor_index(sel.tensor), {}, &sel.range};
                 s.writes.push_back(w);
                 const Tensor *t = g_.find_tensor(sel.tensor);
                 if (t && t->role == TensorRole::output) outputs_.push_back(w);
@@ -374,7 +379,7 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
         planned.push_back(std::move(s));
     }
     for (PendingStep &s : planned) {
-        for (const Pending &w : s.writes) available_[{w.device, w.tensor}].push_back(w.box);
+        for (const Pending &w : s.writes) available_[{w.device, w.tensor}].push_back(w.get());
         add(std::move(s));
     }
     // The output pieces: each reduce piece's own device.
@@ -533,7 +538,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
             b.tensor = t.id;
             b.dtype = t.dtype;
-            b.region = p.box;
+            b.region = p.get();
             switch (t.role) {
                 case TensorRole::parameter: b.kind = BufferKind::parameter; break;
                 case TensorRole::input: b.kind = BufferKind::input; break;
@@ -543,7 +548,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             plan.buffers.push_back(std::move(b));
         } else {
             Buffer &b = plan.buffers[static_cast<size_t>(it->second)];
-            if (!b.region.contains(p.box)) b.region = b.region.bounding(p.box);
+            if (!b.region.contains(p.get())) b.region = b.region.bounding(p.get());
         }
     };
     for (const PendingStep &s : steps_) {
@@ -557,7 +562,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
         }
     }
-    auto region = [&](Pending &p) { return Region{buffer_of.at(key_of(p)), std::move(p.box)}; };
+    auto region = [&](Pending &p) { return Region{buffer_of.at(key_of(p)), p.ref ? *p.ref : std::move(p.box)}; };
     plan.steps.reserve(steps_.size());
     for (PendingStep &s : steps_) {
         Step step = std::move(s.step);
@@ -569,7 +574,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     }
     for (const Pending &p : outputs_) {
         const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
-        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at(key_of(p)), p.box});
+        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at(key_of(p)), p.get()});
     }
 
     // Lifetimes in plan order, arena offsets per device, then dependencies
