@@ -76,9 +76,10 @@ bool contiguous_in(const ZRange &piece, const ZRange &whole) {
 // Disjoint boxes covering the union of `boxes` (duplicates dropped).
 std::vector<ZRange> disjoint(std::vector<ZRange> boxes, int rank) {
     std::vector<ZRange> out;
-    for (const ZRange &b : boxes) {
+    out.reserve(boxes.size());
+    for (ZRange &b : boxes) {
         if (b.empty()) continue;
-        if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+        if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(std::move(b));
     }
     bool overlap = false;
     for (size_t i = 0; i < out.size() && !overlap; ++i)
@@ -399,6 +400,8 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
     const Tensor *t = g_.find_tensor(t_id);
     if (!t || y_index < 0) return unexpected("move '" + move.id.value + "' names a tensor the graph lacks");
     const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
+    const ZPoint back = ZPoint::zeros(shift.rank()) - shift;
+    const bool shifted = shift != ZPoint::zeros(shift.rank());
     const std::string collective = move.params.get_string("collective", "");
     const std::vector<OpId> &readers_of_y = consumers(y_id);
     // Partials summed by a reduce_sum: collectives, whatever the move was labelled
@@ -416,10 +419,11 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
         for (const Piece &p : **ps)
             for (const PortBinding &b : p.inputs)
                 for (const TensorSelection &sel : b.selections)
-                    if (sel.tensor == y_id && !sel.range.empty()) need[p.device].push_back(sel.range.translated(shift));
+                    if (sel.tensor == y_id && !sel.range.empty())
+                        need[p.device].push_back(shifted ? sel.range.translated(shift) : sel.range);
     }
     // Who wrote which box of the source.
-    std::vector<std::pair<int, ZRange>> writes;  // (device, box)
+    std::vector<std::pair<int, const ZRange *>> writes;  // (device, box): boxes of the cached pieces, or of `need`
     const std::vector<OpId> &writers_of_t = producers(t_id);
     if (writers_of_t.size() == 1) {
         auto ps = pieces(*g_.find_op(writers_of_t.front()));
@@ -427,41 +431,42 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
         for (const Piece &p : **ps)
             for (const PortBinding &b : p.outputs)
                 for (const TensorSelection &sel : b.selections)
-                    if (sel.tensor == t_id && !sel.range.empty()) writes.emplace_back(p.device, sel.range);
+                    if (sel.tensor == t_id && !sel.range.empty()) writes.emplace_back(p.device, &sel.range);
     } else if (writers_of_t.empty()) {
         // An input or parameter: every device holds what it reads (loaded before the plan starts).
         for (const auto &[dev, boxes] : need)
-            for (const ZRange &b : boxes) writes.emplace_back(dev, b);
+            for (const ZRange &b : boxes) writes.emplace_back(dev, &b);
     } else {
         return unexpected("move '" + move.id.value + "': tensor '" + t_id.value + "' has " +
                           std::to_string(writers_of_t.size()) + " producers");
     }
     const double elem = dtype_bytes(t->dtype);
     std::set<int> done;
+    // Each device's reads as disjoint boxes (`need` stays as it is: `writes` may point into it).
+    std::map<int, std::vector<ZRange>> cut;
+    for (const auto &[dev, boxes] : need) cut[dev] = disjoint(boxes, t->range.rank());
     // All-gathers: devices needing the same single box, written there as equal
     // contiguous pieces, one per device.
     if (collective == "all_gather") {
         std::map<std::pair<ZPoint, ZPoint>, std::vector<int>> by_box;
-        for (auto &[dev, boxes] : need) {
-            boxes = disjoint(boxes, t->range.rank());
+        for (const auto &[dev, boxes] : cut)
             if (boxes.size() == 1) by_box[{boxes[0].start(), boxes[0].end()}].push_back(dev);
-        }
         for (const auto &[key, devs] : by_box) {
             if (devs.size() < 2) continue;
             const ZRange box(key.first, key.second);
-            std::vector<std::pair<int, ZRange>> inside;
+            std::vector<std::pair<int, const ZRange *>> inside;
             bool ok = true;
             for (const auto &w : writes)
-                if (schedule::boxes_meet(w.second, box)) {
-                    if (!box.contains(w.second) || !contiguous_in(w.second, box)) ok = false;
+                if (schedule::boxes_meet(*w.second, box)) {
+                    if (!box.contains(*w.second) || !contiguous_in(*w.second, box)) ok = false;
                     inside.push_back(w);
                 }
             std::vector<int> writers;
             Coord points = 0;
             for (const auto &w : inside) {
                 writers.push_back(w.first);
-                points += w.second.size();
-                if (w.second.size() != inside.front().second.size()) ok = false;
+                points += w.second->size();
+                if (w.second->size() != inside.front().second->size()) ok = false;
             }
             std::sort(writers.begin(), writers.end());
             ok = ok && points == box.size() && std::adjacent_find(writers.begin(), writers.end()) == writers.end() &&
@@ -469,19 +474,18 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
             if (!ok) continue;
             PendingStep s = collective_step(move, "all_gather", devs, t->dtype);
             s.step.bytes = static_cast<double>(box.size()) * elem;
-            for (const auto &w : inside) s.reads.push_back(Pending{w.first, t_index, w.second});
-            for (int d : devs) s.writes.push_back(Pending{d, y_index, box.translated(ZPoint::zeros(box.rank()) - shift)});
+            for (const auto &w : inside) s.reads.push_back(Pending{w.first, t_index, *w.second});
+            for (int d : devs) s.writes.push_back(Pending{d, y_index, shifted ? box.translated(back) : box});
             add(std::move(s));
             done.insert(devs.begin(), devs.end());
         }
     }
-    for (auto &[dev, raw] : need) {
+    for (const auto &[dev, boxes] : cut) {
         if (done.count(dev)) continue;
-        const std::vector<ZRange> boxes = disjoint(raw, t->range.rank());
         for (const ZRange &r : boxes)
             for (const auto &[src, wbox] : writes) {
-                if (!schedule::boxes_meet(wbox, r)) continue;
-                const ZRange part = wbox.intersect(r);
+                if (!schedule::boxes_meet(*wbox, r)) continue;
+                ZRange part = wbox->intersect(r);
                 PendingStep s;
                 const bool local = src == dev || available(dev, t_index, part);
                 s.step.kind = local ? StepKind::copy : StepKind::send_recv;
@@ -493,8 +497,8 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
                 s.step.kernel_class = "copy";
                 s.step.dtype = t->dtype;
                 s.step.bytes = static_cast<double>(part.size()) * elem;
-                s.reads.push_back(Pending{local ? dev : src, t_index, part});
-                s.writes.push_back(Pending{dev, y_index, part.translated(ZPoint::zeros(part.rank()) - shift)});
+                s.writes.push_back(Pending{dev, y_index, shifted ? part.translated(back) : part});
+                s.reads.push_back(Pending{local ? dev : src, t_index, std::move(part)});
                 add(std::move(s));
             }
     }
