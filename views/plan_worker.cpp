@@ -55,8 +55,8 @@ HostOutcome PlanWorker::measure(int threads, const cpu::ProbeProgress &progress)
             out.error = tr("measuring the host: %1").arg(QString::fromStdString(base.error()));
         } else if (auto m = cpu::measure_host(threads, progress); !m) {
             out.cancelled = m.error() == "cancelled";
-            out.error = out.cancelled ? tr("cancelled")
-                                      : tr("measuring the host: %1").arg(QString::fromStdString(m.error()));
+            out.error =
+                out.cancelled ? tr("cancelled") : tr("measuring the host: %1").arg(QString::fromStdString(m.error()));
         } else {
             // The figures as `tapestry targets measure` keeps them (app/cli/cmd_plan.cpp),
             // so that a session's measurement reads the same from either.

@@ -152,7 +152,7 @@ void PlanController::createActions() {
     });
     cancel_action_ = new QAction(tr("Cancel"), this);
     cancel_action_->setObjectName(QStringLiteral("actionCancelPlan"));
-    cancel_action_->setStatusTip(tr("Stop planning"));
+    cancel_action_->setStatusTip(tr("Stop planning, or measuring the host"));
     connect(cancel_action_, &QAction::triggered, this, &PlanController::cancelPlan);
     export_action_ = new QAction(tr("Export Plan…"), this);
     export_action_->setObjectName(QStringLiteral("actionExportPlan"));
@@ -348,9 +348,12 @@ void PlanController::fillTargets(const QString &select) {
         const int i = target_box_->count() - 1;
         target_box_->setItemData(i, qs(name), kUserRole);
         target_box_->setItemData(i, false, kUserFlag);
-        if (measured)
-            target_box_->setItemData(i, qs(host_->title + "\n" + host_->sources.at("measured").note), Qt::ToolTipRole);
-        else if (auto t = cost::builtin_target(name))
+        if (measured) {
+            // How it was measured ("oneDNN avx2, 2 threads: …"), when the stored target says.
+            const auto how = host_->sources.find("measured");
+            const std::string note = how != host_->sources.end() ? "\n" + how->second.note : std::string();
+            target_box_->setItemData(i, qs(host_->title + note), Qt::ToolTipRole);
+        } else if (auto t = cost::builtin_target(name))
             target_box_->setItemData(i, qs(t->title), Qt::ToolTipRole);
     }
     for (const cost::Target &t : user_targets_) {
@@ -448,11 +451,10 @@ QDialog *PlanController::openTargetEditor() {
         QPushButton *remove = buttons->addButton(tr("Delete Target"), QDialogButtonBox::DestructiveRole);
         remove->setObjectName(QStringLiteral("targetDelete"));
         remove->setToolTip(tr("Remove this user target from the list and from the session"));
-        connect(remove, &QPushButton::clicked, editor_,
-                [this, name = qs(target->name)] {
-                    deleteUserTarget(name);
-                    editor_->reject();
-                });
+        connect(remove, &QPushButton::clicked, editor_, [this, name = qs(target->name)] {
+            deleteUserTarget(name);
+            editor_->reject();
+        });
     }
     connect(buttons, &QDialogButtonBox::rejected, editor_, &QDialog::reject);
     connect(buttons, &QDialogButtonBox::accepted, editor_, [this, text, error] {
@@ -483,16 +485,14 @@ QString PlanController::saveUserTarget(const QString &json) {
     const QString name = qs(t.name);
     if (session_->session()) {
         window_only_.remove(name);
-        const std::string json = cost::target_json(t);
-        writeTarget(name, [name = t.name, json](store::Session &session) {
-            return session.save_target(name, "user", json);
+        writeTarget(name, [stored = t.name, text = cost::target_json(t)](store::Session &session) {
+            return session.save_target(stored, "user", text);
         });
         status_->showMessage(
             tr("Target %1 kept as a user target in %2").arg(name, QFileInfo(session_->path()).fileName()), 6000);
     } else {
         window_only_.insert(name);
-        status_->showMessage(tr("Target %1 kept as a user target in this window (no session is open)").arg(name),
-                             6000);
+        status_->showMessage(tr("Target %1 kept as a user target in this window (no session is open)").arg(name), 6000);
     }
     return {};
 }
@@ -540,7 +540,8 @@ void PlanController::showSessionTargets(const std::vector<cost::Target> &user, c
     // with no session open stay (they are in no session).
     std::vector<cost::Target> listed = user;
     for (const cost::Target &t : user_targets_) {
-        const bool shadowed = std::any_of(user.begin(), user.end(), [&t](const cost::Target &u) { return u.name == t.name; });
+        const bool shadowed =
+            std::any_of(user.begin(), user.end(), [&t](const cost::Target &u) { return u.name == t.name; });
         if (window_only_.contains(qs(t.name)) && !shadowed) listed.push_back(t);
     }
     for (const cost::Target &u : user) window_only_.remove(qs(u.name));
@@ -557,7 +558,8 @@ void PlanController::writeTarget(const QString &name, std::function<store::Statu
     connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, name] {
         const QString error = watcher->result();
         watcher->deleteLater();
-        if (!error.isEmpty()) status_->showMessage(tr("Target %1: the session was not changed: %2").arg(name, error), 15000);
+        if (!error.isEmpty())
+            status_->showMessage(tr("Target %1: the session was not changed: %2").arg(name, error), 15000);
         emit targetStored(name, error);
     });
     // Off the GUI thread, as the session's other writes.
@@ -625,10 +627,6 @@ bool PlanController::isMeasuring() const {
     return worker_->isMeasuring();
 }
 
-std::optional<cost::Target> PlanController::measuredHost() const {
-    return host_;
-}
-
 bool PlanController::measureHost(bool then_plan) {
     if (worker_->measureHost(kHostThreads) == 0) return false;
     plan_after_measuring_ = then_plan;
@@ -678,10 +676,9 @@ void PlanController::onHostMeasured(quint64, const views::HostOutcome &outcome) 
         writeTarget(kHost, [json](store::Session &session) { return session.save_target("host", "measured", json); });
         kept = tr("kept in %1").arg(QFileInfo(session_->path()).fileName());
     }
-    status_->showMessage(tr("Measured the host CPU in %1 s: %2; %3")
-                             .arg(outcome.milliseconds / 1000, 0, 'f', 1)
-                             .arg(figures, kept),
-                         10000);
+    status_->showMessage(
+        tr("Measured the host CPU in %1 s: %2; %3").arg(outcome.milliseconds / 1000, 0, 'f', 1).arg(figures, kept),
+        10000);
     emit hostMeasured(true);
     if (then_plan && !startPlan()) emit planFinished(false);
 }

@@ -50,7 +50,6 @@ struct HostOutcome;
 struct PlanOutcome;
 }  // namespace tapestry::views
 
-
 namespace tapestry::studio {
 
 class CanvasController;
@@ -59,8 +58,8 @@ class SessionController;
 class PlanController : public QObject {
     Q_OBJECT
 public:
-    PlanController(views::GraphDocument *doc, CanvasController *canvas, SessionController *session,
-                   QStatusBar *status, QWidget *window);
+    PlanController(views::GraphDocument *doc, CanvasController *canvas, SessionController *session, QStatusBar *status,
+                   QWidget *window);
     ~PlanController() override;
 
     QDockWidget *planDock() const { return dock_; }
@@ -103,7 +102,7 @@ public:
     // session; `then_plan`: plans afterwards. False while a plan or measurement runs.
     bool measureHost(bool then_plan = false);
     // The host's measured target (none: not measured in this session or window).
-    std::optional<cost::Target> measuredHost() const;
+    const std::optional<cost::Target> &measuredHost() const { return host_; }
     // The plan shown (null: none yet, or the document was replaced) and the last error.
     std::shared_ptr<const plan::PlanResult> result() const { return result_; }
     QString lastError() const { return last_error_; }
@@ -198,11 +197,11 @@ private:
     QPointer<QDialog> editor_;
 
     std::vector<cost::Target> user_targets_;
-    QSet<QString> window_only_;                  // user copies made with no session open
-    std::optional<cost::Target> host_;           // the host as measured
-    QString host_when_;                          // when, as the list shows it
+    QSet<QString> window_only_;                 // user copies made with no session open
+    std::optional<cost::Target> host_;          // the host as measured
+    QString host_when_;                         // when, as the list shows it
     std::weak_ptr<store::Session> targets_of_;  // the session whose targets are listed
-    bool plan_after_measuring_ = false;
+    bool plan_after_measuring_ = false;         // the measurement running was asked for by Plan
     std::shared_ptr<const plan::PlanResult> result_;
     Graph planned_;           // the graph the plan shown was made from
     QString planned_target_;  // its target's name, as the combo shows it

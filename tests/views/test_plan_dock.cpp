@@ -2,10 +2,16 @@
 // on 4 × h100-sxm, with the dp baseline and with round-robin placement — the Gantt
 // has a row per device whose lanes hold exactly that device's steps of each
 // stream, the memory chart's peak is the summary's, the canvas colours the ops by
-// device, a click on a bar selects its node, and the exported plan reads back; the
-// host target refused with make_plan's message; a target copy refused with its
-// JSON path, then kept as a user target and planned on; Cancel back to idle; and
-// a Gantt of 10,000 bars painted and hit-tested quickly.
+// device, a click on a bar selects its node, and the exported plan reads back; a
+// copy of the unmeasured host refused with make_plan's message; a target copy
+// refused with its JSON path, then kept as a user target and planned on; Cancel
+// back to idle; and a Gantt of 10,000 bars painted and hit-tested quickly.
+//
+// The targets a session keeps (issue 15 item 1): a user copy saved in the session,
+// deleted from it, and listed again when the session is reopened; the host measured
+// on first use (the real probe, about a second), kept as the session's "measured"
+// target, measured again on request and planned on; Cancel during the measurement
+// back to idle with nothing stored.
 //
 // With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-plan.png.
 #include <QComboBox>
@@ -16,6 +22,7 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPointer>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSettings>
@@ -25,6 +32,7 @@
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QUndoStack>
 #include <QtTest/QtTest>
 #include <algorithm>
@@ -35,10 +43,12 @@
 #include "common/checked_size.h"
 #include "edit/editor.h"
 #include "plan/plan_file.h"
+#include "store/session.h"
 #include "studio_support.h"
 #include "views/graph_scene.h"
 #include "views/memory_chart.h"
 #include "views/plan_gantt.h"
+#include "views/plan_worker.h"
 
 using namespace tapestry;
 using namespace tapestry::views;
@@ -67,6 +77,32 @@ struct PlanWindow {
         plans->planDock()->show();
         plans->planDock()->raise();
         return true;
+    }
+
+    // Opens the session at `path` (a new one starts on the MLP example, saved into
+    // it) and waits until its project is laid out and its targets are listed.
+    bool openSession(const QString &path) {
+        w.resize(1600, 1000);
+        w.show();
+        if (!QTest::qWaitForWindowExposed(&w)) return false;
+        const bool fresh = !QFileInfo::exists(path);
+        QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+        QSignalSpy saved(w.sessions(), &SessionController::saved);
+        QSignalSpy listed(w.plans(), &PlanController::targetsLoaded);
+        if (!w.openSession(path).isEmpty()) return false;
+        if (ready.count() == 0 && !ready.wait(kTimeoutMs)) return false;
+        if (fresh && saved.count() == 0 && !saved.wait(kTimeoutMs)) return false;
+        if (listed.count() == 0 && !listed.wait(kTimeoutMs)) return false;
+        plans = w.plans();
+        plans->planDock()->show();
+        plans->planDock()->raise();
+        return listed.front().front().toString().isEmpty();
+    }
+
+    // The targets the open session holds, by name.
+    std::vector<store::TargetRecord> storedTargets() const {
+        auto records = w.sessions()->session()->targets();
+        return records ? *records : std::vector<store::TargetRecord>{};
     }
 
     // Sets the dock's fields and clicks Plan; the outcome (false if it never came).
@@ -98,6 +134,28 @@ QString withMemory(const QString &json, const QRegularExpression &memory, const 
     QString out = json;
     if (m.hasMatch()) out.replace(m.capturedStart(), m.capturedLength(), m.captured(1) + value);
     return out;
+}
+
+const QRegularExpression &memoryFigure() {
+    static const QRegularExpression memory(QStringLiteral("(\"memory_bytes\":\\s*\\{[^}]*\"value\":\\s*)[-+0-9.eE]+"));
+    return memory;
+}
+
+// Copies the built-in target `from` in the editor, names the copy `name`, gives it
+// `memory` bytes per device and clicks Save; false when the editor stayed open.
+bool saveCopy(PlanController *pc, const QString &from, const QString &name, const QString &memory) {
+    if (!pc->selectTarget(from)) return false;
+    QPointer<QDialog> editor = pc->openTargetEditor();
+    if (!editor) return false;
+    auto *text = editor->findChild<QPlainTextEdit *>(QStringLiteral("targetJson"));
+    auto *buttons = editor->findChild<QDialogButtonBox *>();
+    const QString copy_name = QStringLiteral("\"%1-copy\"").arg(from);
+    QString json = text->toPlainText();
+    if (!json.contains(copy_name)) return false;
+    json.replace(copy_name, QStringLiteral("\"%1\"").arg(name));
+    text->setPlainText(withMemory(json, memoryFigure(), memory));
+    QTest::mouseClick(buttons->button(QDialogButtonBox::Save), Qt::LeftButton);
+    return !editor || !editor->isVisible();
 }
 
 std::vector<int> barsOf(const PlanGantt &g, int device, plan::Stream stream) {
@@ -310,20 +368,27 @@ private slots:
         QVERIFY(!pc->summaryLabel()->text().endsWith(QStringLiteral("plan again")));
     }
 
-    void hostTargetShowsWhyItCannotPlan() {
+    void unmeasuredHostCopyShowsWhyItCannotPlan() {
         PlanWindow pw;
         QVERIFY(pw.open());
         PlanController *pc = pw.plans;
-        QVERIFY(!pw.plan(QStringLiteral("host"), 2, QStringLiteral("shard"), QStringLiteral("none")));
+        // Copying the host does not measure it: the copy has no figures to plan with.
+        QVERIFY(saveCopy(pc, QStringLiteral("host"), QStringLiteral("host-copy"), QStringLiteral("1073741824")));
+        QVERIFY(!pc->measuredHost());
+        QCOMPARE(pc->targetBox()->currentText(), QStringLiteral("host-copy (user)"));
+        QCOMPARE(pw.w.statusBar()->currentMessage(),
+                 QStringLiteral("Target host-copy kept as a user target in this window (no session is open)"));
+        QVERIFY(!pw.plan(QStringLiteral("host-copy (user)"), 2, QStringLiteral("shard"), QStringLiteral("none")));
         // make_plan's own words: the host target is measured before it plans.
-        QVERIFY2(pc->lastError().startsWith(QStringLiteral("target 'host' lacks")), qPrintable(pc->lastError()));
+        QVERIFY2(pc->lastError().startsWith(QStringLiteral("target 'host-copy' lacks")), qPrintable(pc->lastError()));
         QVERIFY(pc->lastError().contains(QStringLiteral("measure")));
         QVERIFY(pc->summaryLabel()->text().contains(pc->lastError().toHtmlEscaped()));
-        QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Plan failed: target 'host' lacks")));
+        QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Plan failed: target 'host-copy' lacks")));
         QVERIFY(!pc->result());
         QVERIFY(!pc->exportButton()->isEnabled());
         QCOMPARE(pc->gantt()->rowCount(), 0);
         QVERIFY(pc->planButton()->isEnabled());
+        QVERIFY(!pc->measuredHost());
     }
 
     void targetCopyIsValidatedAndPlannable() {
@@ -339,7 +404,7 @@ private slots:
         QVERIFY(text && error && buttons);
         const QString json = text->toPlainText();
         QVERIFY(json.contains(QStringLiteral("\"h100-sxm-copy\"")));
-        const QRegularExpression memory(QStringLiteral("(\"memory_bytes\":\\s*\\{[^}]*\"value\":\\s*)[-+0-9.eE]+"));
+        const QRegularExpression &memory = memoryFigure();
         QVERIFY(json.contains(memory));
 
         // A word where a number belongs: refused, the error names the JSON path; the dialog stays.
@@ -397,6 +462,210 @@ private slots:
         QTest::qWait(500);  // the planner's late result is dropped
         QVERIFY(!pc->result());
         QCOMPARE(finished.count(), 1);
+    }
+
+    void userTargetIsKeptInTheSession() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("targets.tapestry-session"));
+        {
+            PlanWindow pw;
+            QVERIFY(pw.openSession(path));
+            PlanController *pc = pw.plans;
+            QVERIFY(pc->userTargets().empty());
+            QSignalSpy stored(pc, &PlanController::targetStored);
+            QVERIFY(
+                saveCopy(pc, QStringLiteral("h100-sxm"), QStringLiteral("small-h100"), QStringLiteral("1073741824")));
+            QVERIFY(saveCopy(pc, QStringLiteral("h100-sxm"), QStringLiteral("scratch-h100"), QStringLiteral("2e9")));
+            QTRY_COMPARE_WITH_TIMEOUT(stored.count(), 2, kTimeoutMs);
+            QCOMPARE(stored.at(0), (QList<QVariant>{QStringLiteral("small-h100"), QString()}));
+            QCOMPARE(stored.at(1), (QList<QVariant>{QStringLiteral("scratch-h100"), QString()}));
+            QCOMPARE(pw.w.statusBar()->currentMessage(),
+                     QStringLiteral("Target scratch-h100 kept as a user target in targets.tapestry-session"));
+            std::vector<store::TargetRecord> records = pw.storedTargets();
+            QCOMPARE(records.size(), size_t{2});
+            QCOMPARE(records[1].name, std::string("small-h100"));  // by name
+            QCOMPARE(records[1].origin, std::string("user"));
+            auto kept = cost::parse_target(records[1].target_json, "stored");
+            QVERIFY2(kept, kept ? "" : kept.error().c_str());
+            QCOMPARE(kept->device.memory_bytes.value, 1073741824.0);
+
+            // A user target's editor offers Delete (a built-in's copy has nothing to delete);
+            // deleted, it leaves the list and the session.
+            QVERIFY(pc->selectTarget(QStringLiteral("h100-sxm")));
+            QPointer<QDialog> builtin = pc->openTargetEditor();
+            QVERIFY(builtin && !builtin->findChild<QPushButton *>(QStringLiteral("targetDelete")));
+            builtin->reject();
+            QVERIFY(pc->selectTarget(QStringLiteral("scratch-h100 (user)")));
+            QPointer<QDialog> editor = pc->openTargetEditor();
+            QVERIFY(editor);
+            QCOMPARE(editor->windowTitle(), QStringLiteral("Edit Target — scratch-h100 (user)"));
+            auto *remove = editor->findChild<QPushButton *>(QStringLiteral("targetDelete"));
+            QVERIFY(remove);
+            QTest::mouseClick(remove, Qt::LeftButton);
+            QTRY_VERIFY(!editor || !editor->isVisible());
+            QTRY_COMPARE_WITH_TIMEOUT(stored.count(), 3, kTimeoutMs);
+            QCOMPARE(stored.at(2), (QList<QVariant>{QStringLiteral("scratch-h100"), QString()}));
+            QCOMPARE(pw.w.statusBar()->currentMessage(),
+                     QStringLiteral("Target scratch-h100 deleted from targets.tapestry-session"));
+            QCOMPARE(pc->userTargets().size(), size_t{1});
+            QVERIFY(!pc->selectTarget(QStringLiteral("scratch-h100 (user)")));
+            QCOMPARE(pw.storedTargets().size(), size_t{1});
+        }
+        // Reopened in a new window: the copy is listed again and plans with its own memory.
+        PlanWindow again;
+        QVERIFY(again.openSession(path));
+        PlanController *pc = again.plans;
+        QCOMPARE(pc->userTargets().size(), size_t{1});
+        QCOMPARE(pc->userTargets().front().name, std::string("small-h100"));
+        QVERIFY(pc->targetBox()->findText(QStringLiteral("small-h100 (user)")) >= 0);
+        QCOMPARE(pc->targetBox()->findText(QStringLiteral("scratch-h100 (user)")), -1);
+        QVERIFY2(
+            again.plan(QStringLiteral("small-h100 (user)"), 2, QStringLiteral("round-robin"), QStringLiteral("none")),
+            qPrintable(pc->lastError()));
+        QCOMPARE(pc->result()->plan.target, std::string("small-h100"));
+        QCOMPARE(pc->capacity(), 1073741824.0);
+    }
+
+    void hostIsMeasuredOnFirstUseAndKeptInTheSession() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("host.tapestry-session"));
+        std::string first_measured_at;
+        {
+            PlanWindow pw;
+            QVERIFY(pw.openSession(path));
+            PlanController *pc = pw.plans;
+            QVERIFY(!pc->measuredHost());
+            QVERIFY(pc->selectTarget(QStringLiteral("host")));
+            QCOMPARE(pc->targetBox()->currentText(), QStringLiteral("host"));
+            auto *measure_button = pc->planDock()->findChild<QToolButton *>(QStringLiteral("planMeasureHost"));
+            QVERIFY(measure_button && measure_button->isVisible());
+            QCOMPARE(measure_button->text(), QStringLiteral("Measure Host"));
+            pc->devicesBox()->setValue(2);
+            pc->baselineBox()->setCurrentText(QStringLiteral("none"));
+            pc->placementBox()->setCurrentText(QStringLiteral("shard"));
+
+            // Plan with the host: it is measured first, with progress, the dock busy.
+            QSignalSpy measured(pc, &PlanController::hostMeasured);
+            QSignalSpy progress(pc->planWorker(), &PlanWorker::measureProgress);
+            QSignalSpy stored(pc, &PlanController::targetStored);
+            QSignalSpy finished(pc, &PlanController::planFinished);
+            QTest::mouseClick(pc->planButton(), Qt::LeftButton);
+            QVERIFY(pc->isMeasuring());
+            QVERIFY(pc->isPlanning());
+            QVERIFY(!pc->planButton()->isEnabled());
+            QVERIFY(pc->cancelButton()->isEnabled());
+            QVERIFY(pc->progressBar()->isVisible());
+            QCOMPARE(pc->progressBar()->maximum(), 100);
+            QVERIFY(
+                pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Measuring the host CPU on first use")));
+            QVERIFY(finished.count() > 0 || finished.wait(kTimeoutMs));
+            QCOMPARE(measured.count(), 1);
+            QCOMPARE(measured.front().front().toBool(), true);
+            QVERIFY2(finished.front().front().toBool(), qPrintable(pc->lastError()));
+            // The probe reported its steps in order, from 0 to done.
+            QVERIFY(progress.count() >= 3);
+            double last = -1;
+            for (const QList<QVariant> &p : progress) {
+                QVERIFY(p.at(1).toDouble() >= last);
+                last = p.at(1).toDouble();
+            }
+            QCOMPARE(progress.front().at(1).toDouble(), 0.0);
+            QCOMPARE(last, 1.0);
+            QVERIFY(!pc->progressBar()->isVisible());
+
+            // Planned on the measured figures.
+            const std::optional<cost::Target> host = pc->measuredHost();
+            QVERIFY(host);
+            QCOMPARE(host->missing_figures(), std::string());
+            QVERIFY(host->peak_flops(DType::f32) > 1e8);
+            QCOMPARE(pc->result()->plan.target, std::string("host"));
+            QCOMPARE(pc->capacity(), host->device.memory_bytes.value);
+            QVERIFY2(pw.w.statusBar()->currentMessage().contains(QStringLiteral(" on 2 × host in ")),
+                     qPrintable(pw.w.statusBar()->currentMessage()));
+            QVERIFY(pc->targetBox()->currentText().startsWith(QStringLiteral("host (measured ")));
+            QCOMPARE(measure_button->text(), QStringLiteral("Measure Host Again"));
+
+            // Kept in the session as its measured target, as `tapestry targets measure` keeps it.
+            QVERIFY(stored.count() > 0 || stored.wait(kTimeoutMs));
+            QCOMPARE(stored.front(), (QList<QVariant>{QStringLiteral("host"), QString()}));
+            std::vector<store::TargetRecord> records = pw.storedTargets();
+            QCOMPARE(records.size(), size_t{1});
+            QCOMPARE(records[0].name, std::string("host"));
+            QCOMPARE(records[0].origin, std::string("measured"));
+            auto kept = cost::parse_target(records[0].target_json, "stored");
+            QVERIFY2(kept, kept ? "" : kept.error().c_str());
+            QCOMPARE(kept->peak_flops(DType::f32), host->peak_flops(DType::f32));
+            QVERIFY2(kept->sources.at("measured").note.find("2 threads") != std::string::npos,
+                     kept->sources.at("measured").note.c_str());
+            first_measured_at = records[0].updated_at;
+
+            // Measure Host Again: measured anew, the session's record replaced.
+            QTest::mouseClick(measure_button, Qt::LeftButton);
+            QVERIFY(pc->isMeasuring());
+            QVERIFY(!pc->isPlanning());  // a measurement asked for by itself plans nothing
+            QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Measuring the host CPU again")));
+            QVERIFY(measured.count() > 1 || measured.wait(kTimeoutMs));
+            QCOMPARE(measured.at(1).front().toBool(), true);
+            QVERIFY2(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Measured the host CPU in ")),
+                     qPrintable(pw.w.statusBar()->currentMessage()));
+            QVERIFY(pw.w.statusBar()->currentMessage().endsWith(QStringLiteral("kept in host.tapestry-session")));
+            qInfo("%s", qPrintable(pw.w.statusBar()->currentMessage()));
+            QCOMPARE(finished.count(), 1);
+            QTRY_COMPARE_WITH_TIMEOUT(stored.count(), 2, kTimeoutMs);
+            records = pw.storedTargets();
+            QCOMPARE(records.size(), size_t{1});
+            QVERIFY(records[0].updated_at > first_measured_at);
+        }
+        // Reopened: the session's measurement is listed and planned on, not measured again.
+        PlanWindow again;
+        QVERIFY(again.openSession(path));
+        PlanController *pc = again.plans;
+        QVERIFY(pc->measuredHost());
+        QVERIFY(pc->selectTarget(QStringLiteral("host")));
+        QVERIFY(pc->targetBox()->currentText().startsWith(QStringLiteral("host (measured ")));
+        QSignalSpy measured(pc, &PlanController::hostMeasured);
+        QVERIFY2(again.plan(QStringLiteral("host"), 2, QStringLiteral("shard"), QStringLiteral("none")),
+                 qPrintable(pc->lastError()));
+        QCOMPARE(measured.count(), 0);
+        QCOMPARE(pc->result()->plan.target, std::string("host"));
+    }
+
+    void cancelDuringMeasurementStoresNothing() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("cancel.tapestry-session"));
+        PlanWindow pw;
+        QVERIFY(pw.openSession(path));
+        PlanController *pc = pw.plans;
+        QVERIFY(pc->selectTarget(QStringLiteral("host")));
+        QSignalSpy finished(pc, &PlanController::planFinished);
+        QSignalSpy measured(pc, &PlanController::hostMeasured);
+        QSignalSpy progress(pc->planWorker(), &PlanWorker::measureProgress);
+        QSignalSpy stored(pc, &PlanController::targetStored);
+        QVERIFY(pc->startPlan());
+        QVERIFY(pc->isMeasuring());
+        QVERIFY(progress.wait(kTimeoutMs));  // the probe is under way
+        QTest::mouseClick(pc->cancelButton(), Qt::LeftButton);
+        // Idle at once: both signals say so, the dock is ready for the next plan.
+        QCOMPARE(measured.count(), 1);
+        QCOMPARE(measured.front().front().toBool(), false);
+        QCOMPARE(finished.count(), 1);
+        QCOMPARE(finished.front().front().toBool(), false);
+        QVERIFY(!pc->isMeasuring());
+        QVERIFY(!pc->isPlanning());
+        QVERIFY(pc->planButton()->isEnabled());
+        QVERIFY(!pc->cancelButton()->isEnabled());
+        QVERIFY(!pc->progressBar()->isVisible());
+        QCOMPARE(pw.w.statusBar()->currentMessage(), QStringLiteral("Host measurement cancelled"));
+        // The probe stops at its next step; whatever it had measured is dropped.
+        QTRY_VERIFY_WITH_TIMEOUT(!pc->planWorker()->isWorking(), kTimeoutMs);
+        QTest::qWait(100);
+        QCOMPARE(measured.count(), 1);
+        QCOMPARE(finished.count(), 1);
+        QCOMPARE(stored.count(), 0);
+        QVERIFY(pw.storedTargets().empty());
+        QVERIFY(!pc->measuredHost());
+        QCOMPARE(pc->targetBox()->currentText(), QStringLiteral("host"));
+        QVERIFY(!pc->result());
     }
 
     void ganttOfTenThousandBarsStaysResponsive() {
