@@ -249,7 +249,7 @@ void MainWindow::createRunMenu() {
     run->addSeparator();
     run->addAction(stages_->runPipelineAction());
     run->addSeparator();
-    run->addActions({plan_->planAction(), plan_->exportAction()});
+    run->addActions({plan_->planAction(), plan_->exportAction(), plan_->measureHostAction()});
 }
 
 void MainWindow::createViewAndHelpMenus() {
