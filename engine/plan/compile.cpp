@@ -24,6 +24,7 @@ struct Pending {  // a region before buffers exist
     int tensor;  // graph tensor index
     ZRange box;  // a box computed here (transfers, collectives) …
     const ZRange *ref = nullptr;  // … or one of the cached pieces' selections, copied once into the plan
+    int buffer = -1;              // set when the buffers are made
     const ZRange &get() const { return ref ? *ref : box; }
 };
 
@@ -509,6 +510,9 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     const DependencyOrder order = dependency_order(g_);
     if (!order.cyclic.empty())
         return unexpected("the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
+    size_t pieces_total = 0;
+    for (const Operation *op : order.order) pieces_total += std::max<size_t>(1, op->shards.size());
+    steps_.reserve(pieces_total * 2);  // kernels, and about as many copies and transfers at most on the usual plans
     for (const Operation *op : order.order) {
         if (op->kind == "move") {
             auto r = lower_move(*op);
@@ -532,11 +536,12 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     buffer_of.reserve(steps_.size() * 2);
     const std::int64_t tensors = static_cast<std::int64_t>(g_.tensors().size());
     auto key_of = [&](const Pending &p) { return static_cast<std::int64_t>(p.device) * tensors + p.tensor; };
-    auto touch = [&](const Pending &p) {
+    auto touch = [&](Pending &p) {
         const std::int64_t key = key_of(p);
         const auto it = buffer_of.find(key);
         if (it == buffer_of.end()) {
-            buffer_of.emplace(key, static_cast<int>(plan.buffers.size()));
+            p.buffer = static_cast<int>(plan.buffers.size());
+            buffer_of.emplace(key, p.buffer);
             Buffer b;
             b.device = p.device;
             const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
@@ -551,13 +556,14 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             }
             plan.buffers.push_back(std::move(b));
         } else {
+            p.buffer = it->second;
             Buffer &b = plan.buffers[static_cast<size_t>(it->second)];
             if (!b.region.contains(p.get())) b.region = b.region.bounding(p.get());
         }
     };
-    for (const PendingStep &s : steps_) {
-        for (const Pending &p : s.reads) touch(p);
-        for (const Pending &p : s.writes) touch(p);
+    for (PendingStep &s : steps_) {
+        for (Pending &p : s.reads) touch(p);
+        for (Pending &p : s.writes) touch(p);
     }
     for (Buffer &b : plan.buffers) {
         b.bytes = size_mul(b.region.size(), dtype_bytes(b.dtype));
@@ -566,7 +572,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
         }
     }
-    auto region = [&](Pending &p) { return Region{buffer_of.at(key_of(p)), p.ref ? *p.ref : std::move(p.box)}; };
+    auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? *p.ref : std::move(p.box)}; };
     plan.steps.reserve(steps_.size());
     for (PendingStep &s : steps_) {
         Step step = std::move(s.step);

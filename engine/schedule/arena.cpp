@@ -1,6 +1,7 @@
 #include "schedule/arena.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace tapestry::schedule {
@@ -12,74 +13,65 @@ Packing pack_intervals(const std::vector<Interval> &intervals) {
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return intervals[a].bytes > intervals[b].bytes; });
-    std::vector<size_t> placed;
-    std::vector<std::pair<std::size_t, std::size_t>> busy;
+    std::vector<size_t> placed;  // by offset: the live neighbours come out in offset order
     for (size_t i : order) {
         const Interval &t = intervals[i];
-        busy.clear();
-        for (size_t j : placed) {
-            const Interval &u = intervals[j];
-            if (u.first <= t.last && t.first <= u.last)
-                busy.emplace_back(out.offsets[j], arena_add(out.offsets[j], align_up(u.bytes)));
-        }
-        std::sort(busy.begin(), busy.end());
         std::size_t offset = 0;
         const std::size_t need = align_up(t.bytes);
-        for (const auto &[b, e] : busy) {
+        for (size_t j : placed) {
+            const Interval &u = intervals[j];
+            if (u.first > t.last || t.first > u.last) continue;  // never alive together
+            const std::size_t b = out.offsets[j], e = arena_add(b, align_up(u.bytes));
             if (arena_add(offset, need) <= b) break;
             offset = std::max(offset, e);
         }
         out.offsets[i] = offset;
         out.total = std::max(out.total, arena_add(offset, need));
-        placed.push_back(i);
+        placed.insert(std::upper_bound(placed.begin(), placed.end(), offset,
+                                       [&](std::size_t v, size_t j) { return v < out.offsets[j]; }),
+                      i);
     }
     return out;
 }
 
 std::vector<std::vector<int>> reuse_predecessors(const std::vector<Interval> &intervals, const Packing &packing) {
+    // Buffers that share bytes are never alive together, so walking them in the
+    // order they start and painting each one's bytes over an interval map leaves,
+    // on every byte, the latest buffer that used it: exactly the predecessors.
     const size_t n = intervals.size();
     std::vector<std::vector<int>> out(n);
-    auto end_of = [&](size_t i) { return arena_add(packing.offsets[i], align_up(intervals[i].bytes)); };
-    // Buffers by offset, to find those sharing bytes without looking at all pairs.
-    std::vector<size_t> by_offset(n);
-    std::iota(by_offset.begin(), by_offset.end(), size_t{0});
-    std::sort(by_offset.begin(), by_offset.end(), [&](size_t a, size_t b) { return packing.offsets[a] < packing.offsets[b]; });
-    std::size_t widest = 0;
-    for (size_t i = 0; i < n; ++i) widest = std::max(widest, align_up(intervals[i].bytes));
-    std::vector<size_t> candidates;
-    std::vector<std::pair<std::size_t, std::size_t>> covered;
-    for (size_t b = 0; b < n; ++b) {
-        const std::size_t lo = packing.offsets[b], hi = end_of(b);
-        if (lo == hi) continue;
-        candidates.clear();
-        // Every buffer starting in [lo − widest, hi) may share bytes with b.
-        const std::size_t from = lo > widest ? lo - widest : 0;
-        auto it = std::lower_bound(by_offset.begin(), by_offset.end(), from,
-                                   [&](size_t i, std::size_t v) { return packing.offsets[i] < v; });
-        for (; it != by_offset.end() && packing.offsets[*it] < hi; ++it) {
-            const size_t a = *it;
-            if (a != b && intervals[a].last < intervals[b].first && end_of(a) > lo) candidates.push_back(a);
+    std::vector<size_t> by_start(n);
+    std::iota(by_start.begin(), by_start.end(), size_t{0});
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [&](size_t a, size_t b) { return intervals[a].first < intervals[b].first; });
+    struct Segment {
+        std::size_t end;
+        int owner;
+    };
+    std::map<std::size_t, Segment> painted;  // start → [start, end) last used by owner
+    for (size_t b : by_start) {
+        const std::size_t lo = packing.offsets[b], hi = arena_add(lo, align_up(intervals[b].bytes));
+        if (lo >= hi) continue;
+        auto it = painted.upper_bound(lo);
+        if (it != painted.begin()) --it;
+        std::vector<int> &pred = out[b];
+        std::vector<std::pair<std::size_t, Segment>> keep;  // the parts of cut segments outside [lo, hi)
+        while (it != painted.end() && it->first < hi) {
+            const std::size_t s = it->first, e = it->second.end;
+            const int owner = it->second.owner;
+            if (e <= lo) {
+                ++it;
+                continue;
+            }
+            if (intervals[static_cast<size_t>(owner)].last < intervals[b].first &&
+                std::find(pred.begin(), pred.end(), owner) == pred.end())
+                pred.push_back(owner);
+            if (s < lo) keep.push_back({s, Segment{lo, owner}});
+            if (e > hi) keep.push_back({hi, Segment{e, owner}});
+            it = painted.erase(it);
         }
-        std::sort(candidates.begin(), candidates.end(),
-                  [&](size_t x, size_t y) { return intervals[x].last > intervals[y].last; });
-        covered.clear();
-        for (size_t a : candidates) {
-            const std::size_t s = std::max(lo, packing.offsets[a]), e = std::min(hi, end_of(a));
-            // Is [s, e) already under later buffers?
-            std::size_t at = s;
-            for (const auto &[cs, ce] : covered)
-                if (cs <= at && ce > at) at = ce;
-            if (at >= e) continue;
-            out[b].push_back(static_cast<int>(a));
-            covered.emplace_back(s, e);
-            std::sort(covered.begin(), covered.end());
-            // Merge touching intervals so that one pass above finds the cover.
-            std::vector<std::pair<std::size_t, std::size_t>> merged;
-            for (const auto &c : covered)
-                if (!merged.empty() && c.first <= merged.back().second) merged.back().second = std::max(merged.back().second, c.second);
-                else merged.push_back(c);
-            covered.swap(merged);
-        }
+        for (const auto &[s, seg] : keep) painted.emplace(s, seg);
+        painted.emplace(lo, Segment{hi, static_cast<int>(b)});
     }
     return out;
 }
