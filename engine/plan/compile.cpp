@@ -145,7 +145,10 @@ private:
     Expected<bool, std::string> lower_reduction(const Operation &move, const Operation &reduce);
     Expected<std::monostate, std::string> lower_move(const Operation &move);
     Expected<std::monostate, std::string> add_kernels(const Operation &op);
-    void add(PendingStep s) { steps_.push_back(std::move(s)); }
+    void add(PendingStep s) {
+        steps_.push_back(std::move(s.step));
+        regions_.push_back({std::move(s.reads), std::move(s.writes)});
+    }
     int tensor_index(const TensorId &id) const { return g_.tensor_index(id); }
     bool available(int device, int tensor, const ZRange &box) const {
         const auto it = available_.find({device, tensor});
@@ -159,7 +162,8 @@ private:
     const cost::Model &model_;
     const OpLibrary &lib_;
     std::map<std::string, int> device_index_;
-    std::vector<PendingStep> steps_;
+    std::vector<Step> steps_;  // the plan's steps, their regions still pending:
+    std::vector<std::pair<std::vector<Pending>, std::vector<Pending>>> regions_;  // (reads, writes) per step
     std::map<std::pair<int, int>, std::vector<ZRange>> available_;  // (device, tensor) → boxes a collective left there
     std::set<std::string> lowered_;                                   // reduces a collective replaced
     std::vector<Pending> outputs_;                                    // graph output pieces
@@ -512,7 +516,8 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
         return unexpected("the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
     size_t pieces_total = 0;
     for (const Operation *op : order.order) pieces_total += std::max<size_t>(1, op->shards.size());
-    steps_.reserve(pieces_total * 2);  // kernels, and about as many copies and transfers at most on the usual plans
+    steps_.reserve(pieces_total * 2);
+    regions_.reserve(pieces_total * 2);  // kernels, and about as many copies and transfers at most on the usual plans
     for (const Operation *op : order.order) {
         if (op->kind == "move") {
             auto r = lower_move(*op);
@@ -561,9 +566,9 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             if (!b.region.contains(p.get())) b.region = b.region.bounding(p.get());
         }
     };
-    for (PendingStep &s : steps_) {
-        for (Pending &p : s.reads) touch(p);
-        for (Pending &p : s.writes) touch(p);
+    for (auto &[reads, writes] : regions_) {
+        for (Pending &p : reads) touch(p);
+        for (Pending &p : writes) touch(p);
     }
     for (Buffer &b : plan.buffers) {
         b.bytes = size_mul(b.region.size(), dtype_bytes(b.dtype));
@@ -573,14 +578,14 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
         }
     }
     auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? *p.ref : std::move(p.box)}; };
-    plan.steps.reserve(steps_.size());
-    for (PendingStep &s : steps_) {
-        Step step = std::move(s.step);
-        step.reads.reserve(s.reads.size());
-        step.writes.reserve(s.writes.size());
-        for (Pending &p : s.reads) step.reads.push_back(region(p));
-        for (Pending &p : s.writes) step.writes.push_back(region(p));
-        plan.steps.push_back(std::move(step));
+    plan.steps = std::move(steps_);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        Step &step = plan.steps[i];
+        auto &[reads, writes] = regions_[i];
+        step.reads.reserve(reads.size());
+        step.writes.reserve(writes.size());
+        for (Pending &p : reads) step.reads.push_back(region(p));
+        for (Pending &p : writes) step.writes.push_back(region(p));
     }
     for (const Pending &p : outputs_) {
         const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
