@@ -1072,6 +1072,10 @@ def project_commands(case, path, op, allow_outside=False):
          + extra, d, None),
         ("session import (project)", ["session", "import", os.path.join(d, "new.tapestry-session"), path]
          + extra, d, None),
+        ("plan --baseline dp", ["plan", path, "--target", "h100", "--devices", "2", "--baseline", "dp",
+                                "-o", os.path.join(d, "p.plan.json")], d, None),
+        ("plan --placement round-robin", ["plan", path, "--target", "a100", "--devices", "4",
+                                          "--placement", "round-robin", "--json"], d, None),
     ]
 
 
