@@ -102,6 +102,7 @@ struct PlanOptions {
     std::string project;
     std::string pipeline;
     std::vector<std::string> shard_specs;
+    int stage = -1;
     std::string target = "h100-sxm";
     int devices = 1;
     int nodes = 0;
@@ -126,6 +127,10 @@ int plan_command(const PlanOptions &o) {
             return kExitUsage;
         }
         request.baseline = *b;
+    }
+    if (o.stage > 0 && o.pipeline.empty()) {
+        std::cerr << "tapestry: --stage " << o.stage << " needs --pipeline (stage 0 is the project itself)\n";
+        return kExitUsage;
     }
     std::optional<Pipeline> pipeline;
     if (!o.pipeline.empty()) {
@@ -155,14 +160,20 @@ int plan_command(const PlanOptions &o) {
             report_error(o.project, stages->empty() ? std::string("pipeline failed") : stages.error());
             return kExitInvalid;
         }
-        const Stage &last = stages->back();
+        const int chosen = o.stage >= 0 ? o.stage : static_cast<int>(stages->size()) - 1;
+        if (chosen >= static_cast<int>(stages->size())) {
+            std::cerr << "tapestry: --stage " << o.stage << ": the pipeline has stages 0 to " << stages->size() - 1
+                      << "\n";
+            return kExitUsage;
+        }
+        const Stage &last = (*stages)[static_cast<size_t>(chosen)];
         if (last.certificate.certified() && !last.certificate.pass()) {
-            report_error(o.project, "stage " + std::to_string(stages->size() - 1) + " (" + last.pass +
+            report_error(o.project, "stage " + std::to_string(chosen) + " (" + last.pass +
                                         ") failed its certificate: " + last.certificate.badge());
             return kExitInvalid;
         }
         g = last.graph;
-        request.source.stage = static_cast<int>(stages->size()) - 1;
+        request.source.stage = chosen;
         request.source.pass = last.pass;
         request.source.options = last.options;
         request.source.certificate = last.certificate.badge();
@@ -346,6 +357,8 @@ void add_plan_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
     cmd->add_option("--pipeline", o->pipeline, "Passes to run first, comma-separated (substitute, shard, fuse); the plan is made from the last stage");
     cmd->add_option("--shard", o->shard_specs, "Shard spec for --pipeline's shard pass ('op:dim=parts'); repeatable");
+    cmd->add_option("--stage", o->stage, "Plan this stage of --pipeline (0: the project itself; default: the last)")
+        ->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--target", o->target, "Built-in target (tapestry targets) or a target file; 'host' is measured first")
         ->capture_default_str();
     cmd->add_option("--devices", o->devices, "Devices of the cluster")->capture_default_str()->check(CLI::Range(1, 65536));

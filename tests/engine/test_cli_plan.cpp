@@ -70,6 +70,23 @@ private slots:
         QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
         QVERIFY(r.out.contains("placement round-robin"));
     }
+    void planAChosenStage() {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("p.json");
+        auto r = cli({"plan", project("mlp"), "--pipeline", "shard,fuse", "--shard", "fc2:0=2", "--stage", "1",
+                      "--target", "h100", "--devices", "2", "-o", out});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        auto p = plan::load_plan(out.toStdString());
+        QVERIFY(p.has_value());
+        QCOMPARE(p->source.stage, 2);  // stage 1 (shard), then the place stage
+        for (const plan::Step &s : p->steps) QVERIFY(s.op_kind != "fused");  // stage 2 (fuse) not taken
+        r = cli({"plan", project("mlp"), "--pipeline", "shard", "--shard", "fc2:0=2", "--stage", "5", "--target", "h100"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("the pipeline has stages 0 to 1"), qPrintable(r.err));
+        r = cli({"plan", project("mlp"), "--stage", "1", "--target", "h100"});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.err.contains("needs --pipeline"));
+    }
     void refusalsNameWhatIsWrong() {
         auto r = cli({"plan", project("mlp"), "--target", "tpu9", "--devices", "2"});
         QCOMPARE(r.code, 2);
