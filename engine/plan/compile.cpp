@@ -23,7 +23,7 @@ struct Pending {  // a region before buffers exist
     int device;
     int tensor;  // graph tensor index
     ZRange box;  // a box computed here (transfers, collectives) …
-    const ZRange *ref = nullptr;  // … or one of the cached pieces' selections, copied once into the plan
+    ZRange *ref = nullptr;  // … or one of the cached pieces' selections, which the plan takes over at the end
     int buffer = -1;              // set when the buffers are made
     const ZRange &get() const { return ref ? *ref : box; }
 };
@@ -104,6 +104,14 @@ PendingStep collective_step(const Operation &move, const char *collective, const
     return s;
 }
 
+// Whether two boxes have one shape (without building the shapes).
+bool same_shape(const ZRange &a, const ZRange &b) {
+    if (a.rank() != b.rank()) return false;
+    for (int d = 0; d < a.rank(); ++d)
+        if (a.extent(d) != b.extent(d)) return false;
+    return true;
+}
+
 // The box with dim 0 set to [lo, hi).
 ZRange with_dim0(const ZRange &r, Coord lo, Coord hi) {
     ZPoint s = r.start(), e = r.end();
@@ -133,7 +141,7 @@ public:
 private:
     Expected<int, std::string> device_of(const Operation &op, size_t k) const;
     // Each op's pieces, resolved once.
-    Expected<const std::vector<Piece> *, std::string> pieces(const Operation &op);
+    Expected<std::vector<Piece> *, std::string> pieces(const Operation &op);
     Expected<std::vector<Piece>, std::string> make_pieces(const Operation &op);
     const std::vector<OpId> &producers(const TensorId &t) const { return lookup(producers_, t); }
     const std::vector<OpId> &consumers(const TensorId &t) const { return lookup(consumers_, t); }
@@ -191,7 +199,7 @@ Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) co
     return it->second;
 }
 
-Expected<const std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op) {
+Expected<std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op) {
     const auto it = pieces_.find(op.id.value);
     if (it != pieces_.end()) return &it->second;
     auto made = make_pieces(op);
@@ -209,13 +217,46 @@ Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation 
     }
     auto d = resolve(g_, op, lib_);
     if (!d) return unexpected("operation '" + op.id.value + "' does not resolve: " + d.error().message);
+    // Projections are affine: a piece of the same shape as the first reads and
+    // writes the first's boxes moved by A·(its start − the first's start) — unless
+    // a projection is clipped at its operand's edge.
+    bool clipped = false;
+    for (const auto *side : {&d->signature.inputs, &d->signature.outputs})
+        for (const PortProjections &pp : *side)
+            for (const OperandProjection &o : pp.operands) clipped = clipped || o.clipped;
+    auto moved = [](const std::vector<PortBinding> &first, const std::vector<PortProjections> &ports, const ZPoint &delta) {
+        std::vector<PortBinding> out_side = first;
+        for (PortBinding &b : out_side) {
+            const PortProjections *pp = nullptr;
+            for (const PortProjections &cand : ports)
+                if (cand.port == b.name) pp = &cand;
+            for (size_t i = 0; i < b.selections.size(); ++i) {
+                const ZMatrix &a = pp->operands[i].projection.map().matrix();
+                std::vector<Coord> shift(static_cast<size_t>(a.rows()), 0);
+                for (int r = 0; r < a.rows(); ++r)
+                    for (int c = 0; c < a.cols(); ++c) shift[static_cast<size_t>(r)] += a.at(r, c) * delta[c];
+                b.selections[i].range = b.selections[i].range.translated(ZPoint(std::move(shift)));
+            }
+        }
+        return out_side;
+    };
+    int first = -1;
     for (size_t k = 0; k < op.shards.size(); ++k) {
         auto dev = device_of(op, k);
         if (!dev) return unexpected(dev.error());
         const Shard &s = op.shards[k];
         if (s.index.empty()) continue;
+        if (!clipped && first >= 0 && same_shape(s.index, out[static_cast<size_t>(first)].index)) {
+            const Piece &f = out[static_cast<size_t>(first)];
+            const ZPoint delta = s.index.start() - f.index.start();
+            Piece p{s.id.value, *dev, s.index, moved(f.inputs, d->signature.inputs, delta),
+                    moved(f.outputs, d->signature.outputs, delta)};
+            out.push_back(std::move(p));
+            continue;
+        }
         ShardSelections sel = derive_shard_selections(g_, op, d->signature, s.index);
         out.push_back(Piece{s.id.value, *dev, s.index, std::move(sel.inputs), std::move(sel.outputs)});
+        if (first < 0) first = static_cast<int>(out.size()) - 1;
     }
     return out;
 }
@@ -234,14 +275,14 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         if (auto chain = parse_fused_chain(op.params))
             for (const FusedMember &m : chain->members) fused.push_back(m.kind);
     const char *kclass = class_of(*def, op);
-    std::vector<std::pair<ZPoint, OpCost>> costs;
+    std::vector<std::pair<ZRange, OpCost>> costs;  // by piece shape
     bool clipped = false;
     for (const PortProjections &pp : rel->signature.inputs)
         for (const OperandProjection &o : pp.operands) clipped = clipped || o.clipped;
     DType dtype = DType::f32;
     for (const TensorId &t : op.output_tensors())
         if (const Tensor *tt = g_.find_tensor(t)) dtype = tt->dtype;
-    for (const Piece &p : **ps) {
+    for (Piece &p : **ps) {
         PendingStep s;
         s.step.kind = StepKind::kernel;
         s.step.stream = Stream::compute;
@@ -255,10 +296,10 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         // Pieces of one shape cost the same (projections are affine) unless a read is
         // clipped at the operand's edge: ask the library once per shape.
         auto cached = clipped ? costs.end() : std::find_if(costs.begin(), costs.end(), [&](const auto &e) {
-            return e.first == p.index.shape();
+            return same_shape(e.first, p.index);
         });
         if (cached == costs.end()) {
-            costs.emplace_back(p.index.shape(), lib_.cost(*def, op.params, *rel, *types, p.index));
+            costs.emplace_back(p.index, lib_.cost(*def, op.params, *rel, *types, p.index));
             cached = costs.end() - 1;
         }
         const OpCost &c = cached->second;
@@ -267,12 +308,12 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         size_t nin = 0;
         for (const PortBinding &b : p.inputs) nin += b.selections.size();
         s.reads.reserve(nin);
-        for (const PortBinding &b : p.inputs)
-            for (const TensorSelection &sel : b.selections)
+        for (PortBinding &b : p.inputs)
+            for (TensorSelection &sel : b.selections)
                 if (!sel.range.empty() || sel.range.rank() == 0)
                     s.reads.push_back(Pending{p.device, tensor_index(sel.tensor), {}, &sel.range});
-        for (const PortBinding &b : p.outputs)
-            for (const TensorSelection &sel : b.selections) {
+        for (PortBinding &b : p.outputs)
+            for (TensorSelection &sel : b.selections) {
                 if (sel.range.empty() && sel.range.rank() != 0) continue;
                 const Pending w{p.device, tensor_index(sel.tensor), {}, &sel.range};
                 s.writes.push_back(w);
@@ -577,7 +618,13 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
             if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
         }
     }
-    auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? *p.ref : std::move(p.box)}; };
+    for (const Pending &p : outputs_) {
+        const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
+        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at(key_of(p)), p.get()});
+    }
+    // The steps take their boxes: a cached piece's selection belongs to exactly one
+    // step (its kernel), and nothing reads the cache after this.
+    auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? std::move(*p.ref) : std::move(p.box)}; };
     plan.steps = std::move(steps_);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
         Step &step = plan.steps[i];
@@ -586,10 +633,6 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
         step.writes.reserve(writes.size());
         for (Pending &p : reads) step.reads.push_back(region(p));
         for (Pending &p : writes) step.writes.push_back(region(p));
-    }
-    for (const Pending &p : outputs_) {
-        const Tensor &t = *g_.tensors()[static_cast<size_t>(p.tensor)];
-        plan.outputs.push_back(OutputPiece{t.id, buffer_of.at(key_of(p)), p.get()});
     }
 
     // Lifetimes in plan order, arena offsets per device, then dependencies
@@ -630,6 +673,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     }
     std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i) {
+        accesses[i].reserve(plan.steps[i].reads.size() + plan.steps[i].writes.size());
         for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
         for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
     }

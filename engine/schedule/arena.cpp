@@ -83,13 +83,18 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
         const Access *access;
     };
     std::vector<std::vector<Seen>> by_resource;
+    int top = -1;
+    for (const auto &step : steps)
+        for (const Access &a : step) top = std::max(top, a.resource);
+    by_resource.resize(static_cast<size_t>(top + 1));
     auto list = [&](int r) -> std::vector<Seen> & {
         if (static_cast<size_t>(r) >= by_resource.size()) by_resource.resize(static_cast<size_t>(r) + 1);
         return by_resource[static_cast<size_t>(r)];
     };
     std::vector<std::vector<int>> deps(steps.size());
+    std::vector<int> d;  // one buffer for every step's candidates
     for (size_t j = 0; j < steps.size(); ++j) {
-        std::vector<int> &d = deps[j];
+        d.clear();
         for (const Access &b : steps[j]) {
             for (const Seen &s : list(b.resource)) {
                 const Access &a = *s.access;
@@ -106,6 +111,7 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
         }
         std::sort(d.begin(), d.end());
         d.erase(std::unique(d.begin(), d.end()), d.end());
+        deps[j].assign(d.begin(), d.end());
         for (const Access &b : steps[j]) list(b.resource).push_back(Seen{static_cast<int>(j), &b});
     }
     return deps;
