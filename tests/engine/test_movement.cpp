@@ -22,31 +22,7 @@ using namespace tapestry;
 namespace {
 
 std::string small_mlp_text(int batch) {
-    std::string t = R"({"format": "tapestry-project", "version": 1, "name": "small mlp", "tensors": [
-      {"id": "x", "dtype": "f32", "shape": [B, 6], "role": "input"},
-      {"id": "w1", "dtype": "f32", "shape": [6, 12], "role": "parameter"},
-      {"id": "b1", "dtype": "f32", "shape": [12], "role": "parameter"},
-      {"id": "h1", "dtype": "f32", "shape": [B, 12], "role": "intermediate"}, {"id": "a1", "dtype": "f32", "shape": [B, 12], "role": "intermediate"},
-      {"id": "w2", "dtype": "f32", "shape": [12, 12], "role": "parameter"},
-      {"id": "b2", "dtype": "f32", "shape": [12], "role": "parameter"},
-      {"id": "h2", "dtype": "f32", "shape": [B, 12], "role": "intermediate"}, {"id": "a2", "dtype": "f32", "shape": [B, 12], "role": "intermediate"},
-      {"id": "w3", "dtype": "f32", "shape": [12, 12], "role": "parameter"},
-      {"id": "b3", "dtype": "f32", "shape": [12], "role": "parameter"},
-      {"id": "h3", "dtype": "f32", "shape": [B, 12], "role": "intermediate"}, {"id": "a3", "dtype": "f32", "shape": [B, 12], "role": "intermediate"},
-      {"id": "w4", "dtype": "f32", "shape": [12, 6], "role": "parameter"},
-      {"id": "b4", "dtype": "f32", "shape": [6], "role": "parameter"},
-      {"id": "y", "dtype": "f32", "shape": [B, 6], "role": "output"}],
-     "operations": [
-      {"id": "fc1", "kind": "linear", "inputs": {"x": "x", "w": "w1", "bias": "b1"}, "outputs": {"y": "h1"}},
-      {"id": "gelu1", "kind": "gelu", "inputs": {"x": "h1"}, "outputs": {"y": "a1"}},
-      {"id": "fc2", "kind": "linear", "inputs": {"x": "a1", "w": "w2", "bias": "b2"}, "outputs": {"y": "h2"}},
-      {"id": "relu2", "kind": "relu", "inputs": {"x": "h2"}, "outputs": {"y": "a2"}},
-      {"id": "fc3", "kind": "linear", "inputs": {"x": "a2", "w": "w3", "bias": "b3"}, "outputs": {"y": "h3"}},
-      {"id": "gelu3", "kind": "gelu", "inputs": {"x": "h3"}, "outputs": {"y": "a3"}},
-      {"id": "fc4", "kind": "linear", "inputs": {"x": "a3", "w": "w4", "bias": "b4"}, "outputs": {"y": "y"}}]})";
-    for (size_t p = t.find("[B,"); p != std::string::npos; p = t.find("[B,"))
-        t.replace(p + 1, 1, std::to_string(batch));
-    return t;
+    return test::mlp_project_text(batch);
 }
 
 // x[N, C, H, W] → conv c1 (K1 filters R×R, padding R/2) → t → conv c2 (K2 filters) → y.
