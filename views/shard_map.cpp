@@ -340,7 +340,7 @@ void ShardMapWidget::setTensor(const QString &tensor_id) {
     row_dim_ = col_dim_ = -1;
     if (t) {
         const int rank = t->range.rank();
-        fixed_ = t->range.start().coords();
+        fixed_ = t->range.start().to_vector();
         if (rank >= 2) {
             row_dim_ = rank - 2;
             col_dim_ = rank - 1;

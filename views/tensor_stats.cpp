@@ -87,7 +87,7 @@ bool is_image_shaped(const std::vector<std::int64_t> &shape) {
 TensorSummary summarize_tensor(const TensorData &t, int bins) {
     TensorSummary s;
     s.dtype = t.dtype;
-    s.shape = t.shape.coords();
+    s.shape = t.shape.to_vector();
     s.count = t.element_count();
     const Reader at(t);
 

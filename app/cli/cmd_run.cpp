@@ -116,7 +116,7 @@ int run_command(const RunCommandOptions &o) {
             j["outputs"].push_back({{"tensor", t->id.value},
                                     {"name", t->name},
                                     {"dtype", std::string(dtype_name(it->second.dtype))},
-                                    {"shape", it->second.shape.coords()},
+                                    {"shape", it->second.shape.to_vector()},
                                     {"min", s.min},
                                     {"max", s.max},
                                     {"mean", s.mean},

@@ -107,7 +107,7 @@ int run_show(const std::string &file, bool json) {
             j["tensors"].push_back({{"id", t->id.value},
                                     {"name", t->name},
                                     {"dtype", std::string(dtype_name(t->dtype))},
-                                    {"shape", t->shape().coords()},
+                                    {"shape", t->shape().to_vector()},
                                     {"range", t->range.to_string()},
                                     {"role", std::string(role_name(t->role))},
                                     {"bytes", t->bytes()}});

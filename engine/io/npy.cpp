@@ -496,7 +496,7 @@ Expected<TensorData, std::string> read_npy(const std::filesystem::path &path, bo
 
 std::string to_npy(const TensorData &t) {
     std::string dict = "{'descr': '" + descr_of(t.dtype) +
-                       "', 'fortran_order': False, 'shape': " + shape_text(t.shape.coords()) + ", }";
+                       "', 'fortran_order': False, 'shape': " + shape_text(t.shape.to_vector()) + ", }";
     // NumPy pads the header with spaces so that the data starts at a multiple of 64.
     size_t prefix = kMagic.size() + 2 + 2;
     size_t total = prefix + dict.size() + 1;

@@ -316,7 +316,7 @@ Value Importer::reshape(const Value &v, const ZPoint &shape, const std::string &
         alias(onnx_output, v);
         return v;
     }
-    return emit("reshape", Params{{"shape", shape.coords()}}, {{"x", {v}}}, onnx_output, suffix);
+    return emit("reshape", Params{{"shape", shape.to_vector()}}, {{"x", {v}}}, onnx_output, suffix);
 }
 
 // ---- node mappings ----------------------------------------------------------------------
@@ -587,7 +587,7 @@ void Importer::map_matmul() {
         return;
     }
     const Value y = emit("matmul", {}, {{"a", {a}}, {"b", {b}}}, "", "matmul");
-    std::vector<Coord> dims = y.shape.coords();
+    std::vector<Coord> dims = y.shape.to_vector();
     if (b_vector) dims.erase(dims.end() - 1);
     if (a_vector) dims.erase(dims.end() - 1 - (b_vector ? 0 : 1));
     reshape(y, ZPoint(dims), node_->output(0), "");
@@ -735,7 +735,7 @@ void Importer::map_reshape() {
     // A reshaped constant stays a constant (its bytes do not move).
     const TensorData *c = constant(node_->input(0));
     const ZPoint x_shape = c ? c->shape : operand(node_->input(0)).shape;
-    const std::vector<Coord> in = x_shape.coords();
+    const std::vector<Coord> in = x_shape.to_vector();
     const int rank = static_cast<int>(in.size());
     std::vector<Coord> dims;
     auto norm_axis = [&](std::int64_t a, int r, const std::string &what) {
@@ -1312,7 +1312,7 @@ void Importer::mark_outputs(const onnx::GraphProto &graph) {
             claimed.insert(v.id);
             continue;
         }
-        Value copy = emit("reshape", Params{{"shape", v.shape.coords()}}, {{"x", {v}}}, name, "copy");
+        Value copy = emit("reshape", Params{{"shape", v.shape.to_vector()}}, {{"x", {v}}}, name, "copy");
         Tensor out = *g_.find_tensor(copy.id);
         out.role = TensorRole::output;
         out.name = name;

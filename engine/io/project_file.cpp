@@ -1152,7 +1152,7 @@ private:
 
 // ---- saving ------------------------------------------------------------------------
 
-Json point_json(const ZPoint &p) { return Json(p.coords()); }
+Json point_json(const ZPoint &p) { return Json(p.to_vector()); }
 
 Json range_json(const ZRange &r) {
     Json j = Json::object();

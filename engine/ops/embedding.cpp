@@ -42,7 +42,7 @@ public:
             return unexpected(derivation_error("shape-mismatch", input_field("table"),
                                                "embedding: table " + shape_string(table.shape) + " has no rows"));
         const int r = ids.shape.rank();
-        std::vector<Coord> dims = ids.shape.coords();
+        std::vector<Coord> dims = ids.shape.to_vector();
         dims.push_back(table.shape[1]);
         const ZPoint y_shape(dims);
         ProjectionBuilder pids(r + 1);

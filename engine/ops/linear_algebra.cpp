@@ -82,7 +82,7 @@ public:
                                                "matmul: batch dims " + shape_string(batch_b) + " of b do not broadcast with " +
                                                    shape_string(batch_a) + " of a"));
         const int nb = batch->rank();
-        std::vector<Coord> out = batch->coords();
+        std::vector<Coord> out = batch->to_vector();
         out.push_back(m);
         out.push_back(n);
         const ZPoint y(out);

@@ -531,7 +531,7 @@ private:
         op.id = OpId(unique_id(to.value + ".copy"));
         op.name = op.id.value;
         op.kind = "reshape";
-        op.params.set("shape", t->shape().coords());
+        op.params.set("shape", t->shape().to_vector());
         op.inputs.push_back(PortBinding{"x", {whole(from)}});
         op.outputs.push_back(PortBinding{"y", {whole(to)}});
         rw_.put_op(std::move(op));

@@ -31,8 +31,8 @@ std::vector<ZRange> grid_of(const ZRange &space, const Cuts &cuts) {
 }
 
 bool range_less(const ZRange &a, const ZRange &b) {
-    if (a.start().coords() != b.start().coords()) return a.start().coords() < b.start().coords();
-    return a.end().coords() < b.end().coords();
+    if (a.start() != b.start()) return a.start() < b.start();
+    return a.end() < b.end();
 }
 
 // The cut points of an op whose shards are exactly a grid over its index space.

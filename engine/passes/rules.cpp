@@ -344,7 +344,7 @@ std::vector<ClassId> reshape_reshape(EGraph &g, ClassId root, const ENode &n) {
             continue;
         }
         Builder b{g};
-        ClassId y = b.op("reshape", {{"shape", shape.coords()}}, {{"x", x}});
+        ClassId y = b.op("reshape", {{"shape", shape.to_vector()}}, {{"x", x}});
         if (b.ok && g.type(y) == g.type(root)) out.push_back(y);
     }
     return out;

@@ -579,7 +579,10 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
 
     // Buffers: per (device, tensor), the box holding every region touched there.
     std::unordered_map<std::int64_t, int> buffer_of;
-    buffer_of.reserve(steps_.size() * 2);
+    size_t touches = 0;
+    for (const auto &[reads, writes] : regions_) touches += reads.size() + writes.size();
+    buffer_of.reserve(touches);
+    plan.buffers.reserve(touches);  // at most one buffer per touch; untouched capacity costs no pages
     const std::int64_t tensors = static_cast<std::int64_t>(g_.tensors().size());
     auto key_of = [&](const Pending &p) { return static_cast<std::int64_t>(p.device) * tensors + p.tensor; };
     auto touch = [&](Pending &p) {

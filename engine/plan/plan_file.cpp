@@ -14,7 +14,7 @@ namespace {
 using nlohmann::json;
 
 json box_json(const ZRange &r) {
-    return json::array({r.start().coords(), r.end().coords()});
+    return json::array({r.start().to_vector(), r.end().to_vector()});
 }
 
 json region_json(const Region &r) {

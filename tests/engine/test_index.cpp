@@ -63,6 +63,7 @@ class TestIndex : public QObject {
 private slots:
     // ---- ZPoint ----
     void zpoint_arithmetic();
+    void zpoint_inline_and_heap_storage();
 
     // ---- ZRange ----
     void range_size_data();
@@ -120,6 +121,39 @@ void TestIndex::zpoint_arithmetic() {
     QVERIFY((ZPoint{0, 2}).all_less(ZPoint{1, 3}));
     QCOMPARE(a.to_string(), std::string("[1, -2, 3]"));
     QCOMPARE(ZPoint{}.to_string(), std::string("[]"));
+}
+
+// Points keep up to seven coordinates inline and larger ones on the heap; copies,
+// moves, assignment across the two and ordering behave as for a vector.
+void TestIndex::zpoint_inline_and_heap_storage() {
+    std::vector<Coord> big(32);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<Coord>(i) - 5;
+    const ZPoint heap(big), small{1, 2, 3, 4, 5, 6, 7};
+    QCOMPARE(heap.rank(), 32);
+    QCOMPARE(heap.to_vector(), big);
+    QCOMPARE(small.to_vector(), (std::vector<Coord>{1, 2, 3, 4, 5, 6, 7}));
+    ZPoint a = heap;          // heap copy
+    QCOMPARE(a, heap);
+    a[31] = 99;
+    QCOMPARE(heap[31], Coord{26});  // the copy owns its coordinates
+    ZPoint b = std::move(a);  // heap move
+    QCOMPARE(b[31], Coord{99});
+    QCOMPARE(a.rank(), 0);
+    b = small;                // heap → inline
+    QCOMPARE(b, small);
+    b = heap;                 // inline → heap
+    QCOMPARE(b, heap);
+    b = ZPoint{4};            // move-assign inline over heap
+    QCOMPARE(b, (ZPoint{4}));
+    QCOMPARE(ZPoint::filled(9, 2).product(), Coord{512});
+    QCOMPARE(ZPoint::zeros(8), ZPoint(std::vector<Coord>(8, 0)));
+    // Lexicographic order, a prefix before its extensions (as std::vector).
+    QVERIFY((ZPoint{1, 2}) < (ZPoint{1, 3}));
+    QVERIFY((ZPoint{1, 2}) < (ZPoint{1, 2, 0}));
+    QVERIFY(!((ZPoint{2}) < (ZPoint{1, 9})));
+    QVERIFY(small < ZPoint(std::vector<Coord>{1, 2, 3, 4, 5, 6, 7, 0}));
+    const std::span<const Coord> c = small.coords();
+    QCOMPARE(std::vector<Coord>(c.begin(), c.end()), small.to_vector());
 }
 
 // ---- ZRange ---------------------------------------------------------------------------

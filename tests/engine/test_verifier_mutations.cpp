@@ -189,7 +189,7 @@ std::vector<Mutation> mutations() {
                    edit_op(chain4, "fc1", [](Operation &op) { op.shards.erase(op.shards.begin() + 2); }), "coverage"});
     out.push_back({"overlapping outputs", chain, chain4, edit_op(chain4, "fc1", [](Operation &op) {
                        // fc1/1 grows one row into fc1/2's rows.
-                       std::vector<Coord> end = op.shards[1].index.end().coords();
+                       std::vector<Coord> end = op.shards[1].index.end().to_vector();
                        end[0] += 1;
                        op.shards[1].index = ZRange(op.shards[1].index.start(), ZPoint(end));
                        op.shards[1].outputs.clear();
@@ -197,7 +197,7 @@ std::vector<Mutation> mutations() {
                    }),
                    "coverage"});
     out.push_back({"gap between shards", chain, chain4, edit_op(chain4, "r1", [](Operation &op) {
-                       std::vector<Coord> end = op.shards[0].index.end().coords();
+                       std::vector<Coord> end = op.shards[0].index.end().to_vector();
                        end[0] -= 1;
                        op.shards[0].index = ZRange(op.shards[0].index.start(), ZPoint(end));
                        op.shards[0].outputs.clear();
@@ -274,7 +274,7 @@ std::vector<Mutation> mutations() {
                    }),
                    "coverage"});
     out.push_back({"move node one row short", conv, halo, edit_op(halo, move.value.c_str(), [](Operation &op) {
-                       std::vector<Coord> end = op.shards[1].index.end().coords();
+                       std::vector<Coord> end = op.shards[1].index.end().to_vector();
                        end[2] -= 1;
                        op.shards[1].index = ZRange(op.shards[1].index.start(), ZPoint(end));
                        op.shards[1].inputs.clear();

@@ -99,7 +99,7 @@ Graph scaled(const Graph &g, const std::map<Coord, Coord> &m) {
         return it == m.end() ? c : it->second;
     };
     auto fp = [&](const ZPoint &p) {
-        std::vector<Coord> c = p.coords();
+        std::vector<Coord> c = p.to_vector();
         for (Coord &x : c) x = f(x);
         return ZPoint(c);
     };

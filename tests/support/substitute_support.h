@@ -87,7 +87,7 @@ inline Graph scaled(const Graph &g, const std::map<Coord, Coord> &m) {
         return it == m.end() ? c : it->second;
     };
     auto fr = [&](const ZRange &r) {
-        std::vector<Coord> s = r.start().coords(), e = r.end().coords();
+        std::vector<Coord> s = r.start().to_vector(), e = r.end().to_vector();
         for (Coord &x : s) x = f(x);
         for (Coord &x : e) x = f(x);
         return ZRange(ZPoint(s), ZPoint(e));

@@ -136,7 +136,7 @@ void TestShardMap::tooltipNamesShardAndCoordinates() {
     map_->setTensor("h1");
     const auto point = map_->pointAt(map_->canvasPosOf(300, 1000));
     QVERIFY(point.has_value());
-    QCOMPARE(point->coords(), std::vector<Coord>({300, 1000}));
+    QCOMPARE(point->to_vector(), std::vector<Coord>({300, 1000}));
     QCOMPARE(map_->describePoint(*point), QString("fc1.out[300, 1000]\nfc1/2 writes it (y [256:384, 0:4096])"));
     QVERIFY(!map_->pointAt(QPointF(2, 2)).has_value());  // the margin, outside the grid
     // Moving the mouse over the map makes it the canvas's tooltip; off the grid, none.
@@ -193,7 +193,7 @@ void TestShardMap::rank4TensorShowsTheChosenSlice() {
     QCOMPARE(map_->colDim(), 1);
     const auto point = map_->pointAt(map_->canvasPosOf(5, 7));
     QVERIFY(point.has_value());
-    QCOMPARE(point->coords(), std::vector<Coord>({0, 7, 31, 5}));
+    QCOMPARE(point->to_vector(), std::vector<Coord>({0, 7, 31, 5}));
 }
 
 void TestShardMap::rank1TensorIsOneRow() {

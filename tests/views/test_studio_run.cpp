@@ -437,7 +437,7 @@ void TestStudioRun::runShowsOutputs() {
         QVERIFY2(panel->selectTensor(id), qPrintable(id));
         const TensorSummary &shown = panel->summaries()[static_cast<size_t>(panel->selectedTensor())];
         QCOMPARE(shown.role, QStringLiteral("output"));
-        QCOMPARE(shown.shape, t->shape().coords());
+        QCOMPARE(shown.shape, t->shape().to_vector());
         QCOMPARE(shown.nan_count, 0);
         QCOMPARE(shown.inf_count, 0);
         QCOMPARE(shown.finite_count, t->range.size());
@@ -467,7 +467,7 @@ void TestStudioRun::runShowsOutputs() {
     for (const TensorPtr &t : g.tensors()) {
         if (t->role != TensorRole::input) continue;
         QVERIFY(panel->selectTensor(QString::fromStdString(t->id.value)));
-        const bool image = is_image_shaped(t->shape().coords());
+        const bool image = is_image_shaped(t->shape().to_vector());
         QCOMPARE(panel->previewLabel()->isVisibleTo(panel), image);
         if (image) QVERIFY(!panel->previewLabel()->pixmap().isNull());
     }
@@ -1104,7 +1104,7 @@ void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
     for (const TensorPtr &t : graph.tensors())
         if (t->role == TensorRole::input) x = t.get();
     QVERIFY(x);
-    QCOMPARE(x->shape().coords(), (std::vector<Coord>{5, 4}));
+    QCOMPARE(x->shape().to_vector(), (std::vector<Coord>{5, 4}));
 
     // It runs like a project.
     QSignalSpy finished(w.runs(), &RunController::runFinished);

@@ -458,7 +458,7 @@ KernelFactory norm_factory(bool rms) {
 class BatchNormKernel final : public Kernel {
 public:
     explicit BatchNormKernel(const KernelSpec &spec)
-        : shape_(spec.output_shapes.at(0).coords()),
+        : shape_(spec.output_shapes.at(0).to_vector()),
           x_strides_(spec_input_strides(spec, 0)),
           y_strides_(spec_output_strides(spec, 0)),
           epsilon_(spec.params.get_float("epsilon", 1e-5)),

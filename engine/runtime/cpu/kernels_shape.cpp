@@ -72,7 +72,7 @@ CopyPlan make_copy_plan(const ZRange &range, const IndexProjection &src_p, const
                         const Strides &src_strides, const IndexProjection &dst_p, const ZPoint &dst_sel_start,
                         const Strides &dst_strides) {
     CopyPlan c;
-    c.shape = range.shape().coords();
+    c.shape = range.shape().to_vector();
     affine_address(src_p, range.start(), src_sel_start, src_strides, c.src_offset, c.src);
     affine_address(dst_p, range.start(), dst_sel_start, dst_strides, c.dst_offset, c.dst);
     c.simplify();
