@@ -48,10 +48,6 @@ double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta) {
     return 2.0 * bytes / beta + 2.0 * log2_ceil(n) * alpha;
 }
 
-double tree_broadcast_seconds(double bytes, int n, double alpha, double beta) {
-    if (n <= 1) return 0;
-    return bytes / beta + log2_ceil(n) * alpha;
-}
 
 // ---- Calibration -------------------------------------------------------------------
 
@@ -172,8 +168,8 @@ CollectiveTime Model::collective_seconds(Collective c, double bytes, const std::
         case Collective::all_gather:
         case Collective::reduce_scatter: ring = ring_all_gather_seconds(bytes, n, alpha, beta); break;
         case Collective::broadcast:
+            // NCCL runs broadcast on the ring only (its tree serves all-reduce).
             ring = ring_broadcast_seconds(bytes, n, alpha, beta);
-            tree = tree_broadcast_seconds(bytes, n, alpha, beta);
             break;
     }
     out.algorithm = tree >= 0 && tree < ring ? Algorithm::tree : Algorithm::ring;

@@ -41,7 +41,6 @@ double ring_all_reduce_seconds(double bytes, int n, double alpha, double beta); 
 double ring_all_gather_seconds(double bytes, int n, double alpha, double beta);      // (n−1)/n·S/β + (n−1)α
 double ring_broadcast_seconds(double bytes, int n, double alpha, double beta);       // S/β + (n−1)α (pipelined)
 double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta);      // 2·S/β + 2⌈log2 n⌉α
-double tree_broadcast_seconds(double bytes, int n, double alpha, double beta);       // S/β + ⌈log2 n⌉α
 
 // Measured against predicted, per kernel class and size band (the decade of the
 // size the class's efficiency curve is indexed by).
@@ -94,7 +93,8 @@ public:
     const Link &link_between(int a, int b) const;
     // One point-to-point transfer: α + S/β of the link it crosses.
     double transfer_seconds(double bytes, int from, int to) const;
-    // The faster of ring and tree (as NCCL's tuner picks) on these devices; a
+    // The faster of ring and tree (as NCCL's tuner picks; tree only for
+    // all-reduce, as in NCCL) on these devices; a
     // collective that spans nodes runs at the slower of the intra-node link and
     // the node's inter-node links together (one NIC per device), with the
     // inter-node latency per hop.

@@ -18,6 +18,7 @@ namespace {
 
 using nlohmann::json;
 constexpr const char *kClassNames[kKernelClasses] = {"gemm", "convolution", "elementwise", "reduction", "copy"};
+constexpr double kMaxWorkspaceBytes = 64.0 * 1024 * 1024 * 1024;
 const std::vector<std::string> kLinkClasses = {"nvlink", "nvswitch", "pcie", "infiniband", "roce",
                                                "host_shared_memory"};
 const std::vector<std::string> kPeakKeys = {"f32", "tf32", "bf16", "f16", "fp8"};
@@ -213,6 +214,21 @@ Expected<Target, std::string> parse_target(const std::string &text, const std::s
         t.device.memory_bytes = device_figure("memory_bytes");
         t.device.memory_bandwidth = device_figure("memory_bandwidth");
         t.device.launch_overhead = device_figure("launch_overhead");
+        if (const json *ws = r.member(*dev, "workspace", "device", false)) {
+            if (!ws->is_object()) r.fail("device.workspace", "expected an object of kernel classes");
+            else
+                for (const auto &[key, v] : ws->items()) {
+                    const auto c = parse_kernel_class(key);
+                    if (!c) {
+                        r.fail("device.workspace." + key,
+                               "unknown kernel class (known: gemm, convolution, elementwise, reduction, copy)");
+                        break;
+                    }
+                    t.device.workspace[static_cast<size_t>(*c)] = r.figure(*ws, key, "device.workspace", true);
+                    if (!r.failed() && t.device.workspace[static_cast<size_t>(*c)].value > kMaxWorkspaceBytes)
+                        r.fail("device.workspace." + key + ".value", "more than 64 GiB of workspace");
+                }
+        }
         if (const json *eff = r.member(*dev, "efficiency", "device", true)) {
             for (int c = 0; c < kKernelClasses && !r.failed(); ++c) {
                 const std::string p = std::string("device.efficiency.") + kClassNames[c];
@@ -302,8 +318,10 @@ Expected<Target, std::string> parse_target(const std::string &text, const std::s
     check_source("device.memory_bytes", t.device.memory_bytes.source);
     check_source("device.memory_bandwidth", t.device.memory_bandwidth.source);
     check_source("device.launch_overhead", t.device.launch_overhead.source);
-    for (int c = 0; c < kKernelClasses; ++c)
+    for (int c = 0; c < kKernelClasses; ++c) {
         check_source(std::string("device.efficiency.") + kClassNames[c], t.device.efficiency[static_cast<size_t>(c)].source);
+        check_source(std::string("device.workspace.") + kClassNames[c], t.device.workspace[static_cast<size_t>(c)].source);
+    }
     for (size_t i = 0; i < t.links.size(); ++i) {
         const std::string p = "links[" + std::to_string(i) + "]";
         check_source(p + ".bandwidth", t.links[i].bandwidth.source);
@@ -345,6 +363,11 @@ std::string target_json(const Target &t) {
         eff[kClassNames[c]] = json{{"by", e.by_flops ? "flops" : "bytes"}, {"points", pts}, {"source", e.source}};
     }
     dev["efficiency"] = eff;
+    json ws = json::object();
+    for (int c = 0; c < kKernelClasses; ++c)
+        if (t.device.workspace[static_cast<size_t>(c)].present)
+            ws[kClassNames[c]] = figure_json(t.device.workspace[static_cast<size_t>(c)]);
+    if (!ws.empty()) dev["workspace"] = ws;
     doc["device"] = dev;
     json links = json::array();
     for (const Link &l : t.links) {

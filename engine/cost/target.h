@@ -70,6 +70,10 @@ struct Device {
     Figure memory_bandwidth;
     Figure launch_overhead;
     std::array<EfficiencyCurve, kKernelClasses> efficiency;
+    // Workspace a kernel of the class may use (bytes), when the device's library
+    // takes one: cuBLASLt's workspace for gemm, cuDNN's for convolution. A backend
+    // gives each kernel at most this; a plan reserves one such buffer per device.
+    std::array<Figure, kKernelClasses> workspace;
 };
 
 struct Target {

@@ -38,6 +38,15 @@ private:
     std::vector<std::uint64_t> bits_;
 };
 
+// Whether two boxes have one shape (a transfer's source and destination may sit at
+// different coordinates of different tensors).
+bool same_extents(const ZRange &a, const ZRange &b) {
+    if (a.rank() != b.rank()) return false;
+    for (int d = 0; d < a.rank(); ++d)
+        if (a.extent(d) != b.extent(d)) return false;
+    return true;
+}
+
 std::string step_name(const Plan &plan, int i) {
     const Step &s = plan.steps[static_cast<size_t>(i)];
     std::string out = "step " + std::to_string(i) + " (" + step_kind_name(s.kind) + " " + s.op;
@@ -220,16 +229,31 @@ Certificate certify_plan(const Plan &plan) {
     for (int i = 0; i < nsteps; ++i) {
         const Step &s = plan.steps[static_cast<size_t>(i)];
         if (s.kind != StepKind::collective) continue;
+        // Every participant contributes and receives; a broadcast's root (the step's
+        // device) only sends, the others only receive.
+        const bool broadcast = s.collective == "broadcast";
         for (int d : s.participants) {
             bool reads = false, writes_here = false;
             for (const Region &r : s.reads) reads = reads || plan.buffers[static_cast<size_t>(r.buffer)].device == d;
             for (const Region &r : s.writes) writes_here = writes_here || plan.buffers[static_cast<size_t>(r.buffer)].device == d;
-            const bool needs_write = s.collective != "reduce_scatter" || true;
-            if (!reads || (needs_write && !writes_here))
-                collectives.fail(step_name(plan, i) + ": participant " + plan.devices[static_cast<size_t>(d)].name +
-                                     (reads ? " receives nothing" : " contributes nothing"), s.op);
+            const bool root = d == s.device;
+            const bool must_read = !broadcast || root, must_write = !broadcast || !root;
+            const std::string who = step_name(plan, i) + ": participant " + plan.devices[static_cast<size_t>(d)].name;
+            if (must_read && !reads) collectives.fail(who + " contributes nothing", s.op);
+            else if (must_write && !writes_here) collectives.fail(who + " receives nothing", s.op);
+            else if (broadcast && root && writes_here) collectives.fail(who + " is the root and receives its own data", s.op);
         }
         if (s.reads.empty() || s.writes.empty()) continue;
+        if (broadcast) {
+            const ZRange &sent = s.reads.front().box;
+            if (s.reads.size() != 1)
+                collectives.fail(step_name(plan, i) + " broadcasts " + std::to_string(s.reads.size()) + " boxes, not one", s.op);
+            for (const Region &r : s.writes)
+                if (!same_extents(r.box, sent))
+                    collectives.fail(step_name(plan, i) + " delivers " + r.box.to_string() + " for the " + sent.to_string() +
+                                         " it sends",
+                                     s.op);
+        }
         if (s.collective == "all_reduce" || s.collective == "reduce_scatter") {
             // The partials: every index of dim 0 of the partials tensor summed once.
             const Buffer &first = plan.buffers[static_cast<size_t>(s.reads.front().buffer)];

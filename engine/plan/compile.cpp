@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/checked_size.h"
@@ -137,6 +138,7 @@ public:
     }
 
     Expected<Plan, std::string> run(const PlanSource &source);
+    void add_workspace(Plan &plan) const;
 
 private:
     Expected<int, std::string> device_of(const Operation &op, size_t k) const;
@@ -526,29 +528,105 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
             done.insert(devs.begin(), devs.end());
         }
     }
+    // The rest: one transfer per (reader, writer) overlap. A box one device sends
+    // to two or more others becomes one broadcast from it.
+    struct Transfer {
+        int dev, src;
+        ZRange part;
+        bool local;
+    };
+    std::vector<Transfer> transfers;
+    std::map<std::tuple<int, ZPoint, ZPoint>, std::vector<size_t>> same_send;
     for (const auto &[dev, boxes] : cut) {
         if (done.count(dev)) continue;
         for (const ZRange &r : boxes)
             for (const auto &[src, wbox] : writes) {
                 if (!schedule::boxes_meet(*wbox, r)) continue;
                 ZRange part = wbox->intersect(r);
-                PendingStep s;
                 const bool local = src == dev || available(dev, t_index, part);
-                s.step.kind = local ? StepKind::copy : StepKind::send_recv;
-                s.step.stream = local ? Stream::compute : Stream::communication;
-                s.step.device = local ? dev : src;
-                s.step.peer = local ? -1 : dev;
-                s.step.op = move.id.value;
-                s.step.collective = local ? "" : "send_recv";
-                s.step.kernel_class = "copy";
-                s.step.dtype = t->dtype;
-                s.step.bytes = static_cast<double>(part.size()) * elem;
-                s.writes.push_back(Pending{dev, y_index, shifted ? part.translated(back) : part});
-                s.reads.push_back(Pending{local ? dev : src, t_index, std::move(part)});
-                add(std::move(s));
+                if (!local) same_send[{src, part.start(), part.end()}].push_back(transfers.size());
+                transfers.push_back(Transfer{dev, src, std::move(part), local});
             }
     }
+    std::vector<bool> broadcast(transfers.size(), false);
+    for (const auto &[key, members] : same_send) {
+        if (members.size() < 2) continue;
+        const Transfer &first = transfers[members.front()];
+        std::vector<int> devs{first.src};
+        for (size_t m : members) devs.push_back(transfers[m].dev);
+        std::sort(devs.begin(), devs.end());
+        PendingStep s = collective_step(move, "broadcast", devs, t->dtype);
+        s.step.device = first.src;  // the root
+        s.step.bytes = static_cast<double>(first.part.size()) * elem;
+        s.reads.push_back(Pending{first.src, t_index, first.part});
+        for (size_t m : members) {
+            const Transfer &to = transfers[m];
+            s.writes.push_back(Pending{to.dev, y_index, shifted ? to.part.translated(back) : to.part});
+            broadcast[m] = true;
+        }
+        add(std::move(s));
+    }
+    for (size_t i = 0; i < transfers.size(); ++i) {
+        if (broadcast[i]) continue;
+        auto &[dev, src, part, local] = transfers[i];
+        PendingStep s;
+        s.step.kind = local ? StepKind::copy : StepKind::send_recv;
+        s.step.stream = local ? Stream::compute : Stream::communication;
+        s.step.device = local ? dev : src;
+        s.step.peer = local ? -1 : dev;
+        s.step.op = move.id.value;
+        s.step.collective = local ? "" : "send_recv";
+        s.step.kernel_class = "copy";
+        s.step.dtype = t->dtype;
+        s.step.bytes = static_cast<double>(part.size()) * elem;
+        s.writes.push_back(Pending{dev, y_index, shifted ? part.translated(back) : part});
+        s.reads.push_back(Pending{local ? dev : src, t_index, std::move(part)});
+        add(std::move(s));
+    }
     return std::monostate{};
+}
+
+// Kernel workspace: a device whose kernels take workspace (the target's figure for
+// their class) gets one buffer of the largest such figure, alive from the device's
+// first step to its last — backends allocate it once, so no other buffer shares
+// its bytes and no dependency is needed for it.
+void Compiler::add_workspace(Plan &plan) const {
+    const auto &figures = model_.target().device.workspace;
+    const size_t n = plan.devices.size();
+    std::vector<std::int64_t> bytes(n, 0);
+    std::vector<int> first(n, -1), last(n, -1);
+    auto span = [&](int d, int i) {
+        const size_t k = static_cast<size_t>(d);
+        if (first[k] < 0) first[k] = i;
+        last[k] = i;
+    };
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const Step &s = plan.steps[i];
+        const int at = static_cast<int>(i);
+        if (s.kind == StepKind::collective) {
+            for (int d : s.participants) span(d, at);
+            continue;
+        }
+        span(s.device, at);
+        if (s.peer >= 0) span(s.peer, at);
+        if (s.kind != StepKind::kernel) continue;
+        const auto c = cost::parse_kernel_class(s.kernel_class);
+        if (!c) continue;
+        const cost::Figure &f = figures[static_cast<size_t>(*c)];
+        if (f.present) bytes[static_cast<size_t>(s.device)] = std::max(bytes[static_cast<size_t>(s.device)], static_cast<std::int64_t>(f.value));
+    }
+    for (size_t d = 0; d < n; ++d) {
+        if (bytes[d] <= 0) continue;
+        Buffer b;
+        b.device = static_cast<int>(d);
+        b.region = ZRange::of_shape({bytes[d]});
+        b.dtype = DType::boolean;
+        b.bytes = bytes[d];
+        b.kind = BufferKind::workspace;
+        b.first = first[d];
+        b.last = last[d];
+        plan.buffers.push_back(std::move(b));
+    }
 }
 
 Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
@@ -649,6 +727,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
         for (const Region &r : plan.steps[i].reads) live(r);
         for (const Region &r : plan.steps[i].writes) live(r);
     }
+    add_workspace(plan);
     std::vector<std::vector<int>> aliases(plan.buffers.size());
     std::vector<std::vector<int>> on_device(static_cast<size_t>(n));
     for (size_t b = 0; b < plan.buffers.size(); ++b) on_device[static_cast<size_t>(plan.buffers[b].device)].push_back(static_cast<int>(b));
@@ -744,6 +823,7 @@ const char *buffer_kind_name(BufferKind k) {
         case BufferKind::output: return "output";
         case BufferKind::activation: return "activation";
         case BufferKind::received: return "received";
+        case BufferKind::workspace: return "workspace";
     }
     return "?";
 }

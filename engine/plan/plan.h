@@ -23,19 +23,22 @@ enum class BufferKind {
     input,       // a graph input's box: loaded before the plan starts, resident
     output,      // a graph output's box: resident, read back after the plan ends
     activation,  // an intermediate a kernel writes: in the arena while alive
-    received     // what a transfer or collective delivers: in the arena while alive
+    received,    // what a transfer or collective delivers: in the arena while alive
+    workspace    // kernel workspace (cuBLASLt, cuDNN): one per device that needs it, bytes
+                 // [0, n) of no tensor (dtype bool, one byte each), in the arena from the
+                 // device's first step to its last
 };
 const char *buffer_kind_name(BufferKind k);
 
 // A box of one tensor held by one device.
 struct Buffer {
     int device = 0;
-    TensorId tensor;
-    ZRange region;  // tensor coordinates
+    TensorId tensor;  // "" for workspace
+    ZRange region;  // tensor coordinates (workspace: bytes)
     DType dtype = DType::f32;
     std::int64_t bytes = 0;
     BufferKind kind = BufferKind::activation;
-    bool in_arena() const { return kind == BufferKind::activation || kind == BufferKind::received; }
+    bool in_arena() const { return kind == BufferKind::activation || kind == BufferKind::received || kind == BufferKind::workspace; }
     std::int64_t offset = 0;        // in the device's arena (arena buffers only)
     int first = -1, last = -1;      // lifetime: the first and last step (plan order) touching it
 };

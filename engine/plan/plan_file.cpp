@@ -135,7 +135,7 @@ E parse_enum(Reader &r, const std::string &text, const std::string &path, const 
 
 const std::vector<std::pair<const char *, BufferKind>> kBufferKinds = {
     {"parameter", BufferKind::parameter}, {"input", BufferKind::input},         {"output", BufferKind::output},
-    {"activation", BufferKind::activation}, {"received", BufferKind::received}};
+    {"activation", BufferKind::activation}, {"received", BufferKind::received}, {"workspace", BufferKind::workspace}};
 const std::vector<std::pair<const char *, StepKind>> kStepKinds = {{"kernel", StepKind::kernel},
                                                                      {"copy", StepKind::copy},
                                                                      {"send_recv", StepKind::send_recv},
@@ -298,8 +298,12 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
         const json &j = (*buffers)[static_cast<size_t>(b)];
         Buffer buf;
         buf.device = static_cast<int>(r.integer(j, "device", p, 0, ndev - 1));
+        buf.kind = parse_enum(r, r.str(j, "kind", p), p + ".kind", kBufferKinds);
         buf.tensor = TensorId(r.str(j, "tensor", p));
-        if (!r.failed() && !plan.graph.find_tensor(buf.tensor))
+        const bool workspace = buf.kind == BufferKind::workspace;
+        if (!r.failed() && workspace && !buf.tensor.value.empty())
+            r.fail(p + ".tensor", "a workspace buffer holds no tensor: expected \"\"");
+        if (!r.failed() && !workspace && !plan.graph.find_tensor(buf.tensor))
             r.fail(p + ".tensor", "'" + buf.tensor.value + "' is not a tensor of the plan's graph");
         buf.region = r.box(j, "region", p);
         const std::string dt = r.str(j, "dtype", p);
@@ -308,11 +312,12 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
             if (!parsed) r.fail(p + ".dtype", "unknown dtype '" + dt + "'");
             else buf.dtype = *parsed;
         }
+        if (!r.failed() && workspace && (buf.dtype != DType::boolean || buf.region.rank() != 1))
+            r.fail(p + ".region", "a workspace buffer is a one-dimensional region of bytes (dtype bool)");
         buf.bytes = r.integer(j, "bytes", p, 0, kMaxElements);
         if (!r.failed() && buf.bytes != size_mul(buf.region.size(), dtype_bytes(buf.dtype)))
             r.fail(p + ".bytes", std::to_string(buf.bytes) + " is not the size of its region (" +
                                      std::to_string(size_mul(buf.region.size(), dtype_bytes(buf.dtype))) + " bytes)");
-        buf.kind = parse_enum(r, r.str(j, "kind", p), p + ".kind", kBufferKinds);
         buf.offset = r.integer(j, "offset", p, 0, kMaxElements);
         buf.first = static_cast<int>(r.integer(j, "first", p, -1, nsteps));
         buf.last = static_cast<int>(r.integer(j, "last", p, -1, nsteps));

@@ -157,6 +157,14 @@ private slots:
         for (int i = 0; i < 64; ++i) all[static_cast<size_t>(i)] = i;
         QCOMPARE(std::string(cost::algorithm_name(m.collective_seconds(cost::Collective::all_reduce, 64, all).algorithm)), std::string("tree"));
         QVERIFY(m.collective_seconds(cost::Collective::all_reduce, S, all).crosses_nodes);
+        // Broadcast: a pipelined ring, S/β + (n−1)·α — NCCL has no tree for it, even
+        // for a tiny buffer on 64 devices.
+        QVERIFY(close(cost::ring_broadcast_seconds(S, 8, a, b), S / b + 7 * a));
+        const cost::CollectiveTime bc = m.collective_seconds(cost::Collective::broadcast, 64, all);
+        QCOMPARE(std::string(cost::algorithm_name(bc.algorithm)), std::string("ring"));
+        const cost::Link &nvlink = *t.link("nvlink4");
+        const cost::CollectiveTime bc8 = node.collective_seconds(cost::Collective::broadcast, S, eight);
+        QVERIFY(close(bc8.seconds, S / nvlink.effective_bandwidth() + 7 * nvlink.latency.value));
     }
     // Published figures (docs/cost-model.md quotes these lines).
     void publishedFigures() {
@@ -258,14 +266,75 @@ private slots:
         // Resident: x 96 + w1 288 + b1 48 + w2 576 + b2 48 + w3 576 + b3 48 + w4 288 + b4 24 + y 96.
         QCOMPARE(r.plan.devices[0].resident_bytes, std::int64_t{2088});
         // Six 192-byte activations (a multiple of the 64-byte alignment), each alive
-        // from its producer to its consumer: two at a time, in two slots.
-        QCOMPARE(r.plan.devices[0].arena_bytes, std::int64_t{384});
-        QCOMPARE(r.prediction.devices[0].peak, std::int64_t{2088 + 2 * 192});
-        QCOMPARE(r.prediction.peak, std::int64_t{2088 + 2 * 192});
+        // from its producer to its consumer: two at a time, in two slots; and the
+        // H100's 32 MiB cuBLASLt workspace, alive throughout.
+        const std::int64_t workspace = 32 << 20;
+        QCOMPARE(r.plan.devices[0].arena_bytes, workspace + 384);
+        QCOMPARE(r.prediction.devices[0].peak, 2088 + workspace + 2 * 192);
+        QCOMPARE(r.prediction.peak, 2088 + workspace + 2 * 192);
         // The memory curve's highest point is the peak.
         std::int64_t top = 0;
         for (const auto &[t, b] : r.prediction.devices[0].memory) top = std::max(top, b);
         QCOMPARE(top, r.prediction.peak);
+    }
+
+    // Kernel workspace comes from the target: one buffer per device whose kernels
+    // take it, the largest figure among them, alive from the device's first step to
+    // its last, counted in its peak; none where the target gives none.
+    void workspaceFollowsTheTarget() {
+        const Graph g = test::parse(tiny_mlp());
+        auto workspace_of = [&](const cost::Target &t, int devices) {
+            plan::PlanRequest req;
+            req.target = t;
+            req.devices = devices;
+            req.baseline = plan::Baseline::dp;
+            auto r = plan::make_plan(g, req);
+            if (!r) qFatal("make_plan: %s", r.error().c_str());
+            std::vector<const plan::Buffer *> ws;
+            for (const plan::Buffer &b : r->plan.buffers)
+                if (b.kind == plan::BufferKind::workspace) ws.push_back(&b);
+            return std::make_pair(std::move(r).value(), ws);
+        };
+        const auto [on_h100, ws] = workspace_of(h100(), 2);
+        QVERIFY2(on_h100.certificate.pass(), on_h100.certificate.text().c_str());
+        QCOMPARE(ws.size(), size_t{2});
+        for (const plan::Buffer *b : ws) {
+            QCOMPARE(b->bytes, std::int64_t{32 << 20});
+            QCOMPARE(b->tensor.value, std::string());
+            const plan::Device &d = on_h100.plan.devices[static_cast<size_t>(b->device)];
+            QCOMPARE(b->first, d.steps.front());
+            QCOMPARE(b->last, d.steps.back());
+        }
+        auto a100 = cost::builtin_target("a100-80gb");
+        QVERIFY(a100.has_value());
+        QCOMPARE(workspace_of(*a100, 2).second.front()->bytes, std::int64_t{4 << 20});
+        cost::Target none = h100();
+        for (cost::Figure &f : none.device.workspace) f = cost::Figure{};
+        const auto [without, no_ws] = workspace_of(none, 2);
+        QVERIFY(no_ws.empty());
+        for (size_t d = 0; d < 2; ++d)
+            QCOMPARE(on_h100.prediction.devices[d].peak - without.prediction.devices[d].peak, std::int64_t{32 << 20});
+        // The file keeps it; a workspace buffer naming a tensor is refused.
+        const std::string text = plan::plan_json(on_h100.plan);
+        auto back = plan::parse_plan(text, "p.json");
+        QVERIFY2(back.has_value(), back ? "" : back.error().c_str());
+        QCOMPARE(plan::plan_json(*back), text);
+        std::string bad = text;
+        const size_t at = bad.find("\"tensor\": \"\"");
+        QVERIFY(at != std::string::npos);
+        bad.replace(at, 12, "\"tensor\": \"x\"");
+        auto refused = plan::parse_plan(bad, "p.json");
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().find(".tensor: a workspace buffer holds no tensor") != std::string::npos,
+                 refused.error().c_str());
+        // A target's workspace names kernel classes.
+        std::string target = cost::target_json(h100());
+        const size_t gemm = target.find("\"gemm\": {\n        \"source\"");
+        QVERIFY(gemm != std::string::npos);
+        target.replace(gemm, 6, "\"gemmm\"");
+        auto t = cost::parse_target(target, "t.json");
+        QVERIFY(!t);
+        QVERIFY2(t.error().find("t.json: device.workspace.gemmm: unknown kernel class") == 0, t.error().c_str());
     }
 
     // ---- placement ----
@@ -350,6 +419,34 @@ private slots:
             }
         QCOMPARE(all_reduce, 2);  // one per column/row pair: attention projection and MLP
     }
+    // A box one device sends to several others is one broadcast from it: the root
+    // reads the box once, every other participant receives a box of its shape.
+    void oneBoxToSeveralDevicesIsABroadcast() {
+        const plan::PlanResult r = planned(load_example("gpt2_block"), 4, plan::Baseline::tp);
+        QVERIFY2(r.certificate.pass(), r.certificate.text().c_str());
+        int broadcasts = 0;
+        for (const plan::Step &s : r.plan.steps) {
+            if (s.collective != "broadcast") continue;
+            ++broadcasts;
+            QCOMPARE(s.kind, plan::StepKind::collective);
+            QCOMPARE(s.reads.size(), size_t{1});
+            QCOMPARE(r.plan.buffers[static_cast<size_t>(s.reads[0].buffer)].device, s.device);
+            QCOMPARE(s.writes.size(), s.participants.size() - 1);
+            QVERIFY(s.participants.size() >= 3);
+            for (const plan::Region &w : s.writes) {
+                QVERIFY(r.plan.buffers[static_cast<size_t>(w.buffer)].device != s.device);
+                QCOMPARE(w.box.size(), s.reads[0].box.size());
+            }
+            QVERIFY(s.predicted > 0);
+        }
+        QVERIFY(broadcasts > 0);
+        // The same transfers as point-to-point sends would count the box once per receiver.
+        const plan::Step *b = nullptr;
+        for (const plan::Step &s : r.plan.steps)
+            if (s.collective == "broadcast" && !b) b = &s;
+        const double bytes = static_cast<double>(b->reads[0].box.size()) * dtype_bytes(b->dtype);
+        QCOMPARE(b->bytes, bytes);
+    }
     void dataParallelNeedsNoCommunication() {
         const plan::PlanResult r = planned(load_example("mlp"), 4, plan::Baseline::dp);
         QVERIFY(r.certificate.pass());
@@ -398,6 +495,18 @@ private slots:
                     break;
                 }
             QVERIFY(failed(p, "dataflow") || failed(p, "outputs"));
+        }
+        // 2b. A broadcast losing a receiver's delivery.
+        {
+            plan::Plan p = good;
+            bool done = false;
+            for (plan::Step &s : p.steps)
+                if (s.collective == "broadcast" && !done) {
+                    s.writes.pop_back();
+                    done = true;
+                }
+            QVERIFY(done);
+            QVERIFY(failed(p, "collectives"));
         }
         // 3. Overlapping arena offsets: two buffers of one device alive together share bytes.
         {

@@ -157,7 +157,7 @@ def cross_check(doc):
     for b, buf in enumerate(buffers):
         base = ["buffers", b]
         index(buf["device"], ndev, base + ["device"], "device")
-        if buf["tensor"] not in tensors:
+        if buf["kind"] != "workspace" and buf["tensor"] not in tensors:
             problems.append((base + ["tensor"], f"'{buf['tensor']}' is not a tensor of the plan's graph"))
         if check_box(buf["region"], base + ["region"]):
             size = box_size(buf["region"]) * DTYPE_BYTES[buf["dtype"]]

@@ -94,7 +94,7 @@ def cross_check(doc):
                 walk_figures(v, parts + [i])
 
     device = doc.get("device") if isinstance(doc.get("device"), dict) else {}
-    for key in ("peak_flops", "memory_bytes", "memory_bandwidth", "launch_overhead"):
+    for key in ("peak_flops", "memory_bytes", "memory_bandwidth", "launch_overhead", "workspace"):
         if key in device:
             walk_figures(device[key], ["device", key])
 
