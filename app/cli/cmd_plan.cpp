@@ -58,6 +58,21 @@ Expected<std::vector<store::TargetRecord>, std::string> session_targets(const st
     return std::move(t).value();
 }
 
+// The measurements a session keeps of a target's kernels (launches add them).
+Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(const std::string &session,
+                                                                                 const std::string &target) {
+    std::vector<cost::CalibrationSample> out;
+    if (session.empty() || !fs::exists(session)) return out;
+    auto s = store::Session::open(session, store::OpenMode::read_only);
+    if (!s) return unexpected(s.error().message);
+    auto rows = (*s)->calibration(target);
+    if (!rows) return unexpected(rows.error().message);
+    for (const store::CalibrationRow &r : *rows)
+        if (const auto c = cost::parse_kernel_class(r.kernel_class))
+            out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds});
+    return out;
+}
+
 // Saves a target into a session (origin "measured" or "user").
 std::string keep_in_session(const std::string &session, const cost::Target &t, const std::string &origin) {
     auto s = store::Session::open(session, store::OpenMode::read_write, std::chrono::seconds(10));
@@ -149,6 +164,12 @@ int plan_command(const PlanOptions &o) {
         std::cerr << "tapestry: --target: " << target.error() << "\n";
         return kExitUsage;
     }
+    auto calibration = session_calibration(o.session, target->name);
+    if (!calibration) {
+        std::cerr << "tapestry: --session: " << o.session << ": " << calibration.error() << "\n";
+        return kExitInvalid;
+    }
+    request.calibration = std::move(calibration).value();
     Loaded loaded = load(o.project);
     for (const Issue &i : loaded.issues) report_issue(o.project, i);
     if (!loaded.graph) return kExitInvalid;
@@ -213,6 +234,10 @@ int plan_command(const PlanOptions &o) {
                            {"communication_seconds", pred.comm_seconds},
                            {"communication_bytes", pred.comm_bytes},
                            {"peak_bytes", pred.peak}};
+        j["calibration"] = {{"samples", result->calibration.samples},
+                            {"median_error_uncalibrated", result->calibration.median_before},
+                            {"median_error_calibrated", result->calibration.median_after},
+                            {"text", plan::calibration_summary(*result)}};
         ordered_json devs = ordered_json::array();
         for (size_t d = 0; d < p.devices.size(); ++d) {
             const plan::DeviceLoad &l = pred.devices[d];
@@ -237,6 +262,7 @@ int plan_command(const PlanOptions &o) {
                   << ": " << p.steps.size() << " steps\n";
         for (const Stage &s : result->stages) std::cout << "  " << s.pass << ": " << s.summary << "\n";
         std::cout << "  predicted: " << plan::plan_summary(*result, capacity) << "\n";
+        std::cout << "  " << plan::calibration_summary(*result) << "\n";
         std::vector<std::vector<std::string>> rows{
             {"device", "steps", "busy", "communication", "sent", "peak memory", "capacity"}};
         for (size_t d = 0; d < p.devices.size(); ++d) {

@@ -597,6 +597,18 @@ bool PlanController::startPlan() {
         }
         job.request.baseline = *baseline;
     }
+    // What the session has measured of this target's kernels calibrates the
+    // prediction (a few rows: read here, before the job starts).
+    if (store::Session *s = session_->session()) {
+        auto rows = s->calibration(target->name);
+        if (!rows) {
+            showError(tr("Reading the calibration of %1: %2").arg(qs(target->name), qs(rows.error().message)));
+            return false;
+        }
+        for (const store::CalibrationRow &r : *rows)
+            if (const auto c = cost::parse_kernel_class(r.kernel_class))
+                job.request.calibration.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds});
+    }
     const int shown = doc_->shownStage();
     job.request.source.project =
         doc_->source().path.isEmpty() ? doc_->source().name.toStdString() : doc_->source().path.toStdString();
@@ -754,6 +766,7 @@ void PlanController::showSummary() {
     QString text = qs(plan::plan_summary(*result_, capacity_));
     if (!views::sameGraph(doc_->shownGraph(), planned_))
         text += tr(" — planned for another graph than the canvas shows: plan again");
+    text += QLatin1Char('\n') + qs(plan::calibration_summary(*result_));
     summary_->setTextFormat(Qt::PlainText);
     summary_->setText(text);
 }

@@ -48,7 +48,10 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
             return unexpected("stage '" + s.pass + "' failed its certificate: " + s.certificate.badge());
     if (request.cancelled && request.cancelled()) return unexpected(std::string("cancelled"));
     placed = result.stages.back().graph;
-    const cost::Model model(request.target, *shape);
+    cost::Model model(request.target, *shape);
+    for (const cost::CalibrationSample &s : request.calibration)
+        if (s.measured > 0 && s.predicted > 0) model.calibration().add(s);
+    result.calibration = model.calibration().error();
     // The plan comes from the last planning stage: its number counts the stages of
     // the pipeline the request's source names, then planning's own.
     PlanSource source = request.source;
@@ -72,6 +75,16 @@ std::string plan_summary(const PlanResult &r, double capacity) {
                   seconds_text(p.comm_seconds).c_str(), byte_text(static_cast<std::int64_t>(p.comm_bytes)).c_str(),
                   byte_text(p.peak).c_str(), byte_text(static_cast<std::int64_t>(capacity)).c_str(),
                   r.plan.devices.empty() ? "-" : r.plan.devices[static_cast<size_t>(p.peak_device)].name.c_str());
+    return buf;
+}
+
+std::string calibration_summary(const PlanResult &r) {
+    const cost::CalibrationError &e = r.calibration;
+    if (e.samples == 0)
+        return "calibration: none — no launch on " + r.plan.target + " measured yet, predictions uncalibrated";
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "calibration: %d measurement%s on %s, median error %.0f%% uncalibrated → %.0f%% calibrated",
+                  e.samples, e.samples == 1 ? "" : "s", r.plan.target.c_str(), 100 * e.median_before, 100 * e.median_after);
     return buf;
 }
 

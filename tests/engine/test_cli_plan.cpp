@@ -12,6 +12,7 @@
 #include "cli_run.h"
 #include "plan/certify.h"
 #include "plan/plan_file.h"
+#include "store/session.h"
 
 using namespace tapestry;
 using test::run_cli;
@@ -102,6 +103,35 @@ private slots:
         QVERIFY2(r.err.contains("do not spread evenly over 3 nodes"), qPrintable(r.err));
         r = cli({"plan", project("mlp"), "--target", "l40s", "--devices", "16", "--nodes", "2"});
         QVERIFY2(r.code == 0, qPrintable(r.err));
+    }
+    // The cost model's calibration is always reported: none yet, or the error of
+    // the measurements a session keeps for the target, before and after.
+    void calibrationIsReported() {
+        auto r = cli({"plan", project("mlp"), "--target", "h100", "--devices", "2", "--baseline", "dp"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("calibration: none — no launch on h100-sxm measured yet, predictions uncalibrated"),
+                 qPrintable(r.out));
+        QTemporaryDir dir;
+        const QString path = dir.filePath("calibrated.tapestry-session");
+        {
+            auto s = store::Session::open(path.toStdString());
+            QVERIFY(s.has_value());
+            // Three gemm measurements in one size band, each 2× the prediction: the
+            // band's factor is 2 and its error 50 % before, 0 % after.
+            QVERIFY((*s)->add_calibration("h100-sxm", {{"gemm", 2e9, 1e-3, 2e-3, std::nullopt, ""},
+                                                       {"gemm", 3e9, 2e-3, 4e-3, std::nullopt, ""},
+                                                       {"gemm", 4e9, 3e-3, 6e-3, std::nullopt, ""}}));
+        }
+        r = cli({"plan", project("mlp"), "--target", "h100", "--devices", "2", "--baseline", "dp", "--session", path});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("calibration: 3 measurements on h100-sxm, median error 50% uncalibrated → 0% calibrated"),
+                 qPrintable(r.out));
+        r = cli({"plan", project("mlp"), "--target", "h100", "--devices", "2", "--baseline", "dp", "--session", path, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonObject c = QJsonDocument::fromJson(r.out.toUtf8()).object()["calibration"].toObject();
+        QCOMPARE(c["samples"].toInt(), 3);
+        QCOMPARE(c["median_error_uncalibrated"].toDouble(), 0.5);
+        QCOMPARE(c["median_error_calibrated"].toDouble(), 0.0);
     }
     void targetsListShowAndMeasureIntoASession() {
         auto r = cli({"targets"});
