@@ -113,9 +113,13 @@ double Model::curve_size(const KernelWork &w) const {
     return target_.device.efficiency[static_cast<size_t>(w.kernel_class)].by_flops ? w.flops : w.bytes;
 }
 
+double Model::device_share() const {
+    return target_.kind == "cpu" ? 1.0 / std::max(1, shape_.devices()) : 1.0;
+}
+
 double Model::roofline_seconds(const KernelWork &w) const {
-    const double peak = target_.peak_flops(w.dtype);
-    const double bw = target_.device.memory_bandwidth.value;
+    const double peak = target_.peak_flops(w.dtype) * device_share();
+    const double bw = target_.device.memory_bandwidth.value * device_share();
     const double compute = peak > 0 ? w.flops / peak : 0;
     const double memory = bw > 0 ? w.bytes / bw : 0;
     return std::max(compute, memory);

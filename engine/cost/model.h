@@ -83,7 +83,11 @@ public:
 
     // The size a class's efficiency curve is indexed by (FLOPs or bytes).
     double curve_size(const KernelWork &w) const;
-    // max(flops / peak(dtype), bytes / bandwidth): the bound, without efficiency.
+    // The share of the target's compute and memory bandwidth one device has: 1 for
+    // a GPU; 1/n for the n devices of a CPU target, which are workers sharing one
+    // machine's cores and memory (its figures are measured with all threads).
+    double device_share() const;
+    // max(flops / (peak(dtype)·share), bytes / (bandwidth·share)): the bound, without efficiency.
     double roofline_seconds(const KernelWork &w) const;
     // roofline / efficiency(class, size) + launch overhead, times the calibration factor.
     double kernel_seconds(const KernelWork &w) const;

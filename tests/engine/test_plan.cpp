@@ -112,6 +112,16 @@ private slots:
         QCOMPARE(t.peak_flops(DType::f32), 1e11);
         QCOMPARE(t.peak_flops(DType::bf16), 1e11);  // no bf16 figure: computed at the f32 rate
         QVERIFY(cost::parse_target(cost::target_json(t), "host").has_value());
+        // The host's devices are workers sharing its cores and memory: each of 4 has a
+        // quarter of the measured rates; a GPU's devices have their own.
+        const cost::Model one = model_of(t, 1), four = model_of(t, 4);
+        QCOMPARE(four.device_share(), 0.25);
+        const cost::KernelWork gemm{cost::KernelClass::gemm, DType::f32, 1e9, 1e3};
+        QVERIFY(close(one.roofline_seconds(gemm), 1e9 / 1e11));
+        QVERIFY(close(four.roofline_seconds(gemm), 4 * 1e9 / 1e11));
+        const cost::KernelWork copy{cost::KernelClass::copy, DType::f32, 0, 1e9};
+        QVERIFY(close(four.roofline_seconds(copy), 4 * 1e9 / 2e10));
+        QCOMPARE(model_of(h100(), 8).device_share(), 1.0);
     }
 
     // ---- the cost model, by hand ----
