@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 
 #include "common/checked_size.h"
@@ -536,7 +535,6 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
         bool local;
     };
     std::vector<Transfer> transfers;
-    std::map<std::tuple<int, ZPoint, ZPoint>, std::vector<size_t>> same_send;
     for (const auto &[dev, boxes] : cut) {
         if (done.count(dev)) continue;
         for (const ZRange &r : boxes)
@@ -544,27 +542,42 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
                 if (!schedule::boxes_meet(*wbox, r)) continue;
                 ZRange part = wbox->intersect(r);
                 const bool local = src == dev || available(dev, t_index, part);
-                if (!local) same_send[{src, part.start(), part.end()}].push_back(transfers.size());
                 transfers.push_back(Transfer{dev, src, std::move(part), local});
             }
     }
+    // Sends of one box from one device, grouped: sorted by (sender, box), then runs.
+    std::vector<size_t> sends;
+    for (size_t i = 0; i < transfers.size(); ++i)
+        if (!transfers[i].local) sends.push_back(i);
+    auto key_less = [&](size_t a, size_t b) {
+        const Transfer &p = transfers[a], &q = transfers[b];
+        if (p.src != q.src) return p.src < q.src;
+        if (p.part.start() != q.part.start()) return p.part.start() < q.part.start();
+        if (p.part.end() != q.part.end()) return p.part.end() < q.part.end();
+        return a < b;
+    };
     std::vector<bool> broadcast(transfers.size(), false);
-    for (const auto &[key, members] : same_send) {
-        if (members.size() < 2) continue;
-        const Transfer &first = transfers[members.front()];
-        std::vector<int> devs{first.src};
-        for (size_t m : members) devs.push_back(transfers[m].dev);
-        std::sort(devs.begin(), devs.end());
-        PendingStep s = collective_step(move, "broadcast", devs, t->dtype);
-        s.step.device = first.src;  // the root
-        s.step.bytes = static_cast<double>(first.part.size()) * elem;
-        s.reads.push_back(Pending{first.src, t_index, first.part});
-        for (size_t m : members) {
-            const Transfer &to = transfers[m];
-            s.writes.push_back(Pending{to.dev, y_index, shifted ? to.part.translated(back) : to.part});
-            broadcast[m] = true;
+    if (sends.size() >= 2) std::sort(sends.begin(), sends.end(), key_less);
+    for (size_t lo = 0; lo < sends.size();) {
+        const Transfer &first = transfers[sends[lo]];
+        size_t hi = lo + 1;
+        while (hi < sends.size() && transfers[sends[hi]].src == first.src && transfers[sends[hi]].part == first.part) ++hi;
+        if (hi - lo >= 2) {
+            std::vector<int> devs{first.src};
+            for (size_t k = lo; k < hi; ++k) devs.push_back(transfers[sends[k]].dev);
+            std::sort(devs.begin(), devs.end());
+            PendingStep s = collective_step(move, "broadcast", devs, t->dtype);
+            s.step.device = first.src;  // the root
+            s.step.bytes = static_cast<double>(first.part.size()) * elem;
+            s.reads.push_back(Pending{first.src, t_index, first.part});
+            for (size_t k = lo; k < hi; ++k) {
+                const Transfer &to = transfers[sends[k]];
+                s.writes.push_back(Pending{to.dev, y_index, shifted ? to.part.translated(back) : to.part});
+                broadcast[sends[k]] = true;
+            }
+            add(std::move(s));
         }
-        add(std::move(s));
+        lo = hi;
     }
     for (size_t i = 0; i < transfers.size(); ++i) {
         if (broadcast[i]) continue;
