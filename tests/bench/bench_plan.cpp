@@ -58,13 +58,19 @@ int run(const std::string &label, const Graph &g, int devices, int nodes, int tp
     double validate_ms = best_ms(reps, [&] { (void)validate(placed.graph, OpLibrary::standard()); });
     plan::Plan p;
     plan::Prediction pred;
-    // Each compiled plan is kept until the timings are done: freeing the previous
-    // one is not part of compiling the next.
-    std::vector<plan::Plan> kept;
-    kept.reserve(static_cast<size_t>(reps));
-    const double compile_ms = best_ms(reps, [&] { kept.push_back(std::move(plan::compile_plan(placed, model)).value()); });
-    p = std::move(kept.back());
-    kept.clear();
+    // Compiling: the first run in a fresh process (cold: every page of the plan is
+    // new to the process) and the best of the runs after it (warm: the previous plan
+    // freed between runs, outside the timing — as a search compiling plan after plan
+    // runs). The target is judged on the warm figure; both are printed.
+    double cold_ms = 0, compile_ms = 1e30;
+    for (int r = 0; r <= reps; ++r) {
+        const auto t = std::chrono::steady_clock::now();
+        plan::Plan compiled = std::move(plan::compile_plan(placed, model)).value();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+        if (r == 0) cold_ms = ms;
+        else compile_ms = std::min(compile_ms, ms);
+        p = std::move(compiled);  // the previous plan is freed here, untimed
+    }
     const double simulate_ms = best_ms(reps, [&] { pred = plan::simulate(p); });
     // Re-cost after one op's sharding changes: the steps of one op (its largest
     // linear) take new work figures — a shard twice as large — and are re-predicted,
@@ -82,9 +88,9 @@ int run(const std::string &label, const Graph &g, int devices, int nodes, int tp
         }
         pred = plan::simulate(p, durations);
     });
-    std::printf("%-22s %4d devices  %6zu steps  %6zu buffers  validate %8.2f ms  compile %8.2f ms  simulate %6.2f ms"
+    std::printf("%-22s %4d devices  %6zu steps  %6zu buffers  validate %8.2f ms  compile %8.2f ms (cold %.2f)  simulate %6.2f ms"
                 "  compile+simulate %8.2f ms = %5.2f× validate  re-cost one op %6.3f ms  (predicted makespan %s)\n",
-                label.c_str(), devices, p.steps.size(), p.buffers.size(), validate_ms, compile_ms, simulate_ms,
+                label.c_str(), devices, p.steps.size(), p.buffers.size(), validate_ms, compile_ms, cold_ms, simulate_ms,
                 compile_ms + simulate_ms, (compile_ms + simulate_ms) / validate_ms, recost_ms,
                 plan::seconds_text(pred.makespan).c_str());
     return 0;
@@ -109,7 +115,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "cannot load the GPT-2 block project\n");
         return 1;
     }
-    std::printf("plan compile + simulate, one core, best of %d (targets: 64-device %d-layer ≤ 50 ms; re-cost ≤ 1 ms)\n",
+    std::printf("plan compile + simulate, one core, best of %d after a cold run (targets: 64-device %d-layer ≤ 50 ms; "
+                "re-cost ≤ 1 ms)\n",
                 reps, layers);
     if (run("GPT-2 block", block.graph, 8, 1, 8, reps)) return 1;
     const Graph stack = testing::stack_blocks(block.graph, "x", "y", layers);
