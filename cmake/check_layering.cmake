@@ -17,6 +17,7 @@ set(allowed_passes  common index graph ops passes)
 set(allowed_schedule common index schedule)
 set(allowed_cost    common index graph ops io cost)
 set(allowed_plan    common index graph ops io passes schedule cost plan)
+set(allowed_search  common index graph ops io passes schedule cost plan search)
 set(allowed_runtime common index graph ops schedule runtime)
 set(allowed_verify  common index graph ops io passes schedule runtime verify)
 

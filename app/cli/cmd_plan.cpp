@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "target_support.h"
 #include "common/checked_size.h"
 #include "cost/target.h"
 #include "io/project_file.h"
@@ -26,86 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
-
-// Measures the host (progress on stderr) and returns its target.
-Expected<cost::Target, std::string> measure_host_target(int threads, bool progress_bar) {
-    auto base = cost::builtin_target("host");
-    if (!base) return unexpected(base.error());
-    ProgressBar bar(progress_bar);
-    auto m = cpu::measure_host(threads, [&](double f, const std::string &what) {
-        bar.update("measuring host: " + what, static_cast<int>(f * 100), 100);
-        return true;
-    });
-    bar.clear();
-    if (!m) return unexpected("measuring the host: " + m.error());
-    cost::HostFigures f;
-    f.f32_flops = m->gemm_f32_flops;
-    f.bf16_flops = m->gemm_bf16_flops;
-    f.memory_bandwidth = m->memory_bandwidth;
-    f.memory_bytes = m->memory_bytes;
-    f.launch_overhead = m->launch_overhead;
-    f.note = "oneDNN " + m->isa + ", " + std::to_string(m->threads) + " threads: 1024³ GEMM, 256 MiB copy, one-element primitive";
-    return cost::measured_target(*base, f);
-}
-
-// The targets a session keeps (user copies and the measured host), by name.
-Expected<std::vector<store::TargetRecord>, std::string> session_targets(const std::string &session) {
-    if (session.empty() || !fs::exists(session)) return std::vector<store::TargetRecord>{};  // a new session keeps none yet
-    auto s = store::Session::open(session, store::OpenMode::read_only);
-    if (!s) return unexpected(s.error().message);
-    auto t = (*s)->targets();
-    if (!t) return unexpected(t.error().message);
-    return std::move(t).value();
-}
-
-// The measurements a session keeps of a target's kernels (launches add them).
-Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(const std::string &session,
-                                                                                 const std::string &target) {
-    std::vector<cost::CalibrationSample> out;
-    if (session.empty() || !fs::exists(session)) return out;
-    auto s = store::Session::open(session, store::OpenMode::read_only);
-    if (!s) return unexpected(s.error().message);
-    auto rows = (*s)->calibration(target);
-    if (!rows) return unexpected(rows.error().message);
-    for (const store::CalibrationRow &r : *rows)
-        if (const auto c = cost::parse_kernel_class(r.kernel_class))
-            out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds});
-    return out;
-}
-
-// Saves a target into a session (origin "measured" or "user").
-std::string keep_in_session(const std::string &session, const cost::Target &t, const std::string &origin) {
-    auto s = store::Session::open(session, store::OpenMode::read_write, std::chrono::seconds(10));
-    if (!s) return s.error().message;
-    auto saved = (*s)->save_target(t.name, origin, cost::target_json(t));
-    return saved ? "" : saved.error().message;
-}
-
-// A target by name: a file, a target the session keeps, or a built-in one (a
-// unique prefix will do). The host is measured when neither the session has a
-// measurement nor `remeasure` is off; with a session, the measurement is kept there.
-Expected<cost::Target, std::string> resolve_target(const std::string &name, int threads, const std::string &session,
-                                                   bool remeasure) {
-    if (fs::exists(name) && !fs::is_directory(name)) return cost::load_target(name);
-    auto kept = session_targets(session);
-    if (!kept) return unexpected(kept.error());
-    auto t = cost::builtin_target(name);
-    const std::string wanted = t ? t->name : name;
-    if (!remeasure)
-        for (const store::TargetRecord &r : *kept)
-            if (r.name == wanted) {
-                auto parsed = cost::parse_target(r.target_json, session + " (target " + r.name + ")");
-                if (parsed) parsed->origin = "session";
-                return parsed;
-            }
-    if (!t) return t;
-    if (t->missing_figures().empty() || t->kind != "cpu") return t;
-    auto measured = measure_host_target(threads, true);
-    if (measured && !session.empty())
-        if (std::string e = keep_in_session(session, *measured, "measured"); !e.empty())
-            return unexpected("keeping the measurement in " + session + ": " + e);
-    return measured;
-}
 
 std::string percent(double part, double whole) {
     if (whole <= 0) return "-";

@@ -205,6 +205,10 @@ Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const 
     const std::string who = std::string(baseline_name(options.kind)) + " on " + std::to_string(n) + " devices";
     if (n < 1) return unexpected(who + ": no devices");
     // A baseline decides the whole sharding: shards the graph already has are dropped.
+    return stages_of_unsharded(without_shards(g), options, who, n);
+}
+
+Graph without_shards(const Graph &g) {
     Graph unsharded = g;
     for (const OpPtr &op : g.operations())
         if (!op->shards.empty()) {
@@ -212,7 +216,7 @@ Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const 
             whole.shards.clear();
             unsharded.put_op(std::move(whole));
         }
-    return stages_of_unsharded(unsharded, options, who, n);
+    return unsharded;
 }
 
 }  // namespace tapestry::plan

@@ -39,4 +39,8 @@ struct BaselineOptions {
 // of 'ln_1', extent 8) cannot be split 16 ways".
 Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const BaselineOptions &options);
 
+// `g` with every operation's shards dropped: what a baseline or the search starts
+// from, as each decides the whole sharding.
+Graph without_shards(const Graph &g);
+
 }  // namespace tapestry::plan

@@ -1,0 +1,410 @@
+// `tapestry optimize PROJECT --target T --devices N …`: the Pareto-front search
+// (docs/search.md) — shard choices and placements evaluated through the plan
+// compiler and the cost model, a progress line while it runs, then the front
+// (every plan on it certified: its stages and its plan), the hand baselines beside
+// it and whether the front covers each, and exports of the front and of a plan.
+// Every time and memory figure is a prediction of the cost model, and says so.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "cli_support.h"
+#include "common/checked_size.h"
+#include "io/project_file.h"
+#include "plan/baselines.h"
+#include "plan/certify.h"
+#include "plan/plan_file.h"
+#include "plan/planner.h"
+#include "run_support.h"
+#include "search/optimizer.h"
+#include "target_support.h"
+
+namespace tapestry::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct OptimizeOptions {
+    std::string project;
+    std::string target = "h100-sxm";
+    int devices = 8;
+    int nodes = 0;
+    std::string objectives = "time,memory,devices";
+    std::string memory_cap;
+    std::string max_time;
+    std::string budget = "30s";
+    long evaluations = 0;
+    int population = 24;
+    int stall = 12;
+    std::uint64_t seed = 1;
+    int threads = 0;
+    std::string export_front;
+    std::vector<std::string> export_plan;  // K FILE
+    bool json = false;
+    std::string session;
+};
+
+// "80GiB", "1.5 GB", "1073741824" → bytes.
+Expected<double, std::string> parse_bytes(const std::string &text) {
+    size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (...) {
+        return unexpected("'" + text + "' is not a size (e.g. 80GiB)");
+    }
+    std::string unit = text.substr(used);
+    unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+    const std::pair<const char *, double> units[] = {{"", 1},      {"B", 1},      {"KiB", 1024.0},     {"MiB", 1048576.0},
+                                                     {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3},
+                                                     {"MB", 1e6},  {"GB", 1e9},   {"TB", 1e12}};
+    for (const auto &[name, scale] : units)
+        if (unit == name) {
+            if (!std::isfinite(v) || v <= 0) return unexpected("'" + text + "' is not a positive size");
+            return v * scale;
+        }
+    return unexpected("'" + text + "': unknown unit '" + unit + "' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+}
+
+// "30s", "2m", "500ms", "30" (seconds) → seconds.
+Expected<double, std::string> parse_seconds(const std::string &text) {
+    size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (...) {
+        return unexpected("'" + text + "' is not a duration (e.g. 30s)");
+    }
+    const std::string unit = text.substr(used);
+    double scale = 0;
+    if (unit.empty() || unit == "s") scale = 1;
+    else if (unit == "ms") scale = 1e-3;
+    else if (unit == "us" || unit == "µs") scale = 1e-6;
+    else if (unit == "m" || unit == "min") scale = 60;
+    else return unexpected("'" + text + "': unknown unit '" + unit + "' (ms, s, m)");
+    if (!std::isfinite(v) || v < 0) return unexpected("'" + text + "' is not a duration ≥ 0");
+    return v * scale;
+}
+
+std::string figure_text(search::Objective o, double v) {
+    switch (o) {
+        case search::Objective::time: return plan::seconds_text(v);
+        case search::Objective::memory:
+        case search::Objective::communication: return byte_text(static_cast<std::int64_t>(v));
+        case search::Objective::devices: return std::to_string(static_cast<int>(v));
+    }
+    return "?";
+}
+
+ordered_json figures_json(const search::Figures &f) {
+    return {{"makespan_seconds", f.makespan}, {"peak_bytes", f.peak},   {"devices", f.devices},
+            {"communication_bytes", f.comm_bytes}, {"feasible", f.violation <= 0}, {"violated", f.violated}};
+}
+
+std::string front_csv(const std::vector<search::Scored> &front, const search::Space &space) {
+    std::string out = "index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan\n";
+    for (size_t i = 0; i < front.size(); ++i) {
+        const search::Figures &f = front[i].evaluation.figures;
+        std::string plan = space.describe(front[i].candidate);
+        std::replace(plan.begin(), plan.end(), ',', ';');
+        out += std::to_string(i) + "," + formatted(f.makespan, "%.9g") + "," + formatted(f.peak, "%.0f") + "," +
+               std::to_string(f.devices) + "," + formatted(f.comm_bytes, "%.0f") + "," +
+               (f.violation <= 0 ? "true" : "false") + ",\"" + plan + "\"\n";
+    }
+    return out;
+}
+
+int optimize_command(const OptimizeOptions &o) {
+    auto objectives = search::parse_objectives(o.objectives);
+    if (!objectives) {
+        std::cerr << "tapestry: --objectives: " << objectives.error() << "\n";
+        return kExitUsage;
+    }
+    search::Constraints constraints;
+    if (!o.memory_cap.empty()) {
+        auto b = parse_bytes(o.memory_cap);
+        if (!b) {
+            std::cerr << "tapestry: --memory-cap: " << b.error() << "\n";
+            return kExitUsage;
+        }
+        constraints.memory_cap = *b;
+    }
+    if (!o.max_time.empty()) {
+        auto t = parse_seconds(o.max_time);
+        if (!t) {
+            std::cerr << "tapestry: --max-time: " << t.error() << "\n";
+            return kExitUsage;
+        }
+        constraints.max_time = *t;
+    }
+    auto budget = parse_seconds(o.budget);
+    if (!budget) {
+        std::cerr << "tapestry: --budget: " << budget.error() << "\n";
+        return kExitUsage;
+    }
+    long export_index = -1;
+    std::string export_file;
+    if (!o.export_plan.empty()) {
+        try {
+            export_index = std::stol(o.export_plan[0]);
+        } catch (...) {
+            export_index = -1;
+        }
+        if (export_index < 0 || o.export_plan.size() != 2) {
+            std::cerr << "tapestry: --export-plan: expected K FILE (K: a front index, 0 first)\n";
+            return kExitUsage;
+        }
+        export_file = o.export_plan[1];
+    }
+    auto target = resolve_target(o.target, o.threads > 0 ? o.threads : 2, o.session, false);
+    if (!target) {
+        std::cerr << "tapestry: --target: " << target.error() << "\n";
+        return kExitUsage;
+    }
+    if (const std::string missing = target->missing_figures(); !missing.empty()) {
+        std::cerr << "tapestry: --target: target '" << target->name << "' lacks " << missing << "\n";
+        return kExitUsage;
+    }
+    auto shape = cost::cluster_shape(*target, o.devices, o.nodes);
+    if (!shape) {
+        std::cerr << "tapestry: --devices: " << shape.error() << "\n";
+        return kExitUsage;
+    }
+    Loaded loaded = load(o.project);
+    for (const Issue &i : loaded.issues) report_issue(o.project, i);
+    if (!loaded.graph) return kExitInvalid;
+    // The search decides the whole sharding: shards the project has are dropped.
+    const Graph g = plan::without_shards(*loaded.graph);
+    auto space = search::Space::of(g, shape->devices());
+    if (!space) {
+        report_error(o.project, space.error());
+        return kExitInvalid;
+    }
+    const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints);
+
+    search::SearchOptions so;
+    so.population = o.population;
+    so.budget_seconds = *budget;
+    so.max_evaluations = o.evaluations;
+    so.stall_generations = o.stall;
+    so.seed = o.seed;
+    so.threads = o.threads;
+    search::SearchHooks hooks;
+    ProgressBar bar(!o.json);
+    hooks.generation = [&](const search::Progress &p) {
+        std::string best;
+        for (size_t k = 0; k < objectives->size(); ++k) {
+            double v = std::numeric_limits<double>::infinity();
+            for (const search::Scored &s : p.front) v = std::min(v, s.evaluation.point.objectives[k]);
+            if (std::isfinite(v)) best += " · best " + std::string(search::objective_name((*objectives)[k])) + " " +
+                                          figure_text((*objectives)[k], v);
+        }
+        bar.update("generation " + std::to_string(p.generation) + " · " + std::to_string(p.evaluations) + " plans (" +
+                       formatted(p.evaluations_per_second, "%.0f") + "/s) · front " + std::to_string(p.front.size()) + best,
+                   static_cast<int>(std::min(100.0, *budget > 0 ? 100 * p.seconds / *budget : 0)), 100);
+    };
+    auto result = search::optimize(evaluator, so, hooks);
+    bar.clear();
+    if (!result) {
+        report_error(o.project, result.error());
+        return kExitInvalid;
+    }
+
+    // Trust: every plan on the front is made again with its certificates; one that
+    // fails is a bug of the passes or the compiler — reported, never shown.
+    std::vector<search::Scored> front;
+    std::vector<search::Materialized> plans;
+    int failed = 0;
+    for (const search::Scored &s : result->front) {
+        auto m = evaluator.materialize(s.candidate, true);
+        std::string why;
+        if (!m) why = m.error();
+        else {
+            for (const Stage &st : m->stages)
+                if (!st.certificate.pass()) why = "stage '" + st.pass + "': " + st.certificate.badge();
+            const Certificate pc = plan::certify_plan(m->plan);
+            if (why.empty() && !pc.pass()) why = "plan: " + pc.badge();
+        }
+        if (!why.empty()) {
+            ++failed;
+            std::cerr << "tapestry: internal error: the front's plan '" << space->describe(s.candidate)
+                      << "' fails its certificate (" << why << "); it is left out — please report it\n";
+            continue;
+        }
+        front.push_back(s);
+        plans.push_back(std::move(m).value());
+    }
+
+    // The hand baselines, through the same compiler and model.
+    struct BaselineRow {
+        std::string name, refused;
+        search::Evaluation evaluation;
+        int covered_by = -1;  // a front plan at least as good on every objective
+    };
+    std::vector<BaselineRow> baselines;
+    for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
+        BaselineRow row;
+        row.name = plan::baseline_name(b);
+        plan::PlanRequest req;
+        req.target = *target;
+        req.devices = o.devices;
+        req.nodes = o.nodes;
+        req.baseline = b;
+        auto r = plan::make_plan(g, req);
+        if (!r) row.refused = r.error();
+        else {
+            row.evaluation = evaluator.score(r->plan, r->prediction);
+            for (size_t i = 0; i < front.size() && row.covered_by < 0; ++i) {
+                const auto &f = front[i].evaluation.point.objectives, &bo = row.evaluation.point.objectives;
+                bool as_good = true;
+                for (size_t k = 0; k < f.size(); ++k) as_good = as_good && f[k] <= bo[k];
+                if (as_good) row.covered_by = static_cast<int>(i);
+            }
+        }
+        baselines.push_back(std::move(row));
+    }
+
+    if (!o.export_front.empty()) {
+        std::string text;
+        if (o.export_front.size() >= 4 && o.export_front.substr(o.export_front.size() - 4) == ".csv") {
+            text = front_csv(front, *space);
+        } else {
+            ordered_json j = ordered_json::array();
+            for (size_t i = 0; i < front.size(); ++i)
+                j.push_back({{"index", i},
+                             {"plan", space->describe(front[i].candidate)},
+                             {"key", front[i].candidate.key()},
+                             {"figures", figures_json(front[i].evaluation.figures)}});
+            text = ordered_json{{"format", "tapestry-front"},
+                                {"version", 1},
+                                {"label", "predictions of the cost model (not measurements)"},
+                                {"project", o.project},
+                                {"target", target->name},
+                                {"devices", o.devices},
+                                {"seed", o.seed},
+                                {"front", j}}
+                       .dump(2) +
+                   "\n";
+        }
+        if (!write_output(o.export_front, text, o.project)) return kExitInvalid;
+    }
+    if (export_index >= 0) {
+        if (export_index >= static_cast<long>(plans.size())) {
+            std::cerr << "tapestry: --export-plan: the front has " << plans.size() << " plans (0 … " << plans.size() - 1
+                      << ")\n";
+            return kExitUsage;
+        }
+        const search::Materialized &m = plans[static_cast<size_t>(export_index)];
+        plan::Plan p = m.plan;
+        p.source.project = o.project;
+        if (std::string e = plan::save_plan(p, export_file, &m.prediction); !e.empty()) {
+            report_error(o.project, e);
+            return kExitInvalid;
+        }
+    }
+
+    if (o.json) {
+        ordered_json j;
+        j["project"] = o.project;
+        j["target"] = target->name;
+        j["devices"] = o.devices;
+        j["objectives"] = o.objectives;
+        j["label"] = "predictions of the cost model (not measurements)";
+        j["evaluations"] = result->evaluations;
+        j["invalid"] = result->invalid;
+        j["generations"] = result->generations;
+        j["seconds"] = result->seconds;
+        j["stopped"] = result->stopped;
+        ordered_json fj = ordered_json::array();
+        for (size_t i = 0; i < front.size(); ++i)
+            fj.push_back({{"index", i},
+                          {"plan", space->describe(front[i].candidate)},
+                          {"figures", figures_json(front[i].evaluation.figures)},
+                          {"certificates", "PASS"}});
+        j["front"] = fj;
+        ordered_json bj = ordered_json::array();
+        for (const BaselineRow &b : baselines) {
+            if (!b.refused.empty()) bj.push_back({{"baseline", b.name}, {"refused", b.refused}});
+            else
+                bj.push_back({{"baseline", b.name},
+                              {"figures", figures_json(b.evaluation.figures)},
+                              {"covered_by", b.covered_by}});
+        }
+        j["baselines"] = bj;
+        ordered_json mj = ordered_json::array();
+        for (const search::MutatorStats &m : result->mutators)
+            mj.push_back({{"mutator", m.name}, {"trials", m.trials}, {"successes", m.successes}, {"weight", m.weight}});
+        j["mutators"] = mj;
+        j["certificate_failures"] = failed;
+        print_json(j);
+        return failed ? kExitInvalid : kExitOk;
+    }
+    std::cout << o.project << " on " << o.devices << " × " << target->title << ": " << result->evaluations
+              << " plans evaluated in " << formatted(result->seconds, "%.1f") << " s ("
+              << formatted(result->evaluations / std::max(1e-9, result->seconds), "%.0f") << "/s), "
+              << result->generations << " generations, stopped: " << result->stopped << "\n";
+    std::cout << "  front (predictions; every plan certified): " << front.size() << " plans\n";
+    std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};
+    for (size_t i = 0; i < front.size(); ++i) {
+        const search::Figures &f = front[i].evaluation.figures;
+        rows.push_back({std::to_string(i), plan::seconds_text(f.makespan),
+                        byte_text(static_cast<std::int64_t>(f.peak)) + (f.violation > 0 ? " (" + f.violated + ")" : ""),
+                        std::to_string(f.devices), byte_text(static_cast<std::int64_t>(f.comm_bytes)),
+                        space->describe(front[i].candidate)});
+    }
+    print_table(rows, "  ");
+    std::cout << "  hand baselines (same compiler and model):\n";
+    std::vector<std::vector<std::string>> brows{{"baseline", "step time", "peak memory", "devices", "covered by"}};
+    for (const BaselineRow &b : baselines) {
+        if (!b.refused.empty()) {
+            brows.push_back({b.name, "refused: " + b.refused, "", "", ""});
+            continue;
+        }
+        const search::Figures &f = b.evaluation.figures;
+        brows.push_back({b.name, plan::seconds_text(f.makespan), byte_text(static_cast<std::int64_t>(f.peak)),
+                         std::to_string(f.devices), b.covered_by >= 0 ? "#" + std::to_string(b.covered_by) : "not covered"});
+    }
+    print_table(brows, "  ");
+    if (!o.export_front.empty()) std::cout << "  front written to " << o.export_front << "\n";
+    if (export_index >= 0) std::cout << "  plan #" << export_index << " written to " << export_file << "\n";
+    return failed ? kExitInvalid : kExitOk;
+}
+
+}  // namespace
+
+void add_optimize_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<OptimizeOptions>();
+    CLI::App *cmd = app.add_subcommand(
+        "optimize", "Search the Pareto front of plans (step time, peak memory per device, devices) for a target.");
+    cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
+    cmd->add_option("--target", o->target, "Built-in target (tapestry targets) or a target file")->capture_default_str();
+    cmd->add_option("--devices", o->devices, "Device budget")->capture_default_str()->check(CLI::Range(1, 65536));
+    cmd->add_option("--nodes", o->nodes, "Nodes they are spread over (0: as the target's clusters suggest)")
+        ->check(CLI::Range(0, 65536));
+    cmd->add_option("--objectives", o->objectives, "Objectives to minimise: time, memory, devices, communication")
+        ->capture_default_str();
+    cmd->add_option("--memory-cap", o->memory_cap, "Peak memory allowed per device (e.g. 80GiB; default: the target's)");
+    cmd->add_option("--max-time", o->max_time, "Step time allowed (e.g. 5ms)");
+    cmd->add_option("--budget", o->budget, "Time budget (e.g. 30s, 2m; 0: none)")->capture_default_str();
+    cmd->add_option("--evaluations", o->evaluations, "Evaluation budget (0: none)")->check(CLI::Range(0L, 1L << 40));
+    cmd->add_option("--population", o->population, "Population size")->capture_default_str()->check(CLI::Range(2, 100000));
+    cmd->add_option("--stall", o->stall, "Stop when the front has not moved for this many generations (0: never)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("--seed", o->seed, "Random seed (the same seed gives the same front at any thread count under "
+                                       "--evaluations)")
+        ->capture_default_str();
+    cmd->add_option("--threads", o->threads, "Threads evaluating candidates (0: every core)")->check(CLI::Range(0, 1024));
+    cmd->add_option("--export-front", o->export_front, "Write the front (.json, or .csv)");
+    cmd->add_option("--export-plan", o->export_plan, "Write the front's plan K to FILE (tapestry-plan JSON)")
+        ->expected(2);
+    cmd->add_flag("--json", o->json, "Machine-readable result on stdout");
+    cmd->add_option("--session", o->session, "Session whose targets (user copies, the measured host) come first");
+    cmd->footer("Every figure is a prediction of the cost model (docs/cost-model.md); every plan on the front is certified.\n"
+                "Exit codes: 0 done, 1 bad project, nothing plannable or a certificate failed, 2 usage.");
+    cmd->callback([o, &action] { action = [o] { return optimize_command(*o); }; });
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,138 @@
+// Evaluating candidates (see evaluate.h).
+#include "search/evaluate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/checked_size.h"
+#include "plan/compile.h"
+#include "plan/planner.h"
+
+namespace tapestry::search {
+
+const char *objective_name(Objective o) {
+    switch (o) {
+        case Objective::time: return "time";
+        case Objective::memory: return "memory";
+        case Objective::devices: return "devices";
+        case Objective::communication: return "communication";
+    }
+    return "?";
+}
+
+Expected<std::vector<Objective>, std::string> parse_objectives(const std::string &text) {
+    std::vector<Objective> out;
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = text.find(',', start);
+        const std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        bool found = false;
+        for (Objective o : {Objective::time, Objective::memory, Objective::devices, Objective::communication})
+            if (name == objective_name(o)) {
+                if (std::find(out.begin(), out.end(), o) != out.end())
+                    return unexpected("objective '" + name + "' is named twice");
+                out.push_back(o);
+                found = true;
+            }
+        if (!found)
+            return unexpected("unknown objective '" + name + "' (known: time, memory, devices, communication)");
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (out.empty()) return unexpected(std::string("no objective named"));
+    return out;
+}
+
+Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::ClusterShape shape,
+                     std::vector<Objective> objectives, Constraints constraints)
+    : graph_(std::move(graph)),
+      space_(std::move(space)),
+      model_(std::move(target), std::move(shape)),
+      objectives_(std::move(objectives)),
+      constraints_(constraints) {}
+
+std::vector<std::string> Evaluator::device_names() const {
+    return plan::device_names(model_.shape());
+}
+
+Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, bool certify) const {
+    if (!space_.valid(c)) return unexpected("candidate '" + c.key() + "' is not in the search space");
+    Materialized m;
+    Graph current = graph_;
+    std::vector<ShardSpec> specs = space_.specs(c);
+    if (!specs.empty()) {
+        ShardOptions o;
+        o.specs = std::move(specs);
+        o.propagate = false;
+        o.movement = true;
+        if (certify) o.certify = CertifyOptions{};
+        auto st = shard(current, o);
+        if (!st) return unexpected(st.error());
+        current = st->graph;
+        m.stages.push_back(std::move(st).value());
+    }
+    PlacementOptions p;
+    p.devices = device_names();
+    p.rule = c.rule;
+    p.text = rule_name(c.rule);
+    if (certify) p.certify = CertifyOptions{};
+    auto placed = place(current, p);
+    if (!placed) return unexpected(placed.error());
+    m.stages.push_back(std::move(placed).value());
+    plan::PlanSource source;
+    source.stage = static_cast<int>(m.stages.size());
+    source.pass = m.stages.back().pass;
+    source.options = space_.describe(c);
+    source.certificate = m.stages.back().certificate.badge();
+    auto compiled = plan::compile_plan(m.stages.back(), model_, source);
+    if (!compiled) return unexpected(compiled.error());
+    m.plan = std::move(compiled).value();
+    m.prediction = plan::simulate(m.plan);
+    return m;
+}
+
+Evaluation Evaluator::score(const plan::Plan &plan, const plan::Prediction &pred) const {
+    Evaluation e;
+    e.ok = true;
+    Figures &f = e.figures;
+    f.makespan = pred.makespan;
+    f.peak = static_cast<double>(pred.peak);
+    f.comm_bytes = pred.comm_bytes;
+    for (const plan::Device &d : plan.devices) f.devices += d.steps.empty() ? 0 : 1;
+    const double cap = constraints_.memory_cap > 0 ? constraints_.memory_cap : model_.memory_capacity();
+    char buf[160];
+    if (cap > 0 && f.peak > cap) {
+        f.violation += (f.peak - cap) / cap;
+        std::snprintf(buf, sizeof buf, "peak %s > cap %s", byte_text(static_cast<std::int64_t>(f.peak)).c_str(),
+                      byte_text(static_cast<std::int64_t>(cap)).c_str());
+        f.violated = buf;
+    }
+    if (constraints_.max_time > 0 && f.makespan > constraints_.max_time) {
+        f.violation += (f.makespan - constraints_.max_time) / constraints_.max_time;
+        std::snprintf(buf, sizeof buf, "step %s > %s", plan::seconds_text(f.makespan).c_str(),
+                      plan::seconds_text(constraints_.max_time).c_str());
+        f.violated += (f.violated.empty() ? "" : ", ") + std::string(buf);
+    }
+    for (Objective o : objectives_) {
+        switch (o) {
+            case Objective::time: e.point.objectives.push_back(f.makespan); break;
+            case Objective::memory: e.point.objectives.push_back(f.peak); break;
+            case Objective::devices: e.point.objectives.push_back(f.devices); break;
+            case Objective::communication: e.point.objectives.push_back(f.comm_bytes); break;
+        }
+    }
+    e.point.violation = f.violation;
+    return e;
+}
+
+Evaluation Evaluator::evaluate(const Candidate &c) const {
+    auto m = materialize(c, false);
+    if (!m) {
+        Evaluation e;
+        e.error = m.error();
+        return e;
+    }
+    return score(m->plan, m->prediction);
+}
+
+}  // namespace tapestry::search

@@ -1,0 +1,87 @@
+// Evaluating a candidate (docs/search.md): its shard specs through the shard pass,
+// its placement through `place`, the plan compiler and the cost model's
+// simulation — the same path as `tapestry plan`, so every figure of a candidate is
+// the compiled plan's own prediction. Certificates are made for the plans a
+// search reports (its front), not for every candidate.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "cost/model.h"
+#include "passes/stage.h"
+#include "plan/plan.h"
+#include "plan/simulate.h"
+#include "search/front.h"
+#include "search/space.h"
+
+namespace tapestry::search {
+
+enum class Objective { time, memory, devices, communication };
+const char *objective_name(Objective o);  // "time", "memory", "devices", "communication"
+// "time,memory,devices" → the list; errors name the unknown one.
+Expected<std::vector<Objective>, std::string> parse_objectives(const std::string &text);
+
+// Limits a plan must keep to be feasible (0: none). Infeasible candidates are kept
+// by the search while they lead toward feasibility (constraint domination).
+struct Constraints {
+    double memory_cap = 0;  // bytes per device (0: the target's capacity)
+    double max_time = 0;    // seconds per step
+};
+
+// What a candidate's plan predicts (every figure a prediction of the cost model).
+struct Figures {
+    double makespan = 0;      // seconds
+    double peak = 0;          // bytes, the largest device's peak
+    int devices = 0;          // devices that run a step
+    double comm_bytes = 0;    // bytes between devices
+    double violation = 0;     // 0 when feasible, else the summed relative excess over the constraints
+    std::string violated;     // "peak 90 GiB > cap 80 GiB" — empty when feasible
+};
+
+struct Evaluation {
+    bool ok = false;
+    std::string error;  // why the candidate has no plan (the pass's or compiler's words)
+    Figures figures;
+    Point point;        // the figures as the chosen objectives
+};
+
+// A candidate made into its stages and plan.
+struct Materialized {
+    std::vector<Stage> stages;  // shard (when something is split), place
+    plan::Plan plan;
+    plan::Prediction prediction;
+};
+
+class Evaluator {
+public:
+    Evaluator(Graph graph, Space space, cost::Target target, cost::ClusterShape shape,
+              std::vector<Objective> objectives, Constraints constraints);
+
+    const Space &space() const { return space_; }
+    const std::vector<Objective> &objectives() const { return objectives_; }
+    const Constraints &constraints() const { return constraints_; }
+    const cost::Model &model() const { return model_; }
+    const Graph &graph() const { return graph_; }
+    std::vector<std::string> device_names() const;
+
+    // Thread-safe (each thread keeps its own ISL context).
+    Evaluation evaluate(const Candidate &c) const;
+    // The candidate's stages and plan; `certify` certifies the stages against the
+    // graph (the plan certificate is plan::certify_plan's).
+    Expected<Materialized, std::string> materialize(const Candidate &c, bool certify) const;
+    // The figures of a compiled plan and its prediction, as an evaluation.
+    Evaluation score(const plan::Plan &plan, const plan::Prediction &prediction) const;
+
+private:
+    Graph graph_;
+    Space space_;
+    cost::Model model_;
+    std::vector<Objective> objectives_;
+    Constraints constraints_;
+};
+
+}  // namespace tapestry::search

@@ -1,0 +1,404 @@
+// The Pareto-front search (see optimizer.h).
+#include "search/optimizer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace tapestry::search {
+
+namespace {
+
+using Rng = std::mt19937_64;
+using Clock = std::chrono::steady_clock;
+
+int uniform(Rng &rng, int lo, int hi) {  // [lo, hi]
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
+
+Coord extent_of(const OpChoices &o, int dim) {
+    for (size_t k = 0; k < o.dims.size(); ++k)
+        if (o.dims[k] == dim) return o.extents[k];
+    return 0;
+}
+
+int max_parts(const Space &s, size_t op, int dim) {
+    return static_cast<int>(std::min<Coord>(s.devices(), extent_of(s.ops()[op], dim)));
+}
+
+std::vector<size_t> split_ops(const Candidate &c) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < c.dim.size(); ++i)
+        if (c.dim[i] >= 0) out.push_back(i);
+    return out;
+}
+
+// ---- mutators: each changes the candidate or says it cannot ------------------------
+
+bool reshard(const Space &s, Candidate &c, Rng &rng) {
+    std::vector<size_t> choices;
+    for (size_t i = 0; i < s.ops().size(); ++i)
+        if (!s.ops()[i].dims.empty()) choices.push_back(i);
+    if (choices.empty() || s.devices() < 2) return false;
+    const size_t i = choices[static_cast<size_t>(uniform(rng, 0, static_cast<int>(choices.size()) - 1))];
+    const OpChoices &o = s.ops()[i];
+    const int dim = o.dims[static_cast<size_t>(uniform(rng, 0, static_cast<int>(o.dims.size()) - 1))];
+    if (dim == c.dim[i]) return false;
+    const int top = max_parts(s, i, dim);
+    if (top < 2) return false;
+    c.dim[i] = dim;
+    c.parts[i] = c.parts[i] >= 2 && c.parts[i] <= top ? c.parts[i] : uniform(rng, 2, top);
+    return true;
+}
+
+bool refactor(const Space &s, Candidate &c, Rng &rng) {
+    const std::vector<size_t> split = split_ops(c);
+    if (split.empty()) return false;
+    const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
+    const int top = max_parts(s, i, c.dim[i]), p = c.parts[i];
+    std::vector<int> options;
+    for (int q : {p * 2, p / 2, p + 1, p - 1})
+        if (q >= 2 && q <= top && q != p && std::find(options.begin(), options.end(), q) == options.end()) options.push_back(q);
+    if (options.empty()) return false;
+    c.parts[i] = options[static_cast<size_t>(uniform(rng, 0, static_cast<int>(options.size()) - 1))];
+    return true;
+}
+
+bool unsplit(const Space &, Candidate &c, Rng &rng) {
+    const std::vector<size_t> split = split_ops(c);
+    if (split.empty()) return false;
+    const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
+    c.dim[i] = -1;
+    c.parts[i] = 1;
+    return true;
+}
+
+// Carries one op's split (same dim, same parts) along its neighbours in
+// dependency order, as far as they offer that dim.
+bool chain(const Space &s, Candidate &c, Rng &rng) {
+    const std::vector<size_t> split = split_ops(c);
+    if (split.empty()) return false;
+    const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
+    const int dim = c.dim[i], parts = c.parts[i];
+    const int reach = uniform(rng, 1, static_cast<int>(s.ops().size()));
+    bool changed = false;
+    auto carry = [&](size_t j) {
+        if (max_parts(s, j, dim) < parts) return false;
+        if (c.dim[j] != dim || c.parts[j] != parts) changed = true;
+        c.dim[j] = dim;
+        c.parts[j] = parts;
+        return true;
+    };
+    const bool forward = uniform(rng, 0, 1) == 1;
+    for (int step = 1; step <= reach; ++step) {
+        const long j = forward ? static_cast<long>(i) + step : static_cast<long>(i) - step;
+        if (j < 0 || j >= static_cast<long>(s.ops().size()) || !carry(static_cast<size_t>(j))) break;
+    }
+    return changed;
+}
+
+bool replace(const Space &s, Candidate &c, Rng &) {
+    if (s.devices() < 2) return false;
+    c.rule = c.rule == PlacementRule::by_shard ? PlacementRule::round_robin : PlacementRule::by_shard;
+    return true;
+}
+
+struct Mutator {
+    const char *name;
+    bool (*apply)(const Space &, Candidate &, Rng &);
+};
+constexpr Mutator kMutators[] = {{"reshard", reshard}, {"refactor", refactor}, {"unsplit", unsplit},
+                                 {"chain", chain},     {"replace", replace}};
+constexpr int kMutatorCount = static_cast<int>(sizeof kMutators / sizeof kMutators[0]);
+
+class Search {
+public:
+    Search(const Evaluator &e, const SearchOptions &o, const SearchHooks &h)
+        : eval_(e), opt_(o), hooks_(h), rng_(o.seed), start_(Clock::now()) {
+        stats_.resize(kMutatorCount);
+        for (int m = 0; m < kMutatorCount; ++m) stats_[static_cast<size_t>(m)].name = kMutators[m].name;
+        threads_ = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+    }
+
+    Expected<SearchResult, std::string> run();
+
+private:
+    bool stopping() const { return hooks_.stop && hooks_.stop->load(); }
+    double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+    // Evaluates the candidates not seen before (in parallel), then returns every
+    // candidate's scored form in order; streams the new ones.
+    std::vector<Scored> evaluate(const std::vector<Candidate> &cands, const std::vector<std::string> &made_by);
+    size_t tournament(const std::vector<int> &rank, const std::vector<double> &crowd);
+    int draw_mutator();
+    std::vector<Scored> select(std::vector<Scored> pool);
+    bool update_front(const std::vector<Scored> &fresh);
+    std::vector<Point> points(const std::vector<Scored> &v) const {
+        std::vector<Point> out;
+        for (const Scored &s : v) out.push_back(s.evaluation.point);
+        return out;
+    }
+
+    const Evaluator &eval_;
+    const SearchOptions &opt_;
+    const SearchHooks &hooks_;
+    Rng rng_;
+    Clock::time_point start_;
+    int threads_ = 1;
+    std::map<std::string, Evaluation> cache_;
+    std::vector<MutatorStats> stats_;
+    std::vector<Scored> population_, front_;
+    long evaluations_ = 0, invalid_ = 0;
+    int generation_ = 0;
+};
+
+std::vector<Scored> Search::evaluate(const std::vector<Candidate> &cands, const std::vector<std::string> &made_by) {
+    // The new ones, each once, in order.
+    std::vector<size_t> todo;
+    std::set<std::string> queued;
+    for (size_t i = 0; i < cands.size(); ++i) {
+        const std::string k = cands[i].key();
+        if (cache_.count(k) || queued.count(k)) continue;
+        if (opt_.max_evaluations > 0 && evaluations_ + static_cast<long>(todo.size()) >= opt_.max_evaluations) break;
+        queued.insert(k);
+        todo.push_back(i);
+    }
+    std::vector<Evaluation> results(todo.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t k = next++; k < todo.size(); k = next++) {
+            if (stopping()) {
+                results[k].error = "stopped";
+                continue;
+            }
+            results[k] = eval_.evaluate(cands[todo[k]]);
+        }
+    };
+    const int n = std::min<int>(threads_, static_cast<int>(todo.size()));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool) t.join();
+    for (size_t k = 0; k < todo.size(); ++k) {
+        if (results[k].error == "stopped") continue;
+        const Candidate &c = cands[todo[k]];
+        cache_[c.key()] = results[k];
+        Scored s{c, results[k], evaluations_++, generation_, made_by[todo[k]]};
+        if (!s.evaluation.ok) ++invalid_;
+        if (hooks_.candidate) hooks_.candidate(s);
+    }
+    std::vector<Scored> out;
+    for (size_t i = 0; i < cands.size(); ++i) {
+        const auto it = cache_.find(cands[i].key());
+        if (it == cache_.end()) continue;  // over the evaluation budget, or stopped
+        out.push_back(Scored{cands[i], it->second, -1, generation_, made_by[i]});
+    }
+    return out;
+}
+
+size_t Search::tournament(const std::vector<int> &rank, const std::vector<double> &crowd) {
+    const int n = static_cast<int>(population_.size());
+    const size_t a = static_cast<size_t>(uniform(rng_, 0, n - 1)), b = static_cast<size_t>(uniform(rng_, 0, n - 1));
+    if (rank[a] != rank[b]) return rank[a] < rank[b] ? a : b;
+    return crowd[a] >= crowd[b] ? a : b;
+}
+
+int Search::draw_mutator() {
+    double total = 0;
+    for (MutatorStats &m : stats_) {
+        m.weight = (1.0 + static_cast<double>(m.successes)) / (2.0 + static_cast<double>(m.trials));
+        total += m.weight;
+    }
+    double r = std::uniform_real_distribution<double>(0, total)(rng_);
+    for (int m = 0; m < kMutatorCount; ++m) {
+        r -= stats_[static_cast<size_t>(m)].weight;
+        if (r <= 0) return m;
+    }
+    return kMutatorCount - 1;
+}
+
+// NSGA-II survival: whole ranks while they fit, then the least crowded of the next.
+std::vector<Scored> Search::select(std::vector<Scored> pool) {
+    std::vector<Scored> unique;
+    std::set<std::string> seen;
+    for (Scored &s : pool)
+        if (s.evaluation.ok && seen.insert(s.candidate.key()).second) unique.push_back(std::move(s));
+    const std::vector<Point> pts = points(unique);
+    const std::vector<int> rank = nondominated_ranks(pts);
+    std::vector<Scored> out;
+    const int top = unique.empty() ? -1 : *std::max_element(rank.begin(), rank.end());
+    for (int r = 0; r <= top && static_cast<int>(out.size()) < opt_.population; ++r) {
+        std::vector<size_t> members;
+        for (size_t i = 0; i < unique.size(); ++i)
+            if (rank[i] == r) members.push_back(i);
+        if (static_cast<int>(out.size() + members.size()) <= opt_.population) {
+            for (size_t i : members) out.push_back(unique[i]);
+            continue;
+        }
+        const std::vector<double> crowd = crowding(pts, members);
+        std::vector<size_t> order(members.size());
+        for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+        std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return crowd[x] > crowd[y]; });
+        for (size_t k = 0; k < order.size() && static_cast<int>(out.size()) < opt_.population; ++k)
+            out.push_back(unique[members[order[k]]]);
+    }
+    return out;
+}
+
+// The archive's first front with the fresh candidates; whether it changed.
+bool Search::update_front(const std::vector<Scored> &fresh) {
+    std::vector<Scored> pool = front_;
+    std::set<std::string> seen;
+    for (const Scored &s : front_) seen.insert(s.candidate.key());
+    for (const Scored &s : fresh)
+        if (s.evaluation.ok && seen.insert(s.candidate.key()).second) pool.push_back(s);
+    std::vector<Scored> next;
+    for (size_t i : first_front(points(pool))) next.push_back(pool[i]);
+    std::sort(next.begin(), next.end(), [](const Scored &a, const Scored &b) {
+        return a.evaluation.point.objectives < b.evaluation.point.objectives ||
+               (a.evaluation.point.objectives == b.evaluation.point.objectives && a.candidate.key() < b.candidate.key());
+    });
+    // Plans with the same figures are one point of the front: the first by key stays.
+    next.erase(std::unique(next.begin(), next.end(),
+                           [](const Scored &a, const Scored &b) {
+                               return a.evaluation.point.objectives == b.evaluation.point.objectives &&
+                                      a.evaluation.point.violation == b.evaluation.point.violation;
+                           }),
+               next.end());
+    bool changed = next.size() != front_.size();
+    for (size_t i = 0; !changed && i < next.size(); ++i) changed = next[i].candidate.key() != front_[i].candidate.key();
+    front_ = std::move(next);
+    return changed;
+}
+
+Expected<SearchResult, std::string> Search::run() {
+    const Space &space = eval_.space();
+    SearchResult result;
+    // The first population: nothing split, the batch split over each power of two
+    // and over every device, the warm start, then mutations of those.
+    std::vector<Candidate> seeds{space.unsplit()};
+    std::vector<std::string> made_by{"seed"};
+    for (int p = 2; p <= space.devices(); p *= 2) {
+        seeds.push_back(space.batch_split(p));
+        made_by.push_back("seed");
+    }
+    if (space.devices() > 1) {
+        seeds.push_back(space.batch_split(space.devices()));
+        made_by.push_back("seed");
+    }
+    for (const Candidate &c : opt_.warm_start)
+        if (space.valid(c)) {
+            seeds.push_back(c);
+            made_by.push_back("warm start");
+        }
+    for (int tries = 0; static_cast<int>(seeds.size()) < opt_.population && tries < 50 * opt_.population; ++tries) {
+        Candidate c = seeds[static_cast<size_t>(uniform(rng_, 0, static_cast<int>(seeds.size()) - 1))];
+        const int m = uniform(rng_, 0, kMutatorCount - 1);
+        if (!kMutators[m].apply(space, c, rng_)) continue;
+        seeds.push_back(std::move(c));
+        made_by.push_back(kMutators[m].name);
+    }
+    std::vector<Scored> first = evaluate(seeds, made_by);
+    population_ = select(first);
+    update_front(first);
+    if (population_.empty() && stopping()) {
+        result.stopped = "stopped";
+        result.evaluations = evaluations_;
+        result.seconds = seconds();
+        result.mutators = stats_;
+        return result;
+    }
+    if (population_.empty()) return unexpected(std::string("no candidate of the search space has a plan") +
+                                               (first.empty() ? std::string() : ": " + first.front().evaluation.error));
+    int stall = 0;
+    auto report = [&] {
+        if (!hooks_.generation) return;
+        Progress p;
+        p.generation = generation_;
+        p.evaluations = evaluations_;
+        p.invalid = invalid_;
+        p.seconds = seconds();
+        p.evaluations_per_second = p.seconds > 0 ? static_cast<double>(evaluations_) / p.seconds : 0;
+        p.front = front_;
+        hooks_.generation(p);
+    };
+    report();
+    while (true) {
+        if (stopping()) { result.stopped = "stopped"; break; }
+        if (opt_.generations > 0 && generation_ >= opt_.generations) { result.stopped = "generations"; break; }
+        if (opt_.max_evaluations > 0 && evaluations_ >= opt_.max_evaluations) { result.stopped = "evaluations"; break; }
+        if (opt_.budget_seconds > 0 && seconds() >= opt_.budget_seconds) { result.stopped = "budget"; break; }
+        if (opt_.stall_generations > 0 && stall >= opt_.stall_generations) { result.stopped = "stalled"; break; }
+        ++generation_;
+        const std::vector<Point> pts = points(population_);
+        const std::vector<int> rank = nondominated_ranks(pts);
+        std::vector<double> crowd(population_.size(), 0);
+        {   // crowding within each rank
+            const int top = *std::max_element(rank.begin(), rank.end());
+            for (int r = 0; r <= top; ++r) {
+                std::vector<size_t> members;
+                for (size_t i = 0; i < rank.size(); ++i)
+                    if (rank[i] == r) members.push_back(i);
+                const std::vector<double> c = crowding(pts, members);
+                for (size_t k = 0; k < members.size(); ++k) crowd[members[k]] = c[k];
+            }
+        }
+        std::vector<Candidate> children;
+        std::vector<std::string> by;
+        std::vector<size_t> parent;
+        std::vector<int> mutator;
+        for (int k = 0; k < opt_.population; ++k) {
+            const size_t p = tournament(rank, crowd);
+            Candidate c = population_[p].candidate;
+            int m = -1;
+            for (int attempt = 0; attempt < 8 && m < 0; ++attempt) {
+                const int pick = draw_mutator();
+                if (kMutators[pick].apply(space, c, rng_)) m = pick;
+            }
+            if (m < 0) continue;
+            children.push_back(std::move(c));
+            by.push_back(kMutators[m].name);
+            parent.push_back(p);
+            mutator.push_back(m);
+        }
+        const std::vector<Scored> scored = evaluate(children, by);
+        // Mutator success: a child with a plan that its parent does not dominate.
+        std::map<std::string, const Scored *> of_key;
+        for (const Scored &s : scored) of_key[s.candidate.key()] = &s;
+        for (size_t k = 0; k < children.size(); ++k) {
+            const auto it = of_key.find(children[k].key());
+            if (it == of_key.end()) continue;
+            MutatorStats &st = stats_[static_cast<size_t>(mutator[k])];
+            ++st.trials;
+            const Evaluation &e = it->second->evaluation;
+            if (e.ok && !constrained_dominates(population_[parent[k]].evaluation.point, e.point)) ++st.successes;
+        }
+        std::vector<Scored> pool = population_;
+        pool.insert(pool.end(), scored.begin(), scored.end());
+        population_ = select(std::move(pool));
+        stall = update_front(scored) ? 0 : stall + 1;
+        report();
+    }
+    draw_mutator();  // refresh the weights for the report
+    result.front = front_;
+    result.evaluations = evaluations_;
+    result.invalid = invalid_;
+    result.generations = generation_;
+    result.seconds = seconds();
+    result.mutators = stats_;
+    return result;
+}
+
+}  // namespace
+
+Expected<SearchResult, std::string> optimize(const Evaluator &evaluator, const SearchOptions &options,
+                                             const SearchHooks &hooks) {
+    if (options.population < 2) return unexpected(std::string("the population needs at least 2 candidates"));
+    Search s(evaluator, options, hooks);
+    return s.run();
+}
+
+}  // namespace tapestry::search

@@ -1,0 +1,119 @@
+// The search space (see space.h).
+#include "search/space.h"
+
+#include <algorithm>
+
+#include "graph/order.h"
+#include "graph/resolve.h"
+#include "ops/library.h"
+#include "passes/monoid_split.h"
+
+namespace tapestry::search {
+
+const char *rule_name(PlacementRule r) {
+    switch (r) {
+        case PlacementRule::by_shard: return "shard";
+        case PlacementRule::round_robin: return "round-robin";
+        case PlacementRule::pipeline: return "pipeline";
+    }
+    return "?";
+}
+
+std::string Candidate::key() const {
+    std::string k;
+    for (size_t i = 0; i < dim.size(); ++i) {
+        if (i) k += ' ';
+        k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
+    }
+    return k + " | " + rule_name(rule);
+}
+
+Expected<Space, std::string> Space::of(const Graph &g, int devices) {
+    if (devices < 1) return unexpected(std::string("the search needs at least one device"));
+    const OpLibrary &lib = OpLibrary::standard();
+    const DependencyOrder order = dependency_order(g);
+    if (!order.cyclic.empty()) return unexpected("the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
+    Space s;
+    s.devices_ = devices;
+    for (const Operation *op : order.order) {
+        if (op->kind == "move") continue;
+        if (!op->shards.empty())
+            return unexpected("'" + op->id.value + "' is already sharded: the search starts from an unsharded graph");
+        auto d = resolve(g, *op, lib);
+        if (!d) return unexpected("'" + op->id.value + "' does not resolve: " + d.error().message);
+        const Signature &sig = d->signature;
+        OpChoices c;
+        c.op = op->id;
+        for (int k = 0; k < sig.index_space.rank(); ++k) {
+            if (sig.is_reduction_dim(k) || sig.index_space.extent(k) < 2) continue;
+            c.dims.push_back(k);
+            c.extents.push_back(sig.index_space.extent(k));
+            c.names.push_back("dim " + std::to_string(k));
+        }
+        for (const Contraction &x : contractions_of(g, *op, lib)) {
+            if (x.extent < 2) continue;
+            c.dims.push_back(x.dim);
+            c.extents.push_back(x.extent);
+            c.names.push_back(x.name);
+        }
+        s.ops_.push_back(std::move(c));
+    }
+    if (s.ops_.empty()) return unexpected(std::string("the graph has no operation to place"));
+    return s;
+}
+
+Candidate Space::unsplit() const {
+    Candidate c;
+    c.dim.assign(ops_.size(), -1);
+    c.parts.assign(ops_.size(), 1);
+    return c;
+}
+
+Candidate Space::batch_split(int parts) const {
+    Candidate c = unsplit();
+    if (parts < 2) return c;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        const OpChoices &o = ops_[i];
+        if (o.dims.empty() || o.dims.front() != 0 || o.extents.front() < parts) continue;
+        c.dim[i] = 0;
+        c.parts[i] = parts;
+    }
+    return c;
+}
+
+std::vector<ShardSpec> Space::specs(const Candidate &c) const {
+    std::vector<ShardSpec> out;
+    for (size_t i = 0; i < ops_.size() && i < c.dim.size(); ++i) {
+        if (c.dim[i] < 0 || c.parts[i] < 2) continue;
+        ShardSpec s;
+        s.op = ops_[i].op;
+        s.dim = c.dim[i];
+        s.count = c.parts[i];
+        s.text = s.op.value + ":" + std::to_string(s.dim) + "=" + std::to_string(s.count);
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::string Space::describe(const Candidate &c) const {
+    std::string out;
+    for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
+    return (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule);
+}
+
+bool Space::valid(const Candidate &c) const {
+    if (c.dim.size() != ops_.size() || c.parts.size() != ops_.size()) return false;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        if (c.dim[i] < 0) {
+            if (c.parts[i] != 1) return false;
+            continue;
+        }
+        const auto at = std::find(ops_[i].dims.begin(), ops_[i].dims.end(), c.dim[i]);
+        if (at == ops_[i].dims.end()) return false;
+        const Coord extent = ops_[i].extents[static_cast<size_t>(at - ops_[i].dims.begin())];
+        if (c.parts[i] < 2 || c.parts[i] > devices_ || c.parts[i] > extent) return false;
+    }
+    return c.rule == PlacementRule::by_shard || c.rule == PlacementRule::round_robin;
+}
+
+}  // namespace tapestry::search

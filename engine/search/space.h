@@ -1,0 +1,68 @@
+// The search space (docs/search.md): what a candidate plan chooses — for every
+// operation, whether and how it is split (an index dimension or a contraction,
+// into how many parts), and the placement rule that puts the pieces on devices.
+// A candidate becomes shard specs for the shard pass and options for `place`, so
+// every candidate is a stage and a plan the passes and the compiler build.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "graph/graph.h"
+#include "passes/place.h"
+#include "passes/shard.h"
+
+namespace tapestry::search {
+
+// The ways one operation may be split: its index dims that are not reductions and
+// its contractions (named by the dims past the index dims, passes/shard.h), each
+// with its extent.
+struct OpChoices {
+    OpId op;
+    std::vector<int> dims;
+    std::vector<Coord> extents;  // per entry of dims
+    std::vector<std::string> names;  // "dim 0", "k", "in", …
+};
+
+// One point of the space. Per operation of the space (its order): the split dim
+// (-1: not split) and the number of parts (1 when not split).
+struct Candidate {
+    std::vector<int> dim;
+    std::vector<int> parts;
+    PlacementRule rule = PlacementRule::by_shard;
+    friend bool operator==(const Candidate &, const Candidate &) = default;
+    // A stable text key ("0=4 -1 2=2 | shard") for caches and files.
+    std::string key() const;
+};
+
+class Space {
+public:
+    // The operations of `g` in dependency order with their choices; `devices` caps
+    // the parts. Fails on a graph with nothing to split or on devices < 1.
+    static Expected<Space, std::string> of(const Graph &g, int devices);
+
+    const std::vector<OpChoices> &ops() const { return ops_; }
+    int devices() const { return devices_; }
+
+    // Nothing split (one device).
+    Candidate unsplit() const;
+    // Every operation split `parts` ways along its first dim (the batch where the
+    // graph has one), where the extent allows.
+    Candidate batch_split(int parts) const;
+    // The shard specs of a candidate, in the space's order ("fc1:0=4").
+    std::vector<ShardSpec> specs(const Candidate &c) const;
+    // "fc1:0=4 fc2:in=2 · round-robin" (specs as the CLI writes them, then the rule).
+    std::string describe(const Candidate &c) const;
+    // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
+    bool valid(const Candidate &c) const;
+
+private:
+    std::vector<OpChoices> ops_;
+    int devices_ = 1;
+};
+
+const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline"
+
+}  // namespace tapestry::search
