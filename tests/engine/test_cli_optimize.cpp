@@ -1,0 +1,105 @@
+// `tapestry optimize` (docs/cli.md, docs/search.md): the real binary
+// ($TAPESTRY_CLI) searching the MLP example's front on 4 H100s under an
+// evaluation budget — the summary (front certified, baselines beside it and
+// covered), --json, the front exported as JSON and CSV, a front plan exported,
+// read back and certified, the same seed giving the same front, and the exit
+// codes of bad command lines.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include "cli_run.h"
+#include "plan/certify.h"
+#include "plan/plan_file.h"
+
+using namespace tapestry;
+using test::run_cli;
+
+namespace {
+
+QString project(const char *name) {
+    return QDir(qEnvironmentVariable("TAPESTRY_SOURCE_DIR")).filePath(QString("projects/%1.tapestry.json").arg(name));
+}
+
+test::CliResult cli(const QStringList &args) {
+    return run_cli(test::cli_path(), args, {}, 120000);
+}
+
+const QStringList kSearch = {"--target", "h100", "--devices", "4", "--evaluations", "150", "--budget", "0", "--seed", "2"};
+
+}  // namespace
+
+class TestCliOptimize : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        if (test::cli_path().isEmpty() || qEnvironmentVariableIsEmpty("TAPESTRY_SOURCE_DIR"))
+            QSKIP("TAPESTRY_CLI and TAPESTRY_SOURCE_DIR are set by CTest");
+    }
+
+    void summaryFrontAndBaselines() {
+        const auto r = cli(QStringList{"optimize", project("mlp")} + kSearch);
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        QVERIFY2(r.out.contains("150 plans evaluated"), qPrintable(r.out));
+        QVERIFY(r.out.contains("front (predictions; every plan certified)"));
+        QVERIFY(r.out.contains("hand baselines (same compiler and model)"));
+        for (const char *b : {"dp ", "tp ", "pp ", "dp×tp"}) QVERIFY2(r.out.contains(b), b);
+        QVERIFY(!r.out.contains("not covered"));
+    }
+    void jsonExportsAndDeterminism() {
+        QTemporaryDir dir;
+        const QString json_front = dir.filePath("front.json"), csv_front = dir.filePath("front.csv"),
+                      plan_file = dir.filePath("best.plan.json");
+        auto r = cli(QStringList{"optimize", project("mlp")} + kSearch +
+                     QStringList{"--json", "--export-front", json_front, "--export-plan", "0", plan_file});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["evaluations"].toInt(), 150);
+        QCOMPARE(j["certificate_failures"].toInt(), 0);
+        QVERIFY(j["label"].toString().contains("not measurements"));
+        const QJsonArray front = j["front"].toArray();
+        QVERIFY(front.size() >= 3);
+        for (const QJsonValue &b : j["baselines"].toArray()) QVERIFY(b.toObject()["covered_by"].toInt() >= 0);
+        // The exported front is the printed one.
+        QFile f(json_front);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject exported = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(exported["format"].toString(), QString("tapestry-front"));
+        QCOMPARE(exported["front"].toArray().size(), front.size());
+        QCOMPARE(exported["front"].toArray()[0].toObject()["plan"].toString(), front[0].toObject()["plan"].toString());
+        // Plan 0 is a plan file that loads and certifies.
+        auto p = plan::load_plan(plan_file.toStdString());
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        QVERIFY(plan::certify_plan(*p).pass());
+        QCOMPARE(p->devices.size(), size_t{4});
+        // CSV: a header and one row per front plan; the same seed, the same front.
+        r = cli(QStringList{"optimize", project("mlp")} + kSearch + QStringList{"--threads", "1", "--export-front", csv_front});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile c(csv_front);
+        QVERIFY(c.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(c.readAll()).trimmed().split('\n');
+        QCOMPARE(lines.front(), QString("index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan"));
+        QCOMPARE(lines.size() - 1, front.size());
+        for (int i = 0; i < front.size(); ++i)
+            QVERIFY2(lines[i + 1].contains(front[i].toObject()["plan"].toString().replace(',', ';')), qPrintable(lines[i + 1]));
+    }
+    void badCommandLines() {
+        auto r = cli({"optimize", project("mlp"), "--objectives", "time,speed"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--objectives: unknown objective 'speed'"), qPrintable(r.err));
+        r = cli({"optimize", project("mlp"), "--memory-cap", "80 furlongs"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--memory-cap: '80 furlongs': unknown unit"), qPrintable(r.err));
+        r = cli({"optimize", project("mlp"), "--budget", "soon"});
+        QCOMPARE(r.code, 2);
+        r = cli({"optimize", "/nonexistent.tapestry.json", "--evaluations", "5"});
+        QCOMPARE(r.code, 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliOptimize)
+#include "test_cli_optimize.moc"
