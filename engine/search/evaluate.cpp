@@ -74,7 +74,8 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
     PlacementOptions p;
     p.devices = device_names();
     p.rule = c.rule;
-    p.text = rule_name(c.rule);
+    p.stages = c.stages;
+    p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
     if (certify) p.certify = CertifyOptions{};
     auto placed = place(current, p);
     if (!placed) return unexpected(placed.error());

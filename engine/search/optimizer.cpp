@@ -101,10 +101,22 @@ bool chain(const Space &s, Candidate &c, Rng &rng) {
     return changed;
 }
 
-bool replace(const Space &s, Candidate &c, Rng &) {
+// Another placement rule: shard, round-robin, or a pipeline of 2 … devices stages
+// (contiguous groups of ops on groups of devices, docs/passes.md).
+bool replace(const Space &s, Candidate &c, Rng &rng) {
     if (s.devices() < 2) return false;
-    c.rule = c.rule == PlacementRule::by_shard ? PlacementRule::round_robin : PlacementRule::by_shard;
-    return true;
+    const int most = std::min<int>(s.devices(), static_cast<int>(s.ops().size()));
+    const int pick = uniform(rng, 0, most >= 2 ? 2 : 1);
+    const PlacementRule before = c.rule;
+    const int stages_before = c.stages;
+    if (pick == 2) {
+        c.rule = PlacementRule::pipeline;
+        c.stages = uniform(rng, 2, most);
+    } else {
+        c.rule = pick == 0 ? PlacementRule::by_shard : PlacementRule::round_robin;
+        c.stages = 0;
+    }
+    return c.rule != before || c.stages != stages_before;
 }
 
 struct Mutator {
@@ -288,6 +300,12 @@ Expected<SearchResult, std::string> Search::run() {
     if (space.devices() > 1) {
         seeds.push_back(space.batch_split(space.devices()));
         made_by.push_back("seed");
+        // Every op split the same way over every device, per dim choice (the second
+        // choice of a linear is its output features: a tensor-parallel start).
+        for (size_t k = 1; k < space.most_choices(); ++k) {
+            seeds.push_back(space.uniform_split(k, space.devices()));
+            made_by.push_back("seed");
+        }
     }
     for (const Candidate &c : opt_.warm_start)
         if (space.valid(c)) {

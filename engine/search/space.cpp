@@ -25,7 +25,7 @@ std::string Candidate::key() const {
         if (i) k += ' ';
         k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
     }
-    return k + " | " + rule_name(rule);
+    return k + " | " + rule_name(rule) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
 }
 
 Expected<Space, std::string> Space::of(const Graph &g, int devices) {
@@ -81,6 +81,24 @@ Candidate Space::batch_split(int parts) const {
     return c;
 }
 
+Candidate Space::uniform_split(size_t choice, int parts) const {
+    Candidate c = unsplit();
+    if (parts < 2) return c;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        const OpChoices &o = ops_[i];
+        if (choice >= o.dims.size() || o.extents[choice] < parts || parts > devices_) continue;
+        c.dim[i] = o.dims[choice];
+        c.parts[i] = parts;
+    }
+    return c;
+}
+
+size_t Space::most_choices() const {
+    size_t most = 0;
+    for (const OpChoices &o : ops_) most = std::max(most, o.dims.size());
+    return most;
+}
+
 std::vector<ShardSpec> Space::specs(const Candidate &c) const {
     std::vector<ShardSpec> out;
     for (size_t i = 0; i < ops_.size() && i < c.dim.size(); ++i) {
@@ -98,7 +116,8 @@ std::vector<ShardSpec> Space::specs(const Candidate &c) const {
 std::string Space::describe(const Candidate &c) const {
     std::string out;
     for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
-    return (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule);
+    return (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule) +
+           (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
 }
 
 bool Space::valid(const Candidate &c) const {
@@ -113,7 +132,8 @@ bool Space::valid(const Candidate &c) const {
         const Coord extent = ops_[i].extents[static_cast<size_t>(at - ops_[i].dims.begin())];
         if (c.parts[i] < 2 || c.parts[i] > devices_ || c.parts[i] > extent) return false;
     }
-    return c.rule == PlacementRule::by_shard || c.rule == PlacementRule::round_robin;
+    if (c.rule == PlacementRule::pipeline) return c.stages >= 2 && c.stages <= devices_ && c.stages <= static_cast<int>(ops_.size());
+    return c.stages == 0;
 }
 
 }  // namespace tapestry::search

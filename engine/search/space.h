@@ -32,6 +32,7 @@ struct Candidate {
     std::vector<int> dim;
     std::vector<int> parts;
     PlacementRule rule = PlacementRule::by_shard;
+    int stages = 0;  // pipeline: its stages (2 … devices); 0 for the other rules
     friend bool operator==(const Candidate &, const Candidate &) = default;
     // A stable text key ("0=4 -1 2=2 | shard") for caches and files.
     std::string key() const;
@@ -51,9 +52,16 @@ public:
     // Every operation split `parts` ways along its first dim (the batch where the
     // graph has one), where the extent allows.
     Candidate batch_split(int parts) const;
+    // Every operation split `parts` ways along its `choice`-th dim (0: the first it
+    // offers — the batch —, 1: the next — a linear's output features —, …), where it
+    // has one and the extent allows.
+    Candidate uniform_split(size_t choice, int parts) const;
+    // The most dims any operation offers.
+    size_t most_choices() const;
     // The shard specs of a candidate, in the space's order ("fc1:0=4").
     std::vector<ShardSpec> specs(const Candidate &c) const;
-    // "fc1:0=4 fc2:in=2 · round-robin" (specs as the CLI writes them, then the rule).
+    // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
+    // "pipeline:2" with its stages).
     std::string describe(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
     bool valid(const Candidate &c) const;

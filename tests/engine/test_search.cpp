@@ -64,8 +64,14 @@ std::vector<Candidate> enumerate(const Space &s) {
         if (i == s.ops().size()) {
             for (PlacementRule r : {PlacementRule::by_shard, PlacementRule::round_robin}) {
                 c.rule = r;
+                c.stages = 0;
                 out.push_back(c);
             }
+            c.rule = PlacementRule::pipeline;
+            for (c.stages = 2; c.stages <= std::min<int>(s.devices(), static_cast<int>(s.ops().size())); ++c.stages)
+                out.push_back(c);
+            c.rule = PlacementRule::by_shard;
+            c.stages = 0;
             return;
         }
         c.dim[i] = -1;
@@ -253,9 +259,17 @@ private slots:
     }
     // For each hand baseline the front holds a plan at least as good on every
     // objective, and every plan on it certifies.
+    void frontCoversTheBaselinesAndCertifies_data() {
+        QTest::addColumn<QString>("project");
+        QTest::addColumn<int>("devices");
+        QTest::newRow("mlp on 4") << "mlp" << 4;
+        QTest::newRow("gpt2 block on 8") << "gpt2_block" << 8;
+    }
     void frontCoversTheBaselinesAndCertifies() {
-        const Graph g = example("mlp");
-        const Evaluator e = evaluator_for(g, 4);
+        QFETCH(QString, project);
+        QFETCH(int, devices);
+        const Graph g = example(project.toStdString());
+        const Evaluator e = evaluator_for(g, devices);
         SearchOptions o;
         o.seed = 1;
         o.max_evaluations = 300;
@@ -265,7 +279,7 @@ private slots:
         for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
             plan::PlanRequest req;
             req.target = e.model().target();
-            req.devices = 4;
+            req.devices = devices;
             req.nodes = 1;
             req.baseline = b;
             auto p = plan::make_plan(g, req);
