@@ -20,12 +20,9 @@ using test::run_cli;
 namespace {
 
 QString project(const char *name) {
-    return QDir(qEnvironmentVariable("TAPESTRY_SOURCE_DIR")).filePath(QString("projects/%1.tapestry.json").arg(name));
+    return test::example_project(name);
 }
-
-test::CliResult cli(const QStringList &args) {
-    return run_cli(test::cli_path(), args, {}, 120000);
-}
+using test::cli;
 
 }  // namespace
 

@@ -41,6 +41,16 @@ inline CliResult run_cli(const QString &cli, const QStringList &args, const QStr
     return r;
 }
 
+// An example project of projects/ by name ("mlp"), under $TAPESTRY_SOURCE_DIR.
+inline QString example_project(const char *name) {
+    return QString("%1/projects/%2.tapestry.json").arg(qEnvironmentVariable("TAPESTRY_SOURCE_DIR"), name);
+}
+
+// The CLI under test ($TAPESTRY_CLI) with `args`, two minutes at most.
+inline CliResult cli(const QStringList &args) {
+    return run_cli(cli_path(), args, {}, 120000);
+}
+
 // Writes `bytes` to `path` (replacing it); false when it cannot.
 inline bool write_bytes(const QString &path, const QByteArray &bytes) {
     QFile f(path);
