@@ -18,6 +18,7 @@
 #include "plan/plan_file.h"
 #include "plan/planner.h"
 #include "run_support.h"
+#include "runtime/cpu/memory_budget.h"
 #include "search/optimizer.h"
 #include "target_support.h"
 
@@ -45,28 +46,6 @@ struct OptimizeOptions {
     bool json = false;
     std::string session;
 };
-
-// "80GiB", "1.5 GB", "1073741824" → bytes.
-Expected<double, std::string> parse_bytes(const std::string &text) {
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (...) {
-        return unexpected("'" + text + "' is not a size (e.g. 80GiB)");
-    }
-    std::string unit = text.substr(used);
-    unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
-    const std::pair<const char *, double> units[] = {{"", 1},      {"B", 1},      {"KiB", 1024.0},     {"MiB", 1048576.0},
-                                                     {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3},
-                                                     {"MB", 1e6},  {"GB", 1e9},   {"TB", 1e12}};
-    for (const auto &[name, scale] : units)
-        if (unit == name) {
-            if (!std::isfinite(v) || v <= 0) return unexpected("'" + text + "' is not a positive size");
-            return v * scale;
-        }
-    return unexpected("'" + text + "': unknown unit '" + unit + "' (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
-}
 
 // "30s", "2m", "500ms", "30" (seconds) → seconds.
 Expected<double, std::string> parse_seconds(const std::string &text) {
@@ -124,12 +103,13 @@ int optimize_command(const OptimizeOptions &o) {
     }
     search::Constraints constraints;
     if (!o.memory_cap.empty()) {
-        auto b = parse_bytes(o.memory_cap);
-        if (!b) {
-            std::cerr << "tapestry: --memory-cap: " << b.error() << "\n";
+        auto b = cpu::parse_byte_size(o.memory_cap);
+        if (!b || *b <= 0) {
+            std::cerr << "tapestry: --memory-cap: " << (b ? "'" + o.memory_cap + "' is not a positive size" : b.error())
+                      << "\n";
             return kExitUsage;
         }
-        constraints.memory_cap = *b;
+        constraints.memory_cap = static_cast<double>(*b);
     }
     if (!o.max_time.empty()) {
         auto t = parse_seconds(o.max_time);

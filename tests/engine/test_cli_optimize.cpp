@@ -90,7 +90,7 @@ private slots:
         QVERIFY2(r.err.contains("--objectives: unknown objective 'speed'"), qPrintable(r.err));
         r = cli({"optimize", project("mlp"), "--memory-cap", "80 furlongs"});
         QCOMPARE(r.code, 2);
-        QVERIFY2(r.err.contains("--memory-cap: '80 furlongs': unknown unit"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("--memory-cap: '80 furlongs' is not a size in bytes"), qPrintable(r.err));
         r = cli({"optimize", project("mlp"), "--budget", "soon"});
         QCOMPARE(r.code, 2);
         r = cli({"optimize", "/nonexistent.tapestry.json", "--evaluations", "5"});
