@@ -146,6 +146,7 @@ private:
     std::vector<Scored> evaluate(const std::vector<Candidate> &cands, const std::vector<std::string> &made_by);
     size_t tournament(const std::vector<int> &rank, const std::vector<double> &crowd);
     int draw_mutator();
+    double refresh_weights();  // each mutator's weight from its record; their sum
     std::vector<Scored> select(std::vector<Scored> pool);
     bool update_front(const std::vector<Scored> &fresh);
     std::vector<Point> points(const std::vector<Scored> &v) const {
@@ -218,12 +219,17 @@ size_t Search::tournament(const std::vector<int> &rank, const std::vector<double
     return crowd[a] >= crowd[b] ? a : b;
 }
 
-int Search::draw_mutator() {
+double Search::refresh_weights() {
     double total = 0;
     for (MutatorStats &m : stats_) {
         m.weight = (1.0 + static_cast<double>(m.successes)) / (2.0 + static_cast<double>(m.trials));
         total += m.weight;
     }
+    return total;
+}
+
+int Search::draw_mutator() {
+    const double total = refresh_weights();
     double r = std::uniform_real_distribution<double>(0, total)(rng_);
     for (int m = 0; m < kMutatorCount; ++m) {
         r -= stats_[static_cast<size_t>(m)].weight;
@@ -400,7 +406,7 @@ Expected<SearchResult, std::string> Search::run() {
         stall = update_front(scored) ? 0 : stall + 1;
         report();
     }
-    draw_mutator();  // refresh the weights for the report
+    refresh_weights();
     result.front = front_;
     result.evaluations = evaluations_;
     result.invalid = invalid_;
