@@ -1402,6 +1402,299 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
     return out;
 }
 
+// ---- search runs ---------------------------------------------------------------------------
+// A candidate is two JSON texts in its row (docs/sessions.md, "Search runs"):
+//   objectives_json  {"objectives": [..], "figures": {"makespan_seconds", "peak_bytes", "devices",
+//                     "communication_bytes", "violation", "violated"}}
+//   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages"}, "key",
+//                     "description", "index", "mutator"} — the choices, not a plan: a plan
+//                     is rebuilt from them (search::Evaluator::materialize).
+
+namespace {
+
+using nlohmann::json;
+
+bool search_outcome(std::string_view status) {
+    return status == "finished" || status == "stopped" || status == "failed";
+}
+
+// Why a candidate cannot be stored, or nothing.
+std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandidateRecord &c) {
+    const auto invalid = [&](const std::string &why) {
+        return make_error("invalid", "a candidate of search run " + std::to_string(run) + " " + why);
+    };
+    if (c.key.empty()) return invalid("needs its key");
+    if (c.dim.size() != c.parts.size())
+        return invalid("'" + c.key + "' has " + std::to_string(c.dim.size()) + " split dims but " +
+                       std::to_string(c.parts.size()) + " part counts");
+    if (c.rule.empty()) return invalid("'" + c.key + "' needs its placement rule");
+    bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
+                  std::isfinite(c.communication_bytes) && std::isfinite(c.violation);
+    for (double v : c.objectives) finite = finite && std::isfinite(v);
+    if (!finite) return invalid("'" + c.key + "' has a figure that is not a finite number");
+    return std::nullopt;
+}
+
+std::string objectives_json(const SearchCandidateRecord &c) {
+    return json{{"objectives", c.objectives},
+                {"figures",
+                 {{"makespan_seconds", c.makespan_seconds},
+                  {"peak_bytes", c.peak_bytes},
+                  {"devices", c.devices},
+                  {"communication_bytes", c.communication_bytes},
+                  {"violation", c.violation},
+                  {"violated", c.violated}}}}
+        .dump();
+}
+
+std::string choices_json(const SearchCandidateRecord &c) {
+    return json{{"candidate", {{"dim", c.dim}, {"parts", c.parts}, {"rule", c.rule}, {"stages", c.stages}}},
+                {"key", c.key},
+                {"description", c.description},
+                {"index", c.index},
+                {"mutator", c.mutator}}
+        .dump();
+}
+
+// A row that does not read: what is wrong with it (internal to read_candidate).
+struct BadRow {
+    std::string why;
+};
+
+// Member `name` of the object `o` in column `column`, as a T.
+template <typename T>
+T member(const json &o, const char *column, const char *name) {
+    if (!o.is_object()) throw BadRow{std::string(column) + " is not a JSON object"};
+    const auto it = o.find(name);
+    if (it == o.end()) throw BadRow{std::string(column) + " has no '" + name + "'"};
+    try {
+        return it->get<T>();
+    } catch (const json::exception &) {
+        throw BadRow{std::string(column) + ": '" + name + "' has the wrong type (" + it->type_name() + ")"};
+    }
+}
+
+json parse_column(const std::string &text, const char *column) {
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded()) throw BadRow{std::string(column) + " is not valid JSON"};
+    return j;
+}
+
+// Fills `c` from its row's JSON columns; "" or why they do not read.
+std::string read_candidate(const std::string &objectives, const std::string &choices, SearchCandidateRecord &c) {
+    try {
+        const json o = parse_column(objectives, "objectives_json");
+        c.objectives = member<std::vector<double>>(o, "objectives_json", "objectives");
+        const json f = member<json>(o, "objectives_json", "figures");
+        c.makespan_seconds = member<double>(f, "objectives_json.figures", "makespan_seconds");
+        c.peak_bytes = member<double>(f, "objectives_json.figures", "peak_bytes");
+        c.devices = member<int>(f, "objectives_json.figures", "devices");
+        c.communication_bytes = member<double>(f, "objectives_json.figures", "communication_bytes");
+        c.violation = member<double>(f, "objectives_json.figures", "violation");
+        c.violated = member<std::string>(f, "objectives_json.figures", "violated");
+        const json p = parse_column(choices, "plan_json");
+        const json k = member<json>(p, "plan_json", "candidate");
+        c.dim = member<std::vector<int>>(k, "plan_json.candidate", "dim");
+        c.parts = member<std::vector<int>>(k, "plan_json.candidate", "parts");
+        c.rule = member<std::string>(k, "plan_json.candidate", "rule");
+        c.stages = member<int>(k, "plan_json.candidate", "stages");
+        c.key = member<std::string>(p, "plan_json", "key");
+        c.description = member<std::string>(p, "plan_json", "description");
+        c.index = member<std::int64_t>(p, "plan_json", "index");
+        c.mutator = member<std::string>(p, "plan_json", "mutator");
+        if (c.dim.size() != c.parts.size()) throw BadRow{"plan_json.candidate: dim and parts differ in length"};
+    } catch (const BadRow &bad) {
+        return bad.why;
+    }
+    return {};
+}
+
+// The columns of a run as listings read them (run_from reads them in this order).
+constexpr const char *kRunColumns =
+    "SELECT r.id, r.version_id, r.target, r.settings_json, r.seed, r.started_at, r.finished_at, r.status, "
+    "(SELECT count(*) FROM search_candidates c WHERE c.run_id = r.id), "
+    "(SELECT count(*) FROM search_candidates c WHERE c.run_id = r.id AND c.on_front) FROM search_runs r ";
+
+SearchRunRecord run_from(const Stmt &s) {
+    SearchRunRecord r;
+    r.id = s.i64(0);
+    r.version_id = s.i64(1);
+    r.target = s.text(2);
+    r.settings_json = s.text(3);
+    r.seed = static_cast<std::uint64_t>(s.i64(4));  // stored as its 64-bit pattern
+    r.started_at = s.text(5);
+    r.finished_at = s.is_null(6) ? std::string() : s.text(6);
+    r.status = s.text(7);
+    r.candidates = static_cast<int>(s.i64(8));
+    r.on_front = static_cast<int>(s.i64(9));
+    return r;
+}
+
+}  // namespace
+
+Expected<SearchRunRecord, StoreError> Session::start_search_run(const SearchRunRecord &run) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "search runs")) return unexpected(*e);
+    if (run.target.empty()) return unexpected(make_error("invalid", "a search run needs a target name"));
+    if (!json::accept(run.settings_json))
+        return unexpected(
+            make_error("invalid", "the settings of a search run on " + run.target + " are not valid JSON"));
+    {
+        Stmt s = impl_->prepare("SELECT kind FROM graph_versions WHERE id = ?");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot read versions"));
+        if (s.bind(1, run.version_id).step() != SQLITE_ROW)
+            return unexpected(impl_->no_row("graph version", run.version_id));
+        if (!editor_kind(s.text(0)))
+            return unexpected(make_error("invalid", "graph version " + std::to_string(run.version_id) +
+                                                        " is a stage's graph; a search runs on an editor version"));
+    }
+    SearchRunRecord out = run;
+    Stmt s = impl_->prepare(
+        "INSERT INTO search_runs (version_id, target, settings_json, seed, started_at, status) VALUES (?, ?, ?, ?, "
+        "strftime('%Y-%m-%dT%H:%M:%fZ','now'), 'running') RETURNING id, started_at");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot start the search run"));
+    s.bind(1, out.version_id).bind_static(2, out.target).bind_static(3, out.settings_json);
+    s.bind(4, static_cast<std::int64_t>(out.seed));
+    if (s.step() != SQLITE_ROW) return unexpected(impl_->sql_error("cannot start the search run"));
+    out.id = s.i64(0);
+    out.started_at = s.text(1);
+    if (s.step() != SQLITE_DONE) return unexpected(impl_->sql_error("cannot start the search run"));
+    out.finished_at.clear();
+    out.status = "running";
+    out.candidates = out.on_front = 0;
+    return out;
+}
+
+Status Session::append_search_candidates(SearchRunId run, const std::vector<SearchCandidateRecord> &batch) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "search runs")) return unexpected(*e);
+    for (const SearchCandidateRecord &c : batch)
+        if (auto e = candidate_refusal(run, c)) return unexpected(*e);
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    {
+        Stmt s = impl_->prepare("SELECT status FROM search_runs WHERE id = ?");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot read search runs"));
+        if (s.bind(1, run).step() != SQLITE_ROW) return unexpected(impl_->no_row("search run", run));
+        if (s.text(0) != "running")
+            return unexpected(make_error("invalid", "search run " + std::to_string(run) + " is " + s.text(0) +
+                                                        "; candidates are added to a running search"));
+    }
+    for (const SearchCandidateRecord &c : batch) {
+        Stmt s = impl_->prepare(
+            "INSERT INTO search_candidates (run_id, generation, objectives_json, plan_json, on_front) "
+            "VALUES (?, ?, ?, ?, ?)");
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot store the candidates"));
+        s.bind(1, run).bind(2, c.generation).bind(3, objectives_json(c)).bind(4, choices_json(c));
+        s.bind(5, c.on_front ? 1 : 0);
+        if (s.step() != SQLITE_DONE)
+            return unexpected(
+                impl_->sql_error("cannot store candidate '" + c.key + "' of search run " + std::to_string(run)));
+    }
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the candidates"));
+    return Done{};
+}
+
+Status Session::mark_search_front(SearchRunId run, const std::vector<std::string> &keys) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "search runs")) return unexpected(*e);
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    if (!impl_->has_row("search_runs", run)) return unexpected(impl_->no_row("search run", run));
+    Stmt s = impl_->prepare(
+        "UPDATE search_candidates SET on_front = (json_extract(plan_json, '$.key') IN "
+        "(SELECT value FROM json_each(?2))) WHERE run_id = ?1");
+    if (!s.ok() || s.bind(1, run).bind(2, json(keys).dump()).step() != SQLITE_DONE)
+        return unexpected(impl_->sql_error("cannot mark the front of search run " + std::to_string(run)));
+    if (!tx.commit())
+        return unexpected(impl_->sql_error("cannot commit the front of search run " + std::to_string(run)));
+    return Done{};
+}
+
+Expected<SearchRunRecord, StoreError> Session::finish_search_run(SearchRunId run, std::string_view status) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    if (auto e = impl_->require_schema(3, "search runs")) return unexpected(*e);
+    if (!search_outcome(status))
+        return unexpected(make_error(
+            "invalid", "search status '" + std::string(status) + "' is not one of finished, stopped, failed"));
+    {
+        Stmt s = impl_->prepare(
+            "UPDATE search_runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') "
+            "WHERE id = ?1 AND status = 'running'");
+        if (!s.ok() || s.bind(1, run).bind(2, status).step() != SQLITE_DONE)
+            return unexpected(impl_->sql_error("cannot finish search run " + std::to_string(run)));
+    }
+    const bool finished_now = sqlite3_changes(impl_->db) == 1;
+    const std::string sql = std::string(kRunColumns) + "WHERE r.id = ?";
+    Stmt s = impl_->prepare(sql.c_str());
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read search run " + std::to_string(run)));
+    const int rc = s.bind(1, run).step();
+    if (rc == SQLITE_DONE) return unexpected(impl_->no_row("search run", run));
+    if (rc != SQLITE_ROW) return unexpected(impl_->sql_error("cannot read search run " + std::to_string(run)));
+    SearchRunRecord out = run_from(s);
+    if (!finished_now)
+        return unexpected(make_error("invalid", "search run " + std::to_string(run) + " is already " + out.status));
+    return out;
+}
+
+Expected<std::vector<SearchRunRecord>, StoreError> Session::search_runs(ProjectId project,
+                                                                        std::optional<VersionId> version) const {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    if (impl_->schema < 3) return std::vector<SearchRunRecord>{};
+    const std::string sql = std::string(kRunColumns) +
+                            "JOIN graph_versions v ON v.id = r.version_id WHERE v.project_id = ?1 AND "
+                            "(?2 IS NULL OR r.version_id = ?2) ORDER BY r.id";
+    Stmt s = impl_->prepare(sql.c_str());
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read search runs"));
+    s.bind(1, project).bind(2, version);
+    std::vector<SearchRunRecord> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back(run_from(s));
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read search runs"));
+    return out;
+}
+
+Expected<SearchRun, StoreError> Session::load_search_run(SearchRunId run) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return unexpected(impl_->no_row("search run", run));
+    SearchRun out;
+    {
+        const std::string sql = std::string(kRunColumns) + "WHERE r.id = ?";
+        Stmt s = impl_->prepare(sql.c_str());
+        if (!s.ok()) return unexpected(impl_->sql_error("cannot read search run " + std::to_string(run)));
+        const int rc = s.bind(1, run).step();
+        if (rc == SQLITE_DONE) return unexpected(impl_->no_row("search run", run));
+        if (rc != SQLITE_ROW) return unexpected(impl_->sql_error("cannot read search run " + std::to_string(run)));
+        out.run = run_from(s);
+    }
+    Stmt s = impl_->prepare(
+        "SELECT id, generation, objectives_json, plan_json, on_front FROM search_candidates WHERE run_id = ? "
+        "ORDER BY id");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read the candidates of search run " + std::to_string(run)));
+    s.bind(1, run);
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        SearchCandidateRecord c;
+        c.row = s.i64(0);
+        c.generation = static_cast<int>(s.i64(1));
+        c.on_front = s.i64(4) != 0;
+        const std::string why = s.is_null(3) ? std::string("plan_json is empty (the candidate's choices)")
+                                             : read_candidate(s.text(2), s.text(3), c);
+        if (!why.empty())
+            return unexpected(make_error("damaged", "session " + impl_->file + ": search run " + std::to_string(run) +
+                                                        ", candidate row " + std::to_string(c.row) + ": " + why));
+        out.candidates.push_back(std::move(c));
+    }
+    if (rc != SQLITE_DONE)
+        return unexpected(impl_->sql_error("cannot read the candidates of search run " + std::to_string(run)));
+    return out;
+}
+
 Expected<std::int64_t, StoreError> Session::value_count() const {
     std::lock_guard lock(impl_->mutex);
     Stmt s = impl_->prepare("SELECT count(*) FROM tensor_values");

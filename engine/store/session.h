@@ -1,7 +1,8 @@
 // The SQLite session store (DESIGN.md §8, docs/sessions.md): one file per session
 // holding projects, every saved graph version (values deduplicated by content),
 // node placements, studio state, pass stages, hardware targets, compiled plans,
-// their launches and calibration. Errors are values (StoreError).
+// their launches and calibration, and plan searches with their candidates. Errors
+// are values (StoreError).
 #pragma once
 
 #include <chrono>
@@ -135,6 +136,53 @@ struct CalibrationRow {
     std::string created_at;             // ISO 8601 UTC, assigned by add_calibration
 };
 
+// ---- search runs (schema v3, docs/sessions.md "Search runs") ----------------------
+using SearchRunId = std::int64_t;
+
+// A Pareto-front search of an editor version on a target (docs/search.md). The
+// store keeps the search's settings as the caller wrote them; it knows nothing of
+// the search itself.
+struct SearchRunRecord {
+    SearchRunId id = 0;                // assigned by start_search_run
+    VersionId version_id = 0;          // the editor version searched
+    std::string target;                // the target's name
+    std::string settings_json = "{}";  // devices, objectives, constraints, budgets … (JSON)
+    std::uint64_t seed = 0;
+    std::string started_at;   // ISO 8601 UTC, assigned by start_search_run
+    std::string finished_at;  // empty while running — and for ever when the process died mid-run
+    std::string status;       // "running", "finished", "stopped" or "failed"
+    int candidates = 0;       // rows stored (listings and loads fill it)
+    int on_front = 0;         // of them, marked on the front
+};
+
+// One evaluated candidate of a run: the choices that make it (search::Candidate's
+// fields, so that Evaluator::materialize can build its plan again — no plan is
+// stored) and what its plan predicts.
+struct SearchCandidateRecord {
+    std::int64_t row = 0;  // assigned by append_search_candidates
+    int generation = 0;
+    std::int64_t index = 0;          // evaluation order within the run
+    std::string mutator;             // what made it ("seed", "reshard", …)
+    std::vector<int> dim, parts;     // per operation of the search space: split dim (-1: whole), parts
+    std::string rule;                // placement: "shard", "round-robin" or "pipeline"
+    int stages = 0;                  // pipeline stages (0 for the other rules)
+    std::string key;                 // Candidate::key(), unique within a run
+    std::string description;         // Space::describe: "fc1:0=4 … · shard"
+    std::vector<double> objectives;  // in the run's objective order (predictions)
+    double makespan_seconds = 0;     // predicted
+    double peak_bytes = 0;           // predicted, the fullest device's
+    int devices = 0;                 // devices that run a step
+    double communication_bytes = 0;  // predicted bytes between devices
+    double violation = 0;            // 0: within the constraints
+    std::string violated;            // which constraint, in words; empty when feasible
+    bool on_front = false;
+};
+
+struct SearchRun {
+    SearchRunRecord run;
+    std::vector<SearchCandidateRecord> candidates;  // in evaluation order
+};
+
 // Scope of a studio state entry: the whole session, or one project.
 using StateScope = std::optional<ProjectId>;
 inline constexpr StateScope kSessionScope = std::nullopt;
@@ -234,6 +282,30 @@ public:
     Status add_calibration(std::string_view target, const std::vector<CalibrationRow> &rows);
     // The points of `target` by kernel class, then size.
     Expected<std::vector<CalibrationRow>, StoreError> calibration(std::string_view target) const;
+
+    // ---- search runs (schema v3) ---------------------------------------------------
+    // A run is started before its first candidate ("running"), fed candidates in
+    // batches as the search goes, its front marked as it moves, and finished with
+    // its outcome. A run whose process died stays "running" with what it had
+    // committed. Candidates are kept as their choices and figures in the rows' JSON
+    // columns (docs/sessions.md gives the layout).
+    //
+    // Starts a run of `run.version_id` (an editor version); returns the record with
+    // id, started_at and status "running".
+    Expected<SearchRunRecord, StoreError> start_search_run(const SearchRunRecord &run);
+    // Appends candidates to a running run in one transaction (all or none).
+    Status append_search_candidates(SearchRunId run, const std::vector<SearchCandidateRecord> &batch);
+    // Marks the run's front: exactly the candidates whose keys are given (keys with
+    // no row are ignored; the front may name candidates of an earlier batch).
+    Status mark_search_front(SearchRunId run, const std::vector<std::string> &keys);
+    // Ends a running run: "finished", "stopped" or "failed"; finished_at is now.
+    Expected<SearchRunRecord, StoreError> finish_search_run(SearchRunId run, std::string_view status);
+    // The runs of a project, or of one of its versions, oldest first, without candidates.
+    Expected<std::vector<SearchRunRecord>, StoreError> search_runs(
+        ProjectId project, std::optional<VersionId> version = std::nullopt) const;
+    // A run with its candidates. A row whose JSON does not read is "damaged", the
+    // message naming the run and the row.
+    Expected<SearchRun, StoreError> load_search_run(SearchRunId run) const;
 
     // Number of rows in the deduplicated value table (for tests and `session list`).
     Expected<std::int64_t, StoreError> value_count() const;

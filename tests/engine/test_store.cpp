@@ -3,7 +3,6 @@
 // targets, plans, launches and calibration (schema v3), migration from genuine
 // schema-1 and schema-2 files, and the files it must refuse — damaged, newer,
 // read-only, locked — which must stay byte-identical.
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <QCryptographicHash>
@@ -22,9 +21,11 @@
 #include "store/content_hash.h"
 #include "store/schema.h"
 #include "store/session.h"
+#include "store_support.h"
 
 using namespace tapestry;
 using namespace tapestry::store;
+using namespace tapestry::test;
 namespace fs = std::filesystem;
 
 namespace {
@@ -75,40 +76,6 @@ Graph load_example(const QString &name) {
         fs::path(qEnvironmentVariable("TAPESTRY_SOURCE_DIR").toStdString()) / "projects" / name.toStdString();
     LoadResult r = load_project(path);
     return r.graph;
-}
-
-// Runs SQL on a file with the plain SQLite API, outside the store.
-bool raw_exec(const QString &path, const char *sql) {
-    sqlite3 *db = nullptr;
-    bool ok = sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) ==
-              SQLITE_OK;
-    ok = ok && sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
-    sqlite3_close(db);
-    return ok;
-}
-
-std::int64_t raw_int(const QString &path, const char *sql) {
-    sqlite3 *db = nullptr;
-    std::int64_t v = -1;
-    if (sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-        sqlite3_stmt *s = nullptr;
-        if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-            v = sqlite3_column_int64(s, 0);
-        sqlite3_finalize(s);
-    }
-    sqlite3_close(db);
-    return v;
-}
-
-// The code of a refusal, or "ok" when the call succeeded: an unexpected success
-// then fails the comparison instead of stopping the suite at error().
-template <typename R>
-QString code_of(const R &r) {
-    return r ? QString("ok") : QString::fromStdString(r.error().code);
-}
-template <typename R>
-QString message_of(const R &r) {
-    return r ? QString("ok") : QString::fromStdString(r.error().message);
 }
 
 // A plan file's text with odd spacing: it must come back byte for byte.
@@ -960,7 +927,7 @@ private slots:
             QVERIFY(s->add_calibration("host", {{"copy", 1, 1, 1, std::nullopt, ""}}));  // a probe: no launch
             QVERIFY(s->save_target("mine", "user", "{}"));
         }
-        // Search runs have no API yet (a later issue fills them): rows by hand.
+        // A search run and a candidate planted by hand (test_store_search covers the API).
         const std::string runs =
             "PRAGMA foreign_keys = ON; INSERT INTO search_runs (version_id, target, settings_json, seed, started_at, "
             "status) VALUES (" +
