@@ -15,12 +15,21 @@ namespace tapestry {
 using isl::copy;
 using isl::must;
 
-struct IndexSet::Impl {
-    std::shared_ptr<isl::Context> context;  // keeps the thread's isl_ctx alive
+// A set is held in one of two forms. Most sets the passes make are single boxes (a
+// shard's range, its image through a unit-coefficient projection, the meeting of
+// two such images), and for those every question has a direct answer: the box
+// form keeps the box and never touches ISL. Anything else — a union of boxes, a
+// strided image, a difference — is an ISL set. A box-form set that meets an ISL
+// operation is turned into the same ISL set `of_range` would have built, on the
+// spot and without changing the operand (so a const set is never written to).
+namespace {
+struct SetForms {
+    std::optional<ZRange> box;              // the box form (the canonical empty box for ∅)
+    std::shared_ptr<isl::Context> context;  // the ISL form: keeps the thread's isl_ctx alive
     isl::Set set;
-
-    isl_ctx *ctx() const { return context->get(); }
 };
+}  // namespace
+struct IndexSet::Impl : SetForms {};
 
 namespace {
 
@@ -342,17 +351,118 @@ std::optional<std::vector<ZRange>> disjoint_boxes(isl_ctx *ctx, const isl::Set &
 
 // ---- IndexSet ----------------------------------------------------------------------
 
+namespace {
+
+ZRange empty_box(int rank) {
+    return ZRange(ZPoint::zeros(rank), ZPoint::zeros(rank));
+}
+
+// Whether the exact image of the box `index` through `p` is a box (then
+// `p.image(index)` is it): no index dim feeds two tensor dims, and along each tensor
+// dim the values Σ c·x + w (x over the box's extents, w over the window) leave no
+// gap — taking the terms by increasing |c|, each |c| is at most the length covered
+// so far (a head block h·64 + [0, 64) is contiguous; h·2 is not). A zero window
+// answers no, and the caller takes ISL's exact image.
+bool image_is_box(const IndexProjection &p, const ZRange &index) {
+    const ZMatrix &a = p.map().matrix();
+    for (int c = 0; c < a.cols(); ++c) {
+        int used = 0;
+        for (int r = 0; r < a.rows(); ++r) used += a.at(r, c) != 0 && index.extent(c) > 1 ? 1 : 0;
+        if (used > 1) return false;
+    }
+    std::vector<std::pair<Coord, Coord>> terms;  // (|c|, extent)
+    for (int r = 0; r < a.rows(); ++r) {
+        terms.clear();
+        for (int c = 0; c < a.cols(); ++c)
+            if (a.at(r, c) != 0 && index.extent(c) > 1)
+                terms.emplace_back(a.at(r, c) < 0 ? -a.at(r, c) : a.at(r, c), index.extent(c));
+        std::sort(terms.begin(), terms.end());
+        Coord covered = p.window()[r];
+        if (covered <= 0) return false;
+        for (const auto &[coef, extent] : terms) {
+            if (coef > covered) return false;
+            Coord step = 0;
+            if (__builtin_mul_overflow(coef, extent - 1, &step) || __builtin_add_overflow(covered, step, &covered))
+                return false;  // beyond any tensor we hold: let ISL answer
+        }
+    }
+    return true;
+}
+
+// The union of two boxes when it is a box: one holds the other, or they agree on
+// every dim but one and meet or touch along it.
+std::optional<ZRange> box_union(const ZRange &a, const ZRange &b) {
+    if (b.empty() || a.contains(b)) return a;
+    if (a.empty() || b.contains(a)) return b;
+    int differ = -1;
+    for (int d = 0; d < a.rank(); ++d)
+        if (a.start()[d] != b.start()[d] || a.end()[d] != b.end()[d]) {
+            if (differ >= 0) return std::nullopt;
+            differ = d;
+        }
+    if (differ < 0) return a;
+    if (a.end()[differ] < b.start()[differ] || b.end()[differ] < a.start()[differ]) return std::nullopt;
+    ZPoint start = a.start(), end = a.end();
+    start[differ] = std::min(a.start()[differ], b.start()[differ]);
+    end[differ] = std::max(a.end()[differ], b.end()[differ]);
+    return ZRange(start, end);
+}
+
+// The ISL form of a set on `ctx`: a copy of its ISL set, or the set `of_range`
+// builds from its box.
+isl::Set isl_form(const SetForms &f, isl_ctx *ctx) {
+    if (f.box) return box_set(ctx, *f.box);
+    return isl::Set(copy(f.set));
+}
+
+SetForms box_forms(const ZRange &r) {
+    return SetForms{r.empty() ? empty_box(r.rank()) : r, nullptr, isl::Set()};
+}
+
+SetForms isl_forms(std::shared_ptr<isl::Context> context, isl::Set set) {
+    return SetForms{std::nullopt, std::move(context), std::move(set)};
+}
+
+// The context and the ISL forms of one or two sets on it: an ISL-form operand's
+// own context when there is one, else the thread's.
+struct IslOperands {
+    std::shared_ptr<isl::Context> context;
+    isl::Set a, b;
+    isl_ctx *ctx() const { return context->get(); }
+};
+// A set's Impl holding `f` (a template: IndexSet::Impl is private to the class).
+template <class I>
+std::unique_ptr<I> held(SetForms f) {
+    return std::make_unique<I>(I{std::move(f)});
+}
+
+IslOperands isl_operands(const SetForms &a, const SetForms *b) {
+    IslOperands o;
+    o.context = !a.box ? a.context : b && !b->box ? b->context : isl::thread_context();
+    o.a = isl_form(a, o.ctx());
+    if (b) o.b = isl_form(*b, o.ctx());
+    return o;
+}
+
+}  // namespace
+
 IndexSet::IndexSet(int rank) : rank_(rank) {
     TAPESTRY_CHECK(rank >= 0, "IndexSet: negative rank");
-    auto context = isl::thread_context();
-    isl::Set s = empty_set(context->get(), rank);
-    impl_ = std::make_unique<Impl>(Impl{std::move(context), std::move(s)});
+    if (rank > 0) {
+        impl_ = held<Impl>(box_forms(empty_box(rank)));
+    } else {  // Z^0 has one point, the empty tuple: its empty subset is no box
+        auto context = isl::thread_context();
+        isl::Set s = empty_set(context->get(), 0);
+        impl_ = held<Impl>(isl_forms(std::move(context), std::move(s)));
+    }
 }
 
 IndexSet::IndexSet(int rank, std::unique_ptr<Impl> impl) : rank_(rank), impl_(std::move(impl)) {}
 
 IndexSet::IndexSet(const IndexSet &o)
-    : rank_(o.rank_), impl_(std::make_unique<Impl>(Impl{o.impl_->context, isl::Set(copy(o.impl_->set))})) {}
+    : rank_(o.rank_),
+      impl_(held<Impl>(o.impl_->box ? box_forms(*o.impl_->box)
+                                    : isl_forms(o.impl_->context, isl::Set(copy(o.impl_->set))))) {}
 IndexSet::IndexSet(IndexSet &&) noexcept = default;
 IndexSet &IndexSet::operator=(const IndexSet &o) {
     if (this != &o) *this = IndexSet(o);
@@ -362,41 +472,59 @@ IndexSet &IndexSet::operator=(IndexSet &&) noexcept = default;
 IndexSet::~IndexSet() = default;
 
 IndexSet IndexSet::of_range(const ZRange &r) {
-    auto context = isl::thread_context();
-    isl::Set s = box_set(context->get(), r);
-    return IndexSet(r.rank(), std::make_unique<Impl>(Impl{context, std::move(s)}));
+    return IndexSet(r.rank(), held<Impl>(box_forms(r)));
 }
 
 IndexSet IndexSet::of_ranges(int rank, const std::vector<ZRange> &ranges) {
+    std::optional<ZRange> only;
+    size_t non_empty = 0;
+    for (const ZRange &r : ranges) {
+        TAPESTRY_CHECK(r.rank() == rank, "IndexSet::of_ranges: range rank differs from the set's");
+        if (r.empty()) continue;
+        ++non_empty;
+        only = r;
+    }
+    if (non_empty == 0) return IndexSet(rank);
+    if (non_empty == 1) return IndexSet(rank, held<Impl>(box_forms(*only)));
     auto context = isl::thread_context();
     isl_ctx *ctx = context->get();
     isl::Set s = empty_set(ctx, rank);
     for (const ZRange &r : ranges) {
-        TAPESTRY_CHECK(r.rank() == rank, "IndexSet::of_ranges: range rank differs from the set's");
         if (r.empty()) continue;
         s.reset(must(ctx, isl_set_union(s.release(), box_set(ctx, r).release()), "isl_set_union"));
     }
-    return IndexSet(rank, std::make_unique<Impl>(Impl{context, std::move(s)}));
+    return IndexSet(rank, held<Impl>(isl_forms(context, std::move(s))));
 }
 
 IndexSet IndexSet::image(const IndexProjection &p) const {
     TAPESTRY_CHECK(p.index_rank() == rank_, "IndexSet::image: projection's index rank differs from the set's");
-    isl_ctx *ctx = impl_->ctx();
-    isl::Map rel = projection_relation(ctx, p);
-    isl::Set img(must(ctx, isl_set_apply(copy(impl_->set), rel.release()), "isl_set_apply"));
-    return IndexSet(p.tensor_rank(), std::make_unique<Impl>(Impl{impl_->context, std::move(img)}));
+    if (impl_->box) {
+        if (impl_->box->empty()) return IndexSet(p.tensor_rank());
+        if (image_is_box(p, *impl_->box)) return IndexSet(p.tensor_rank(), held<Impl>(box_forms(p.image(*impl_->box))));
+    }
+    IslOperands o = isl_operands(*impl_, nullptr);
+    isl::Map rel = projection_relation(o.ctx(), p);
+    isl::Set img(must(o.ctx(), isl_set_apply(o.a.release(), rel.release()), "isl_set_apply"));
+    return IndexSet(p.tensor_rank(), held<Impl>(isl_forms(o.context, std::move(img))));
 }
 
 bool IndexSet::empty() const {
-    return is_empty(impl_->ctx(), impl_->set);
+    if (impl_->box) return impl_->box->empty();
+    return is_empty(impl_->context->get(), impl_->set);
 }
 
 std::int64_t IndexSet::count() const {
+    if (impl_->box) {
+        auto size = checked_size(*impl_->box);
+        TAPESTRY_CHECK(size.has_value(), "IndexSet::count: more points than fit in 64 bits");
+        return *size;
+    }
     if (empty()) return 0;
+    isl_ctx *ctx = impl_->context->get();
     // A union of boxes counts exactly and fast by box sizes; anything else (a
     // strided image, say) by ISL's own point counting, which is exact too and
     // fast on lattices, but slow on unions of many overlapping boxes.
-    if (auto boxes = disjoint_boxes(impl_->ctx(), impl_->set, rank_, /*slice_budget=*/0)) {
+    if (auto boxes = disjoint_boxes(ctx, impl_->set, rank_, /*slice_budget=*/0)) {
         Coord total = 0;
         for (const ZRange &b : *boxes) {
             auto size = checked_size(b);
@@ -405,58 +533,73 @@ std::int64_t IndexSet::count() const {
         }
         return total;
     }
-    isl_ctx *ctx = impl_->ctx();
     return isl::to_coord(ctx, isl::Val(isl_set_count_val(impl_->set.get())), "isl_set_count_val");
 }
 
 IndexSet IndexSet::unite(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::unite: rank mismatch");
-    isl_ctx *ctx = impl_->ctx();
-    isl::Set s(must(ctx, isl_set_union(copy(impl_->set), copy(o.impl_->set)), "isl_set_union"));
-    return IndexSet(rank_, std::make_unique<Impl>(Impl{impl_->context, std::move(s)}));
+    if (impl_->box && o.impl_->box)
+        if (auto u = box_union(*impl_->box, *o.impl_->box)) return IndexSet(rank_, held<Impl>(box_forms(*u)));
+    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    isl::Set s(must(ops.ctx(), isl_set_union(ops.a.release(), ops.b.release()), "isl_set_union"));
+    return IndexSet(rank_, held<Impl>(isl_forms(ops.context, std::move(s))));
 }
 
 IndexSet IndexSet::intersect(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::intersect: rank mismatch");
-    isl_ctx *ctx = impl_->ctx();
-    isl::Set s(must(ctx, isl_set_intersect(copy(impl_->set), copy(o.impl_->set)), "isl_set_intersect"));
-    return IndexSet(rank_, std::make_unique<Impl>(Impl{impl_->context, std::move(s)}));
+    if (impl_->box && o.impl_->box) return IndexSet(rank_, held<Impl>(box_forms(impl_->box->intersect(*o.impl_->box))));
+    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    isl::Set s(must(ops.ctx(), isl_set_intersect(ops.a.release(), ops.b.release()), "isl_set_intersect"));
+    return IndexSet(rank_, held<Impl>(isl_forms(ops.context, std::move(s))));
 }
 
 IndexSet IndexSet::subtract(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::subtract: rank mismatch");
-    isl_ctx *ctx = impl_->ctx();
-    isl::Set s(must(ctx, isl_set_subtract(copy(impl_->set), copy(o.impl_->set)), "isl_set_subtract"));
-    return IndexSet(rank_, std::make_unique<Impl>(Impl{impl_->context, std::move(s)}));
+    if (impl_->box && o.impl_->box) {
+        if (!impl_->box->intersects(*o.impl_->box)) return *this;
+        if (o.impl_->box->contains(*impl_->box)) return IndexSet(rank_);
+    }
+    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    isl::Set s(must(ops.ctx(), isl_set_subtract(ops.a.release(), ops.b.release()), "isl_set_subtract"));
+    return IndexSet(rank_, held<Impl>(isl_forms(ops.context, std::move(s))));
 }
 
 bool IndexSet::is_subset_of(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::is_subset_of: rank mismatch");
-    return must(impl_->ctx(), isl_set_is_subset(impl_->set.get(), o.impl_->set.get()), "isl_set_is_subset");
+    if (impl_->box && o.impl_->box) return o.impl_->box->contains(*impl_->box);
+    if (impl_->box && impl_->box->empty()) return true;
+    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    return must(ops.ctx(), isl_set_is_subset(ops.a.get(), ops.b.get()), "isl_set_is_subset");
 }
 
 bool IndexSet::equals(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::equals: rank mismatch");
-    return must(impl_->ctx(), isl_set_is_equal(impl_->set.get(), o.impl_->set.get()), "isl_set_is_equal");
+    if (impl_->box && o.impl_->box) return *impl_->box == *o.impl_->box;  // empties are canonical
+    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    return must(ops.ctx(), isl_set_is_equal(ops.a.get(), ops.b.get()), "isl_set_is_equal");
 }
 
 ZRange IndexSet::bounding_box() const {
-    if (empty()) return ZRange(ZPoint::zeros(rank_), ZPoint::zeros(rank_));
-    return set_bounding_box(impl_->ctx(), impl_->set, rank_);
+    if (impl_->box) return *impl_->box;
+    if (empty()) return empty_box(rank_);
+    return set_bounding_box(impl_->context->get(), impl_->set, rank_);
 }
 
 std::optional<ZPoint> IndexSet::sample_point() const {
-    return sample(impl_->ctx(), impl_->set, rank_);
+    IslOperands ops = isl_operands(*impl_, nullptr);
+    return sample(ops.ctx(), ops.a, rank_);
 }
 
 std::optional<std::vector<ZRange>> IndexSet::as_boxes() const {
-    return disjoint_boxes(impl_->ctx(), impl_->set, rank_, /*slice_budget=*/4096);
+    if (impl_->box) return impl_->box->empty() ? std::vector<ZRange>{} : std::vector<ZRange>{*impl_->box};
+    return disjoint_boxes(impl_->context->get(), impl_->set, rank_, /*slice_budget=*/4096);
 }
 
 std::string IndexSet::to_string() const {
-    isl_ctx *ctx = impl_->ctx();
+    IslOperands ops = isl_operands(*impl_, nullptr);
+    isl_ctx *ctx = ops.ctx();
     // Coalesced for the reader: two touching boxes print as one.
-    isl::Set readable(must(ctx, isl_set_coalesce(copy(impl_->set)), "isl_set_coalesce"));
+    isl::Set readable(must(ctx, isl_set_coalesce(ops.a.release()), "isl_set_coalesce"));
     char *text = must(ctx, isl_set_to_str(readable.get()), "isl_set_to_str");
     std::string s(text);
     std::free(text);

@@ -2,6 +2,7 @@
 // (engine/index/zspace.cpp) and the exact ISL layer (engine/index/index_set.cpp).
 #include <QtTest/QtTest>
 #include <chrono>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -86,6 +87,7 @@ private slots:
 
     // ---- IndexSet ----
     void set_operations();
+    void set_box_form_agrees_with_isl();
     void set_zero_rank();
     void set_as_boxes_disjoint();
     void set_strided_image();
@@ -374,6 +376,69 @@ void TestIndex::mixed_sign_row_regression() {
 }
 
 // ---- IndexSet ---------------------------------------------------------------------------
+
+// A set made from one box answers from the box; the same set built as a union of
+// that box with itself is an ISL set. On random boxes and projections (unit and
+// larger coefficients, negative ones, windows, strides), both forms give the same
+// image, counts, boxes, bounds, text and the same results of every set operation.
+void TestIndex::set_box_form_agrees_with_isl() {
+    std::mt19937 rng(20261125);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    auto box = [&](int rank) {
+        std::vector<Coord> lo(static_cast<size_t>(rank)), hi(static_cast<size_t>(rank));
+        for (size_t d = 0; d < lo.size(); ++d) {
+            lo[d] = pick(-3, 3);
+            hi[d] = lo[d] + pick(0, 4);  // empty now and then
+        }
+        return ZRange(ZPoint(lo), ZPoint(hi));
+    };
+    auto isl_form = [](const ZRange &r) { return IndexSet::of_ranges(r.rank(), {r, r}); };
+    // Both forms' boxes tile the set (the ISL form may cut it into more boxes).
+    auto tiles = [](const IndexSet &s) {
+        const auto boxes = s.as_boxes();
+        if (!boxes) return false;
+        std::int64_t total = 0;
+        for (const ZRange &r : *boxes) total += r.size();
+        return total == s.count() && IndexSet::of_ranges(s.rank(), *boxes).equals(s);
+    };
+    auto same = [&](const IndexSet &a, const IndexSet &b) {
+        return a.equals(b) && b.equals(a) && a.count() == b.count() && a.bounding_box() == b.bounding_box() &&
+               tiles(a) && tiles(b) && a.to_string() == b.to_string() && a.empty() == b.empty();
+    };
+    int images = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+        const int in = pick(1, 3), out = pick(1, 3);
+        Rows a(static_cast<size_t>(out), std::vector<Coord>(static_cast<size_t>(in), 0));
+        std::vector<Coord> b(static_cast<size_t>(out)), w(static_cast<size_t>(out));
+        for (size_t r = 0; r < a.size(); ++r) {
+            for (size_t c = 0; c < a[r].size(); ++c) a[r][c] = pick(0, 2) == 0 ? pick(-3, 3) : 0;
+            b[r] = pick(-2, 2);
+            w[r] = pick(1, 4);
+        }
+        const IndexProjection p = P(a, in, b, w);
+        const ZRange index = box(in);
+        const IndexSet fast = IndexSet::of_range(index).image(p), exact = isl_form(index).image(p);
+        QVERIFY2(same(fast, exact), qPrintable(QString::fromStdString(p.to_string() + " on " + index.to_string())));
+        images += fast.count() > 0 ? 1 : 0;
+
+        const ZRange x = box(out), y = box(out);
+        const IndexSet bx = IndexSet::of_range(x), by = IndexSet::of_range(y), ix = isl_form(x), iy = isl_form(y);
+        const std::string what = x.to_string() + " and " + y.to_string();
+        QVERIFY2(same(bx.intersect(by), ix.intersect(iy)), qPrintable("intersect " + QString::fromStdString(what)));
+        QVERIFY2(same(bx.unite(by), ix.unite(iy)), qPrintable("unite " + QString::fromStdString(what)));
+        QVERIFY2(same(bx.subtract(by), ix.subtract(iy)), qPrintable("subtract " + QString::fromStdString(what)));
+        QVERIFY2(same(bx.unite(fast.intersect(by)), ix.unite(exact.intersect(iy))), qPrintable(QString::fromStdString(what)));
+        QCOMPARE(bx.is_subset_of(by), ix.is_subset_of(iy));
+        QCOMPARE(bx.is_subset_of(iy), ix.is_subset_of(by));
+        QCOMPARE(bx.equals(by), ix.equals(iy));
+        QCOMPARE(bx.sample_point().has_value(), ix.sample_point().has_value());
+    }
+    QVERIFY(images > 100);  // the property was exercised on non-empty images
+    // Two boxes side by side along one dim unite into one box.
+    const IndexSet row = IndexSet::of_range(R({0, 0}, {2, 4})).unite(IndexSet::of_range(R({2, 0}, {5, 4})));
+    QCOMPARE(row.as_boxes().value(), Ranges{R({0, 0}, {5, 4})});
+    QVERIFY(row.equals(isl_form(R({0, 0}, {5, 4}))));
+}
 
 void TestIndex::set_operations() {
     const IndexSet a = IndexSet::of_range(R({0, 0}, {4, 4}));
