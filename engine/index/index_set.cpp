@@ -15,17 +15,18 @@ namespace tapestry {
 using isl::copy;
 using isl::must;
 
-// A set is held in one of two forms. Most sets the passes make are single boxes (a
-// shard's range, its image through a unit-coefficient projection, the meeting of
-// two such images), and for those every question has a direct answer: the box
-// form keeps the box and never touches ISL. Anything else — a union of boxes, a
-// strided image, a difference — is an ISL set. A box-form set that meets an ISL
-// operation is turned into the same ISL set `of_range` would have built, on the
-// spot and without changing the operand (so a const set is never written to).
+// A set is held in one of two forms. Most sets the passes make are a few disjoint
+// boxes — a shard's range, its image through a projection (one box through unit
+// coefficients, a box per head through a strided head split), where two such
+// images meet — and for those every question has a direct answer: the box form
+// keeps the boxes (disjoint, sorted) and never touches ISL. Anything else — a
+// union of overlapping boxes, a lattice, a difference — is an ISL set. A box-form
+// operand of an ISL operation is turned into the ISL set `of_ranges` would build,
+// on the spot and without changing the operand (so a const set is never written).
 namespace {
 struct SetForms {
-    std::optional<ZRange> box;              // the box form (the canonical empty box for ∅)
-    std::shared_ptr<isl::Context> context;  // the ISL form: keeps the thread's isl_ctx alive
+    std::optional<std::vector<ZRange>> boxes;  // the box form: disjoint, non-empty, sorted
+    std::shared_ptr<isl::Context> context;     // the ISL form: keeps the thread's isl_ctx alive
     isl::Set set;
 };
 }  // namespace
@@ -358,33 +359,63 @@ ZRange empty_box(int rank) {
 }
 
 // Whether the exact image of the box `index` through `p` is a box (then
-// `p.image(index)` is it): no index dim feeds two tensor dims, and along each tensor
-// dim the values Σ c·x + w (x over the box's extents, w over the window) leave no
-// gap — taking the terms by increasing |c|, each |c| is at most the length covered
-// so far (a head block h·64 + [0, 64) is contiguous; h·2 is not). A zero window
-// answers no, and the caller takes ISL's exact image.
-bool image_is_box(const IndexProjection &p, const ZRange &index) {
+// `p.image(index)` is it), and if not, which index dim to cut into slices so that
+// the slices' images come closer to boxes. The image is a box when no index dim
+// feeds two tensor dims and, along each tensor dim, the values Σ c·x + w (x over
+// the box's extents, w over the window) leave no gap: taking the terms by
+// increasing |c|, each |c| is at most the length covered so far (a head block
+// h·64 + [0, 64) is contiguous; h·2 is not). Returns -1 for a box, the dim to
+// slice otherwise, or -2 when boxes cannot describe it here (a window of 0,
+// arithmetic past 64 bits): ISL answers then.
+int image_gap_dim(const IndexProjection &p, const ZRange &index) {
     const ZMatrix &a = p.map().matrix();
     for (int c = 0; c < a.cols(); ++c) {
         int used = 0;
         for (int r = 0; r < a.rows(); ++r) used += a.at(r, c) != 0 && index.extent(c) > 1 ? 1 : 0;
-        if (used > 1) return false;
+        if (used > 1) return c;
     }
-    std::vector<std::pair<Coord, Coord>> terms;  // (|c|, extent)
+    struct Summand {
+        Coord coef, extent;
+        int col;
+    };
+    std::vector<Summand> terms;
     for (int r = 0; r < a.rows(); ++r) {
         terms.clear();
         for (int c = 0; c < a.cols(); ++c)
             if (a.at(r, c) != 0 && index.extent(c) > 1)
-                terms.emplace_back(a.at(r, c) < 0 ? -a.at(r, c) : a.at(r, c), index.extent(c));
-        std::sort(terms.begin(), terms.end());
+                terms.push_back({a.at(r, c) < 0 ? -a.at(r, c) : a.at(r, c), index.extent(c), c});
+        std::sort(terms.begin(), terms.end(), [](const Summand &x, const Summand &y) { return x.coef < y.coef; });
         Coord covered = p.window()[r];
-        if (covered <= 0) return false;
-        for (const auto &[coef, extent] : terms) {
-            if (coef > covered) return false;
+        if (covered <= 0) return -2;
+        for (const Summand &t : terms) {
+            if (t.coef > covered) return t.col;
             Coord step = 0;
-            if (__builtin_mul_overflow(coef, extent - 1, &step) || __builtin_add_overflow(covered, step, &covered))
-                return false;  // beyond any tensor we hold: let ISL answer
+            if (__builtin_mul_overflow(t.coef, t.extent - 1, &step) || __builtin_add_overflow(covered, step, &covered))
+                return -2;
         }
+    }
+    return -1;
+}
+
+// The image of the box `index` through `p` as boxes, slicing the index box along
+// the dims that leave gaps (a head split's heads, one box each) within
+// `slice_budget` slices; false when the budget runs out or some piece is no box.
+// The boxes may overlap (windows that overlap between slices); the caller checks.
+bool image_boxes(const IndexProjection &p, const ZRange &index, long &slice_budget, std::vector<ZRange> &out) {
+    if (index.empty()) return true;
+    const int dim = image_gap_dim(p, index);
+    if (dim == -1) {
+        const ZRange img = p.image(index);
+        if (!img.empty()) out.push_back(img);
+        return true;
+    }
+    if (dim < 0 || index.extent(dim) > slice_budget) return false;
+    slice_budget -= index.extent(dim);
+    for (Coord v = index.start()[dim]; v < index.end()[dim]; ++v) {
+        ZPoint start = index.start(), end = index.end();
+        start[dim] = v;
+        end[dim] = v + 1;
+        if (!image_boxes(p, ZRange(start, end), slice_budget, out)) return false;
     }
     return true;
 }
@@ -408,19 +439,63 @@ std::optional<ZRange> box_union(const ZRange &a, const ZRange &b) {
     return ZRange(start, end);
 }
 
-// The ISL form of a set on `ctx`: a copy of its ISL set, or the set `of_range`
-// builds from its box.
-isl::Set isl_form(const SetForms &f, isl_ctx *ctx) {
-    if (f.box) return box_set(ctx, *f.box);
-    return isl::Set(copy(f.set));
+// The box form of `boxes` (any order, empties allowed) when they are disjoint;
+// nullopt when two share points.
+std::optional<std::vector<ZRange>> disjoint_form(std::vector<ZRange> boxes, int rank) {
+    std::erase_if(boxes, [](const ZRange &r) { return r.empty(); });
+    if (boxes.size() > 1 && !find_overlaps(boxes, rank, /*first_only=*/true).empty()) return std::nullopt;
+    std::sort(boxes.begin(), boxes.end(), range_less);
+    return boxes;
 }
 
+bool any_meet(const std::vector<ZRange> &a, const std::vector<ZRange> &b) {
+    for (const ZRange &x : a)
+        for (const ZRange &y : b)
+            if (x.intersects(y)) return true;
+    return false;
+}
+
+// Every box of `a` inside one box of `b` (enough for a ⊆ b, not necessary).
+bool each_inside_one(const std::vector<ZRange> &a, const std::vector<ZRange> &b) {
+    return std::all_of(a.begin(), a.end(), [&](const ZRange &x) {
+        return std::any_of(b.begin(), b.end(), [&](const ZRange &y) { return y.contains(x); });
+    });
+}
+
+std::int64_t total_size(const std::vector<ZRange> &boxes) {
+    Coord total = 0;
+    for (const ZRange &b : boxes) {
+        auto size = checked_size(b);
+        TAPESTRY_CHECK(size && !__builtin_add_overflow(total, *size, &total),
+                       "IndexSet::count: more points than fit in 64 bits");
+    }
+    return total;
+}
+
+// The ISL form of a set on `ctx`: a copy of its ISL set, or the union of its boxes
+// as `of_ranges` builds it.
+isl::Set isl_form(const SetForms &f, int rank, isl_ctx *ctx) {
+    if (!f.boxes) return isl::Set(copy(f.set));
+    isl::Set s = empty_set(ctx, rank);
+    for (const ZRange &r : *f.boxes) s.reset(must(ctx, isl_set_union(s.release(), box_set(ctx, r).release()), "isl_set_union"));
+    return s;
+}
+
+SetForms box_forms(std::vector<ZRange> boxes) {
+    return SetForms{std::move(boxes), nullptr, isl::Set()};
+}
 SetForms box_forms(const ZRange &r) {
-    return SetForms{r.empty() ? empty_box(r.rank()) : r, nullptr, isl::Set()};
+    return box_forms(r.empty() ? std::vector<ZRange>{} : std::vector<ZRange>{r});
 }
 
 SetForms isl_forms(std::shared_ptr<isl::Context> context, isl::Set set) {
     return SetForms{std::nullopt, std::move(context), std::move(set)};
+}
+
+// A set's Impl holding `f` (a template: IndexSet::Impl is private to the class).
+template <class I>
+std::unique_ptr<I> held(SetForms f) {
+    return std::make_unique<I>(I{std::move(f)});
 }
 
 // The context and the ISL forms of one or two sets on it: an ISL-form operand's
@@ -430,17 +505,11 @@ struct IslOperands {
     isl::Set a, b;
     isl_ctx *ctx() const { return context->get(); }
 };
-// A set's Impl holding `f` (a template: IndexSet::Impl is private to the class).
-template <class I>
-std::unique_ptr<I> held(SetForms f) {
-    return std::make_unique<I>(I{std::move(f)});
-}
-
-IslOperands isl_operands(const SetForms &a, const SetForms *b) {
+IslOperands isl_operands(const SetForms &a, const SetForms *b, int rank) {
     IslOperands o;
-    o.context = !a.box ? a.context : b && !b->box ? b->context : isl::thread_context();
-    o.a = isl_form(a, o.ctx());
-    if (b) o.b = isl_form(*b, o.ctx());
+    o.context = !a.boxes ? a.context : b && !b->boxes ? b->context : isl::thread_context();
+    o.a = isl_form(a, rank, o.ctx());
+    if (b) o.b = isl_form(*b, rank, o.ctx());
     return o;
 }
 
@@ -448,21 +517,15 @@ IslOperands isl_operands(const SetForms &a, const SetForms *b) {
 
 IndexSet::IndexSet(int rank) : rank_(rank) {
     TAPESTRY_CHECK(rank >= 0, "IndexSet: negative rank");
-    if (rank > 0) {
-        impl_ = held<Impl>(box_forms(empty_box(rank)));
-    } else {  // Z^0 has one point, the empty tuple: its empty subset is no box
-        auto context = isl::thread_context();
-        isl::Set s = empty_set(context->get(), 0);
-        impl_ = held<Impl>(isl_forms(std::move(context), std::move(s)));
-    }
+    impl_ = held<Impl>(box_forms(std::vector<ZRange>{}));
 }
 
 IndexSet::IndexSet(int rank, std::unique_ptr<Impl> impl) : rank_(rank), impl_(std::move(impl)) {}
 
 IndexSet::IndexSet(const IndexSet &o)
     : rank_(o.rank_),
-      impl_(held<Impl>(o.impl_->box ? box_forms(*o.impl_->box)
-                                    : isl_forms(o.impl_->context, isl::Set(copy(o.impl_->set))))) {}
+      impl_(held<Impl>(o.impl_->boxes ? box_forms(*o.impl_->boxes)
+                                      : isl_forms(o.impl_->context, isl::Set(copy(o.impl_->set))))) {}
 IndexSet::IndexSet(IndexSet &&) noexcept = default;
 IndexSet &IndexSet::operator=(const IndexSet &o) {
     if (this != &o) *this = IndexSet(o);
@@ -476,127 +539,138 @@ IndexSet IndexSet::of_range(const ZRange &r) {
 }
 
 IndexSet IndexSet::of_ranges(int rank, const std::vector<ZRange> &ranges) {
-    std::optional<ZRange> only;
-    size_t non_empty = 0;
-    for (const ZRange &r : ranges) {
+    for (const ZRange &r : ranges)
         TAPESTRY_CHECK(r.rank() == rank, "IndexSet::of_ranges: range rank differs from the set's");
-        if (r.empty()) continue;
-        ++non_empty;
-        only = r;
-    }
-    if (non_empty == 0) return IndexSet(rank);
-    if (non_empty == 1) return IndexSet(rank, held<Impl>(box_forms(*only)));
+    if (auto boxes = disjoint_form(ranges, rank)) return IndexSet(rank, held<Impl>(box_forms(std::move(*boxes))));
     auto context = isl::thread_context();
-    isl_ctx *ctx = context->get();
-    isl::Set s = empty_set(ctx, rank);
-    for (const ZRange &r : ranges) {
-        if (r.empty()) continue;
-        s.reset(must(ctx, isl_set_union(s.release(), box_set(ctx, r).release()), "isl_set_union"));
-    }
-    return IndexSet(rank, held<Impl>(isl_forms(context, std::move(s))));
+    isl::Set s = isl_form(box_forms(ranges), rank, context->get());
+    return IndexSet(rank, held<Impl>(isl_forms(std::move(context), std::move(s))));
 }
 
 IndexSet IndexSet::image(const IndexProjection &p) const {
     TAPESTRY_CHECK(p.index_rank() == rank_, "IndexSet::image: projection's index rank differs from the set's");
-    if (impl_->box) {
-        if (impl_->box->empty()) return IndexSet(p.tensor_rank());
-        if (image_is_box(p, *impl_->box)) return IndexSet(p.tensor_rank(), held<Impl>(box_forms(p.image(*impl_->box))));
+    if (impl_->boxes) {
+        std::vector<ZRange> out;
+        long slice_budget = 4096;
+        bool ok = true;
+        for (const ZRange &b : *impl_->boxes)
+            if (!(ok = image_boxes(p, b, slice_budget, out))) break;
+        if (ok)
+            if (auto boxes = disjoint_form(std::move(out), p.tensor_rank()))
+                return IndexSet(p.tensor_rank(), held<Impl>(box_forms(std::move(*boxes))));
     }
-    IslOperands o = isl_operands(*impl_, nullptr);
+    IslOperands o = isl_operands(*impl_, nullptr, rank_);
     isl::Map rel = projection_relation(o.ctx(), p);
     isl::Set img(must(o.ctx(), isl_set_apply(o.a.release(), rel.release()), "isl_set_apply"));
     return IndexSet(p.tensor_rank(), held<Impl>(isl_forms(o.context, std::move(img))));
 }
 
 bool IndexSet::empty() const {
-    if (impl_->box) return impl_->box->empty();
+    if (impl_->boxes) return impl_->boxes->empty();
     return is_empty(impl_->context->get(), impl_->set);
 }
 
 std::int64_t IndexSet::count() const {
-    if (impl_->box) {
-        auto size = checked_size(*impl_->box);
-        TAPESTRY_CHECK(size.has_value(), "IndexSet::count: more points than fit in 64 bits");
-        return *size;
-    }
+    if (impl_->boxes) return total_size(*impl_->boxes);
     if (empty()) return 0;
     isl_ctx *ctx = impl_->context->get();
     // A union of boxes counts exactly and fast by box sizes; anything else (a
     // strided image, say) by ISL's own point counting, which is exact too and
     // fast on lattices, but slow on unions of many overlapping boxes.
-    if (auto boxes = disjoint_boxes(ctx, impl_->set, rank_, /*slice_budget=*/0)) {
-        Coord total = 0;
-        for (const ZRange &b : *boxes) {
-            auto size = checked_size(b);
-            TAPESTRY_CHECK(size && !__builtin_add_overflow(total, *size, &total),
-                           "IndexSet::count: more points than fit in 64 bits");
-        }
-        return total;
-    }
+    if (auto boxes = disjoint_boxes(ctx, impl_->set, rank_, /*slice_budget=*/0)) return total_size(*boxes);
     return isl::to_coord(ctx, isl::Val(isl_set_count_val(impl_->set.get())), "isl_set_count_val");
 }
 
 IndexSet IndexSet::unite(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::unite: rank mismatch");
-    if (impl_->box && o.impl_->box)
-        if (auto u = box_union(*impl_->box, *o.impl_->box)) return IndexSet(rank_, held<Impl>(box_forms(*u)));
-    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    if (impl_->boxes && o.impl_->boxes) {
+        const std::vector<ZRange> &a = *impl_->boxes, &b = *o.impl_->boxes;
+        if (b.empty() || each_inside_one(b, a)) return *this;
+        if (a.empty() || each_inside_one(a, b)) return o;
+        if (a.size() == 1 && b.size() == 1)
+            if (auto u = box_union(a[0], b[0])) return IndexSet(rank_, held<Impl>(box_forms(*u)));
+        if (!any_meet(a, b)) {
+            std::vector<ZRange> both = a;
+            both.insert(both.end(), b.begin(), b.end());
+            std::sort(both.begin(), both.end(), range_less);
+            return IndexSet(rank_, held<Impl>(box_forms(std::move(both))));
+        }
+    }
+    IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     isl::Set s(must(ops.ctx(), isl_set_union(ops.a.release(), ops.b.release()), "isl_set_union"));
     return IndexSet(rank_, held<Impl>(isl_forms(ops.context, std::move(s))));
 }
 
 IndexSet IndexSet::intersect(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::intersect: rank mismatch");
-    if (impl_->box && o.impl_->box) return IndexSet(rank_, held<Impl>(box_forms(impl_->box->intersect(*o.impl_->box))));
-    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    if (impl_->boxes && o.impl_->boxes) {
+        // Pieces of disjoint boxes against disjoint boxes are disjoint.
+        std::vector<ZRange> out;
+        for (const ZRange &x : *impl_->boxes)
+            for (const ZRange &y : *o.impl_->boxes)
+                if (ZRange m = x.intersect(y); !m.empty()) out.push_back(m);
+        std::sort(out.begin(), out.end(), range_less);
+        return IndexSet(rank_, held<Impl>(box_forms(std::move(out))));
+    }
+    IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     isl::Set s(must(ops.ctx(), isl_set_intersect(ops.a.release(), ops.b.release()), "isl_set_intersect"));
     return IndexSet(rank_, held<Impl>(isl_forms(ops.context, std::move(s))));
 }
 
 IndexSet IndexSet::subtract(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::subtract: rank mismatch");
-    if (impl_->box && o.impl_->box) {
-        if (!impl_->box->intersects(*o.impl_->box)) return *this;
-        if (o.impl_->box->contains(*impl_->box)) return IndexSet(rank_);
+    if (impl_->boxes && o.impl_->boxes) {
+        if (!any_meet(*impl_->boxes, *o.impl_->boxes)) return *this;
+        if (each_inside_one(*impl_->boxes, *o.impl_->boxes)) return IndexSet(rank_);
     }
-    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     isl::Set s(must(ops.ctx(), isl_set_subtract(ops.a.release(), ops.b.release()), "isl_set_subtract"));
     return IndexSet(rank_, held<Impl>(isl_forms(ops.context, std::move(s))));
 }
 
 bool IndexSet::is_subset_of(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::is_subset_of: rank mismatch");
-    if (impl_->box && o.impl_->box) return o.impl_->box->contains(*impl_->box);
-    if (impl_->box && impl_->box->empty()) return true;
-    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    if (impl_->boxes && impl_->boxes->empty()) return true;
+    if (impl_->boxes && o.impl_->boxes && each_inside_one(*impl_->boxes, *o.impl_->boxes)) return true;
+    IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     return must(ops.ctx(), isl_set_is_subset(ops.a.get(), ops.b.get()), "isl_set_is_subset");
 }
 
 bool IndexSet::equals(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::equals: rank mismatch");
-    if (impl_->box && o.impl_->box) return *impl_->box == *o.impl_->box;  // empties are canonical
-    IslOperands ops = isl_operands(*impl_, o.impl_.get());
+    if (impl_->boxes && o.impl_->boxes) {
+        if (*impl_->boxes == *o.impl_->boxes) return true;
+        if (total_size(*impl_->boxes) != total_size(*o.impl_->boxes)) return false;
+        // As many points: equal exactly when one lies inside the other.
+        if (each_inside_one(*impl_->boxes, *o.impl_->boxes)) return true;
+    }
+    IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     return must(ops.ctx(), isl_set_is_equal(ops.a.get(), ops.b.get()), "isl_set_is_equal");
 }
 
 ZRange IndexSet::bounding_box() const {
-    if (impl_->box) return *impl_->box;
+    if (impl_->boxes) {
+        if (impl_->boxes->empty()) return empty_box(rank_);
+        ZRange hull = impl_->boxes->front();
+        for (const ZRange &b : *impl_->boxes) hull = hull.bounding(b);
+        return hull;
+    }
     if (empty()) return empty_box(rank_);
     return set_bounding_box(impl_->context->get(), impl_->set, rank_);
 }
 
 std::optional<ZPoint> IndexSet::sample_point() const {
-    IslOperands ops = isl_operands(*impl_, nullptr);
+    IslOperands ops = isl_operands(*impl_, nullptr, rank_);
     return sample(ops.ctx(), ops.a, rank_);
 }
 
 std::optional<std::vector<ZRange>> IndexSet::as_boxes() const {
-    if (impl_->box) return impl_->box->empty() ? std::vector<ZRange>{} : std::vector<ZRange>{*impl_->box};
+    if (impl_->boxes) return *impl_->boxes;
     return disjoint_boxes(impl_->context->get(), impl_->set, rank_, /*slice_budget=*/4096);
 }
 
 std::string IndexSet::to_string() const {
-    IslOperands ops = isl_operands(*impl_, nullptr);
+    IslOperands ops = isl_operands(*impl_, nullptr, rank_);
     isl_ctx *ctx = ops.ctx();
     // Coalesced for the reader: two touching boxes print as one.
     isl::Set readable(must(ctx, isl_set_coalesce(ops.a.release()), "isl_set_coalesce"));
