@@ -455,10 +455,13 @@ bool any_meet(const std::vector<ZRange> &a, const std::vector<ZRange> &b) {
     return false;
 }
 
-// Every box of `a` inside one box of `b` (enough for a ⊆ b, not necessary).
-bool each_inside_one(const std::vector<ZRange> &a, const std::vector<ZRange> &b) {
+// a ⊆ b, exactly: `b`'s boxes are disjoint, so a box x of `a` lies inside their
+// union when the sizes of its meetings with them add up to its own size.
+bool each_inside(const std::vector<ZRange> &a, const std::vector<ZRange> &b) {
     return std::all_of(a.begin(), a.end(), [&](const ZRange &x) {
-        return std::any_of(b.begin(), b.end(), [&](const ZRange &y) { return y.contains(x); });
+        Coord met = 0;
+        for (const ZRange &y : b) met += x.intersect(y).size();
+        return met == x.size();
     });
 }
 
@@ -585,8 +588,8 @@ IndexSet IndexSet::unite(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::unite: rank mismatch");
     if (impl_->boxes && o.impl_->boxes) {
         const std::vector<ZRange> &a = *impl_->boxes, &b = *o.impl_->boxes;
-        if (b.empty() || each_inside_one(b, a)) return *this;
-        if (a.empty() || each_inside_one(a, b)) return o;
+        if (each_inside(b, a)) return *this;
+        if (each_inside(a, b)) return o;
         if (a.size() == 1 && b.size() == 1)
             if (auto u = box_union(a[0], b[0])) return IndexSet(rank_, held<Impl>(box_forms(*u)));
         if (!any_meet(a, b)) {
@@ -621,7 +624,7 @@ IndexSet IndexSet::subtract(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::subtract: rank mismatch");
     if (impl_->boxes && o.impl_->boxes) {
         if (!any_meet(*impl_->boxes, *o.impl_->boxes)) return *this;
-        if (each_inside_one(*impl_->boxes, *o.impl_->boxes)) return IndexSet(rank_);
+        if (each_inside(*impl_->boxes, *o.impl_->boxes)) return IndexSet(rank_);
     }
     IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     isl::Set s(must(ops.ctx(), isl_set_subtract(ops.a.release(), ops.b.release()), "isl_set_subtract"));
@@ -631,7 +634,7 @@ IndexSet IndexSet::subtract(const IndexSet &o) const {
 bool IndexSet::is_subset_of(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::is_subset_of: rank mismatch");
     if (impl_->boxes && impl_->boxes->empty()) return true;
-    if (impl_->boxes && o.impl_->boxes && each_inside_one(*impl_->boxes, *o.impl_->boxes)) return true;
+    if (impl_->boxes && o.impl_->boxes) return each_inside(*impl_->boxes, *o.impl_->boxes);
     IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     return must(ops.ctx(), isl_set_is_subset(ops.a.get(), ops.b.get()), "isl_set_is_subset");
 }
@@ -640,9 +643,8 @@ bool IndexSet::equals(const IndexSet &o) const {
     TAPESTRY_CHECK(o.rank_ == rank_, "IndexSet::equals: rank mismatch");
     if (impl_->boxes && o.impl_->boxes) {
         if (*impl_->boxes == *o.impl_->boxes) return true;
-        if (total_size(*impl_->boxes) != total_size(*o.impl_->boxes)) return false;
-        // As many points: equal exactly when one lies inside the other.
-        if (each_inside_one(*impl_->boxes, *o.impl_->boxes)) return true;
+        // As many points and one inside the other.
+        return total_size(*impl_->boxes) == total_size(*o.impl_->boxes) && each_inside(*impl_->boxes, *o.impl_->boxes);
     }
     IslOperands ops = isl_operands(*impl_, o.impl_.get(), rank_);
     return must(ops.ctx(), isl_set_is_equal(ops.a.get(), ops.b.get()), "isl_set_is_equal");

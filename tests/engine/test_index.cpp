@@ -437,6 +437,15 @@ void TestIndex::set_box_form_agrees_with_isl() {
         QCOMPARE(bx.is_subset_of(iy), ix.is_subset_of(by));
         QCOMPARE(bx.equals(by), ix.equals(iy));
         QCOMPARE(bx.sample_point().has_value(), ix.sample_point().has_value());
+        // Sets of several boxes, cut differently: the image's boxes against a union.
+        const IndexSet u = bx.unite(by), iu = ix.unite(iy);
+        QCOMPARE(u.is_subset_of(bx), iu.is_subset_of(ix));
+        QCOMPARE(fast.is_subset_of(u), exact.is_subset_of(iu));
+        QCOMPARE(u.is_subset_of(fast), iu.is_subset_of(exact));
+        QCOMPARE(u.equals(fast), iu.equals(exact));
+        QVERIFY(by.unite(bx).equals(u) && bx.is_subset_of(u) && by.is_subset_of(u));
+        QVERIFY2(same(u.subtract(bx), iu.subtract(ix)), qPrintable("subtract from a union " + QString::fromStdString(what)));
+        QVERIFY2(same(fast.subtract(u), exact.subtract(iu)), qPrintable("image minus a union " + QString::fromStdString(what)));
     }
     QVERIFY(images > 100);  // the property was exercised on non-empty images
     // Two boxes side by side along one dim unite into one box.
