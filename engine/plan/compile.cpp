@@ -256,6 +256,24 @@ Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation 
             continue;
         }
         ShardSelections sel = derive_shard_selections(g_, op, d->signature, s.index);
+        // A plan's regions are boxes: a piece must write exactly the box of each of its
+        // output selections (a split of a head's features writes a strided part of the
+        // output — the box around it would claim elements another piece writes).
+        for (const PortProjections &pp : d->signature.outputs)
+            for (size_t i = 0; i < pp.operands.size(); ++i)
+                for (const PortBinding &b : sel.outputs)
+                    if (b.name == pp.port && i < b.selections.size()) {
+                        const ZRange &box = b.selections[i].range;
+                        IndexSet exact = IndexSet::of_range(s.index).image(pp.operands[i].projection);
+                        if (pp.operands[i].clipped) exact = exact.intersect(IndexSet::of_range(box));
+                        const std::int64_t written = exact.count();
+                        if (written != box.size())
+                            return unexpected("operation '" + op.id.value + "' shard '" + s.id.value + "' writes " +
+                                              std::to_string(written) + " strided elements of '" +
+                                              b.selections[i].tensor.value + "' inside the box " + box.to_string() +
+                                              " of " + std::to_string(box.size()) +
+                                              ": a plan's regions are boxes — split the operation along another dim");
+                    }
         out.push_back(Piece{s.id.value, *dev, s.index, std::move(sel.inputs), std::move(sel.outputs)});
         if (first < 0) first = static_cast<int>(out.size()) - 1;
     }

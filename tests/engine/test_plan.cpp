@@ -616,6 +616,27 @@ private slots:
         QVERIFY(!p);
         QVERIFY2(p.error().find("place the stage first") != std::string::npos, p.error().c_str());
     }
+    // Attention split along a head's features (index dim 3) writes every head's
+    // half: a strided part of its output, which no box of a plan holds. The stage is
+    // exact (ISL), the plan refuses it by name — it never claims the box around it.
+    void stridedWritesAreRefused() {
+        const Graph g = plan::without_shards(load_example("gpt2_block"));
+        ShardOptions so;
+        so.specs.push_back(*parse_shard_spec("attention:3=2"));
+        so.propagate = false;
+        auto sharded = shard(g, so);
+        QVERIFY2(sharded.has_value(), sharded ? "" : sharded.error().c_str());
+        PlacementOptions po;
+        po.devices = plan::device_names(model_of(h100(), 2).shape());
+        auto placed = place(sharded->graph, po);
+        QVERIFY2(placed.has_value(), placed ? "" : placed.error().c_str());
+        auto p = plan::compile_plan(*placed, model_of(h100(), 2), {});
+        QVERIFY(!p);
+        QVERIFY2(p.error().find("operation 'attention' shard") != std::string::npos &&
+                     p.error().find("strided elements of 'attn'") != std::string::npos &&
+                     p.error().find("a plan's regions are boxes") != std::string::npos,
+                 p.error().c_str());
+    }
 };
 
 QTEST_APPLESS_MAIN(TestPlan)
