@@ -48,7 +48,8 @@ bool reshard(const Space &s, Candidate &c, Rng &rng) {
     const OpChoices &o = s.ops()[i];
     const int dim = o.dims[static_cast<size_t>(uniform(rng, 0, static_cast<int>(o.dims.size()) - 1))];
     if (dim == c.dim[i]) return false;
-    const int top = max_parts(s, i, dim);
+    if (c.has_second(i) && c.dim2[i] == dim) c.clear_second(i);
+    const int top = max_parts(s, i, dim) / (c.has_second(i) ? c.parts2[i] : 1);
     if (top < 2) return false;
     c.dim[i] = dim;
     c.parts[i] = c.parts[i] >= 2 && c.parts[i] <= top ? c.parts[i] : uniform(rng, 2, top);
@@ -59,12 +60,16 @@ bool refactor(const Space &s, Candidate &c, Rng &rng) {
     const std::vector<size_t> split = split_ops(c);
     if (split.empty()) return false;
     const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
-    const int top = max_parts(s, i, c.dim[i]), p = c.parts[i];
+    // The first split's parts, or the second's when the op has one (half the time).
+    const bool second = c.has_second(i) && uniform(rng, 0, 1) == 1;
+    int &p = second ? c.parts2[i] : c.parts[i];
+    const int other = second ? c.parts[i] : (c.has_second(i) ? c.parts2[i] : 1);
+    const int top = std::min(max_parts(s, i, second ? c.dim2[i] : c.dim[i]), s.devices() / other);
     std::vector<int> options;
     for (int q : {p * 2, p / 2, p + 1, p - 1})
         if (q >= 2 && q <= top && q != p && std::find(options.begin(), options.end(), q) == options.end()) options.push_back(q);
     if (options.empty()) return false;
-    c.parts[i] = options[static_cast<size_t>(uniform(rng, 0, static_cast<int>(options.size()) - 1))];
+    p = options[static_cast<size_t>(uniform(rng, 0, static_cast<int>(options.size()) - 1))];
     return true;
 }
 
@@ -74,6 +79,31 @@ bool unsplit(const Space &, Candidate &c, Rng &rng) {
     const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
     c.dim[i] = -1;
     c.parts[i] = 1;
+    c.clear_second(i);
+    return true;
+}
+
+// Adds, changes or drops a second split of a split op (a product split: each of
+// its parts split again along another dim, the pieces at most the devices).
+bool product(const Space &s, Candidate &c, Rng &rng) {
+    const std::vector<size_t> split = split_ops(c);
+    if (split.empty()) return false;
+    const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
+    if (c.has_second(i) && uniform(rng, 0, 2) == 0) {
+        c.clear_second(i);
+        return true;
+    }
+    const OpChoices &o = s.ops()[i];
+    std::vector<int> dims;
+    for (int d : o.dims)
+        if (d != c.dim[i]) dims.push_back(d);
+    if (dims.empty()) return false;
+    const int d = dims[static_cast<size_t>(uniform(rng, 0, static_cast<int>(dims.size()) - 1))];
+    const int top = std::min(max_parts(s, i, d), s.devices() / c.parts[i]);
+    if (top < 2) return false;
+    const int p = uniform(rng, 2, top);
+    if (c.has_second(i) && c.dim2[i] == d && c.parts2[i] == p) return false;
+    c.set_second(i, s.ops().size(), d, p);
     return true;
 }
 
@@ -84,13 +114,20 @@ bool chain(const Space &s, Candidate &c, Rng &rng) {
     if (split.empty()) return false;
     const size_t i = split[static_cast<size_t>(uniform(rng, 0, static_cast<int>(split.size()) - 1))];
     const int dim = c.dim[i], parts = c.parts[i];
+    const int dim2 = c.has_second(i) ? c.dim2[i] : -1, parts2 = c.has_second(i) ? c.parts2[i] : 1;
     const int reach = uniform(rng, 1, static_cast<int>(s.ops().size()));
     bool changed = false;
     auto carry = [&](size_t j) {
         if (max_parts(s, j, dim) < parts) return false;
-        if (c.dim[j] != dim || c.parts[j] != parts) changed = true;
+        // The second split goes along where the neighbour offers it, else stays behind.
+        const bool second = dim2 >= 0 && max_parts(s, j, dim2) >= parts2;
+        const int d2 = second ? dim2 : -1, p2 = second ? parts2 : 1;
+        const int had2 = c.has_second(j) ? c.dim2[j] : -1, hadp2 = c.has_second(j) ? c.parts2[j] : 1;
+        if (c.dim[j] != dim || c.parts[j] != parts || had2 != d2 || hadp2 != p2) changed = true;
         c.dim[j] = dim;
         c.parts[j] = parts;
+        if (second) c.set_second(j, s.ops().size(), d2, p2);
+        else c.clear_second(j);
         return true;
     };
     const bool forward = uniform(rng, 0, 1) == 1;
@@ -124,7 +161,7 @@ struct Mutator {
     bool (*apply)(const Space &, Candidate &, Rng &);
 };
 constexpr Mutator kMutators[] = {{"reshard", reshard}, {"refactor", refactor}, {"unsplit", unsplit},
-                                 {"chain", chain},     {"replace", replace}};
+                                 {"chain", chain},     {"replace", replace},   {"product", product}};
 constexpr int kMutatorCount = static_cast<int>(sizeof kMutators / sizeof kMutators[0]);
 
 class Search {
@@ -312,6 +349,15 @@ Expected<SearchResult, std::string> Search::run() {
             seeds.push_back(space.uniform_split(k, space.devices()));
             made_by.push_back("seed");
         }
+        // Data parallel over tensor-parallel groups: the batch over outer groups, each
+        // group's ops split along a dim choice (a product split), for each outer count.
+        for (int outer = 2; outer < space.devices(); outer *= 2)
+            for (size_t k = 1; k < space.most_choices(); ++k) {
+                Candidate c = space.product_split(outer, k, space.devices() / outer);
+                if (c.dim2.empty() || std::find(seeds.begin(), seeds.end(), c) != seeds.end()) continue;
+                seeds.push_back(std::move(c));
+                made_by.push_back("seed");
+            }
     }
     for (const Candidate &c : opt_.warm_start)
         if (space.valid(c)) {

@@ -24,8 +24,28 @@ std::string Candidate::key() const {
     for (size_t i = 0; i < dim.size(); ++i) {
         if (i) k += ' ';
         k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
+        if (has_second(i)) k += "x" + std::to_string(dim2[i]) + "=" + std::to_string(parts2[i]);
     }
     return k + " | " + rule_name(rule) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
+}
+
+void Candidate::clear_second(size_t i) {
+    if (i >= dim2.size()) return;
+    dim2[i] = -1;
+    parts2[i] = 1;
+    if (std::all_of(dim2.begin(), dim2.end(), [](int d) { return d < 0; })) {
+        dim2.clear();
+        parts2.clear();
+    }
+}
+
+void Candidate::set_second(size_t i, size_t ops, int d, int p) {
+    if (dim2.size() != ops) {
+        dim2.assign(ops, -1);
+        parts2.assign(ops, 1);
+    }
+    dim2[i] = d;
+    parts2[i] = p;
 }
 
 Expected<Space, std::string> Space::of(const Graph &g, int devices) {
@@ -93,6 +113,17 @@ Candidate Space::uniform_split(size_t choice, int parts) const {
     return c;
 }
 
+Candidate Space::product_split(int outer, size_t choice, int inner) const {
+    Candidate c = batch_split(outer);
+    if (inner < 2 || outer * inner > devices_) return c;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        const OpChoices &o = ops_[i];
+        if (c.dim[i] < 0 || choice >= o.dims.size() || o.dims[choice] == c.dim[i] || o.extents[choice] < inner) continue;
+        c.set_second(i, ops_.size(), o.dims[choice], inner);
+    }
+    return c;
+}
+
 size_t Space::most_choices() const {
     size_t most = 0;
     for (const OpChoices &o : ops_) most = std::max(most, o.dims.size());
@@ -108,7 +139,13 @@ std::vector<ShardSpec> Space::specs(const Candidate &c) const {
         s.dim = c.dim[i];
         s.count = c.parts[i];
         s.text = s.op.value + ":" + std::to_string(s.dim) + "=" + std::to_string(s.count);
-        out.push_back(std::move(s));
+        out.push_back(s);
+        if (c.has_second(i)) {
+            s.dim = c.dim2[i];
+            s.count = c.parts2[i];
+            s.text = s.op.value + ":" + std::to_string(s.dim) + "=" + std::to_string(s.count);
+            out.push_back(std::move(s));
+        }
     }
     return out;
 }
@@ -131,6 +168,20 @@ bool Space::valid(const Candidate &c) const {
         if (at == ops_[i].dims.end()) return false;
         const Coord extent = ops_[i].extents[static_cast<size_t>(at - ops_[i].dims.begin())];
         if (c.parts[i] < 2 || c.parts[i] > devices_ || c.parts[i] > extent) return false;
+    }
+    if (!c.dim2.empty() || !c.parts2.empty()) {
+        if (c.dim2.size() != ops_.size() || c.parts2.size() != ops_.size()) return false;
+        for (size_t i = 0; i < ops_.size(); ++i) {
+            if (c.dim2[i] < 0) {
+                if (c.parts2[i] != 1) return false;
+                continue;
+            }
+            if (c.dim[i] < 0 || c.dim2[i] == c.dim[i]) return false;
+            const auto at = std::find(ops_[i].dims.begin(), ops_[i].dims.end(), c.dim2[i]);
+            if (at == ops_[i].dims.end()) return false;
+            const Coord extent = ops_[i].extents[static_cast<size_t>(at - ops_[i].dims.begin())];
+            if (c.parts2[i] < 2 || c.parts2[i] > extent || c.parts[i] * c.parts2[i] > devices_) return false;
+        }
     }
     if (c.rule == PlacementRule::pipeline) return c.stages >= 2 && c.stages <= devices_ && c.stages <= static_cast<int>(ops_.size());
     return c.stages == 0;

@@ -27,15 +27,28 @@ struct OpChoices {
 };
 
 // One point of the space. Per operation of the space (its order): the split dim
-// (-1: not split) and the number of parts (1 when not split).
+// (-1: not split) and the number of parts (1 when not split); and optionally a
+// second split of each of those parts along another dim (a product split: the
+// batch over data-parallel groups, features within each group), with at most
+// `devices` pieces in all. `dim2`/`parts2` are empty when no op has one.
 struct Candidate {
     std::vector<int> dim;
     std::vector<int> parts;
+    std::vector<int> dim2;   // empty, or per op: the second split's dim (-1: none)
+    std::vector<int> parts2; // empty, or per op: its parts (1: none)
     PlacementRule rule = PlacementRule::by_shard;
     int stages = 0;  // pipeline: its stages (2 … devices); 0 for the other rules
     friend bool operator==(const Candidate &, const Candidate &) = default;
-    // A stable text key ("0=4 -1 2=2 | shard") for caches and files.
+    // A stable text key ("0=4 -1 0=2x2=4 | shard") for caches and files.
     std::string key() const;
+    // The second split of op i, when it has one.
+    bool has_second(size_t i) const { return i < dim2.size() && dim2[i] >= 0; }
+    // Drops op i's second split.
+    void clear_second(size_t i);
+    // Sets op i's second split (sizing dim2/parts2 to `ops` first).
+    void set_second(size_t i, size_t ops, int d, int p);
+    // Pieces of op i: parts × the second split's parts.
+    int pieces(size_t i) const { return parts[i] * (has_second(i) ? parts2[i] : 1); }
 };
 
 class Space {
@@ -56,9 +69,14 @@ public:
     // offers — the batch —, 1: the next — a linear's output features —, …), where it
     // has one and the extent allows.
     Candidate uniform_split(size_t choice, int parts) const;
+    // Every operation split `outer` ways along its first dim (the batch) and each of
+    // those parts `inner` ways along its `choice`-th dim, where it offers both: the
+    // shape of data parallelism over tensor-parallel groups of `inner` devices.
+    Candidate product_split(int outer, size_t choice, int inner) const;
     // The most dims any operation offers.
     size_t most_choices() const;
-    // The shard specs of a candidate, in the space's order ("fc1:0=4").
+    // The shard specs of a candidate, in the space's order ("fc1:0=4"; a product
+    // split is two specs on one op, the second splitting the first's shards).
     std::vector<ShardSpec> specs(const Candidate &c) const;
     // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
     // "pipeline:2" with its stages).

@@ -159,6 +159,35 @@ private slots:
         QCOMPARE(s->describe(s->unsplit()), std::string("unsplit · shard"));
         QVERIFY(!Space::of(g, 0));
     }
+    // Product splits: the batch over 2 groups, each op's output features over 2
+    // devices within a group — two specs per op, four pieces, certified stages and
+    // plan, as `tapestry plan` would make them.
+    void productSplitsAreCandidates() {
+        const Graph g = test::parse(three_ops());
+        const Evaluator e = evaluator_for(g, 4);
+        const Candidate c = e.space().product_split(2, 1, 2);
+        QVERIFY(e.space().valid(c));
+        QCOMPARE(e.space().describe(c), std::string("fc1:0=2 fc1:1=2 act:0=2 act:1=2 fc2:0=2 fc2:1=2 · shard"));
+        QCOMPARE(c.key(), std::string("0=2x1=2 0=2x1=2 0=2x1=2 | shard"));
+        QCOMPARE(c.pieces(0), 4);
+        auto m = e.materialize(c, true);
+        QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+        for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QVERIFY2(plan::certify_plan(m->plan).pass(), plan::certify_plan(m->plan).text().c_str());
+        const Evaluation ev = e.evaluate(c);
+        QVERIFY2(ev.ok, ev.error.c_str());
+        QCOMPARE(ev.figures.devices, 4);
+        // Outside the space: more pieces than devices, a second split along the first's dim.
+        Candidate over = c;
+        over.parts2[0] = 4;
+        QVERIFY(!e.space().valid(over));
+        Candidate same = c;
+        same.dim2[0] = same.dim[0];
+        QVERIFY(!e.space().valid(same));
+        Candidate cleared = c;
+        for (size_t i = 0; i < 3; ++i) cleared.clear_second(i);
+        QVERIFY(cleared.dim2.empty() && cleared == e.space().batch_split(2));
+    }
     // A candidate's figures are its compiled plan's prediction: the same as the
     // plan `tapestry plan` makes from the same stages.
     void figuresAreTheCompiledPlans() {
@@ -298,7 +327,8 @@ private slots:
             auto m = e.materialize(s.candidate, true);
             QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
             for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
-            QVERIFY(plan::certify_plan(m->plan).pass());
+            const Certificate cert = plan::certify_plan(m->plan);
+            QVERIFY2(cert.pass(), (e.space().describe(s.candidate) + "\n" + cert.text()).c_str());
         }
         // The mutators' weights follow their success.
         long trials = 0;
