@@ -56,10 +56,12 @@ Expected<PlacementOptions, std::string> parse_placement(const std::string &rule,
         o.rule = PlacementRule::by_shard;
     } else if (head == "round-robin") {
         o.rule = PlacementRule::round_robin;
+    } else if (head == "spread") {
+        o.rule = PlacementRule::spread;
     } else if (head.rfind("pipeline", 0) == 0) {
         o.rule = PlacementRule::pipeline;
         if (head.size() > 8) {
-            if (head[8] != ':') return unexpected(where + "unknown rule (known: shard, round-robin, pipeline[:stages])");
+            if (head[8] != ':') return unexpected(where + "unknown rule (known: shard, round-robin, spread, pipeline[:stages])");
             const std::string n = head.substr(9);
             int v = 0;
             auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
@@ -68,7 +70,7 @@ Expected<PlacementOptions, std::string> parse_placement(const std::string &rule,
             o.stages = v;
         }
     } else {
-        return unexpected(where + "unknown rule '" + head + "' (known: shard, round-robin, pipeline[:stages])");
+        return unexpected(where + "unknown rule '" + head + "' (known: shard, round-robin, spread, pipeline[:stages])");
     }
     for (const std::string &m : all_maps) {
         const size_t eq = m.find('=');
@@ -156,6 +158,10 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
             } else if (options.rule == PlacementRule::pipeline) {
                 const auto [lo, hi] = group.at(op);
                 device = devices[static_cast<size_t>(lo + static_cast<int>(k) % std::max(1, hi - lo))];
+            } else if (options.rule == PlacementRule::spread) {
+                const size_t pieces = placed_op.shards.size();
+                const size_t stride = pieces < static_cast<size_t>(n) ? static_cast<size_t>(n) / pieces : 1;
+                device = devices[(k * stride) % static_cast<size_t>(n)];
             } else {
                 device = devices[k % static_cast<size_t>(n)];
             }
@@ -188,6 +194,7 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
     }
     const char *rule = options.rule == PlacementRule::round_robin ? "round-robin"
                        : options.rule == PlacementRule::pipeline  ? "pipeline"
+                       : options.rule == PlacementRule::spread    ? "spread: shard k of P → device k·n/P"
                                                                   : "shard k → device k";
     stage.summary = "placed " + std::to_string(ops.size()) + " ops on " + std::to_string(pieces_per_device.size()) +
                     " of " + std::to_string(n) + " devices (" + rule +

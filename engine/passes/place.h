@@ -22,8 +22,11 @@ namespace tapestry {
 enum class PlacementRule {
     by_shard,     // shard k → device k mod n (the implicit rule of unplaced graphs, made explicit)
     round_robin,  // every piece, in dependency order, takes the next device
-    pipeline      // ops in dependency order cut into contiguous stages of about equal FLOPs;
+    pipeline,     // ops in dependency order cut into contiguous stages of about equal FLOPs;
                   // stage s owns a contiguous group of devices, shard k → its group's device k mod size
+    spread        // shard k of an op's P pieces → device k·⌊n/P⌋: an op split fewer ways than the
+                  // devices spreads over the cluster (each group's first device) instead of piling
+                  // onto the first devices — data parallel over tensor-parallel groups
 };
 
 struct PlacementOptions {

@@ -35,6 +35,8 @@ Expected<ZRange, std::string> index_space(const Graph &g, const Operation &op) {
     return d->signature.index_space;
 }
 
+}  // namespace
+
 // The batch split: dim 0 of the first op into `parts`, propagated; then the same
 // split stated for every op propagation reached (so that later specs product-split).
 Expected<std::vector<ShardSpec>, std::string> batch_specs(const Graph &g, int parts, const std::string &who) {
@@ -87,6 +89,8 @@ Expected<std::vector<ShardSpec>, std::string> tensor_specs(const Graph &g, int p
     if (out.empty()) return unexpected(who + ": the graph has no linear, matmul or attention to split");
     return out;
 }
+
+namespace {
 
 Expected<Stage, std::string> shard_stage(const Graph &g, std::vector<ShardSpec> specs, bool certify_it, bool propagate) {
     ShardOptions o;

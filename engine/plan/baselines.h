@@ -16,6 +16,7 @@
 #include "common/expected.h"
 #include "graph/graph.h"
 #include "ops/fusion.h"
+#include "passes/shard.h"
 #include "passes/stage.h"
 
 namespace tapestry::plan {
@@ -38,6 +39,14 @@ struct BaselineOptions {
 // name the baseline and why it does not fit: "dp on 16 devices: the batch (dim 0
 // of 'ln_1', extent 8) cannot be split 16 ways".
 Expected<std::vector<Stage>, std::string> baseline_stages(const Graph &g, const BaselineOptions &options);
+
+// The shard specs of the batch split (dim 0 of the first operation into `parts`,
+// stated for every operation the split propagates to) and of Megatron tensor
+// parallelism (linears and matmuls alternately column- and row-parallel, attention
+// by heads) — the specs the dp, dp×tp and tp baselines apply; the search starts
+// from them. `who` prefixes errors ("dp on 16 devices").
+Expected<std::vector<ShardSpec>, std::string> batch_specs(const Graph &g, int parts, const std::string &who);
+Expected<std::vector<ShardSpec>, std::string> tensor_specs(const Graph &g, int parts, const std::string &who);
 
 // `g` with every operation's shards dropped: what a baseline or the search starts
 // from, as each decides the whole sharding.

@@ -9,6 +9,8 @@
 #include <set>
 #include <thread>
 
+#include "plan/baselines.h"
+
 namespace tapestry::search {
 
 namespace {
@@ -138,23 +140,58 @@ bool chain(const Space &s, Candidate &c, Rng &rng) {
     return changed;
 }
 
-// Another placement rule: shard, round-robin, or a pipeline of 2 … devices stages
-// (contiguous groups of ops on groups of devices, docs/passes.md).
+// Another placement rule: shard, round-robin, spread, or a pipeline of 2 … devices
+// stages (contiguous groups of ops on groups of devices, docs/passes.md).
 bool replace(const Space &s, Candidate &c, Rng &rng) {
     if (s.devices() < 2) return false;
     const int most = std::min<int>(s.devices(), static_cast<int>(s.ops().size()));
-    const int pick = uniform(rng, 0, most >= 2 ? 2 : 1);
+    const int pick = uniform(rng, 0, most >= 2 ? 3 : 2);
     const PlacementRule before = c.rule;
     const int stages_before = c.stages;
-    if (pick == 2) {
+    if (pick == 3) {
         c.rule = PlacementRule::pipeline;
         c.stages = uniform(rng, 2, most);
     } else {
-        c.rule = pick == 0 ? PlacementRule::by_shard : PlacementRule::round_robin;
+        c.rule = pick == 0 ? PlacementRule::by_shard : pick == 1 ? PlacementRule::round_robin : PlacementRule::spread;
         c.stages = 0;
     }
     return c.rule != before || c.stages != stages_before;
 }
+
+}  // namespace
+
+std::vector<BaselineCandidate> baseline_candidates(const Evaluator &e) {
+    std::vector<BaselineCandidate> out;
+    const Space &s = e.space();
+    const Graph &g = e.graph();
+    const int n = s.devices(), per_node = e.model().shape().devices_per_node;
+    if (n < 2) return out;
+    auto add = [&](plan::Baseline b, Expected<std::vector<ShardSpec>, std::string> specs, PlacementRule rule, int stages) {
+        if (!specs) return;
+        if (auto c = s.from_specs(*specs, rule, stages)) out.push_back({b, std::move(c).value()});
+    };
+    add(plan::Baseline::dp, plan::batch_specs(g, n, "dp"), PlacementRule::by_shard, 0);
+    add(plan::Baseline::tp, plan::tensor_specs(g, n, "tp"), PlacementRule::by_shard, 0);
+    const int tp = std::min({n, per_node, 8});
+    if (tp > 1 && tp < n && n % tp == 0) {
+        auto b = plan::batch_specs(g, n / tp, "dp×tp");
+        auto t = plan::tensor_specs(g, tp, "dp×tp");
+        if (b && t) {
+            std::vector<ShardSpec> both = *b;
+            both.insert(both.end(), t->begin(), t->end());
+            add(plan::Baseline::dp_tp, both, PlacementRule::spread, 0);
+        }
+    }
+    if (static_cast<int>(s.ops().size()) >= n)
+        for (int m = n; m >= 2; m /= 2)
+            if (auto b = plan::batch_specs(g, m, "pp")) {
+                add(plan::Baseline::pp, std::move(b), PlacementRule::pipeline, n);
+                break;
+            }
+    return out;
+}
+
+namespace {
 
 struct Mutator {
     const char *name;
@@ -355,9 +392,17 @@ Expected<SearchResult, std::string> Search::run() {
             for (size_t k = 1; k < space.most_choices(); ++k) {
                 Candidate c = space.product_split(outer, k, space.devices() / outer);
                 if (c.dim2.empty() || std::find(seeds.begin(), seeds.end(), c) != seeds.end()) continue;
+                c.rule = PlacementRule::spread;
                 seeds.push_back(std::move(c));
                 made_by.push_back("seed");
             }
+        // The hand baselines' shardings (docs/plans.md) where they are candidates:
+        // the search starts from them, so its front is never worse than they are.
+        for (BaselineCandidate &b : baseline_candidates(eval_)) {
+            if (std::find(seeds.begin(), seeds.end(), b.candidate) != seeds.end()) continue;
+            seeds.push_back(std::move(b.candidate));
+            made_by.push_back(std::string("baseline ") + plan::baseline_name(b.baseline));
+        }
     }
     for (const Candidate &c : opt_.warm_start)
         if (space.valid(c)) {

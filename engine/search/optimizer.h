@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/baselines.h"
 #include "search/evaluate.h"
 #include "search/space.h"
 
@@ -75,6 +76,19 @@ struct SearchHooks {
     // Polled between generations and between evaluations; set to stop.
     const std::atomic<bool> *stop = nullptr;
 };
+
+// The hand baselines (plan/baselines.h) as candidates, where their specs are
+// candidates: dp (the batch over every device), dp×tp (the batch over groups of a
+// node's devices, Megatron's specs within each group, placed `spread`), pp (the
+// batch in micro-batches through a pipeline of one stage per device) — each
+// evaluates to its baseline's plan — and tp (Megatron's specs without the
+// propagation the tp baseline adds to their neighbours: a start near it, not it).
+// The search seeds its first population with them.
+struct BaselineCandidate {
+    plan::Baseline baseline;
+    Candidate candidate;
+};
+std::vector<BaselineCandidate> baseline_candidates(const Evaluator &evaluator);
 
 // Runs the search. Fails only when no candidate of the space has a plan.
 Expected<SearchResult, std::string> optimize(const Evaluator &evaluator, const SearchOptions &options,

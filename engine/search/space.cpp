@@ -15,6 +15,7 @@ const char *rule_name(PlacementRule r) {
         case PlacementRule::by_shard: return "shard";
         case PlacementRule::round_robin: return "round-robin";
         case PlacementRule::pipeline: return "pipeline";
+        case PlacementRule::spread: return "spread";
     }
     return "?";
 }
@@ -110,6 +111,29 @@ Candidate Space::uniform_split(size_t choice, int parts) const {
         c.dim[i] = o.dims[choice];
         c.parts[i] = parts;
     }
+    return c;
+}
+
+Expected<Candidate, std::string> Space::from_specs(const std::vector<ShardSpec> &specs, PlacementRule rule,
+                                                  int stages) const {
+    Candidate c = unsplit();
+    c.rule = rule;
+    c.stages = rule == PlacementRule::pipeline ? stages : 0;
+    for (const ShardSpec &s : specs) {
+        const auto at = std::find_if(ops_.begin(), ops_.end(), [&](const OpChoices &o) { return o.op == s.op; });
+        if (at == ops_.end()) return unexpected("shard spec '" + s.text + "': '" + s.op.value + "' is not an operation of the search space");
+        if (s.count < 2) return unexpected("shard spec '" + s.text + "': only even splits of 2 or more parts are candidates");
+        const size_t i = static_cast<size_t>(at - ops_.begin());
+        if (c.dim[i] < 0) {
+            c.dim[i] = s.dim;
+            c.parts[i] = s.count;
+        } else if (!c.has_second(i)) {
+            c.set_second(i, ops_.size(), s.dim, s.count);
+        } else {
+            return unexpected("shard spec '" + s.text + "': a candidate splits an operation at most twice");
+        }
+    }
+    if (!valid(c)) return unexpected("the shard specs (" + describe(c) + ") are outside the search space");
     return c;
 }
 

@@ -73,6 +73,11 @@ public:
     // those parts `inner` ways along its `choice`-th dim, where it offers both: the
     // shape of data parallelism over tensor-parallel groups of `inner` devices.
     Candidate product_split(int outer, size_t choice, int inner) const;
+    // The candidate of shard specs (the first spec of an op its split, a second its
+    // second split) and a placement: how a hand baseline enters the search. Fails
+    // naming the spec that no candidate holds.
+    Expected<Candidate, std::string> from_specs(const std::vector<ShardSpec> &specs, PlacementRule rule,
+                                                int stages = 0) const;
     // The most dims any operation offers.
     size_t most_choices() const;
     // The shard specs of a candidate, in the space's order ("fc1:0=4"; a product
@@ -89,6 +94,6 @@ private:
     int devices_ = 1;
 };
 
-const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline"
+const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"
 
 }  // namespace tapestry::search

@@ -382,6 +382,23 @@ private slots:
         QCOMPARE(pipe->graph.find_op(OpId("fc1"))->shards[0].device, std::string("0:0"));
         QCOMPARE(pipe->graph.find_op(OpId("fc4"))->shards[0].device, std::string("0:1"));
         QVERIFY(pipe->certificate.certified() == false);  // certify only when asked
+        // Spread: fc1's 2 pieces on 4 devices take 0:0 and 0:2 (each pair's first);
+        // an op split 4 ways takes all four; certified.
+        const std::vector<std::string> four = {"0:0", "0:1", "0:2", "0:3"};
+        ShardOptions so4;
+        so4.specs = {*parse_shard_spec("fc1:0=2"), *parse_shard_spec("fc2:0=4")};
+        so4.propagate = false;
+        auto sharded4 = shard(g, so4);
+        QVERIFY(sharded4.has_value());
+        PlacementOptions spread = *parse_placement("spread", {}, four);
+        spread.certify = CertifyOptions{};
+        auto spread_out = place(sharded4->graph, spread);
+        QVERIFY2(spread_out.has_value(), spread_out ? "" : spread_out.error().c_str());
+        QVERIFY2(spread_out->certificate.pass(), spread_out->certificate.text().c_str());
+        QCOMPARE(spread_out->graph.find_op(OpId("fc1"))->shards[0].device, std::string("0:0"));
+        QCOMPARE(spread_out->graph.find_op(OpId("fc1"))->shards[1].device, std::string("0:2"));
+        QCOMPARE(spread_out->graph.find_op(OpId("fc2"))->shards[3].device, std::string("0:3"));
+        QVERIFY(spread_out->summary.find("spread") != std::string::npos);
     }
 
     // ---- plans of every example ----

@@ -6,6 +6,7 @@
 // two threads; the hand baselines covered by the front; every front plan certified;
 // streaming, stopping and the warm start.
 #include <QtTest/QtTest>
+#include <set>
 #include <atomic>
 #include <functional>
 
@@ -48,9 +49,9 @@ Graph example(const std::string &name) {
 
 Evaluator evaluator_for(const Graph &g, int devices, std::vector<Objective> objectives = {Objective::time, Objective::memory,
                                                                                            Objective::devices},
-                        Constraints constraints = {}) {
+                        Constraints constraints = {}, int nodes = 1) {
     auto target = cost::builtin_target("h100-sxm");
-    auto shape = cost::cluster_shape(*target, devices, 1);
+    auto shape = cost::cluster_shape(*target, devices, nodes);
     auto space = Space::of(g, devices);
     if (!target || !shape || !space) qFatal("evaluator setup failed");
     return Evaluator(g, *space, *target, *shape, std::move(objectives), constraints);
@@ -288,6 +289,54 @@ private slots:
     }
     // For each hand baseline the front holds a plan at least as good on every
     // objective, and every plan on it certifies.
+    // The dp, pp and dp×tp baselines enter the search as candidates that evaluate
+    // to the baselines' own plans: the same step time, peak and devices.
+    void baselinesAreCandidates_data() {
+        QTest::addColumn<QString>("project");
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<int>("nodes");
+        QTest::addColumn<QString>("expected");  // the baselines that must be exact candidates
+        QTest::newRow("mlp on 4") << "mlp" << 4 << 1 << "dp pp";
+        QTest::newRow("gpt2 block on 8") << "gpt2_block" << 8 << 1 << "dp pp";
+        // The batch (8) cannot be split 16 ways: no dp; more stages than ops: no pp.
+        QTest::newRow("gpt2 block on 16 in 2 nodes") << "gpt2_block" << 16 << 2 << "dp×tp";
+    }
+    void baselinesAreCandidates() {
+        QFETCH(QString, project);
+        QFETCH(int, devices);
+        QFETCH(int, nodes);
+        QFETCH(QString, expected);
+        const Graph g = example(project.toStdString());
+        const Evaluator e = evaluator_for(g, devices, {Objective::time, Objective::memory, Objective::devices}, {}, nodes);
+        const std::vector<BaselineCandidate> seeds = baseline_candidates(e);
+        std::set<plan::Baseline> exact;
+        for (const BaselineCandidate &b : seeds) {
+            QVERIFY(e.space().valid(b.candidate));
+            if (b.baseline == plan::Baseline::tp) continue;  // a start near tp, not tp (no propagation)
+            plan::PlanRequest req;
+            req.target = e.model().target();
+            req.devices = devices;
+            req.nodes = nodes;
+            req.baseline = b.baseline;
+            auto p = plan::make_plan(g, req);
+            QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+            const Evaluation base = e.score(p->plan, p->prediction), ev = e.evaluate(b.candidate);
+            QVERIFY2(ev.ok, ev.error.c_str());
+            const std::string what = std::string(plan::baseline_name(b.baseline)) + ": " + e.space().describe(b.candidate);
+            QVERIFY2(std::abs(ev.figures.makespan - base.figures.makespan) <= 1e-9 * base.figures.makespan,
+                     (what + ": " + std::to_string(ev.figures.makespan) + " s vs the baseline's " +
+                      std::to_string(base.figures.makespan)).c_str());
+            QVERIFY2(ev.figures.peak == base.figures.peak, what.c_str());
+            QCOMPARE(ev.figures.devices, base.figures.devices);
+            exact.insert(b.baseline);
+        }
+        QStringList found;
+        for (plan::Baseline b : exact) found << QString::fromUtf8(plan::baseline_name(b));
+        found.sort();
+        QStringList want = expected.split(' ');
+        want.sort();
+        QCOMPARE(found, want);
+    }
     void frontCoversTheBaselinesAndCertifies_data() {
         QTest::addColumn<QString>("project");
         QTest::addColumn<int>("devices");
