@@ -202,8 +202,7 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
     if (options.movement) {
         const std::vector<OpId> inserted = insert_data_movement(rw, lib);
         if (!inserted.empty()) stage.summary += "; " + std::to_string(inserted.size()) + " moves inserted";
-        const std::vector<Transfer> moves = data_movement(rw.graph(), lib);
-        stage.summary += "; " + movement_summary(moves);
+        if (options.describe_movement) stage.summary += "; " + movement_summary(data_movement(rw.graph(), lib));
     }
     stage.diff = rw.take();
     stage.graph = std::move(out);

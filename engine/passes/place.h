@@ -37,6 +37,9 @@ struct PlacementOptions {
     // of them there). Overrides the rule for that op.
     std::map<OpId, std::vector<std::string>> ops;
     bool movement = true;  // insert the moves the devices need
+    // Count what the moves carry for the stage's summary (a second pass over them:
+    // the search's evaluations, whose summaries nobody reads, leave it out).
+    bool describe_movement = true;
     const SignatureSource *library = nullptr;  // null: OpLibrary::standard()
     std::optional<CertifyOptions> certify;
     std::string text;  // the options as the user wrote them, for the stage

@@ -251,8 +251,10 @@ Expected<Stage, std::string> shard(const Graph &g, const ShardOptions &options) 
     }
     if (options.movement) {
         insert_data_movement(rw, lib);
-        const std::vector<Transfer> moves = data_movement(rw.graph(), lib);
-        if (!moves.empty()) stage.summary += "; " + movement_summary(moves);
+        if (options.describe_movement) {
+            const std::vector<Transfer> moves = data_movement(rw.graph(), lib);
+            if (!moves.empty()) stage.summary += "; " + movement_summary(moves);
+        }
     }
     stage.diff = rw.take();
     stage.graph = std::move(out);

@@ -36,6 +36,8 @@ struct ShardOptions {
     // (passes/movement.h); the summary says how many ops got a sharding and what moves.
     bool propagate = true;
     bool movement = true;
+    // Count what the moves carry for the summary (the search's evaluations leave it out).
+    bool describe_movement = true;
     // Certify the stage against the input graph when set.
     std::optional<CertifyOptions> certify;
 };

@@ -82,12 +82,17 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
         int step;
         const Access *access;
     };
-    std::vector<std::vector<Seen>> by_resource;
+    // Per resource, its earlier accesses, and apart from them its earlier writes: a
+    // read conflicts with writes only, so it scans those alone.
+    struct Accesses {
+        std::vector<Seen> all, writes;
+    };
+    std::vector<Accesses> by_resource;
     int top = -1;
     for (const auto &step : steps)
         for (const Access &a : step) top = std::max(top, a.resource);
     by_resource.resize(static_cast<size_t>(top + 1));
-    auto list = [&](int r) -> std::vector<Seen> & {
+    auto list = [&](int r) -> Accesses & {
         if (static_cast<size_t>(r) >= by_resource.size()) by_resource.resize(static_cast<size_t>(r) + 1);
         return by_resource[static_cast<size_t>(r)];
     };
@@ -96,9 +101,9 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
     for (size_t j = 0; j < steps.size(); ++j) {
         d.clear();
         for (const Access &b : steps[j]) {
-            for (const Seen &s : list(b.resource)) {
+            const Accesses &earlier = list(b.resource);
+            for (const Seen &s : b.write ? earlier.all : earlier.writes) {
                 const Access &a = *s.access;
-                if (!a.write && !b.write) continue;
                 const bool hit = a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
                                                             : boxes_meet(*a.box, *b.box);
                 if (hit) d.push_back(s.step);
@@ -107,12 +112,16 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
             // of it. A read needs nothing more: the write it reads came first and waited.
             if (b.write && static_cast<size_t>(b.resource) < aliases.size())
                 for (int other : aliases[static_cast<size_t>(b.resource)])
-                    for (const Seen &s : list(other)) d.push_back(s.step);
+                    for (const Seen &s : list(other).all) d.push_back(s.step);
         }
         std::sort(d.begin(), d.end());
         d.erase(std::unique(d.begin(), d.end()), d.end());
         deps[j].assign(d.begin(), d.end());
-        for (const Access &b : steps[j]) list(b.resource).push_back(Seen{static_cast<int>(j), &b});
+        for (const Access &b : steps[j]) {
+            Accesses &mine = list(b.resource);
+            mine.all.push_back(Seen{static_cast<int>(j), &b});
+            if (b.write) mine.writes.push_back(Seen{static_cast<int>(j), &b});
+        }
     }
     return deps;
 }

@@ -65,6 +65,7 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
         o.specs = std::move(specs);
         o.propagate = false;
         o.movement = true;
+        o.describe_movement = certify;  // an evaluation's stages are never shown
         if (certify) o.certify = CertifyOptions{};
         auto st = shard(current, o);
         if (!st) return unexpected(st.error());
@@ -76,6 +77,7 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
     p.rule = c.rule;
     p.stages = c.stages;
     p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
+    p.describe_movement = certify;
     if (certify) p.certify = CertifyOptions{};
     auto placed = place(current, p);
     if (!placed) return unexpected(placed.error());
