@@ -214,6 +214,7 @@ Expected<Target, std::string> parse_target(const std::string &text, const std::s
         t.device.memory_bytes = device_figure("memory_bytes");
         t.device.memory_bandwidth = device_figure("memory_bandwidth");
         t.device.launch_overhead = device_figure("launch_overhead");
+        t.device.power = r.figure(*dev, "power", "device", false);
         if (const json *ws = r.member(*dev, "workspace", "device", false)) {
             if (!ws->is_object()) r.fail("device.workspace", "expected an object of kernel classes");
             else
@@ -318,6 +319,7 @@ Expected<Target, std::string> parse_target(const std::string &text, const std::s
     check_source("device.memory_bytes", t.device.memory_bytes.source);
     check_source("device.memory_bandwidth", t.device.memory_bandwidth.source);
     check_source("device.launch_overhead", t.device.launch_overhead.source);
+    check_source("device.power", t.device.power.source);
     for (int c = 0; c < kKernelClasses; ++c) {
         check_source(std::string("device.efficiency.") + kClassNames[c], t.device.efficiency[static_cast<size_t>(c)].source);
         check_source(std::string("device.workspace.") + kClassNames[c], t.device.workspace[static_cast<size_t>(c)].source);
@@ -355,6 +357,7 @@ std::string target_json(const Target &t) {
     if (t.device.memory_bytes.present) dev["memory_bytes"] = figure_json(t.device.memory_bytes);
     if (t.device.memory_bandwidth.present) dev["memory_bandwidth"] = figure_json(t.device.memory_bandwidth);
     if (t.device.launch_overhead.present) dev["launch_overhead"] = figure_json(t.device.launch_overhead);
+    if (t.device.power.present) dev["power"] = figure_json(t.device.power);
     json eff;
     for (int c = 0; c < kKernelClasses; ++c) {
         const EfficiencyCurve &e = t.device.efficiency[static_cast<size_t>(c)];

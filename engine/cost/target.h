@@ -69,6 +69,9 @@ struct Device {
     Figure memory_bytes;
     Figure memory_bandwidth;
     Figure launch_overhead;
+    // Watts: the board's power limit (TDP), where the vendor publishes one. The
+    // search's energy objective takes it (absent: no energy predictions).
+    Figure power;
     std::array<EfficiencyCurve, kKernelClasses> efficiency;
     // Workspace a kernel of the class may use (bytes), when the device's library
     // takes one: cuBLASLt's workspace for gemm, cuDNN's for convolution. A backend

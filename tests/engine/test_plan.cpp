@@ -78,7 +78,11 @@ private slots:
             QCOMPARE(cost::target_json(*again), cost::target_json(*t));
             if (t->kind == "gpu") QVERIFY(t->missing_figures().empty());
             else QVERIFY(!t->missing_figures().empty());  // the host is measured first
+            // Every GPU gives its power limit, cited; the host none.
+            QCOMPARE(t->device.power.present, t->kind == "gpu");
+            if (t->device.power.present) QVERIFY(t->device.power.value >= 300 && !t->device.power.source.empty());
         }
+        QCOMPARE(cost::builtin_target("h100-sxm")->device.power.value, 700.0);
         QVERIFY(cost::builtin_target("h100").has_value());  // a unique prefix
         auto unknown = cost::builtin_target("tpu");
         QVERIFY(!unknown);
