@@ -21,6 +21,7 @@
 #include "runtime/cpu/memory_budget.h"
 #include "search/optimizer.h"
 #include "target_support.h"
+#include "verify/verify.h"
 
 namespace tapestry::cli {
 namespace {
@@ -45,6 +46,8 @@ struct OptimizeOptions {
     std::vector<std::string> export_plan;  // K FILE
     bool json = false;
     std::string session;
+    bool check = false;           // a numeric check of every front plan
+    std::uint64_t check_seed = 1;  // its random inputs
 };
 
 // "30s", "2m", "500ms", "30" (seconds) → seconds.
@@ -152,11 +155,22 @@ int optimize_command(const OptimizeOptions &o) {
         std::cerr << "tapestry: --devices: " << shape.error() << "\n";
         return kExitUsage;
     }
-    Loaded loaded = load(o.project);
-    for (const Issue &i : loaded.issues) report_issue(o.project, i);
-    if (!loaded.graph) return kExitInvalid;
+    // With --check the project's values and random inputs are loaded too (the
+    // numeric check runs the plans' stages on them).
+    PreparedRun prepared;
+    std::optional<Graph> project_graph;
+    if (o.check) {
+        prepared = prepare_run(o.project, "", o.check_seed, PrepareOptions{true, 0, false});
+        if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
+        project_graph = *prepared.graph;
+    } else {
+        Loaded loaded = load(o.project);
+        for (const Issue &i : loaded.issues) report_issue(o.project, i);
+        if (!loaded.graph) return kExitInvalid;
+        project_graph = std::move(loaded.graph);
+    }
     // The search decides the whole sharding: shards the project has are dropped.
-    const Graph g = plan::without_shards(*loaded.graph);
+    const Graph g = plan::without_shards(*project_graph);
     auto space = search::Space::of(g, shape->devices());
     if (!space) {
         report_error(o.project, space.error());
@@ -196,6 +210,7 @@ int optimize_command(const OptimizeOptions &o) {
     // fails is a bug of the passes or the compiler — reported, never shown.
     std::vector<search::Scored> front;
     std::vector<search::Materialized> plans;
+    std::vector<std::string> checks;  // per front plan, its numeric check (with --check)
     int failed = 0;
     for (const search::Scored &s : result->front) {
         auto m = evaluator.materialize(s.candidate, true);
@@ -212,6 +227,38 @@ int optimize_command(const OptimizeOptions &o) {
             std::cerr << "tapestry: internal error: the front's plan '" << space->describe(s.candidate)
                       << "' fails its certificate (" << why << "); it is left out — please report it\n";
             continue;
+        }
+        // On request, a numeric check: the plan's placed stage run on the CPU
+        // executor against the unsharded graph and the double-precision oracle.
+        if (o.check) {
+            verify::VerifyOptions vo;
+            vo.original = &g;
+            vo.threads = o.threads > 0 ? o.threads : 2;
+            auto report = verify::check_equivalence(m->stages.back().graph, OpLibrary::standard(), prepared.inputs, vo);
+            std::string numeric;
+            if (!report) numeric = "cannot check: " + report.error();
+            else {
+                // The comparison nearest its tolerance: its error and the tolerance applied
+                // (atol in units of the output's scale, as tapestry verify applies it: docs/cli.md).
+                const verify::OutputComparison *worst = nullptr;
+                auto share = [](const verify::OutputComparison &c) { return c.max_abs_error / std::max(c.atol, 1e-30); };
+                for (const verify::OutputComparison &c : report->comparisons)
+                    if (!worst || share(c) > share(*worst)) worst = &c;
+                const bool pass = report->pass();
+                numeric = std::string(pass ? "PASS" : "FAIL");
+                if (worst)
+                    numeric += " (|Δ| ≤ " + formatted(worst->max_abs_error, "%.3g") + ", atol " +
+                               formatted(worst->atol, "%.3g") + ")";
+                if (!pass) why = "numeric check: " + numeric;
+            }
+            if (!report) why = "numeric check: " + numeric;
+            if (!why.empty()) {
+                ++failed;
+                std::cerr << "tapestry: internal error: the front's plan '" << space->describe(s.candidate)
+                          << "' fails its " << why << "; it is left out — please report it\n";
+                continue;
+            }
+            checks.push_back(numeric);
         }
         front.push_back(s);
         plans.push_back(std::move(m).value());
@@ -302,7 +349,8 @@ int optimize_command(const OptimizeOptions &o) {
             fj.push_back({{"index", i},
                           {"plan", space->describe(front[i].candidate)},
                           {"figures", figures_json(front[i].evaluation.figures)},
-                          {"certificates", "PASS"}});
+                          {"certificates", "PASS"},
+                          {"numeric_check", o.check ? ordered_json(checks[i]) : ordered_json(nullptr)}});
         j["front"] = fj;
         ordered_json bj = ordered_json::array();
         for (const BaselineRow &b : baselines) {
@@ -325,14 +373,17 @@ int optimize_command(const OptimizeOptions &o) {
               << " plans evaluated in " << formatted(result->seconds, "%.1f") << " s ("
               << formatted(result->evaluations / std::max(1e-9, result->seconds), "%.0f") << "/s), "
               << result->generations << " generations, stopped: " << result->stopped << "\n";
-    std::cout << "  front (predictions; every plan certified): " << front.size() << " plans\n";
+    std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
+              << "): " << front.size() << " plans\n";
     std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};
+    if (o.check) rows.front().insert(rows.front().end() - 1, "numeric check");
     for (size_t i = 0; i < front.size(); ++i) {
         const search::Figures &f = front[i].evaluation.figures;
         rows.push_back({std::to_string(i), plan::seconds_text(f.makespan),
                         byte_text(static_cast<std::int64_t>(f.peak)) + (f.violation > 0 ? " (" + f.violated + ")" : ""),
                         std::to_string(f.devices), byte_text(static_cast<std::int64_t>(f.comm_bytes)),
                         space->describe(front[i].candidate)});
+        if (o.check) rows.back().insert(rows.back().end() - 1, checks[i]);
     }
     print_table(rows, "  ");
     std::cout << "  hand baselines (same compiler and model):\n";
@@ -382,8 +433,12 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
         ->expected(2);
     cmd->add_flag("--json", o->json, "Machine-readable result on stdout");
     cmd->add_option("--session", o->session, "Session whose targets (user copies, the measured host) come first");
+    cmd->add_flag("--check", o->check,
+                  "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
+                  "and the double-precision oracle, on random inputs");
+    cmd->add_option("--check-seed", o->check_seed, "Seed of the numeric check's random inputs")->capture_default_str();
     cmd->footer("Every figure is a prediction of the cost model (docs/cost-model.md); every plan on the front is certified.\n"
-                "Exit codes: 0 done, 1 bad project, nothing plannable or a certificate failed, 2 usage.");
+                "Exit codes: 0 done, 1 bad project, nothing plannable, a certificate or numeric check failed, 2 usage.");
     cmd->callback([o, &action] { action = [o] { return optimize_command(*o); }; });
 }
 

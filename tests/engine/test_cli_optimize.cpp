@@ -47,6 +47,25 @@ private slots:
         for (const char *b : {"dp ", "tp ", "pp ", "dp×tp"}) QVERIFY2(r.out.contains(b), b);
         QVERIFY(!r.out.contains("not covered"));
     }
+    // --check runs every front plan's stage on the CPU against the unsharded graph
+    // and the oracle: each row says PASS with its error and tolerance, and the JSON
+    // carries the same per plan.
+    void numericCheckOfTheFront() {
+        const QStringList args = QStringList{"optimize", project("mlp"), "--target", "h100", "--devices", "2",
+                                             "--evaluations", "40", "--budget", "0", "--check"};
+        auto r = cli(args);
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        QVERIFY2(r.out.contains("every plan certified, and numerically checked on the CPU"), qPrintable(r.out));
+        QVERIFY(r.out.contains("numeric check"));
+        QVERIFY2(r.out.contains("PASS (|Δ| ≤ "), qPrintable(r.out));
+        QVERIFY(!r.out.contains("FAIL"));
+        r = cli(args + QStringList{"--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonArray front = QJsonDocument::fromJson(r.out.toUtf8()).object()["front"].toArray();
+        QVERIFY(!front.isEmpty());
+        for (const QJsonValue &p : front)
+            QVERIFY2(p.toObject()["numeric_check"].toString().startsWith("PASS"), qPrintable(r.out));
+    }
     void jsonExportsAndDeterminism() {
         QTemporaryDir dir;
         const QString json_front = dir.filePath("front.json"), csv_front = dir.filePath("front.csv"),
