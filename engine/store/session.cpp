@@ -1427,6 +1427,10 @@ std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandida
     if (c.dim.size() != c.parts.size())
         return invalid("'" + c.key + "' has " + std::to_string(c.dim.size()) + " split dims but " +
                        std::to_string(c.parts.size()) + " part counts");
+    if (c.dim2.size() != c.parts2.size() || (!c.dim2.empty() && c.dim2.size() != c.dim.size()))
+        return invalid("'" + c.key + "' has a second split of " + std::to_string(c.dim2.size()) + " dims and " +
+                       std::to_string(c.parts2.size()) + " part counts for " + std::to_string(c.dim.size()) +
+                       " operations");
     if (c.rule.empty()) return invalid("'" + c.key + "' needs its placement rule");
     bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
                   std::isfinite(c.communication_bytes) && std::isfinite(c.violation);
@@ -1448,7 +1452,12 @@ std::string objectives_json(const SearchCandidateRecord &c) {
 }
 
 std::string choices_json(const SearchCandidateRecord &c) {
-    return json{{"candidate", {{"dim", c.dim}, {"parts", c.parts}, {"rule", c.rule}, {"stages", c.stages}}},
+    json candidate{{"dim", c.dim}, {"parts", c.parts}, {"rule", c.rule}, {"stages", c.stages}};
+    if (!c.dim2.empty()) {  // only product splits carry a second split
+        candidate["dim2"] = c.dim2;
+        candidate["parts2"] = c.parts2;
+    }
+    return json{{"candidate", candidate},
                 {"key", c.key},
                 {"description", c.description},
                 {"index", c.index},
@@ -1496,6 +1505,10 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
         const json k = member<json>(p, "plan_json", "candidate");
         c.dim = member<std::vector<int>>(k, "plan_json.candidate", "dim");
         c.parts = member<std::vector<int>>(k, "plan_json.candidate", "parts");
+        if (k.contains("dim2") || k.contains("parts2")) {
+            c.dim2 = member<std::vector<int>>(k, "plan_json.candidate", "dim2");
+            c.parts2 = member<std::vector<int>>(k, "plan_json.candidate", "parts2");
+        }
         c.rule = member<std::string>(k, "plan_json.candidate", "rule");
         c.stages = member<int>(k, "plan_json.candidate", "stages");
         c.key = member<std::string>(p, "plan_json", "key");
@@ -1503,6 +1516,8 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
         c.index = member<std::int64_t>(p, "plan_json", "index");
         c.mutator = member<std::string>(p, "plan_json", "mutator");
         if (c.dim.size() != c.parts.size()) throw BadRow{"plan_json.candidate: dim and parts differ in length"};
+        if (c.dim2.size() != c.parts2.size() || (!c.dim2.empty() && c.dim2.size() != c.dim.size()))
+            throw BadRow{"plan_json.candidate: dim2 and parts2 do not match dim"};
     } catch (const BadRow &bad) {
         return bad.why;
     }

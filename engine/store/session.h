@@ -164,7 +164,8 @@ struct SearchCandidateRecord {
     std::int64_t index = 0;          // evaluation order within the run
     std::string mutator;             // what made it ("seed", "reshard", …)
     std::vector<int> dim, parts;     // per operation of the search space: split dim (-1: whole), parts
-    std::string rule;                // placement: "shard", "round-robin" or "pipeline"
+    std::vector<int> dim2, parts2;   // empty, or per operation: a second split of those parts (-1: none)
+    std::string rule;                // placement rule: "shard", "round-robin", "pipeline", "spread", …
     int stages = 0;                  // pipeline stages (0 for the other rules)
     std::string key;                 // Candidate::key(), unique within a run
     std::string description;         // Space::describe: "fc1:0=4 … · shard"

@@ -108,15 +108,11 @@ LaunchRecord launch_of(PlanId plan, std::string status = "ok", std::string start
 class TestStore : public QObject {
     Q_OBJECT
 
-    QTemporaryDir dir_;
-    int counter_ = 0;
+    SessionFiles files_;
 
-    QString fresh_path() { return dir_.filePath(QString("s%1.tapestry-session").arg(++counter_)); }
-
-    std::unique_ptr<Session> open_ok(const QString &path, OpenMode mode = OpenMode::read_write) {
-        auto s = Session::open(path.toStdString(), mode);
-        if (!s) qWarning("%s", s.error().message.c_str());
-        return s ? std::move(s).value() : nullptr;
+    QString fresh_path() { return files_.fresh(); }
+    static std::unique_ptr<Session> open_ok(const QString &path, OpenMode mode = OpenMode::read_write) {
+        return SessionFiles::open(path, mode);
     }
 
     // A session with a few versions of the MLP with values, closed again.
@@ -163,7 +159,7 @@ class TestStore : public QObject {
 
 private slots:
     void initTestCase() {
-        QVERIFY(dir_.isValid());
+        QVERIFY(files_.valid());
         QVERIFY(!qEnvironmentVariable("TAPESTRY_SOURCE_DIR").isEmpty());
     }
 
@@ -804,7 +800,7 @@ private slots:
     }
 
     void missing_file_read_only_is_not_created() {
-        const QString path = dir_.filePath("nothing-here.tapestry-session");
+        const QString path = files_.path("nothing-here.tapestry-session");
         auto s = Session::open(path.toStdString(), OpenMode::read_only);
         QVERIFY(!s);
         QCOMPARE(QString::fromStdString(s.error().code), QString("not-found"));

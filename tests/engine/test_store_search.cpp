@@ -30,6 +30,10 @@ SearchCandidateRecord candidate(int i, int generation) {
     c.mutator = i == 0 ? "seed" : "reshard";
     c.dim = {i % 2 == 0 ? 0 : -1, 1, -1};
     c.parts = {i % 2 == 0 ? 4 : 1, 2, 1};
+    if (i % 2 == 1) {  // a product split: a second split of op 0's parts
+        c.dim2 = {1, -1, -1};
+        c.parts2 = {2, 1, 1};
+    }
     c.rule = i % 3 == 2 ? "pipeline" : "shard";
     c.stages = c.rule == "pipeline" ? 2 : 0;
     c.key = "k" + std::to_string(i);
@@ -46,10 +50,10 @@ SearchCandidateRecord candidate(int i, int generation) {
 
 bool same(const SearchCandidateRecord &a, const SearchCandidateRecord &b) {
     return a.generation == b.generation && a.index == b.index && a.mutator == b.mutator && a.dim == b.dim &&
-           a.parts == b.parts && a.rule == b.rule && a.stages == b.stages && a.key == b.key &&
-           a.description == b.description && a.objectives == b.objectives && a.makespan_seconds == b.makespan_seconds &&
-           a.peak_bytes == b.peak_bytes && a.devices == b.devices && a.communication_bytes == b.communication_bytes &&
-           a.violation == b.violation && a.violated == b.violated;
+           a.dim2 == b.dim2 && a.parts2 == b.parts2 && a.parts == b.parts && a.rule == b.rule && a.stages == b.stages &&
+           a.key == b.key && a.description == b.description && a.objectives == b.objectives &&
+           a.makespan_seconds == b.makespan_seconds && a.peak_bytes == b.peak_bytes && a.devices == b.devices &&
+           a.communication_bytes == b.communication_bytes && a.violation == b.violation && a.violated == b.violated;
 }
 
 SearchRunRecord run_of(VersionId version, std::uint64_t seed = 7) {
@@ -66,15 +70,11 @@ SearchRunRecord run_of(VersionId version, std::uint64_t seed = 7) {
 class TestStoreSearch : public QObject {
     Q_OBJECT
 
-    QTemporaryDir dir_;
-    int counter_ = 0;
+    SessionFiles files_;
 
-    QString fresh_path() { return dir_.filePath(QString("s%1.tapestry-session").arg(++counter_)); }
-
-    std::unique_ptr<Session> open_ok(const QString &path, OpenMode mode = OpenMode::read_write) {
-        auto s = Session::open(path.toStdString(), mode);
-        if (!s) qWarning("%s", s.error().message.c_str());
-        return s ? std::move(s).value() : nullptr;
+    QString fresh_path() { return files_.fresh(); }
+    static std::unique_ptr<Session> open_ok(const QString &path, OpenMode mode = OpenMode::read_write) {
+        return SessionFiles::open(path, mode);
     }
 
     // A project named `name` with one saved version of a small MLP.
@@ -95,7 +95,7 @@ class TestStoreSearch : public QObject {
     }
 
 private slots:
-    void initTestCase() { QVERIFY(dir_.isValid()); }
+    void initTestCase() { QVERIFY(files_.valid()); }
 
     void run_round_trips() {
         const QString path = fresh_path();
@@ -220,6 +220,10 @@ private slots:
             << "UPDATE search_candidates SET objectives_json = json_set(objectives_json, '$.figures.peak_bytes', "
                "'a lot') WHERE id = 2"
             << "objectives_json.figures: 'peak_bytes' has the wrong type (string)";
+        QTest::newRow("second split of other ops")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.dim2', json('[1]')) "
+               "WHERE id = 2"
+            << "plan_json.candidate: dim2 and parts2 do not match dim";
         QTest::newRow("dims and parts differ")
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.parts', json('[4]')) "
                "WHERE id = 2"
@@ -267,6 +271,9 @@ private slots:
                                      << "session %1 has no search run with id 42";
         QTest::newRow("no key") << 9 << "invalid"
                                 << "a candidate of search run 1 needs its key";
+        QTest::newRow("second split of other ops")
+            << 10 << "invalid"
+            << "a candidate of search run 1 'k7' has a second split of 2 dims and 2 part counts for 3 operations";
     }
 
     void bad_write_is_refused() {
@@ -299,9 +306,13 @@ private slots:
             case 7: bad.peak_bytes = std::numeric_limits<double>::infinity(); break;
             case 8: status = s->append_search_candidates(42, {bad}); break;
             case 9: bad.key.clear(); break;
+            case 10:
+                bad.dim2.pop_back();
+                bad.parts2.pop_back();
+                break;
         }
         if (what <= 2) record = s->start_search_run(run);
-        if (what == 6 || what == 7 || what == 9) status = s->append_search_candidates(1, {candidate(8, 2), bad});
+        if (what == 6 || what == 7 || what >= 9) status = s->append_search_candidates(1, {candidate(8, 2), bad});
         const QString got_code = !status ? code_of(status) : code_of(record);
         const QString got_message = !status ? message_of(status) : message_of(record);
         QCOMPARE(got_code, code);

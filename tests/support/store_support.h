@@ -1,14 +1,39 @@
-// What the session store suites share: SQL run on a session file with the plain
-// SQLite API, outside the store (to plant rows the API would refuse, or to count
-// rows), and a store result's code or message as text for QCOMPARE.
+// What the session store suites share: fresh session files in a temporary
+// folder and opening them; SQL run on a session file with the plain SQLite API,
+// outside the store (to plant rows the API would refuse, or to count rows); and a
+// store result's code or message as text for QCOMPARE.
 #pragma once
 
 #include <sqlite3.h>
 
 #include <QString>
+#include <QTemporaryDir>
+#include <QtGlobal>
 #include <cstdint>
+#include <memory>
+
+#include "store/session.h"
 
 namespace tapestry::test {
+
+// Session files of a suite: s1, s2, … in a folder removed with the suite.
+class SessionFiles {
+public:
+    bool valid() const { return dir_.isValid(); }
+    QString path(const QString &name) const { return dir_.filePath(name); }
+    QString fresh() { return path(QString("s%1.tapestry-session").arg(++counter_)); }
+    // The open session, or null with the refusal printed.
+    static std::unique_ptr<store::Session> open(const QString &file,
+                                                store::OpenMode mode = store::OpenMode::read_write) {
+        auto s = store::Session::open(file.toStdString(), mode);
+        if (!s) qWarning("%s", s.error().message.c_str());
+        return s ? std::move(s).value() : nullptr;
+    }
+
+private:
+    QTemporaryDir dir_;
+    int counter_ = 0;
+};
 
 // Runs SQL on a file with the plain SQLite API, outside the store.
 inline bool raw_exec(const QString &path, const char *sql) {
