@@ -1,7 +1,10 @@
 #include "dock.h"
 
+#include <QDateTime>
 #include <QDockWidget>
 #include <QFrame>
+#include <QLabel>
+#include <QMainWindow>
 #include <QScrollArea>
 
 namespace tapestry::studio {
@@ -22,6 +25,33 @@ QDockWidget *makeDock(const QString &title, const char *object_name, QWidget *co
     scroll->setWidget(content);
     dock->setWidget(scroll);
     return dock;
+}
+
+void showWithRoom(QDockWidget *dock, QWidget *window, int height, bool &sized) {
+    auto *main = qobject_cast<QMainWindow *>(window);
+    dock->show();
+    dock->raise();
+    if (sized || !main || dock->isFloating()) return;
+    sized = true;
+    if (dock->height() < height) main->resizeDocks({dock}, {height}, Qt::Vertical);
+}
+
+QLabel *formLabel(const QString &text, QWidget *buddy, QWidget *parent) {
+    auto *label = new QLabel(text, parent);
+    label->setBuddy(buddy);
+    return label;
+}
+
+void styleBadge(QLabel *label, const QString &background, const QString &foreground) {
+    label->setStyleSheet(QStringLiteral("QLabel { background: %1; color: %2; border-radius: 4px; padding: 1px 6px; "
+                                        "font-weight: 600; }")
+                             .arg(background, foreground));
+}
+
+QString localTimeText(const std::string &iso) {
+    const QString text = QString::fromStdString(iso);
+    const QDateTime t = QDateTime::fromString(text, Qt::ISODateWithMs);
+    return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")) : text;
 }
 
 }  // namespace tapestry::studio

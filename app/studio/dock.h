@@ -5,8 +5,10 @@
 #pragma once
 
 #include <QString>
+#include <string>
 
 class QDockWidget;
+class QLabel;
 class QWidget;
 
 namespace tapestry::studio {
@@ -15,5 +17,17 @@ enum class DockContent { fits, scrolls };
 
 QDockWidget *makeDock(const QString &title, const char *object_name, QWidget *content, QWidget *window,
                       DockContent how = DockContent::fits);
+
+// Shows and raises a dock; the first time (`sized` is false, then set) a dock at
+// the bottom gets at least `height` pixels — the strip that suits the issues list
+// is too short for charts — and later the user's choice stands.
+void showWithRoom(QDockWidget *dock, QWidget *window, int height, bool &sized);
+
+// What the docks' forms share: a label whose mnemonic focuses `buddy`; a rounded
+// badge ("PREDICTION", a certificate's verdict) in the given colours; a time the
+// session stored (ISO 8601 UTC) as lists show it, in local time ("2026-11-25 14:03").
+QLabel *formLabel(const QString &text, QWidget *buddy, QWidget *parent);
+void styleBadge(QLabel *label, const QString &background, const QString &foreground);
+QString localTimeText(const std::string &iso);
 
 }  // namespace tapestry::studio

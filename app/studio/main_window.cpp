@@ -26,6 +26,7 @@
 #include "canvas_export.h"
 #include "editing_controller.h"
 #include "inspector_controller.h"
+#include "optimize_controller.h"
 #include "plan_controller.h"
 #include "project_controller.h"
 #include "run_controller.h"
@@ -112,6 +113,7 @@ void MainWindow::createControllers() {
     runs_ = new RunController(doc_, status, this);
     stages_ = new StagesController(doc_, canvas_, session_, status, this);
     plan_ = new PlanController(doc_, canvas_, session_, status, this);
+    optimize_ = new OptimizeController(doc_, session_, plan_, status, this);
     project_ = new ProjectController(doc_, canvas_, status, this);
     project_->setSave([this] { return save(); });
     editing_->setNewDocument([this] { project_->newProject(); });
@@ -130,6 +132,12 @@ void MainWindow::placeDocks() {
     tabifyDockWidget(stages_->stagesDock(), stages_->shardMapDock());
     runs_->runDock()->raise();
     addDockWidget(Qt::BottomDockWidgetArea, inspection_->issuesDock());
+    // Optimize beside the bottom tabs (Plan among them), not one of them: a point's
+    // plan shows while the chart stays. Split before the tabs form (a tab cannot be
+    // split); closed until asked for (Run ▸ Optimize, View ▸ Optimize).
+    addDockWidget(Qt::BottomDockWidgetArea, optimize_->optimizeDock());
+    splitDockWidget(inspection_->issuesDock(), optimize_->optimizeDock(), Qt::Horizontal);
+    optimize_->optimizeDock()->hide();
     addDockWidget(Qt::BottomDockWidgetArea, runs_->outputsDock());
     tabifyDockWidget(inspection_->issuesDock(), runs_->outputsDock());
     addDockWidget(Qt::BottomDockWidgetArea, editing_->historyDock());
@@ -250,6 +258,8 @@ void MainWindow::createRunMenu() {
     run->addAction(stages_->runPipelineAction());
     run->addSeparator();
     run->addActions({plan_->planAction(), plan_->exportAction(), plan_->measureHostAction()});
+    run->addSeparator();
+    run->addActions({optimize_->startAction(), optimize_->stopAction(), optimize_->compareAction()});
 }
 
 void MainWindow::createViewAndHelpMenus() {
@@ -277,7 +287,8 @@ void MainWindow::createViewAndHelpMenus() {
                       stages_->previousStageAction(), stages_->nextStageAction(), stages_->applyStageAction(),
                       stages_->toggleShardsAction(), stages_->expandAllShardsAction()});
     view->addSeparator();
-    view->addActions({plan_->planDock()->toggleViewAction(), plan_->copyTargetAction()});
+    view->addActions({plan_->planDock()->toggleViewAction(), plan_->copyTargetAction(),
+                      optimize_->optimizeDock()->toggleViewAction()});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     QAction *about = help->addAction(tr("&About Tapestry Studio"), this, [this] {

@@ -14,7 +14,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QMainWindow>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -60,18 +59,6 @@ QString qs(const std::string &s) {
     return QString::fromStdString(s);
 }
 
-QLabel *formLabel(const QString &text, QWidget *buddy, QWidget *parent) {
-    auto *label = new QLabel(text, parent);
-    label->setBuddy(buddy);
-    return label;
-}
-
-// A stored time (ISO 8601 UTC) as the target list shows it, in local time.
-QString whenText(const std::string &iso) {
-    const QDateTime t = QDateTime::fromString(qs(iso), Qt::ISODateWithMs);
-    return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")) : qs(iso);
-}
-
 // What a session keeps of targets: its user copies and the host as measured.
 struct SessionTargets {
     std::vector<cost::Target> user;
@@ -97,7 +84,7 @@ SessionTargets readTargets(const store::Session &session) {
         t.origin = "session";
         if (r.origin == "measured" && t.name == "host") {
             out.host = std::move(t);
-            out.host_when = whenText(r.updated_at);
+            out.host_when = localTimeText(r.updated_at);
         } else if (r.origin == "user") {
             out.user.push_back(std::move(t));
         }
@@ -107,13 +94,6 @@ SessionTargets readTargets(const store::Session &session) {
 
 QString flopsText(double flops) {
     return QStringLiteral("%1 GFLOP/s").arg(flops / 1e9, 0, 'f', 1);
-}
-
-// A rounded badge label ("PREDICTION", the certificate).
-void styleBadge(QLabel *label, const QString &background, const QString &foreground) {
-    label->setStyleSheet(QStringLiteral("QLabel { background: %1; color: %2; border-radius: 4px; padding: 1px 6px; "
-                                        "font-weight: 600; }")
-                             .arg(background, foreground));
 }
 
 }  // namespace
@@ -731,6 +711,20 @@ void PlanController::onPlanFinished(quint64, const views::PlanOutcome &outcome) 
     emit planFinished(true);
 }
 
+void PlanController::showPlan(std::shared_ptr<const plan::PlanResult> result, const Graph &planned,
+                              const QString &target, double capacity) {
+    if (!result) return;
+    if (isPlanning()) cancelPlan();
+    result_ = std::move(result);
+    planned_ = planned;
+    planned_target_ = target;
+    capacity_ = capacity;
+    last_error_.clear();
+    showResult();
+    updateActions();
+    giveDockRoom();
+}
+
 void PlanController::showError(const QString &error) {
     last_error_ = error;
     summary_->setText(tr("<span style=\"color:#b91c1c\"><b>Not planned:</b> %1</span>").arg(error.toHtmlEscaped()));
@@ -911,14 +905,7 @@ void PlanController::onDocumentChanged(GraphDocument::Changes what) {
 }
 
 void PlanController::giveDockRoom() {
-    // The strip that suits the issues list is too short for the charts: the first
-    // plan gets the room it needs (later, the user's choice stands).
-    auto *main = qobject_cast<QMainWindow *>(window_);
-    dock_->show();
-    dock_->raise();
-    if (dock_sized_ || !main || dock_->isFloating()) return;
-    dock_sized_ = true;
-    if (dock_->height() < kDockHeight) main->resizeDocks({dock_}, {kDockHeight}, Qt::Vertical);
+    showWithRoom(dock_, window_, kDockHeight, dock_sized_);
 }
 
 // ---- export ----------------------------------------------------------------------

@@ -19,6 +19,7 @@
 #include "session_controller.h"
 #include "views/graph_scene.h"
 #include "views/pipeline_worker.h"
+#include "views/session_versions.h"
 #include "views/shard_map.h"
 #include "views/stage_compare.h"
 #include "views/stage_timeline.h"
@@ -79,23 +80,10 @@ RestoredStages readStages(store::Session &session, qint64 project) {
 // when the latest version is not it). Runs on a worker thread.
 QPair<qint64, QString> writeStages(store::Session &session, qint64 project, const QString &name,
                                    const std::vector<Stage> &stages, const std::string &options_json) {
-    const Graph &original = stages.front().graph;
-    store::VersionId version = 0;
-    if (project != 0) {
-        auto info = session.project(project);
-        auto latest = session.load_latest(project);
-        if (info && latest && views::sameGraph(*latest, original)) version = info->latest_version_id;
-    }
-    if (version == 0) {
-        if (project == 0) {
-            auto created = session.create_project(name.toStdString());
-            if (!created) return qMakePair(qint64(0), qs(created.error().message));
-            project = *created;
-        }
-        auto saved = session.save_version(project, original, "autosave");
-        if (!saved) return qMakePair(project, qs(saved.error().message));
-        version = saved->id;
-    }
+    const views::VersionHolding held = views::versionHolding(session, project, name, stages.front().graph);
+    if (!held.error.isEmpty()) return qMakePair(held.project, held.error);
+    project = held.project;
+    const store::VersionId version = held.version;
     for (size_t k = 0; k < stages.size(); ++k) {
         const Stage &s = stages[k];
         store::StageRecord record;

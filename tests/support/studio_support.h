@@ -49,6 +49,17 @@ inline bool openAndWait(MainWindow &w, const QString &path) {
     return ready.wait(kLayoutTimeoutMs) || ready.count() > 0;
 }
 
+// Opens the session at `path` in `w` (a new one starts on the MLP example, saved
+// into it) and waits until its project is laid out and, when new, saved.
+inline bool openSessionAndWait(MainWindow &w, const QString &path, int timeout_ms = 120000) {
+    const bool fresh = !QFileInfo::exists(path);
+    QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+    QSignalSpy saved(w.sessions(), &SessionController::saved);
+    if (!w.openSession(path).isEmpty()) return false;
+    if (ready.count() == 0 && !ready.wait(timeout_ms)) return false;
+    return !fresh || saved.count() > 0 || saved.wait(timeout_ms);
+}
+
 // Exports the window's canvas as File ▸ Export… does; "" or the error.
 inline QString exportTo(MainWindow &w, const QString &path, const QString &format, bool selection_only,
                         double scale = 2.0) {

@@ -85,13 +85,8 @@ struct PlanWindow {
         w.resize(1600, 1000);
         w.show();
         if (!QTest::qWaitForWindowExposed(&w)) return false;
-        const bool fresh = !QFileInfo::exists(path);
-        QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
-        QSignalSpy saved(w.sessions(), &SessionController::saved);
         QSignalSpy listed(w.plans(), &PlanController::targetsLoaded);
-        if (!w.openSession(path).isEmpty()) return false;
-        if (ready.count() == 0 && !ready.wait(kTimeoutMs)) return false;
-        if (fresh && saved.count() == 0 && !saved.wait(kTimeoutMs)) return false;
+        if (!openSessionAndWait(w, path, kTimeoutMs)) return false;
         if (listed.count() == 0 && !listed.wait(kTimeoutMs)) return false;
         plans = w.plans();
         plans->planDock()->show();

@@ -1,0 +1,468 @@
+// The Optimize dock driven through the real window (issue 16, deliverable 5): the
+// MLP searched on 4 × h100-sxm under an evaluation budget — the chart fills with
+// points, a front and its step line, the hand baselines and the memory cap; the
+// progress line gives plans per second, the front and the best of each objective;
+// a front point clicked on the chart opens its plan in the Plan dock (its
+// figures the point's, certified, the canvas coloured by device); two points
+// compare side by side; the front exports as CSV and JSON, the chart as PNG and
+// SVG; the run is kept in the session and shown again when the session is
+// reopened, and its points still open their plans. Ctrl+Alt+O starts a search;
+// while it runs the chart gets 10 to 13 updates a second; Stop ends an unbounded
+// one within a second or two. The chart alone: many off-front points are
+// thinned, zoom and reset, hit tests and tooltips. Refused settings say why.
+//
+// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-optimize.png
+// (the GPT-2 block on 8 × h100-sxm).
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialog>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QLabel>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtCharts/QChartView>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QScatterSeries>
+#include <QtTest/QtTest>
+
+#include "app/studio/main_window.h"
+#include "app/studio/optimize_controller.h"
+#include "app/studio/plan_controller.h"
+#include "studio_support.h"
+#include "views/graph_scene.h"
+#include "views/optimize_worker.h"
+#include "views/pareto_chart.h"
+#include "views/plan_gantt.h"
+
+using namespace tapestry;
+using namespace tapestry::views;
+using namespace tapestry::studio;
+using namespace tapestry::studio::testing;
+
+namespace {
+
+constexpr int kTimeoutMs = 120000;
+constexpr int kStopWithinMs = 3000;  // Stop to idle: the search polls between evaluations (a few ms each)
+
+// A window showing a project (through a session when one is given), the Optimize dock open.
+struct OptimizeWindow {
+    MainWindow w;
+    OptimizeController *opt = nullptr;
+
+    bool show() {
+        w.resize(1600, 1000);
+        w.show();
+        if (!QTest::qWaitForWindowExposed(&w)) return false;
+        opt = w.optimizer();
+        opt->optimizeDock()->show();
+        return true;
+    }
+    bool open(const QString &example) { return show() && openAndWait(w, examplePath(example)); }
+    // Opens the session at `path` (a new one starts on the MLP example, saved into it)
+    // and waits until its project is laid out and its searches are listed.
+    bool openSession(const QString &path) {
+        if (!show()) return false;
+        const bool fresh = !QFileInfo::exists(path);
+        QSignalSpy listed(opt, &OptimizeController::runsListed);
+        if (!openSessionAndWait(w, path, kTimeoutMs)) return false;
+        return fresh || listed.count() > 0 || listed.wait(kTimeoutMs);
+    }
+    // Sets the dock's fields for a search of `devices` × h100-sxm.
+    void settings(int devices, int evaluations, double budget, int stall) {
+        QVERIFY(opt->selectTarget(QStringLiteral("h100-sxm")));
+        opt->devicesBox()->setValue(devices);
+        opt->nodesBox()->setValue(0);
+        for (search::Objective o : {search::Objective::time, search::Objective::memory, search::Objective::devices})
+            opt->objectiveBox(o)->setChecked(true);
+        opt->objectiveBox(search::Objective::communication)->setChecked(false);
+        opt->memoryCapBox()->setValue(0);
+        opt->maxTimeBox()->setValue(0);
+        opt->evaluationsBox()->setValue(evaluations);
+        opt->budgetBox()->setValue(budget);
+        opt->seedBox()->setValue(2);
+        opt->stallBox()->setValue(stall);
+    }
+    // Clicks Start and waits for the search's end; its outcome.
+    bool search() {
+        QSignalSpy finished(opt, &OptimizeController::searchFinished);
+        QTest::mouseClick(opt->startButton(), Qt::LeftButton);
+        if (!opt->isSearching()) return false;
+        if (finished.count() == 0 && !finished.wait(kTimeoutMs)) return false;
+        return finished.front().front().toBool();
+    }
+    // Clicks a point on the chart as a user does; the Plan dock's outcome ("" when opened).
+    QString clickPoint(const QString &key) {
+        QSignalSpy opened(opt, &OptimizeController::pointOpened);
+        ParetoChart *chart = opt->chart();
+        const QPoint at = chart->viewPosition(key);
+        if (chart->keyAt(at) != key) return QStringLiteral("the point is not where the chart drew it");
+        QTest::mouseClick(chart->chartView()->viewport(), Qt::LeftButton, Qt::NoModifier, at);
+        if (opened.count() == 0 && !opened.wait(kTimeoutMs)) return QStringLiteral("no plan came");
+        return opened.front().at(1).toString();
+    }
+};
+
+QString readAll(const QString &path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+// The points of `chart` with figures made up: `count` of them, the first `front` on the front.
+void fillSynthetic(ParetoChart &chart, int count, int front) {
+    std::vector<ParetoPoint> points;
+    QStringList keys;
+    for (int i = 0; i < count; ++i) {
+        ParetoPoint p;
+        p.key = QStringLiteral("k%1").arg(i);
+        p.description = QStringLiteral("plan %1 · shard").arg(i);
+        p.mutator = QStringLiteral("reshard");
+        const double t = i < front ? 1e-3 * (1 + i) : 1e-3 * (2 + (i * 37) % 100) / 4;
+        const double m = i < front ? 1e9 * (front - i) : 1e9 * (2 + (i * 53) % 97) / 4;
+        p.figures.makespan = t;
+        p.figures.peak = m + (i < front ? 0 : 1e9 * front);
+        p.figures.devices = 1 + i % 8;
+        p.index = i;
+        points.push_back(p);
+        if (i < front) keys << p.key;
+    }
+    chart.reset({search::Objective::time, search::Objective::memory, search::Objective::devices});
+    chart.addPoints(points);
+    chart.setFront(keys);
+    chart.redrawNow();
+}
+
+}  // namespace
+
+class TestOptimizeDock : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir dir_;
+    QString session_path_;  // the session the first search is kept in, reopened after
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        lookLikeTheStudioForScreenshots();
+        for (const char *group : {"window", "optimize", "plan"}) QSettings().remove(QString::fromLatin1(group));
+        if (qEnvironmentVariableIsEmpty("TAPESTRY_SOURCE_DIR")) QSKIP("TAPESTRY_SOURCE_DIR is not set (CTest sets it)");
+        QVERIFY(dir_.isValid());
+        session_path_ = dir_.filePath(QStringLiteral("optimize.tapestry-session"));
+    }
+
+    void searchFillsTheChartAndOpensAPlan() {
+        OptimizeWindow ow;
+        QVERIFY(ow.openSession(session_path_));
+        OptimizeController *opt = ow.opt;
+        QVERIFY(opt->targetBox()->findText(QStringLiteral("host")) < 0);  // not measured: not offered
+        ow.settings(4, 60, 0, 0);
+        QVERIFY2(ow.search(), qPrintable(opt->lastError()));
+        QVERIFY2(ow.w.statusBar()->currentMessage().startsWith(QStringLiteral("Optimized mlp.tapestry.json: 60 plans")),
+                 qPrintable(ow.w.statusBar()->currentMessage()));
+        QVERIFY(ow.w.statusBar()->currentMessage().contains(QStringLiteral("stopped: evaluations")));
+
+        // The chart: every planned candidate a point, the front coloured and stepped.
+        ParetoChart *chart = opt->chart();
+        chart->redrawNow();
+        QVERIFY2(chart->pointCount() > 20 && chart->pointCount() <= 60,
+                 qPrintable(QString::number(chart->pointCount())));
+        QVERIFY(chart->frontCount() >= 3);
+        QCOMPARE(chart->frontPointsDrawn(), chart->frontCount());
+        QCOMPARE(chart->offFrontDrawn(), chart->pointCount() - chart->frontCount());  // few: none thinned
+        QVERIFY(chart->frontLine()->count() >= 2);
+        QCOMPARE(chart->xFigure(), search::Objective::time);
+        QCOMPARE(chart->yFigure(), search::Objective::memory);
+        QCOMPARE(chart->colourFigure(), std::optional<search::Objective>(search::Objective::devices));
+        // The step line goes down and right: each step no slower and no fuller than the one before.
+        const QList<QPointF> steps = chart->frontLine()->points();
+        for (int i = 1; i < steps.size(); ++i)
+            QVERIFY(steps[i].x() >= steps[i - 1].x() && steps[i].y() <= steps[i - 1].y());
+        // The memory cap (the target's 80 GB, far above these plans) and the baselines.
+        QCOMPARE(chart->memoryCapLine()->count(), 2);
+        QCOMPARE(chart->maxTimeLine()->count(), 0);
+        QTRY_COMPARE_WITH_TIMEOUT(chart->baselines().size(), size_t{4}, kTimeoutMs);
+        for (const BaselinePoint &b : chart->baselines()) QVERIFY2(b.refused.isEmpty(), qPrintable(b.refused));
+
+        // The progress line.
+        const QString progress = opt->progressLabel()->text();
+        QVERIFY2(progress.contains(QStringLiteral("60 plans (")) && progress.contains(QStringLiteral("/s)")),
+                 qPrintable(progress));
+        QVERIFY2(progress.contains(QStringLiteral("front %1").arg(chart->frontCount())), qPrintable(progress));
+        for (const char *best : {"best step time", "best peak memory per device", "best devices 1"})
+            QVERIFY2(progress.contains(QLatin1String(best)), qPrintable(progress));
+
+        // Hover: the plan and its figures, labelled predictions.
+        const QString key = chart->front().front();
+        const ParetoPoint *point = chart->point(key);
+        QVERIFY(point);
+        const QString tip = chart->toolTipFor(key);
+        QVERIFY2(tip.contains(point->description) && tip.contains(QStringLiteral("predictions")) &&
+                     tip.contains(figureText(search::Objective::time, point->figures.makespan)),
+                 qPrintable(tip));
+
+        // A click on a front point: its plan in the Plan dock, certified, with the point's
+        // own figures, and the canvas coloured by device.
+        QCOMPARE(ow.clickPoint(key), QString());
+        QCOMPARE(chart->selection(), QStringList{key});
+        const auto r = ow.w.plans()->result();
+        QVERIFY(r);
+        QVERIFY(r->certificate.pass());
+        QCOMPARE(r->prediction.makespan, point->figures.makespan);
+        QCOMPARE(static_cast<double>(r->prediction.peak), point->figures.peak);
+        QVERIFY(ow.w.plans()->planDock()->isVisible());
+        QVERIFY(ow.w.plans()->gantt()->rowCount() > 0);
+        QVERIFY(!ow.w.scene()->deviceColours().isEmpty());
+        QVERIFY2(ow.w.statusBar()->currentMessage().startsWith(QStringLiteral("Plan of ")),
+                 qPrintable(ow.w.statusBar()->currentMessage()));
+        QVERIFY(opt->optimizeDock()->isVisible());  // beside the Plan dock, not behind it
+
+        // Two points compared side by side.
+        const QString other = chart->front().back();
+        QVERIFY(chart->selectPoint(other, true));
+        QCOMPARE(chart->selection(), (QStringList{key, other}));
+        QVERIFY(opt->compareButton()->isEnabled());
+        QSignalSpy compared(opt, &OptimizeController::compared);
+        QTest::mouseClick(opt->compareButton(), Qt::LeftButton);
+        QVERIFY(compared.count() > 0 || compared.wait(kTimeoutMs));
+        QCOMPARE(compared.front().front().toString(), QString());
+        QVERIFY(opt->compareDialog() && opt->compareDialog()->isVisible());
+        auto *table = opt->compareDialog()->findChild<QTableWidget *>(QStringLiteral("optimizeCompareTable"));
+        QVERIFY(table);
+        QCOMPARE(table->item(0, 0)->text(), point->description);
+        QCOMPARE(table->item(0, 1)->text(), chart->point(other)->description);
+        QCOMPARE(table->verticalHeaderItem(1)->text(), QStringLiteral("step time"));
+        QCOMPARE(table->item(1, 0)->text(), figureText(search::Objective::time, point->figures.makespan));
+        QVERIFY(table->rowCount() >= 8 + 1);  // the figures, then a peak per device
+        opt->compareDialog()->close();
+
+        // Exports: the front as CSV (the CLI's columns) and JSON, the chart as PNG and SVG.
+        QTemporaryDir out;
+        const QString csv = out.filePath(QStringLiteral("front.csv"));
+        QSignalSpy exported(opt, &OptimizeController::frontExported);
+        QVERIFY(opt->exportFront(csv));
+        QVERIFY(exported.count() > 0 || exported.wait(kTimeoutMs));
+        QCOMPARE(exported.front().at(1).toString(), QString());
+        const QStringList lines = readAll(csv).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), chart->frontCount() + 1);
+        QCOMPARE(lines.front(),
+                 QStringLiteral("index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan"));
+        QVERIFY2(lines[1].startsWith(QStringLiteral("0,")) && lines[1].endsWith(QStringLiteral("\"")),
+                 qPrintable(lines[1]));
+        const QString json = out.filePath(QStringLiteral("front.json"));
+        QVERIFY(opt->exportFront(json));
+        QVERIFY(exported.count() > 1 || exported.wait(kTimeoutMs));
+        const QJsonObject front = QJsonDocument::fromJson(readAll(json).toUtf8()).object();
+        QCOMPARE(front.value(QStringLiteral("format")).toString(), QStringLiteral("tapestry-front"));
+        QCOMPARE(front.value(QStringLiteral("front")).toArray().size(), chart->frontCount());
+        QCOMPARE(opt->exportChart(out.filePath(QStringLiteral("chart.png"))), QString());
+        QVERIFY(QImage(out.filePath(QStringLiteral("chart.png"))).width() > 100);
+        QCOMPARE(opt->exportChart(out.filePath(QStringLiteral("chart.svg"))), QString());
+        QVERIFY(readAll(out.filePath(QStringLiteral("chart.svg"))).contains(QStringLiteral("<svg")));
+
+        // Kept in the session: one finished run with every planned candidate and the front.
+        QTRY_COMPARE_WITH_TIMEOUT(opt->runs().size(), size_t{1}, kTimeoutMs);
+        const store::SearchRunRecord &run = opt->runs().front();
+        QCOMPARE(QString::fromStdString(run.status), QStringLiteral("finished"));
+        QCOMPARE(run.candidates, chart->pointCount());
+        QCOMPARE(run.on_front, chart->frontCount());
+        QCOMPARE(run.seed, std::uint64_t{2});
+        QCOMPARE(opt->shownRun(), run.id);
+        QCOMPARE(opt->runBox()->count(), 1);
+    }
+
+    // The session of the first test, reopened in a new window: the run is listed and
+    // drawn again, and its points open their plans (rebuilt from the stored choices).
+    void reopeningTheSessionShowsTheRun() {
+        if (!QFileInfo::exists(session_path_)) QSKIP("needs searchFillsTheChartAndOpensAPlan's session");
+        std::vector<store::SearchCandidateRecord> stored;
+        store::SearchRunId id = 0;
+        {
+            auto s = store::Session::open(session_path_.toStdString(), store::OpenMode::read_only);
+            QVERIFY(s);
+            const store::ProjectId project = (*s)->projects()->front().id;
+            id = (*s)->search_runs(project)->front().id;
+            stored = (*s)->load_search_run(id)->candidates;
+        }
+        OptimizeWindow ow;
+        QSignalSpy shown(ow.w.optimizer(), &OptimizeController::runShown);
+        QVERIFY(ow.openSession(session_path_));
+        QVERIFY(shown.count() > 0 || shown.wait(kTimeoutMs));
+        QCOMPARE(shown.front().at(0).toLongLong(), id);
+        QCOMPARE(shown.front().at(1).toString(), QString());
+        OptimizeController *opt = ow.opt;
+        QCOMPARE(opt->shownRun(), id);
+        QCOMPARE(opt->runBox()->count(), 1);
+        QVERIFY(opt->runBox()->currentText().startsWith(QStringLiteral("#%1 · ").arg(id)));
+        ParetoChart *chart = opt->chart();
+        QCOMPARE(chart->pointCount(), static_cast<int>(stored.size()));
+        int on_front = 0;
+        for (const store::SearchCandidateRecord &c : stored) on_front += c.on_front ? 1 : 0;
+        QCOMPARE(chart->frontCount(), on_front);
+        QVERIFY(opt->progressLabel()->text().contains(QStringLiteral("finished")));
+        QTRY_COMPARE_WITH_TIMEOUT(chart->baselines().size(), size_t{4}, kTimeoutMs);
+        const QString key = chart->front().back();
+        QCOMPARE(ow.clickPoint(key), QString());
+        QCOMPARE(ow.w.plans()->result()->prediction.makespan, chart->point(key)->figures.makespan);
+    }
+
+    void stopEndsAnUnboundedSearch() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("stop.tapestry-session"));
+        OptimizeWindow ow;
+        QVERIFY(ow.openSession(path));
+        OptimizeController *opt = ow.opt;
+        ow.settings(4, 0, 0, 0);  // no evaluation budget, no time budget, never stalls
+        // Ctrl+Alt+O starts it: no other action of the window has that shortcut.
+        int holders = 0;
+        for (const QAction *a : ow.w.findChildren<QAction *>())
+            holders += a->shortcuts().contains(QKeySequence(QStringLiteral("Ctrl+Alt+O"))) ? 1 : 0;
+        QCOMPARE(holders, 1);
+        QSignalSpy finished(opt, &OptimizeController::searchFinished);
+        QTest::keyClick(&ow.w, Qt::Key_O, Qt::ControlModifier | Qt::AltModifier);
+        QVERIFY(opt->isSearching());
+        QVERIFY(!opt->startButton()->isEnabled());
+        QTRY_VERIFY_WITH_TIMEOUT(opt->chart()->pointCount() >= 10, kTimeoutMs);
+        QVERIFY(opt->isSearching());
+        // The stream: at least 10 updates a second while it runs, and never more than
+        // one per interval (a fast search does not flood the event loop).
+        QSignalSpy updates(opt->worker(), &OptimizeWorker::updated);
+        QTest::qWait(2000);
+        QVERIFY2(updates.count() >= 20 && updates.count() <= 2000 / OptimizeWorker::kStreamIntervalMs + 1,
+                 qPrintable(QString::number(updates.count())));
+        QElapsedTimer clock;
+        clock.start();
+        QTest::mouseClick(opt->stopButton(), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(!opt->isSearching(), kStopWithinMs);
+        QVERIFY2(clock.elapsed() < kStopWithinMs, qPrintable(QString::number(clock.elapsed())));
+        QVERIFY(finished.count() > 0 || finished.wait(kTimeoutMs));
+        QVERIFY(finished.front().front().toBool());
+        QVERIFY2(ow.w.statusBar()->currentMessage().contains(QStringLiteral("stopped: stopped")),
+                 qPrintable(ow.w.statusBar()->currentMessage()));
+        QVERIFY(opt->startButton()->isEnabled());
+        QVERIFY(opt->chart()->frontCount() > 0);
+        QTRY_COMPARE_WITH_TIMEOUT(opt->runs().size(), size_t{1}, kTimeoutMs);
+        QCOMPARE(QString::fromStdString(opt->runs().front().status), QStringLiteral("stopped"));
+    }
+
+    void refusedSettingsSayWhy() {
+        OptimizeWindow ow;
+        QVERIFY(ow.open(QStringLiteral("mlp")));
+        OptimizeController *opt = ow.opt;
+        ow.settings(4, 30, 0, 0);
+        for (search::Objective o : {search::Objective::time, search::Objective::memory, search::Objective::devices})
+            opt->objectiveBox(o)->setChecked(false);
+        QVERIFY(!opt->startButton()->isEnabled());
+        QVERIFY(!opt->startSearch());
+        QCOMPARE(opt->lastError(), QStringLiteral("pick at least one objective"));
+        QCOMPARE(ow.w.statusBar()->currentMessage(), QStringLiteral("Optimize: pick at least one objective"));
+        // A device count the target's clusters cannot make: the cluster's own words.
+        opt->objectiveBox(search::Objective::time)->setChecked(true);
+        opt->devicesBox()->setValue(3);
+        opt->nodesBox()->setValue(2);
+        QVERIFY(!ow.search());
+        QVERIFY2(opt->progressLabel()->text().contains(QStringLiteral("Not optimized")),
+                 qPrintable(opt->progressLabel()->text()));
+        QCOMPARE(opt->lastError(), QStringLiteral("3 devices do not spread evenly over 2 nodes"));
+        QCOMPARE(opt->chart()->pointCount(), 0);
+    }
+
+    // ---- the chart alone ------------------------------------------------------------
+
+    void chartThinsZoomsAndHits() {
+        ParetoChart chart;
+        chart.resize(900, 600);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        fillSynthetic(chart, 6000, 12);
+        QCOMPARE(chart.pointCount(), 6000);
+        QCOMPARE(chart.frontPointsDrawn(), 12);
+        // Thousands off the front: thinned to a grid, never more than the cap.
+        QVERIFY2(chart.offFrontDrawn() <= ParetoChart::kMaxOffFrontDrawn,
+                 qPrintable(QString::number(chart.offFrontDrawn())));
+        QVERIFY(chart.offFrontDrawn() > 100);
+        const int thinned = chart.offFrontDrawn();
+        // The staircase of 12 front points, each better in memory: 12 corners and 11 steps.
+        QCOMPARE(chart.frontLine()->count(), 23);
+        // Colour by devices: 8 values over 5 bins, every front point in one.
+        int binned = 0;
+        for (QScatterSeries *s : chart.frontSeries()) binned += static_cast<int>(s->count());
+        QCOMPARE(binned, 12);
+
+        // Hit tests: a front point is found where it is drawn; tooltips label predictions.
+        const QPoint at = chart.viewPosition(QStringLiteral("k3"));
+        QCOMPARE(chart.keyAt(at), QStringLiteral("k3"));
+        QVERIFY(chart.toolTipFor(QStringLiteral("k3")).contains(QStringLiteral("plan 3 · shard")));
+        QVERIFY(chart.toolTipFor(QStringLiteral("k3")).contains(QStringLiteral("on the front")));
+        QVERIFY(chart.toolTipFor(QStringLiteral("k3000")).contains(QStringLiteral("dominated")));
+        QTest::mouseClick(chart.chartView()->viewport(), Qt::LeftButton, Qt::ControlModifier, at);
+        QCOMPARE(chart.selection(), QStringList{QStringLiteral("k3")});
+
+        // Zoom into the lower left quarter: more of the points there are drawn.
+        const QRectF plot = chart.chart()->plotArea();
+        chart.zoomTo(QRectF(plot.left(), plot.center().y(), plot.width() / 4, plot.height() / 2));
+        chart.redrawNow();
+        QVERIFY(chart.isZoomed());
+        QCoreApplication::processEvents();
+        chart.redrawNow();
+        QVERIFY(chart.offFrontDrawn() <= ParetoChart::kMaxOffFrontDrawn);
+        // A double click resets.
+        QTest::mouseDClick(chart.chartView()->viewport(), Qt::LeftButton, Qt::NoModifier,
+                           chart.chartView()->rect().center());
+        QVERIFY(!chart.isZoomed());
+        QCOMPARE(chart.offFrontDrawn(), thinned);
+
+        // Other axes: communication is 0 for every point, the axis still has a range.
+        chart.setAxes(search::Objective::devices, search::Objective::time, std::nullopt);
+        chart.redrawNow();
+        QCOMPARE(chart.frontSeries().front()->count(), 12);
+    }
+
+    // ---- the docs' screenshot -------------------------------------------------------
+
+    void screenshotOfTheDock() {
+        const QString shots = screenshotDir();
+        if (shots.isEmpty()) QSKIP("TAPESTRY_SCREENSHOT_DIR is not set");
+        QTemporaryDir dir;
+        OptimizeWindow ow;
+        QVERIFY(ow.openSession(dir.filePath(QStringLiteral("shot.tapestry-session"))));
+        QVERIFY(openAndWait(ow.w, examplePath(QStringLiteral("gpt2_block"))));
+        ow.w.resize(1920, 1080);
+        ow.settings(8, 400, 0, 0);
+        QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+        ParetoChart *chart = ow.opt->chart();
+        QTRY_COMPARE_WITH_TIMEOUT(chart->baselines().size(), size_t{4}, kTimeoutMs);
+        QTRY_VERIFY_WITH_TIMEOUT(ow.opt->runBox()->count() > 0, kTimeoutMs);
+        for (const char *name : {"paletteDock", "minimapDock"})
+            if (auto *dock = ow.w.findChild<QDockWidget *>(QString::fromLatin1(name))) dock->close();
+        ow.w.resizeDocks({ow.opt->optimizeDock()}, {600}, Qt::Vertical);
+        ow.w.resizeDocks({ow.w.plans()->planDock(), ow.opt->optimizeDock()}, {1090, 830},
+                         Qt::Horizontal);  // each its width
+        QTest::qWait(100);
+        const std::vector<const ParetoPoint *> front = chart->frontPoints();
+        QVERIFY(!front.empty());
+        QCOMPARE(ow.clickPoint(front[front.size() / 2]->key), QString());
+        // Zoomed to the front and the baselines, as a rubber band drawn around them does.
+        QRectF around;
+        for (const ParetoPoint *p : front) around |= QRectF(chart->viewPosition(p->key), QSizeF(1, 1));
+        const QPointF in_chart =
+            chart->chart()->mapFromScene(chart->chartView()->mapToScene(around.topLeft().toPoint()));
+        around.moveTopLeft(in_chart);
+        chart->zoomTo(around.adjusted(-around.width() * 0.15, -around.height() * 0.15, around.width() * 0.15,
+                                      around.height() * 0.15));
+        QTest::qWait(200);
+        ow.w.view()->fitToGraph();
+        QTest::qWait(200);
+        QVERIFY(ow.w.grab().save(QDir(shots).filePath(QStringLiteral("studio-optimize.png"))));
+    }
+};
+
+QTEST_MAIN(TestOptimizeDock)
+#include "test_optimize_dock.moc"

@@ -1,0 +1,551 @@
+#include "views/optimize_worker.h"
+
+#include <QFutureWatcher>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTimer>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+#include <mutex>
+#include <optional>
+
+#include "plan/baselines.h"
+#include "plan/certify.h"
+#include "views/session_versions.h"
+
+namespace tapestry::views {
+
+namespace {
+
+QString qs(const std::string &s) {
+    return QString::fromStdString(s);
+}
+
+QString internalError(const std::exception &e) {
+    return QStringLiteral("internal error: %1").arg(QString::fromUtf8(e.what()));
+}
+
+// A rule by the name search::rule_name gives it: every rule the engine has (the
+// names are the engine's; no list here to fall behind it).
+Expected<PlacementRule, std::string> parseRule(const std::string &name) {
+    for (int r = 0; r < 64; ++r)
+        if (name == search::rule_name(static_cast<PlacementRule>(r))) return static_cast<PlacementRule>(r);
+    return unexpected("unknown placement rule '" + name + "'");
+}
+
+ParetoPoint pointOf(const search::Scored &s, const search::Space &space) {
+    ParetoPoint p;
+    p.key = qs(s.candidate.key());
+    p.description = qs(space.describe(s.candidate));
+    p.mutator = qs(s.mutator);
+    p.candidate = s.candidate;
+    p.figures = s.evaluation.figures;
+    p.generation = s.generation;
+    p.index = s.index;
+    return p;
+}
+
+store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<double> &objectives) {
+    store::SearchCandidateRecord r;
+    r.generation = p.generation;
+    r.index = p.index;
+    r.mutator = p.mutator.toStdString();
+    r.dim = p.candidate.dim;
+    r.parts = p.candidate.parts;
+    r.dim2 = p.candidate.dim2;
+    r.parts2 = p.candidate.parts2;
+    r.rule = search::rule_name(p.candidate.rule);
+    r.stages = p.candidate.stages;
+    r.key = p.key.toStdString();
+    r.description = p.description.toStdString();
+    r.objectives = objectives;
+    r.makespan_seconds = p.figures.makespan;
+    r.peak_bytes = p.figures.peak;
+    r.devices = p.figures.devices;
+    r.communication_bytes = p.figures.comm_bytes;
+    r.violation = p.figures.violation;
+    r.violated = p.figures.violated;
+    return r;
+}
+
+Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r) {
+    auto rule = parseRule(r.rule);
+    if (!rule) return unexpected(rule.error());
+    ParetoPoint p;
+    p.key = qs(r.key);
+    p.description = qs(r.description);
+    p.mutator = qs(r.mutator);
+    p.candidate.dim = r.dim;
+    p.candidate.parts = r.parts;
+    p.candidate.dim2 = r.dim2;
+    p.candidate.parts2 = r.parts2;
+    p.candidate.rule = *rule;
+    p.candidate.stages = r.stages;
+    p.figures.makespan = r.makespan_seconds;
+    p.figures.peak = r.peak_bytes;
+    p.figures.devices = r.devices;
+    p.figures.comm_bytes = r.communication_bytes;
+    p.figures.violation = r.violation;
+    p.figures.violated = r.violated;
+    p.generation = r.generation;
+    p.index = static_cast<long>(r.index);
+    return p;
+}
+
+QStringList keysOf(const std::vector<search::Scored> &front) {
+    QStringList keys;
+    for (const search::Scored &s : front) keys << qs(s.candidate.key());
+    return keys;
+}
+
+std::vector<std::string> stdKeys(const QStringList &keys) {
+    std::vector<std::string> out;
+    for (const QString &k : keys) out.push_back(k.toStdString());
+    return out;
+}
+
+// Keeps a search's run in the session as it goes, on the search's thread: the
+// run, the candidates of each generation in one transaction, the front whenever
+// it moves, the outcome. After the first failure it keeps nothing more and says
+// why; the search goes on.
+class RunKeeper {
+public:
+    explicit RunKeeper(const SearchJob &job) : job_(job) {}
+
+    void start(const RunSettings &settings) {
+        if (!job_.session) return;
+        const QString name = job_.project_name.isEmpty() ? QStringLiteral("untitled") : job_.project_name;
+        const VersionHolding held = versionHolding(*job_.session, job_.project, name, job_.setup.graph);
+        project_ = held.project;
+        if (!held.error.isEmpty()) return fail(held.error);
+        store::SearchRunRecord record;
+        record.version_id = held.version;
+        record.target = job_.setup.target.name;
+        record.settings_json = settingsJson(settings);
+        record.seed = job_.options.seed;
+        auto started = job_.session->start_search_run(record);
+        if (!started) return fail(qs(started.error().message));
+        run_ = written_ = started->id;
+    }
+    void add(store::SearchCandidateRecord record) {
+        if (run_ != 0) pending_.push_back(std::move(record));
+    }
+    void flush(const QStringList &front, bool front_moved) {
+        if (run_ == 0) return;
+        if (!pending_.empty()) {
+            const store::Status added = job_.session->append_search_candidates(run_, pending_);
+            pending_.clear();
+            if (!added) return fail(qs(added.error().message));
+        }
+        if (!front_moved) return;
+        const store::Status marked = job_.session->mark_search_front(run_, stdKeys(front));
+        if (!marked) fail(qs(marked.error().message));
+    }
+    void finish(const QStringList &front, const std::string &status) {
+        flush(front, true);
+        if (run_ == 0) return;
+        auto done = job_.session->finish_search_run(run_, status);
+        if (!done) fail(qs(done.error().message));
+    }
+    // The run kept (as far as it was written before a failure); 0: none.
+    store::SearchRunId run() const { return written_; }
+    qint64 project() const { return project_; }
+    const QString &error() const { return error_; }
+
+private:
+    void fail(const QString &why) {
+        if (error_.isEmpty()) error_ = why;
+        run_ = 0;
+        pending_.clear();
+    }
+
+    const SearchJob &job_;
+    store::SearchRunId run_ = 0;      // the run being written (0: none, or no more)
+    store::SearchRunId written_ = 0;  // the run started
+    qint64 project_ = 0;
+    std::vector<store::SearchCandidateRecord> pending_;
+    QString error_;
+};
+
+}  // namespace
+
+// ---- setups, figures, settings --------------------------------------------------------------
+
+Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(const SearchSetup &setup) {
+    if (setup.objectives.empty()) return unexpected(std::string("no objective is chosen"));
+    if (const std::string missing = setup.target.missing_figures(); !missing.empty())
+        return unexpected("target '" + setup.target.name + "' lacks " + missing);
+    auto shape = cost::cluster_shape(setup.target, setup.devices, setup.nodes);
+    if (!shape) return unexpected(shape.error());
+    // The search decides the whole sharding, as a baseline does.
+    const Graph g = plan::without_shards(setup.graph);
+    auto space = search::Space::of(g, shape->devices());
+    if (!space) return unexpected(space.error());
+    return std::make_shared<const search::Evaluator>(g, *space, setup.target, *shape, setup.objectives,
+                                                     setup.constraints);
+}
+
+double figureOf(const search::Figures &f, search::Objective o) {
+    switch (o) {
+        case search::Objective::time: return f.makespan;
+        case search::Objective::memory: return f.peak;
+        case search::Objective::devices: return f.devices;
+        case search::Objective::communication: return f.comm_bytes;
+    }
+    return 0;
+}
+
+std::string settingsJson(const RunSettings &s) {
+    QJsonArray objectives;
+    for (search::Objective o : s.objectives) objectives.append(QString::fromLatin1(search::objective_name(o)));
+    const QJsonObject o{{QStringLiteral("devices"), s.devices},
+                        {QStringLiteral("nodes"), s.nodes},
+                        {QStringLiteral("objectives"), objectives},
+                        {QStringLiteral("memory_cap_bytes"), s.constraints.memory_cap},
+                        {QStringLiteral("max_time_seconds"), s.constraints.max_time},
+                        {QStringLiteral("budget_seconds"), s.options.budget_seconds},
+                        {QStringLiteral("max_evaluations"), static_cast<double>(s.options.max_evaluations)},
+                        {QStringLiteral("population"), s.options.population},
+                        {QStringLiteral("stall_generations"), s.options.stall_generations}};
+    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+}
+
+Expected<RunSettings, std::string> parseSettings(const std::string &json) {
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json), &error);
+    if (!doc.isObject()) return unexpected("settings: " + error.errorString().toStdString());
+    const QJsonObject o = doc.object();
+    RunSettings s;
+    s.devices = o.value(QStringLiteral("devices")).toInt(0);
+    if (s.devices < 1) return unexpected(std::string("settings: 'devices' is not a device count"));
+    s.nodes = o.value(QStringLiteral("nodes")).toInt(0);
+    QStringList names;
+    for (const QJsonValue &v : o.value(QStringLiteral("objectives")).toArray()) names << v.toString();
+    auto objectives = search::parse_objectives(names.join(QLatin1Char(',')).toStdString());
+    if (!objectives) return unexpected("settings: objectives: " + objectives.error());
+    s.objectives = *objectives;
+    s.constraints.memory_cap = o.value(QStringLiteral("memory_cap_bytes")).toDouble();
+    s.constraints.max_time = o.value(QStringLiteral("max_time_seconds")).toDouble();
+    s.options.budget_seconds = o.value(QStringLiteral("budget_seconds")).toDouble(s.options.budget_seconds);
+    s.options.max_evaluations = static_cast<long>(o.value(QStringLiteral("max_evaluations")).toDouble());
+    s.options.population = o.value(QStringLiteral("population")).toInt(s.options.population);
+    s.options.stall_generations = o.value(QStringLiteral("stall_generations")).toInt(s.options.stall_generations);
+    return s;
+}
+
+// ---- the search ----------------------------------------------------------------------------
+
+// What the search thread has for the GUI; drained every kStreamIntervalMs.
+struct OptimizeWorker::Stream {
+    std::mutex mutex;
+    bool dirty = false;
+    std::vector<ParetoPoint> fresh;
+    bool front_moved = false;
+    QStringList front;
+    long evaluations = 0, invalid = 0;
+    int generation = 0;
+    QElapsedTimer clock;
+};
+
+OptimizeWorker::OptimizeWorker(QObject *parent) : QObject(parent) {
+    qRegisterMetaType<tapestry::views::SearchUpdate>();
+    qRegisterMetaType<tapestry::views::SearchOutcome>();
+    qRegisterMetaType<tapestry::views::PlansOutcome>();
+    qRegisterMetaType<tapestry::views::BaselinesOutcome>();
+    qRegisterMetaType<tapestry::views::SearchRunsOutcome>();
+    qRegisterMetaType<tapestry::views::SearchRunOutcome>();
+    // The search's own evaluation threads do the work; this one drives them.
+    search_pool_.setMaxThreadCount(1);
+    aside_pool_.setMaxThreadCount(1);
+    timer_ = new QTimer(this);
+    timer_->setInterval(kStreamIntervalMs);
+    timer_->setTimerType(Qt::PreciseTimer);  // the cadence is the promise: ≥ 12 updates a second
+    connect(timer_, &QTimer::timeout, this, &OptimizeWorker::drain);
+}
+
+OptimizeWorker::~OptimizeWorker() {
+    if (stop_) stop_->store(true);
+    search_pool_.waitForDone();
+    aside_pool_.waitForDone();
+}
+
+quint64 OptimizeWorker::start(SearchJob job) {
+    if (running_) return 0;
+    const quint64 id = ++search_job_;
+    running_ = true;
+    auto stream = std::make_shared<Stream>();
+    stream->clock.start();
+    stream_ = stream;
+    auto stop = std::make_shared<std::atomic_bool>(false);
+    stop_ = stop;
+    auto *watcher = new QFutureWatcher<SearchOutcome>(this);
+    connect(watcher, &QFutureWatcher<SearchOutcome>::finished, this, [this, watcher, id] {
+        SearchOutcome outcome = watcher->result();
+        watcher->deleteLater();
+        drain();  // the last candidates before the outcome
+        timer_->stop();
+        running_ = false;
+        outcome.job = id;
+        emit finished(outcome);
+    });
+    watcher->setFuture(QtConcurrent::run(
+        &search_pool_, [job = std::move(job), stream, stop] { return runSearch(job, *stream, *stop); }));
+    timer_->start();
+    return id;
+}
+
+void OptimizeWorker::stop() {
+    if (running_ && stop_) stop_->store(true);
+}
+
+void OptimizeWorker::drain() {
+    if (!stream_) return;
+    SearchUpdate update;
+    {
+        std::lock_guard lock(stream_->mutex);
+        if (!stream_->dirty) return;
+        stream_->dirty = false;
+        update.fresh.swap(stream_->fresh);
+        update.front_moved = std::exchange(stream_->front_moved, false);
+        if (update.front_moved) update.front = stream_->front;
+        update.evaluations = stream_->evaluations;
+        update.invalid = stream_->invalid;
+        update.generation = stream_->generation;
+        update.seconds = static_cast<double>(stream_->clock.nsecsElapsed()) / 1e9;
+    }
+    update.job = search_job_;
+    emit updated(update);
+}
+
+SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, const std::atomic_bool &stop) {
+    SearchOutcome out;
+    try {
+        auto evaluator = makeEvaluator(job.setup);
+        if (!evaluator) {
+            out.error = qs(evaluator.error());
+            return out;
+        }
+        const search::Evaluator &ev = **evaluator;
+        RunKeeper keeper(job);
+        keeper.start(
+            RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options});
+        search::SearchHooks hooks;
+        hooks.stop = &stop;
+        // Every candidate, on this thread: kept for the session, queued for the GUI.
+        hooks.candidate = [&](const search::Scored &s) {
+            std::optional<ParetoPoint> p;
+            if (s.evaluation.ok) {
+                p = pointOf(s, ev.space());
+                keeper.add(recordOf(*p, s.evaluation.point.objectives));
+            }
+            std::lock_guard lock(stream.mutex);
+            ++stream.evaluations;
+            if (!p) ++stream.invalid;
+            if (p) stream.fresh.push_back(std::move(*p));
+            stream.dirty = true;
+        };
+        QStringList last_front;
+        hooks.generation = [&](const search::Progress &p) {
+            const QStringList front = keysOf(p.front);
+            const bool moved = front != last_front;
+            keeper.flush(front, moved);
+            std::lock_guard lock(stream.mutex);
+            if (moved) {
+                last_front = front;
+                stream.front = front;
+                stream.front_moved = true;
+            }
+            stream.generation = p.generation;
+            stream.evaluations = p.evaluations;
+            stream.invalid = p.invalid;
+            stream.dirty = true;
+        };
+        auto result = search::optimize(ev, job.options, hooks);
+        if (!result) {
+            keeper.finish(last_front, "failed");
+            out.error = qs(result.error());
+        } else {
+            out.ok = true;
+            out.front = keysOf(result->front);
+            out.stopped = qs(result->stopped);
+            out.evaluations = result->evaluations;
+            out.invalid = result->invalid;
+            out.generations = result->generations;
+            out.seconds = result->seconds;
+            keeper.finish(out.front, result->stopped == "stopped" ? "stopped" : "finished");
+            std::lock_guard lock(stream.mutex);
+            stream.front = out.front;
+            stream.front_moved = true;
+            stream.dirty = true;
+        }
+        out.run = keeper.run();
+        out.project = keeper.project();
+        out.store_error = keeper.error();
+    } catch (const std::exception &e) {
+        out = SearchOutcome();
+        out.error = internalError(e);
+    }
+    return out;
+}
+
+// ---- work aside: plans, baselines, the session's runs -----------------------------------------
+
+template <typename Outcome, typename Work>
+quint64 OptimizeWorker::runAside(Work work, void (OptimizeWorker::*signal)(const Outcome &)) {
+    const quint64 id = ++aside_job_;
+    auto *watcher = new QFutureWatcher<Outcome>(this);
+    connect(watcher, &QFutureWatcher<Outcome>::finished, this, [this, watcher, id, signal] {
+        Outcome outcome = watcher->result();
+        watcher->deleteLater();
+        outcome.job = id;
+        emit(this->*signal)(outcome);
+    });
+    watcher->setFuture(QtConcurrent::run(&aside_pool_, std::move(work)));
+    return id;
+}
+
+quint64 OptimizeWorker::makePlans(const SearchSetup &setup, const std::vector<search::Candidate> &candidates) {
+    return runAside<PlansOutcome>([setup, candidates] { return plans(setup, candidates); },
+                                  &OptimizeWorker::plansReady);
+}
+
+quint64 OptimizeWorker::makeBaselines(const SearchSetup &setup) {
+    return runAside<BaselinesOutcome>([setup] { return baselines(setup); }, &OptimizeWorker::baselinesReady);
+}
+
+quint64 OptimizeWorker::listRuns(std::shared_ptr<store::Session> session, qint64 project) {
+    return runAside<SearchRunsOutcome>(
+        [session, project] {
+            SearchRunsOutcome out;
+            try {
+                auto runs = session->search_runs(project);
+                if (runs)
+                    out.runs = std::move(runs).value();
+                else
+                    out.error = qs(runs.error().message);
+            } catch (const std::exception &e) {
+                out.error = internalError(e);
+            }
+            return out;
+        },
+        &OptimizeWorker::runsListed);
+}
+
+quint64 OptimizeWorker::loadRun(std::shared_ptr<store::Session> session, store::SearchRunId run) {
+    return runAside<SearchRunOutcome>([session, run] { return readRun(*session, run); }, &OptimizeWorker::runLoaded);
+}
+
+PlansOutcome OptimizeWorker::plans(const SearchSetup &setup, const std::vector<search::Candidate> &candidates) {
+    PlansOutcome out;
+    try {
+        auto evaluator = makeEvaluator(setup);
+        if (!evaluator) {
+            out.error = qs(evaluator.error());
+            return out;
+        }
+        const search::Evaluator &ev = **evaluator;
+        for (const search::Candidate &c : candidates) {
+            if (!ev.space().valid(c)) {
+                out.error = QStringLiteral("the candidate '%1' does not fit the graph's search space").arg(qs(c.key()));
+                return out;
+            }
+            auto m = ev.materialize(c, true);
+            if (!m) {
+                out.error = qs(m.error());
+                return out;
+            }
+            auto r = std::make_shared<plan::PlanResult>();
+            r->stages = std::move(m->stages);
+            r->plan = std::move(m->plan);
+            r->prediction = std::move(m->prediction);
+            r->certificate = plan::certify_plan(r->plan);
+            r->cluster = r->plan.cluster;
+            // A plan that fails a certificate is a bug of the passes or the compiler:
+            // reported, never shown (docs/search.md, "Trust").
+            std::string why;
+            for (const Stage &st : r->stages)
+                if (!st.certificate.pass()) why = "stage '" + st.pass + "': " + st.certificate.badge();
+            if (why.empty() && !r->certificate.pass()) why = "plan: " + r->certificate.badge();
+            if (!why.empty()) {
+                out.error = QStringLiteral("internal error: the plan '%1' fails its certificate (%2); please report it")
+                                .arg(qs(ev.space().describe(c)), qs(why));
+                return out;
+            }
+            out.plans.push_back(std::move(r));
+        }
+        out.ok = true;
+    } catch (const std::exception &e) {
+        out = PlansOutcome();
+        out.error = internalError(e);
+    }
+    return out;
+}
+
+BaselinesOutcome OptimizeWorker::baselines(const SearchSetup &setup) {
+    BaselinesOutcome out;
+    try {
+        auto evaluator = makeEvaluator(setup);
+        if (!evaluator) return out;
+        const Graph g = plan::without_shards(setup.graph);
+        for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
+            BaselinePoint p;
+            p.name = QString::fromUtf8(plan::baseline_name(b));
+            plan::PlanRequest request;
+            request.target = setup.target;
+            request.devices = setup.devices;
+            request.nodes = setup.nodes;
+            request.baseline = b;
+            auto r = plan::make_plan(g, request);
+            if (!r)
+                p.refused = qs(r.error());
+            else
+                p.figures = (*evaluator)->score(r->plan, r->prediction).figures;
+            out.baselines.push_back(std::move(p));
+        }
+    } catch (const std::exception &) {
+        out.baselines.clear();  // the chart goes without them
+    }
+    return out;
+}
+
+SearchRunOutcome OptimizeWorker::readRun(store::Session &session, store::SearchRunId id) {
+    SearchRunOutcome out;
+    try {
+        auto run = session.load_search_run(id);
+        if (!run) {
+            out.error = qs(run.error().message);
+            return out;
+        }
+        out.run = run->run;
+        const QString of_run = QStringLiteral("search run %1: ").arg(id);
+        auto settings = parseSettings(run->run.settings_json);
+        if (!settings) {
+            out.error = of_run + qs(settings.error());
+            return out;
+        }
+        out.settings = *settings;
+        out.settings.options.seed = run->run.seed;
+        auto graph = session.load_version(run->run.version_id);
+        if (!graph) {
+            out.error = of_run + qs(graph.error().message);
+            return out;
+        }
+        out.graph = std::move(graph).value();
+        for (const store::SearchCandidateRecord &r : run->candidates) {
+            auto p = pointOf(r);
+            if (!p) {
+                out.error = of_run + QStringLiteral("candidate row %1: %2").arg(r.row).arg(qs(p.error()));
+                return out;
+            }
+            if (r.on_front) out.front << p->key;
+            out.points.push_back(std::move(p).value());
+        }
+    } catch (const std::exception &e) {
+        out = SearchRunOutcome();
+        out.error = internalError(e);
+    }
+    return out;
+}
+
+}  // namespace tapestry::views

@@ -1,0 +1,24 @@
+// Which editor version of a session project holds a graph: what the studio's
+// records hang off (a pipeline's stages, a search run). Shared by the Stages and
+// Optimize docks; called on worker threads, as every session write is.
+#pragma once
+
+#include <QString>
+
+#include "graph/graph.h"
+#include "store/session.h"
+
+namespace tapestry::views {
+
+struct VersionHolding {
+    qint64 project = 0;            // the project (created when none was given)
+    store::VersionId version = 0;  // 0 with an error
+    QString error;                 // the store's message
+};
+
+// The project's latest editor version when it is `graph`; else `graph` saved as
+// a new "autosave" version — the project named `name` created first when
+// `project` is 0.
+VersionHolding versionHolding(store::Session &session, qint64 project, const QString &name, const Graph &graph);
+
+}  // namespace tapestry::views
