@@ -64,6 +64,7 @@ store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<do
     r.peak_bytes = p.figures.peak;
     r.devices = p.figures.devices;
     r.communication_bytes = p.figures.comm_bytes;
+    r.energy_joules = p.figures.energy;
     r.violation = p.figures.violation;
     r.violated = p.figures.violated;
     return r;
@@ -86,6 +87,7 @@ Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r
     p.figures.peak = r.peak_bytes;
     p.figures.devices = r.devices;
     p.figures.comm_bytes = r.communication_bytes;
+    p.figures.energy = r.energy_joules;
     p.figures.violation = r.violation;
     p.figures.violated = r.violated;
     p.generation = r.generation;
@@ -174,6 +176,10 @@ private:
 
 Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(const SearchSetup &setup) {
     if (setup.objectives.empty()) return unexpected(std::string("no objective is chosen"));
+    if (std::find(setup.objectives.begin(), setup.objectives.end(), search::Objective::energy) != setup.objectives.end() &&
+        !setup.target.device.power.present)
+        return unexpected("target '" + setup.target.name +
+                          "' gives no device power (device.power), so there is no energy to predict");
     if (const std::string missing = setup.target.missing_figures(); !missing.empty())
         return unexpected("target '" + setup.target.name + "' lacks " + missing);
     auto shape = cost::cluster_shape(setup.target, setup.devices, setup.nodes);
@@ -186,15 +192,6 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
                                                      setup.constraints);
 }
 
-double figureOf(const search::Figures &f, search::Objective o) {
-    switch (o) {
-        case search::Objective::time: return f.makespan;
-        case search::Objective::memory: return f.peak;
-        case search::Objective::devices: return f.devices;
-        case search::Objective::communication: return f.comm_bytes;
-    }
-    return 0;
-}
 
 std::string settingsJson(const RunSettings &s) {
     QJsonArray objectives;

@@ -53,8 +53,6 @@ struct ParetoPoint {
     long index = 0;  // evaluation order
 };
 
-// A figure of a point by objective (seconds, bytes, devices, bytes).
-double figureOf(const search::Figures &f, search::Objective o);
 
 // A hand baseline beside the front (plan/baselines.h), through the same model.
 struct BaselinePoint {

@@ -41,8 +41,6 @@ const QColor kInfeasible(0xf8, 0x71, 0x71, 120);
 const QColor kInk(0x11, 0x18, 0x27);
 const QColor kConstraint(0xdc, 0x26, 0x26);
 
-constexpr search::Objective kFigures[] = {search::Objective::time, search::Objective::memory,
-                                          search::Objective::devices, search::Objective::communication};
 
 // The unit an axis of figure `o` reads best in at `largest`: (figure → axis factor, unit).
 std::pair<double, QString> axisUnit(search::Objective o, double largest) {
@@ -64,6 +62,10 @@ std::pair<double, QString> axisUnit(search::Objective o, double largest) {
             return {1 / scale, QString::fromLatin1(names[k])};
         }
         case search::Objective::devices: return {1.0, QString()};
+        case search::Objective::energy:
+            if (largest >= 1) return {1.0, QStringLiteral("J")};
+            if (largest >= 1e-3) return {1e3, QStringLiteral("mJ")};
+            return {1e6, QStringLiteral("µJ")};
     }
     return {1.0, QString()};
 }
@@ -102,13 +104,7 @@ QString swatch(const QColor &colour, const QString &glyph) {
 }  // namespace
 
 QString figureText(search::Objective o, double value) {
-    switch (o) {
-        case search::Objective::time: return QString::fromStdString(plan::seconds_text(value));
-        case search::Objective::memory:
-        case search::Objective::communication: return QString::fromStdString(byte_text(std::llround(value)));
-        case search::Objective::devices: return QString::number(std::lround(value));
-    }
-    return {};
+    return QString::fromStdString(search::figure_text(o, value));
 }
 
 QString objectiveTitle(search::Objective o) {
@@ -117,6 +113,7 @@ QString objectiveTitle(search::Objective o) {
         case search::Objective::memory: return ParetoChart::tr("peak memory per device");
         case search::Objective::devices: return ParetoChart::tr("devices");
         case search::Objective::communication: return ParetoChart::tr("communication");
+        case search::Objective::energy: return ParetoChart::tr("energy per step");
     }
     return {};
 }
@@ -231,7 +228,7 @@ void ParetoChart::createControls() {
     colour_box_ = new QComboBox(this);
     colour_box_->setObjectName(QStringLiteral("paretoColour"));
     colour_box_->addItem(tr("none"), -1);
-    for (search::Objective o : kFigures)
+    for (search::Objective o : search::all_objectives())
         for (QComboBox *box : {x_box_, y_box_, colour_box_}) box->addItem(objectiveTitle(o), static_cast<int>(o));
     for (QComboBox *box : {x_box_, y_box_, colour_box_}) {
         box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -411,7 +408,7 @@ void ParetoChart::redraw() {
 }
 
 QPointF ParetoChart::valueOf(const search::Figures &f) const {
-    return {figureOf(f, x_) * x_scale_, figureOf(f, y_) * y_scale_};
+    return {search::figure_of(f, x_) * x_scale_, search::figure_of(f, y_) * y_scale_};
 }
 
 void ParetoChart::updateKey() {
@@ -439,8 +436,8 @@ void ParetoChart::updateKey() {
 void ParetoChart::fitAxes() {
     double max_x = 0, max_y = 0;
     auto grow = [&](const search::Figures &f) {
-        max_x = std::max(max_x, figureOf(f, x_));
-        max_y = std::max(max_y, figureOf(f, y_));
+        max_x = std::max(max_x, search::figure_of(f, x_));
+        max_y = std::max(max_y, search::figure_of(f, y_));
     };
     for (const ParetoPoint &p : points_) grow(p.figures);
     for (const BaselinePoint &b : baselines_)
@@ -487,7 +484,7 @@ void ParetoChart::drawFront() {
     std::vector<int> members;
     for (const QString &k : front_) members.push_back(index_of_.value(k));
     std::vector<double> values;
-    for (int i : members) values.push_back(colour_ ? figureOf(points_[static_cast<size_t>(i)].figures, *colour_) : 0);
+    for (int i : members) values.push_back(colour_ ? search::figure_of(points_[static_cast<size_t>(i)].figures, *colour_) : 0);
     const std::set<double> distinct(values.begin(), values.end());
     const double lo = distinct.empty() ? 0 : *distinct.begin(), hi = distinct.empty() ? 0 : *distinct.rbegin();
     const bool by_value = static_cast<int>(distinct.size()) <= kColourBins;

@@ -19,6 +19,7 @@
 #include "plan/planner.h"
 #include "run_support.h"
 #include "runtime/cpu/memory_budget.h"
+#include "search/front_file.h"
 #include "search/optimizer.h"
 #include "target_support.h"
 #include "verify/verify.h"
@@ -70,32 +71,15 @@ Expected<double, std::string> parse_seconds(const std::string &text) {
     return v * scale;
 }
 
-std::string figure_text(search::Objective o, double v) {
-    switch (o) {
-        case search::Objective::time: return plan::seconds_text(v);
-        case search::Objective::memory:
-        case search::Objective::communication: return byte_text(static_cast<std::int64_t>(v));
-        case search::Objective::devices: return std::to_string(static_cast<int>(v));
-    }
-    return "?";
-}
-
 ordered_json figures_json(const search::Figures &f) {
-    return {{"makespan_seconds", f.makespan}, {"peak_bytes", f.peak},   {"devices", f.devices},
-            {"communication_bytes", f.comm_bytes}, {"feasible", f.violation <= 0}, {"violated", f.violated}};
+    return ordered_json::parse(search::figures_json_text(f));
 }
 
-std::string front_csv(const std::vector<search::Scored> &front, const search::Space &space) {
-    std::string out = "index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan\n";
-    for (size_t i = 0; i < front.size(); ++i) {
-        const search::Figures &f = front[i].evaluation.figures;
-        std::string plan = space.describe(front[i].candidate);
-        std::replace(plan.begin(), plan.end(), ',', ';');
-        out += std::to_string(i) + "," + formatted(f.makespan, "%.9g") + "," + formatted(f.peak, "%.0f") + "," +
-               std::to_string(f.devices) + "," + formatted(f.comm_bytes, "%.0f") + "," +
-               (f.violation <= 0 ? "true" : "false") + ",\"" + plan + "\"\n";
-    }
-    return out;
+// The front's rows as the front files take them.
+std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &front, const search::Space &space) {
+    std::vector<search::FrontRow> rows;
+    for (const search::Scored &s : front) rows.push_back({space.describe(s.candidate), s.candidate.key(), s.evaluation.figures});
+    return rows;
 }
 
 int optimize_command(const OptimizeOptions &o) {
@@ -150,6 +134,12 @@ int optimize_command(const OptimizeOptions &o) {
         std::cerr << "tapestry: --target: target '" << target->name << "' lacks " << missing << "\n";
         return kExitUsage;
     }
+    const bool energy = std::find(objectives->begin(), objectives->end(), search::Objective::energy) != objectives->end();
+    if (energy && !target->device.power.present) {
+        std::cerr << "tapestry: --objectives: target '" << target->name
+                  << "' gives no device power (device.power), so there is no energy to predict\n";
+        return kExitUsage;
+    }
     auto shape = cost::cluster_shape(*target, o.devices, o.nodes);
     if (!shape) {
         std::cerr << "tapestry: --devices: " << shape.error() << "\n";
@@ -193,7 +183,7 @@ int optimize_command(const OptimizeOptions &o) {
             double v = std::numeric_limits<double>::infinity();
             for (const search::Scored &s : p.front) v = std::min(v, s.evaluation.point.objectives[k]);
             if (std::isfinite(v)) best += " · best " + std::string(search::objective_name((*objectives)[k])) + " " +
-                                          figure_text((*objectives)[k], v);
+                                          search::figure_text((*objectives)[k], v);
         }
         bar.update("generation " + std::to_string(p.generation) + " · " + std::to_string(p.evaluations) + " plans (" +
                        formatted(p.evaluations_per_second, "%.0f") + "/s) · front " + std::to_string(p.front.size()) + best,
@@ -295,26 +285,10 @@ int optimize_command(const OptimizeOptions &o) {
 
     if (!o.export_front.empty()) {
         std::string text;
-        if (o.export_front.size() >= 4 && o.export_front.substr(o.export_front.size() - 4) == ".csv") {
-            text = front_csv(front, *space);
-        } else {
-            ordered_json j = ordered_json::array();
-            for (size_t i = 0; i < front.size(); ++i)
-                j.push_back({{"index", i},
-                             {"plan", space->describe(front[i].candidate)},
-                             {"key", front[i].candidate.key()},
-                             {"figures", figures_json(front[i].evaluation.figures)}});
-            text = ordered_json{{"format", "tapestry-front"},
-                                {"version", 1},
-                                {"label", "predictions of the cost model (not measurements)"},
-                                {"project", o.project},
-                                {"target", target->name},
-                                {"devices", o.devices},
-                                {"seed", o.seed},
-                                {"front", j}}
-                       .dump(2) +
-                   "\n";
-        }
+        if (o.export_front.size() >= 4 && o.export_front.substr(o.export_front.size() - 4) == ".csv")
+            text = search::front_csv(front_rows(front, *space));
+        else
+            text = search::front_json({o.project, target->name, o.devices, o.seed}, front_rows(front, *space));
         if (!write_output(o.export_front, text, o.project)) return kExitInvalid;
     }
     if (export_index >= 0) {
@@ -376,6 +350,7 @@ int optimize_command(const OptimizeOptions &o) {
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
               << "): " << front.size() << " plans\n";
     std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};
+    if (energy) rows.front().insert(rows.front().end() - 1, "energy");
     if (o.check) rows.front().insert(rows.front().end() - 1, "numeric check");
     for (size_t i = 0; i < front.size(); ++i) {
         const search::Figures &f = front[i].evaluation.figures;
@@ -383,6 +358,7 @@ int optimize_command(const OptimizeOptions &o) {
                         byte_text(static_cast<std::int64_t>(f.peak)) + (f.violation > 0 ? " (" + f.violated + ")" : ""),
                         std::to_string(f.devices), byte_text(static_cast<std::int64_t>(f.comm_bytes)),
                         space->describe(front[i].candidate)});
+        if (energy) rows.back().insert(rows.back().end() - 1, search::joules_text(f.energy));
         if (o.check) rows.back().insert(rows.back().end() - 1, checks[i]);
     }
     print_table(rows, "  ");
@@ -414,7 +390,7 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--devices", o->devices, "Device budget")->capture_default_str()->check(CLI::Range(1, 65536));
     cmd->add_option("--nodes", o->nodes, "Nodes they are spread over (0: as the target's clusters suggest)")
         ->check(CLI::Range(0, 65536));
-    cmd->add_option("--objectives", o->objectives, "Objectives to minimise: time, memory, devices, communication")
+    cmd->add_option("--objectives", o->objectives, "Objectives to minimise: time, memory, devices, communication, energy")
         ->capture_default_str();
     cmd->add_option("--memory-cap", o->memory_cap, "Peak memory allowed per device (e.g. 80GiB; default: the target's)");
     cmd->add_option("--max-time", o->max_time, "Step time allowed (e.g. 5ms)");

@@ -16,9 +16,6 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
@@ -38,6 +35,7 @@
 #include "common/checked_size.h"
 #include "dock.h"
 #include "plan_controller.h"
+#include "search/front_file.h"
 #include "session_controller.h"
 #include "views/pareto_chart.h"
 
@@ -51,55 +49,17 @@ constexpr int kNameRole = Qt::UserRole;      // the target's name
 constexpr int kUserFlag = Qt::UserRole + 1;  // true for a user copy
 constexpr int kDockHeight = 440;             // the room the chart needs below the canvas
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr search::Objective kObjectives[] = {search::Objective::time, search::Objective::memory,
-                                             search::Objective::devices, search::Objective::communication};
 
 QString qs(const std::string &s) {
     return QString::fromStdString(s);
 }
 
-// The front as `tapestry optimize --export-front` writes it (docs/search.md, "Output").
-QByteArray frontCsv(const std::vector<const views::ParetoPoint *> &front) {
-    QByteArray out = "index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan\n";
-    for (size_t i = 0; i < front.size(); ++i) {
-        const search::Figures &f = front[i]->figures;
-        QString plan = front[i]->description;
-        plan.replace(QLatin1Char(','), QLatin1Char(';'));
-        out += QStringLiteral("%1,%2,%3,%4,%5,%6,\"%7\"\n")
-                   .arg(i)
-                   .arg(f.makespan, 0, 'g', 9)
-                   .arg(f.peak, 0, 'f', 0)
-                   .arg(f.devices)
-                   .arg(f.comm_bytes, 0, 'f', 0)
-                   .arg(f.violation <= 0 ? QStringLiteral("true") : QStringLiteral("false"), plan)
-                   .toUtf8();
-    }
-    return out;
-}
-
-QByteArray frontJson(const std::vector<const views::ParetoPoint *> &front, const QString &project,
-                     const QString &target, int devices, std::uint64_t seed) {
-    QJsonArray plans;
-    for (size_t i = 0; i < front.size(); ++i) {
-        const search::Figures &f = front[i]->figures;
-        const QJsonObject figures{
-            {QStringLiteral("makespan_seconds"), f.makespan}, {QStringLiteral("peak_bytes"), f.peak},
-            {QStringLiteral("devices"), f.devices},           {QStringLiteral("communication_bytes"), f.comm_bytes},
-            {QStringLiteral("feasible"), f.violation <= 0},   {QStringLiteral("violated"), qs(f.violated)}};
-        plans.append(QJsonObject{{QStringLiteral("index"), static_cast<int>(i)},
-                                 {QStringLiteral("plan"), front[i]->description},
-                                 {QStringLiteral("key"), front[i]->key},
-                                 {QStringLiteral("figures"), figures}});
-    }
-    const QJsonObject doc{{QStringLiteral("format"), QStringLiteral("tapestry-front")},
-                          {QStringLiteral("version"), 1},
-                          {QStringLiteral("label"), QStringLiteral("predictions of the cost model (not measurements)")},
-                          {QStringLiteral("project"), project},
-                          {QStringLiteral("target"), target},
-                          {QStringLiteral("devices"), devices},
-                          {QStringLiteral("seed"), static_cast<double>(seed)},
-                          {QStringLiteral("front"), plans}};
-    return QJsonDocument(doc).toJson(QJsonDocument::Indented);
+// The front's rows as the front files take them (search/front_file.h: the same
+// files `tapestry optimize --export-front` writes).
+std::vector<search::FrontRow> frontRows(const std::vector<const views::ParetoPoint *> &front) {
+    std::vector<search::FrontRow> rows;
+    for (const views::ParetoPoint *p : front) rows.push_back({p->description.toStdString(), p->key.toStdString(), p->figures});
+    return rows;
 }
 
 }  // namespace
@@ -206,7 +166,7 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     auto *objectives = new QGridLayout;
     objectives->setHorizontalSpacing(8);
     objectives->setVerticalSpacing(0);
-    for (search::Objective o : kObjectives) {
+    for (search::Objective o : search::all_objectives()) {
         auto *check = new QCheckBox(QString::fromLatin1(search::objective_name(o)), box);
         check->setToolTip(tr("Minimise the plans' %1").arg(views::objectiveTitle(o)));
         check->setObjectName(
@@ -332,7 +292,7 @@ QCheckBox *OptimizeController::objectiveBox(search::Objective o) const {
 
 std::vector<search::Objective> OptimizeController::chosenObjectives() const {
     std::vector<search::Objective> out;
-    for (search::Objective o : kObjectives)
+    for (search::Objective o : search::all_objectives())
         if (objectiveBox(o)->isChecked()) out.push_back(o);
     return out;
 }
@@ -345,7 +305,7 @@ void OptimizeController::restoreSettings() {
     nodes_box_->setValue(settings.value(QStringLiteral("optimize/nodes"), 0).toInt());
     const QStringList chosen =
         settings.value(QStringLiteral("optimize/objectives"), QStringList{"time", "memory", "devices"}).toStringList();
-    for (search::Objective o : kObjectives)
+    for (search::Objective o : search::all_objectives())
         objectiveBox(o)->setChecked(chosen.contains(QString::fromLatin1(search::objective_name(o))));
     memory_cap_box_->setValue(settings.value(QStringLiteral("optimize/memoryCapGiB"), 0.0).toDouble());
     max_time_box_->setValue(settings.value(QStringLiteral("optimize/maxTimeMs"), 0.0).toDouble());
@@ -541,7 +501,7 @@ void OptimizeController::showProgress(long evaluations, long invalid, int genera
     const std::vector<const views::ParetoPoint *> front = chart_->frontPoints();
     for (search::Objective o : setup_ ? setup_->objectives : chosenObjectives()) {
         double best = std::numeric_limits<double>::infinity();
-        for (const views::ParetoPoint *p : front) best = std::min(best, views::figureOf(p->figures, o));
+        for (const views::ParetoPoint *p : front) best = std::min(best, search::figure_of(p->figures, o));
         if (std::isfinite(best)) text += tr(" · best %1 %2").arg(views::objectiveTitle(o), views::figureText(o, best));
     }
     progress_->setText(text);
@@ -741,9 +701,11 @@ bool OptimizeController::exportFront(const QString &path) {
     const std::vector<const views::ParetoPoint *> front = chart_->frontPoints();
     if (front.empty() || path.isEmpty()) return false;
     const QByteArray text = path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)
-                                ? frontCsv(front)
-                                : frontJson(front, doc_->source().name, setup_ ? qs(setup_->target.name) : QString(),
-                                            setup_ ? setup_->devices : 0, seed_);
+                                ? QByteArray::fromStdString(search::front_csv(frontRows(front)))
+                                : QByteArray::fromStdString(search::front_json(
+                                      {doc_->source().name.toStdString(), setup_ ? setup_->target.name : std::string(),
+                                       setup_ ? setup_->devices : 0, seed_},
+                                      frontRows(front)));
     auto *watcher = new QFutureWatcher<QString>(this);
     connect(watcher, &QFutureWatcher<QString>::finished, this, [this, watcher, path] {
         const QString error = watcher->result();

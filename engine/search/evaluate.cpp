@@ -2,6 +2,7 @@
 #include "search/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "common/checked_size.h"
@@ -10,12 +11,50 @@
 
 namespace tapestry::search {
 
+const std::vector<Objective> &all_objectives() {
+    static const std::vector<Objective> all{Objective::time, Objective::memory, Objective::devices,
+                                            Objective::communication, Objective::energy};
+    return all;
+}
+
 const char *objective_name(Objective o) {
     switch (o) {
         case Objective::time: return "time";
         case Objective::memory: return "memory";
         case Objective::devices: return "devices";
         case Objective::communication: return "communication";
+        case Objective::energy: return "energy";
+    }
+    return "?";
+}
+
+double figure_of(const Figures &f, Objective o) {
+    switch (o) {
+        case Objective::time: return f.makespan;
+        case Objective::memory: return f.peak;
+        case Objective::devices: return f.devices;
+        case Objective::communication: return f.comm_bytes;
+        case Objective::energy: return f.energy;
+    }
+    return 0;
+}
+
+std::string joules_text(double joules) {
+    char buf[48];
+    const double a = std::abs(joules);
+    if (a >= 1 || a == 0) std::snprintf(buf, sizeof buf, "%.3g J", joules);
+    else if (a >= 1e-3) std::snprintf(buf, sizeof buf, "%.3g mJ", joules * 1e3);
+    else std::snprintf(buf, sizeof buf, "%.3g µJ", joules * 1e6);
+    return buf;
+}
+
+std::string figure_text(Objective o, double value) {
+    switch (o) {
+        case Objective::time: return plan::seconds_text(value);
+        case Objective::memory:
+        case Objective::communication: return byte_text(static_cast<std::int64_t>(std::llround(value)));
+        case Objective::devices: return std::to_string(static_cast<int>(std::lround(value)));
+        case Objective::energy: return joules_text(value);
     }
     return "?";
 }
@@ -27,7 +66,7 @@ Expected<std::vector<Objective>, std::string> parse_objectives(const std::string
         const size_t comma = text.find(',', start);
         const std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         bool found = false;
-        for (Objective o : {Objective::time, Objective::memory, Objective::devices, Objective::communication})
+        for (Objective o : all_objectives())
             if (name == objective_name(o)) {
                 if (std::find(out.begin(), out.end(), o) != out.end())
                     return unexpected("objective '" + name + "' is named twice");
@@ -35,7 +74,7 @@ Expected<std::vector<Objective>, std::string> parse_objectives(const std::string
                 found = true;
             }
         if (!found)
-            return unexpected("unknown objective '" + name + "' (known: time, memory, devices, communication)");
+            return unexpected("unknown objective '" + name + "' (known: time, memory, devices, communication, energy)");
         if (comma == std::string::npos) break;
         start = comma + 1;
     }
@@ -102,6 +141,15 @@ Evaluation Evaluator::score(const plan::Plan &plan, const plan::Prediction &pred
     f.peak = static_cast<double>(pred.peak);
     f.comm_bytes = pred.comm_bytes;
     for (const plan::Device &d : plan.devices) f.devices += d.steps.empty() ? 0 : 1;
+    const cost::Figure &power = model_.target().device.power;
+    if (power.present)
+        for (const plan::DeviceLoad &load : pred.devices)
+            f.energy += power.value * std::min(pred.makespan, load.compute + load.communication);
+    if (!power.present && std::find(objectives_.begin(), objectives_.end(), Objective::energy) != objectives_.end()) {
+        e.ok = false;
+        e.error = "target '" + model_.target().name + "' gives no device power (device.power): no energy to predict";
+        return e;
+    }
     const double cap = constraints_.memory_cap > 0 ? constraints_.memory_cap : model_.memory_capacity();
     char buf[160];
     if (cap > 0 && f.peak > cap) {
@@ -122,6 +170,7 @@ Evaluation Evaluator::score(const plan::Plan &plan, const plan::Prediction &pred
             case Objective::memory: e.point.objectives.push_back(f.peak); break;
             case Objective::devices: e.point.objectives.push_back(f.devices); break;
             case Objective::communication: e.point.objectives.push_back(f.comm_bytes); break;
+            case Objective::energy: e.point.objectives.push_back(f.energy); break;
         }
     }
     e.point.violation = f.violation;

@@ -20,8 +20,10 @@
 
 namespace tapestry::search {
 
-enum class Objective { time, memory, devices, communication };
-const char *objective_name(Objective o);  // "time", "memory", "devices", "communication"
+enum class Objective { time, memory, devices, communication, energy };
+// Every objective, in this order (lists, menus).
+const std::vector<Objective> &all_objectives();
+const char *objective_name(Objective o);  // "time", "memory", "devices", "communication", "energy"
 // "time,memory,devices" → the list; errors name the unknown one.
 Expected<std::vector<Objective>, std::string> parse_objectives(const std::string &text);
 
@@ -38,6 +40,11 @@ struct Figures {
     double peak = 0;          // bytes, the largest device's peak
     int devices = 0;          // devices that run a step
     double comm_bytes = 0;    // bytes between devices
+    // Joules per step: each device's busy time (compute and communication streams,
+    // at most the step) at the target's power limit (device.power). A model: the
+    // targets give no idle draw, so idle time counts nothing. 0 when the target
+    // gives no power.
+    double energy = 0;
     double violation = 0;     // 0 when feasible, else the summed relative excess over the constraints
     std::string violated;     // "peak 90 GiB > cap 80 GiB" — empty when feasible
 };
@@ -48,6 +55,13 @@ struct Evaluation {
     Figures figures;
     Point point;        // the figures as the chosen objectives
 };
+
+// A figure by objective: seconds, bytes, devices, bytes, joules.
+double figure_of(const Figures &f, Objective o);
+// A figure as the CLI and the studio write it: "418 µs", "84.5 MiB", "4", "1.2 J".
+std::string figure_text(Objective o, double value);
+// "1.23 J", "456 mJ", "12.0 µJ".
+std::string joules_text(double joules);
 
 // A candidate made into its stages and plan.
 struct Materialized {

@@ -1405,7 +1405,8 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
 // ---- search runs ---------------------------------------------------------------------------
 // A candidate is two JSON texts in its row (docs/sessions.md, "Search runs"):
 //   objectives_json  {"objectives": [..], "figures": {"makespan_seconds", "peak_bytes", "devices",
-//                     "communication_bytes", "violation", "violated"}}
+//                     "communication_bytes", "energy_joules", "violation", "violated"}} (energy_joules
+//                     may be absent: rows written before it read as 0)
 //   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages"}, "key",
 //                     "description", "index", "mutator"} — the choices, not a plan: a plan
 //                     is rebuilt from them (search::Evaluator::materialize).
@@ -1433,7 +1434,7 @@ std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandida
                        " operations");
     if (c.rule.empty()) return invalid("'" + c.key + "' needs its placement rule");
     bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
-                  std::isfinite(c.communication_bytes) && std::isfinite(c.violation);
+                  std::isfinite(c.communication_bytes) && std::isfinite(c.energy_joules) && std::isfinite(c.violation);
     for (double v : c.objectives) finite = finite && std::isfinite(v);
     if (!finite) return invalid("'" + c.key + "' has a figure that is not a finite number");
     return std::nullopt;
@@ -1446,6 +1447,7 @@ std::string objectives_json(const SearchCandidateRecord &c) {
                   {"peak_bytes", c.peak_bytes},
                   {"devices", c.devices},
                   {"communication_bytes", c.communication_bytes},
+                  {"energy_joules", c.energy_joules},
                   {"violation", c.violation},
                   {"violated", c.violated}}}}
         .dump();
@@ -1499,6 +1501,7 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
         c.peak_bytes = member<double>(f, "objectives_json.figures", "peak_bytes");
         c.devices = member<int>(f, "objectives_json.figures", "devices");
         c.communication_bytes = member<double>(f, "objectives_json.figures", "communication_bytes");
+        c.energy_joules = f.contains("energy_joules") ? member<double>(f, "objectives_json.figures", "energy_joules") : 0;
         c.violation = member<double>(f, "objectives_json.figures", "violation");
         c.violated = member<std::string>(f, "objectives_json.figures", "violated");
         const json p = parse_column(choices, "plan_json");

@@ -174,6 +174,7 @@ struct SearchCandidateRecord {
     double peak_bytes = 0;           // predicted, the fullest device's
     int devices = 0;                 // devices that run a step
     double communication_bytes = 0;  // predicted bytes between devices
+    double energy_joules = 0;        // predicted joules per step (0: the target gives no power)
     double violation = 0;            // 0: within the constraints
     std::string violated;            // which constraint, in words; empty when feasible
     bool on_front = false;

@@ -46,6 +46,10 @@ private slots:
         QVERIFY(r.out.contains("hand baselines (same compiler and model)"));
         for (const char *b : {"dp ", "tp ", "pp ", "dp×tp"}) QVERIFY2(r.out.contains(b), b);
         QVERIFY(!r.out.contains("not covered"));
+        // Energy as an objective: its column, in joules (a prediction at the power limit).
+        const auto e = cli(QStringList{"optimize", project("mlp"), "--objectives", "time,energy"} + kSearch);
+        QVERIFY2(e.code == 0, qPrintable(e.err + e.out));
+        QVERIFY2(e.out.contains("energy") && e.out.contains(" mJ"), qPrintable(e.out));
     }
     // --check runs every front plan's stage on the CPU against the unsharded graph
     // and the oracle: each row says PASS with its error and tolerance, and the JSON
@@ -98,7 +102,7 @@ private slots:
         QFile c(csv_front);
         QVERIFY(c.open(QIODevice::ReadOnly));
         const QStringList lines = QString::fromUtf8(c.readAll()).trimmed().split('\n');
-        QCOMPARE(lines.front(), QString("index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan"));
+        QCOMPARE(lines.front(), QString("index,makespan_seconds,peak_bytes,devices,communication_bytes,energy_joules,feasible,plan"));
         QCOMPARE(lines.size() - 1, front.size());
         for (int i = 0; i < front.size(); ++i)
             QVERIFY2(lines[i + 1].contains(front[i].toObject()["plan"].toString().replace(',', ';')), qPrintable(lines[i + 1]));

@@ -136,8 +136,44 @@ private slots:
         QCOMPARE(*parse_objectives("time,memory,devices"),
                  (std::vector<Objective>{Objective::time, Objective::memory, Objective::devices}));
         QCOMPARE(parse_objectives("time,speed").error(),
-                 std::string("unknown objective 'speed' (known: time, memory, devices, communication)"));
+                 std::string("unknown objective 'speed' (known: time, memory, devices, communication, energy)"));
         QCOMPARE(parse_objectives("time,time").error(), std::string("objective 'time' is named twice"));
+        QCOMPARE(*parse_objectives("energy,time"), (std::vector<Objective>{Objective::energy, Objective::time}));
+        QCOMPARE(search::figure_text(Objective::energy, 0.0123), std::string("12.3 mJ"));
+        QCOMPARE(search::figure_text(Objective::energy, 2.5), std::string("2.5 J"));
+    }
+    // Energy: each device's busy time (compute and communication, at most the step)
+    // at the target's power limit, summed — computed here by hand from the plan's
+    // own prediction; a target without power refuses the objective by name.
+    void energyIsBusyTimeAtThePowerLimit() {
+        const Graph g = test::parse(three_ops());
+        const Evaluator e = evaluator_for(g, 4, {Objective::time, Objective::energy});
+        const Candidate c = e.space().batch_split(4);
+        auto m = e.materialize(c, false);
+        QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+        double joules = 0;
+        for (const plan::DeviceLoad &d : m->prediction.devices)
+            joules += 700.0 * std::min(m->prediction.makespan, d.compute + d.communication);
+        const Evaluation ev = e.evaluate(c);
+        QVERIFY2(ev.ok, ev.error.c_str());
+        QVERIFY(joules > 0);
+        QVERIFY(std::abs(ev.figures.energy - joules) <= 1e-12 * joules);
+        QCOMPARE(ev.point.objectives.size(), size_t{2});
+        QCOMPARE(ev.point.objectives[1], ev.figures.energy);
+        // Four devices each busy for part of the step cost more than one doing it all
+        // only when the split adds work; unsplit, one device is busy the whole step.
+        const Evaluation one = e.evaluate(e.space().unsplit());
+        QVERIFY(std::abs(one.figures.energy - 700.0 * one.figures.makespan) <= 1e-9 * one.figures.energy);
+        // The host target gives no power.
+        auto host = cost::builtin_target("host");
+        QVERIFY(host.has_value() && !host->device.power.present);
+        cost::Target measured = *host;
+        auto shape = cost::cluster_shape(measured, 4, 1);
+        QVERIFY2(shape.has_value(), shape ? "" : shape.error().c_str());
+        const Evaluator no_power(g, e.space(), measured, *shape, {Objective::time, Objective::energy}, {});
+        const Evaluation refused = no_power.score(m->plan, m->prediction);
+        QVERIFY(!refused.ok);
+        QVERIFY2(refused.error.find("gives no device power") != std::string::npos, refused.error.c_str());
     }
 
     // ---- the space and evaluation ----

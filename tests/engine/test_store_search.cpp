@@ -42,6 +42,7 @@ SearchCandidateRecord candidate(int i, int generation) {
     c.peak_bytes = 1.5e9 + i;
     c.devices = 1 + i % 4;
     c.communication_bytes = 1024.0 * i;
+    c.energy_joules = 0.25 * i;
     c.violation = i == 3 ? 0.25 : 0;
     c.violated = i == 3 ? "peak 100 GiB > cap 80 GiB" : "";
     c.objectives = {c.makespan_seconds, c.peak_bytes, double(c.devices)};
@@ -53,7 +54,8 @@ bool same(const SearchCandidateRecord &a, const SearchCandidateRecord &b) {
            a.dim2 == b.dim2 && a.parts2 == b.parts2 && a.parts == b.parts && a.rule == b.rule && a.stages == b.stages &&
            a.key == b.key && a.description == b.description && a.objectives == b.objectives &&
            a.makespan_seconds == b.makespan_seconds && a.peak_bytes == b.peak_bytes && a.devices == b.devices &&
-           a.communication_bytes == b.communication_bytes && a.violation == b.violation && a.violated == b.violated;
+           a.communication_bytes == b.communication_bytes && a.energy_joules == b.energy_joules &&
+           a.violation == b.violation && a.violated == b.violated;
 }
 
 SearchRunRecord run_of(VersionId version, std::uint64_t seed = 7) {
@@ -243,6 +245,20 @@ private slots:
         QCOMPARE(message_of(loaded), "session " + path + ": search run 1, candidate row 2: " + why);
         // The listing still reads (it does not parse the rows).
         QCOMPARE(s->search_runs(1)->front().candidates, 3);
+    }
+
+    // A row written before energy was a figure has no energy_joules: it reads as 0.
+    void row_without_energy_reads_as_zero() {
+        const QString path = session_with_run();
+        QVERIFY(!path.isEmpty());
+        QVERIFY(raw_exec(path, "UPDATE search_candidates SET objectives_json = "
+                               "json_remove(objectives_json, '$.figures.energy_joules') WHERE id = 2"));
+        auto s = open_ok(path);
+        QVERIFY(s);
+        auto loaded = s->load_search_run(1);
+        QVERIFY2(loaded, loaded ? "" : loaded.error().message.c_str());
+        QCOMPARE(loaded->candidates[1].energy_joules, 0.0);
+        QCOMPARE(loaded->candidates[2].energy_joules, candidate(2, 1).energy_joules);
     }
 
     void bad_write_is_refused_data() {

@@ -253,7 +253,7 @@ private slots:
         const QStringList lines = readAll(csv).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
         QCOMPARE(lines.size(), chart->frontCount() + 1);
         QCOMPARE(lines.front(),
-                 QStringLiteral("index,makespan_seconds,peak_bytes,devices,communication_bytes,feasible,plan"));
+                 QStringLiteral("index,makespan_seconds,peak_bytes,devices,communication_bytes,energy_joules,feasible,plan"));
         QVERIFY2(lines[1].startsWith(QStringLiteral("0,")) && lines[1].endsWith(QStringLiteral("\"")),
                  qPrintable(lines[1]));
         const QString json = out.filePath(QStringLiteral("front.json"));
