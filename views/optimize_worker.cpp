@@ -28,11 +28,6 @@ QString internalError(const std::exception &e) {
 
 // A rule by the name search::rule_name gives it: every rule the engine has (the
 // names are the engine's; no list here to fall behind it).
-Expected<PlacementRule, std::string> parseRule(const std::string &name) {
-    for (int r = 0; r < 64; ++r)
-        if (name == search::rule_name(static_cast<PlacementRule>(r))) return static_cast<PlacementRule>(r);
-    return unexpected("unknown placement rule '" + name + "'");
-}
 
 ParetoPoint pointOf(const search::Scored &s, const search::Space &space) {
     ParetoPoint p;
@@ -71,7 +66,7 @@ store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<do
 }
 
 Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r) {
-    auto rule = parseRule(r.rule);
+    auto rule = search::parse_rule_name(r.rule);
     if (!rule) return unexpected(rule.error());
     ParetoPoint p;
     p.key = qs(r.key);

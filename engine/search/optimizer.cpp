@@ -235,7 +235,7 @@ private:
     Rng rng_;
     Clock::time_point start_;
     int threads_ = 1;
-    std::map<std::string, Evaluation> cache_;
+    std::map<std::string, Scored> cache_;  // by key: each candidate as first evaluated
     std::vector<MutatorStats> stats_;
     std::vector<Scored> population_, front_;
     long evaluations_ = 0, invalid_ = 0;
@@ -254,11 +254,12 @@ std::vector<Scored> Search::evaluate(const std::vector<Candidate> &cands, const 
         todo.push_back(i);
     }
     std::vector<Evaluation> results(todo.size());
+    std::vector<char> skipped(todo.size(), 0);  // not evaluated: the search was stopped
     std::atomic<size_t> next{0};
     auto work = [&] {
         for (size_t k = next++; k < todo.size(); k = next++) {
             if (stopping()) {
-                results[k].error = "stopped";
+                skipped[k] = 1;
                 continue;
             }
             results[k] = eval_.evaluate(cands[todo[k]]);
@@ -270,18 +271,19 @@ std::vector<Scored> Search::evaluate(const std::vector<Candidate> &cands, const 
     work();
     for (std::thread &t : pool) t.join();
     for (size_t k = 0; k < todo.size(); ++k) {
-        if (results[k].error == "stopped") continue;
+        if (skipped[k]) continue;
         const Candidate &c = cands[todo[k]];
-        cache_[c.key()] = results[k];
-        Scored s{c, results[k], evaluations_++, generation_, made_by[todo[k]]};
+        const Scored &s = cache_[c.key()] = Scored{c, results[k], evaluations_++, generation_, made_by[todo[k]]};
         if (!s.evaluation.ok) ++invalid_;
         if (hooks_.candidate) hooks_.candidate(s);
     }
+    // Every candidate asked for that has an evaluation, as first evaluated (its
+    // index, generation and maker).
     std::vector<Scored> out;
     for (size_t i = 0; i < cands.size(); ++i) {
         const auto it = cache_.find(cands[i].key());
         if (it == cache_.end()) continue;  // over the evaluation budget, or stopped
-        out.push_back(Scored{cands[i], it->second, -1, generation_, made_by[i]});
+        out.push_back(it->second);
     }
     return out;
 }

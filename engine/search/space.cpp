@@ -20,6 +20,13 @@ const char *rule_name(PlacementRule r) {
     return "?";
 }
 
+Expected<PlacementRule, std::string> parse_rule_name(const std::string &name) {
+    for (PlacementRule r : {PlacementRule::by_shard, PlacementRule::round_robin, PlacementRule::pipeline,
+                            PlacementRule::spread})
+        if (name == rule_name(r)) return r;
+    return unexpected("unknown placement rule '" + name + "' (known: shard, round-robin, pipeline, spread)");
+}
+
 std::string Candidate::key() const {
     std::string k;
     for (size_t i = 0; i < dim.size(); ++i) {

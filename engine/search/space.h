@@ -95,5 +95,7 @@ private:
 };
 
 const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"
+// rule_name's inverse; errors name the unknown rule and the known ones.
+Expected<PlacementRule, std::string> parse_rule_name(const std::string &name);
 
 }  // namespace tapestry::search

@@ -195,6 +195,11 @@ private slots:
         QVERIFY(!s->valid(c));
         QCOMPARE(s->describe(s->unsplit()), std::string("unsplit · shard"));
         QVERIFY(!Space::of(g, 0));
+        for (PlacementRule r : {PlacementRule::by_shard, PlacementRule::round_robin, PlacementRule::pipeline,
+                                PlacementRule::spread})
+            QVERIFY(*parse_rule_name(rule_name(r)) == r);
+        QCOMPARE(parse_rule_name("diagonal").error(),
+                 std::string("unknown placement rule 'diagonal' (known: shard, round-robin, pipeline, spread)"));
     }
     // Product splits: the batch over 2 groups, each op's output features over 2
     // devices within a group — two specs per op, four pieces, certified stages and
@@ -409,6 +414,8 @@ private slots:
             QVERIFY2(covered, plan::baseline_name(b));
         }
         for (const Scored &s : r->front) {
+            // A front entry is the candidate as first evaluated: its index and maker.
+            QVERIFY(s.index >= 0 && s.index < r->evaluations && !s.mutator.empty());
             auto m = e.materialize(s.candidate, true);
             QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
             for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
