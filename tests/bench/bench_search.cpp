@@ -106,8 +106,8 @@ int stack(const Graph &block, int layers, double budget, int threads) {
                 layers, devices, nodes, threads, r->evaluations, r->seconds, static_cast<double>(r->evaluations) / r->seconds,
                 r->stopped.c_str(), last_move, last_size,
                 r->stopped == "stalled" && r->seconds <= 10 ? "met" : "NOT met");
-    double best_ratio = 0;
-    std::string best_of;
+    double best_ratio = 0, fastest_ratio = 0, fastest_time = 0;
+    std::string best_of, fastest;
     for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
         plan::PlanRequest req;
         req.target = e->model().target();
@@ -136,9 +136,15 @@ int stack(const Graph &block, int layers, double budget, int threads) {
             best_ratio = ratio;
             best_of = plan::baseline_name(b);
         }
+        if (fastest.empty() || base.figures.makespan < fastest_time) {
+            fastest_time = base.figures.makespan;
+            fastest = plan::baseline_name(b);
+            fastest_ratio = ratio;
+        }
     }
-    std::printf("  best ratio over the baselines: %.2f× (over %s); goal ≥ 1.3×: %s\n", best_ratio, best_of.c_str(),
-                best_ratio >= 1.3 ? "met" : "NOT met");
+    std::printf("  best ratio over the baselines: %.2f× (over %s); goal ≥ 1.3×: %s; over the fastest baseline (%s): "
+                "%.2f×\n",
+                best_ratio, best_of.c_str(), best_ratio >= 1.3 ? "met" : "NOT met", fastest.c_str(), fastest_ratio);
     return 0;
 }
 
