@@ -1,0 +1,350 @@
+// The launcher (launch/launch.h). One worker per device stream; a step runs on
+// the worker that reaches it last among the streams it holds, once its
+// dependencies are done — so the plan's lowest unfinished step can always run,
+// and nothing waits on a step that cannot.
+#include "launch/launch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/checked_size.h"
+#include "launch/host_boxes.h"
+
+namespace tapestry::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string step_name(const plan::Plan &plan, int i) {
+    const plan::Step &s = plan.steps[static_cast<size_t>(i)];
+    std::string out = "step " + std::to_string(i) + " (" + plan::step_kind_name(s.kind) + " " + s.op;
+    if (!s.shard.empty()) out += " " + s.shard;
+    if (!s.collective.empty()) out += " " + s.collective;
+    return out + ")";
+}
+
+const std::string &device_name(const plan::Plan &plan, int d) { return plan.devices[static_cast<size_t>(d)].name; }
+
+// The streams a step holds: 2·device (+1 for the communication stream).
+std::vector<int> streams_of(const plan::Step &s) {
+    if (s.kind == plan::StepKind::collective) {
+        std::vector<int> out;
+        for (int d : s.participants) out.push_back(2 * d + 1);
+        return out;
+    }
+    if (s.kind == plan::StepKind::send_recv) {
+        if (s.peer == s.device || s.peer < 0) return {2 * s.device + 1};
+        return {2 * s.device + 1, 2 * s.peer + 1};
+    }
+    return {2 * s.device};
+}
+
+std::string stream_text(const plan::Plan &plan, int stream) {
+    return "device " + device_name(plan, stream / 2) + (stream % 2 ? "'s communication stream" : "'s compute stream");
+}
+
+class Run {
+public:
+    Run(const plan::Plan &plan, Backend &backend, const LaunchOptions &options)
+        : plan_(plan), backend_(backend), options_(options) {
+        const size_t n = plan.steps.size();
+        work_.resize(plan.devices.size() * 2);
+        needed_.resize(n);
+        arrived_.assign(n, 0);
+        done_.assign(n, 0);
+        measured_.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+            const std::vector<int> streams = streams_of(plan.steps[i]);
+            needed_[i] = static_cast<int>(streams.size());
+            for (int k : streams) work_[static_cast<size_t>(k)].push_back(static_cast<int>(i));
+        }
+    }
+
+    // Runs every stream to the end or the first fault; the result's steps and status.
+    void run(LaunchResult &result) {
+        t0_ = Clock::now();
+        std::vector<std::thread> threads;
+        for (size_t k = 0; k < work_.size(); ++k)
+            if (!work_[k].empty()) threads.emplace_back([this, k] { worker(static_cast<int>(k)); });
+        for (std::thread &t : threads) t.join();
+        for (size_t i = 0; i < measured_.size(); ++i)
+            if (done_[i]) result.steps.push_back(measured_[i]);
+        result.status = cancelled_ ? "cancelled" : (aborted_ ? "failed" : "ok");
+        if (aborted_ && !cancelled_) result.fault = fault_;
+        if (cancelled_) result.fault.message = "cancelled";
+    }
+
+private:
+    double now() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+
+    void fail(int step, int device, const std::string &message) {  // mutex_ held
+        if (aborted_) return;
+        aborted_ = true;
+        fault_.step = step;
+        fault_.device = device;
+        fault_.rank = options_.rank;
+        fault_.message = message;
+        cv_.notify_all();
+    }
+
+    // Waits (mutex_ held through `lock`) until ready() holds, the launch aborts, it
+    // is cancelled or the timeout passes; false unless ready.
+    template <typename Ready, typename Blame>
+    bool wait(std::unique_lock<std::mutex> &lock, int stream, int step, Ready ready, Blame blame) {
+        const auto deadline = Clock::now() + std::chrono::duration<double>(options_.wait_timeout_seconds);
+        while (!ready()) {
+            if (aborted_) return false;
+            if (options_.cancelled && options_.cancelled()) {
+                cancelled_ = true;
+                fail(step, stream / 2, "cancelled");
+                return false;
+            }
+            if (Clock::now() >= deadline) {
+                char secs[32];
+                std::snprintf(secs, sizeof secs, "%g", options_.wait_timeout_seconds);
+                fail(step, stream / 2,
+                     stream_text(plan_, stream) + " (rank " + std::to_string(options_.rank) + ") waited over " + secs +
+                         " s at " + step_name(plan_, step) + ": " + blame());
+                return false;
+            }
+            cv_.wait_for(lock, std::chrono::milliseconds(20));
+        }
+        return !aborted_;
+    }
+
+    void worker(int stream) {
+        std::unique_lock lock(mutex_);
+        for (int s : work_[static_cast<size_t>(stream)]) {
+            const plan::Step &step = plan_.steps[static_cast<size_t>(s)];
+            auto deps_done = [&] {
+                return std::all_of(step.deps.begin(), step.deps.end(), [&](int d) { return done_[static_cast<size_t>(d)] != 0; });
+            };
+            auto blame_deps = [&] {
+                for (int d : step.deps)
+                    if (!done_[static_cast<size_t>(d)]) return "its dependency " + step_name(plan_, d) + " has not finished";
+                return std::string("its dependencies have not finished");
+            };
+            if (!wait(lock, stream, s, deps_done, blame_deps)) return;
+            if (++arrived_[static_cast<size_t>(s)] < needed_[static_cast<size_t>(s)]) {
+                auto finished = [&] { return done_[static_cast<size_t>(s)] != 0; };
+                auto blame_ends = [&] {
+                    return std::string("the other streams it holds (") +
+                           (step.kind == plan::StepKind::collective ? "its participants" : "the other end") +
+                           ") have not reached it or not finished it";
+                };
+                if (!wait(lock, stream, s, finished, blame_ends)) return;
+                continue;
+            }
+            if (options_.cancelled && options_.cancelled()) {
+                cancelled_ = true;
+                fail(s, step.device, "cancelled");
+                return;
+            }
+            lock.unlock();
+            const double start = now();
+            Expected<StepOutcome, std::string> r = execute(s, step);
+            const double end = now();
+            lock.lock();
+            if (!r) {
+                fail(s, step.device,
+                     step_name(plan_, s) + " on device " + device_name(plan_, step.device) + " (rank " +
+                         std::to_string(options_.rank) + ") failed: " + r.error());
+                return;
+            }
+            measured_[static_cast<size_t>(s)] = MeasuredStep{s, start, end, step.predicted, r->moved_bytes};
+            done_[static_cast<size_t>(s)] = 1;
+            const int finished = ++finished_;
+            cv_.notify_all();
+            if (options_.progress) {
+                lock.unlock();
+                options_.progress(finished, static_cast<int>(plan_.steps.size()));
+                lock.lock();
+            }
+        }
+    }
+
+    Expected<StepOutcome, std::string> execute(int s, const plan::Step &step) {
+        if (s == options_.fail_step) return unexpected(std::string("injected fault (LaunchOptions::fail_step)"));
+        switch (step.kind) {
+            case plan::StepKind::kernel: return backend_.run_kernel(s);
+            case plan::StepKind::copy: return backend_.run_copy(s);
+            case plan::StepKind::send_recv: return backend_.run_send_recv(s);
+            case plan::StepKind::collective: return backend_.run_collective(s);
+        }
+        return unexpected(std::string("unknown step kind"));
+    }
+
+    const plan::Plan &plan_;
+    Backend &backend_;
+    const LaunchOptions &options_;
+    std::vector<std::vector<int>> work_;  // per stream: its steps, plan order
+    std::vector<int> needed_;             // per step: the streams it holds
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::vector<int> arrived_;
+    std::vector<char> done_;
+    std::vector<MeasuredStep> measured_;
+    int finished_ = 0;
+    bool aborted_ = false, cancelled_ = false;
+    LaunchFault fault_;
+    Clock::time_point t0_;
+};
+
+// Every resident input and parameter buffer filled from its tensor's values.
+Expected<std::monostate, std::string> load_inputs(const plan::Plan &plan, Backend &backend,
+                                                  const std::map<TensorId, TensorData> &inputs) {
+    for (size_t b = 0; b < plan.buffers.size(); ++b) {
+        const plan::Buffer &buf = plan.buffers[b];
+        if (buf.kind != plan::BufferKind::input && buf.kind != plan::BufferKind::parameter) continue;
+        const Tensor *t = plan.graph.find_tensor(buf.tensor);
+        if (!t) return unexpected("buffer " + std::to_string(b) + " holds '" + buf.tensor.value + "', which the plan's graph lacks");
+        const TensorData *value = nullptr;
+        if (auto it = inputs.find(buf.tensor); it != inputs.end()) value = &it->second;
+        else if (t->value) value = t->value.get();
+        if (!value) return unexpected(std::string(role_name(t->role)) + " '" + t->id.value + "' has no value");
+        if (value->dtype != t->dtype || !(value->shape == t->shape()))
+            return unexpected(std::string(role_name(t->role)) + " '" + t->id.value + "': its value is " +
+                              std::string(dtype_name(value->dtype)) + " " + value->shape.to_string() + ", the tensor " +
+                              std::string(dtype_name(t->dtype)) + " " + t->shape().to_string());
+        std::vector<std::byte> bytes(static_cast<size_t>(buf.bytes));
+        auto *src = const_cast<std::byte *>(value->bytes.data());  // read only
+        copy_box(host_box(src, t->range, buf.region, t->dtype), host_box(bytes.data(), buf.region, buf.region, t->dtype));
+        if (auto up = backend.upload(static_cast<int>(b), bytes); !up)
+            return unexpected("loading " + t->id.value + " on device " + device_name(plan, buf.device) + ": " + up.error());
+    }
+    return std::monostate{};
+}
+
+// Every graph output assembled from its output pieces.
+Expected<std::map<TensorId, TensorData>, std::string> read_outputs(const plan::Plan &plan, const Backend &backend) {
+    std::map<TensorId, TensorData> out;
+    std::map<int, std::vector<std::byte>> fetched;
+    for (const plan::OutputPiece &piece : plan.outputs) {
+        const Tensor *t = plan.graph.find_tensor(piece.tensor);
+        if (!t || piece.buffer < 0 || piece.buffer >= static_cast<int>(plan.buffers.size()))
+            return unexpected("an output piece of '" + piece.tensor.value + "' names no tensor or buffer of the plan");
+        const plan::Buffer &buf = plan.buffers[static_cast<size_t>(piece.buffer)];
+        auto [it, fresh] = fetched.try_emplace(piece.buffer);
+        if (fresh) {
+            it->second.resize(static_cast<size_t>(buf.bytes));
+            if (auto d = backend.download(piece.buffer, it->second); !d) return unexpected(d.error());
+        }
+        auto [slot, made] = out.try_emplace(t->id);
+        if (made) slot->second = TensorData(t->dtype, t->shape());
+        copy_box(host_box(it->second.data(), buf.region, piece.box, buf.dtype),
+                 host_box(slot->second.bytes.data(), t->range, piece.box, t->dtype));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> device_peaks(const plan::Plan &plan, const std::vector<plan::StepTime> &times) {
+    const size_t n = plan.devices.size();
+    std::vector<std::int64_t> resident(n, 0);
+    std::vector<std::vector<std::pair<double, std::int64_t>>> events(n);
+    for (const plan::Buffer &b : plan.buffers) {
+        const size_t d = static_cast<size_t>(b.device);
+        if (!b.in_arena()) {
+            resident[d] = size_add(resident[d], b.bytes);
+            continue;
+        }
+        if (b.first < 0 || b.first >= static_cast<int>(times.size()) || b.last >= static_cast<int>(times.size())) continue;
+        const plan::StepTime &first = times[static_cast<size_t>(b.first)];
+        if (first.start < 0) continue;  // never in use
+        const plan::StepTime &last = times[static_cast<size_t>(b.last)];
+        double end = last.start < 0 ? first.end : last.end;  // a failed launch: in use until it stopped
+        events[d].emplace_back(first.start, b.bytes);
+        events[d].emplace_back(std::max(end, first.start), -b.bytes);
+    }
+    std::vector<std::int64_t> peaks(n, 0);
+    for (size_t d = 0; d < n; ++d) {
+        auto &ev = events[d];
+        // Frees before allocations at the same instant, as plan::simulate orders them.
+        std::sort(ev.begin(), ev.end(), [](const auto &a, const auto &b) {
+            return a.first != b.first ? a.first < b.first : a.second < b.second;
+        });
+        std::int64_t live = resident[d], peak = resident[d];
+        for (const auto &[t, delta] : ev) {
+            live += delta;
+            peak = std::max(peak, live);
+        }
+        peaks[d] = peak;
+    }
+    return peaks;
+}
+
+Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const Backend &backend) {
+    const int n = static_cast<int>(plan.devices.size());
+    if (n > backend.max_devices())
+        return unexpected("the plan has " + std::to_string(n) + " devices, but the " + backend.name() + " backend offers " +
+                          std::to_string(backend.max_devices()));
+    const std::int64_t capacity = backend.device_capacity(n);
+    if (capacity <= 0) return std::monostate{};
+    const plan::Prediction p = plan::simulate(plan);
+    for (int d = 0; d < n; ++d) {
+        const plan::DeviceLoad &load = p.devices[static_cast<size_t>(d)];
+        // What is allocated counts: the whole arena (not only its peak in use) and the resident buffers.
+        const std::int64_t need = std::max(load.peak, size_add(load.arena, load.resident));
+        if (need > capacity)
+            return unexpected("device " + device_name(plan, d) + " needs " + byte_text(need) + " (predicted peak " +
+                              byte_text(load.peak) + ", arena " + byte_text(load.arena) + " and resident " +
+                              byte_text(load.resident) + "), more than the " + byte_text(capacity) + " a " +
+                              backend.name() + " device has");
+    }
+    return std::monostate{};
+}
+
+Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend &backend,
+                                                const std::map<TensorId, TensorData> &inputs,
+                                                const LaunchOptions &options) {
+    if (auto fits = check_fits(plan, backend); !fits) return unexpected(fits.error());
+    if (auto prepared = backend.prepare(plan); !prepared) return unexpected(prepared.error());
+    if (auto loaded = load_inputs(plan, backend, inputs); !loaded) return unexpected(loaded.error());
+
+    LaunchResult result;
+    result.backend = backend.name();
+    const plan::Prediction predicted = plan::simulate(plan);
+    result.predicted_makespan = predicted.makespan;
+    Run(plan, backend, options).run(result);
+
+    std::vector<plan::StepTime> times(plan.steps.size(), plan::StepTime{-1, -1});
+    for (const MeasuredStep &m : result.steps) {
+        times[static_cast<size_t>(m.step)] = plan::StepTime{m.start, m.end};
+        result.wall_seconds = std::max(result.wall_seconds, m.end);
+        result.moved_bytes += m.moved_bytes;
+    }
+    const std::vector<std::int64_t> peaks = device_peaks(plan, times);
+    for (size_t d = 0; d < plan.devices.size(); ++d) {
+        DeviceMeasurement dm;
+        dm.name = plan.devices[d].name;
+        dm.arena_bytes = plan.devices[d].arena_bytes;
+        dm.resident_bytes = predicted.devices[d].resident;
+        dm.peak_bytes = peaks[d];
+        dm.predicted_peak_bytes = predicted.devices[d].peak;
+        result.devices.push_back(std::move(dm));
+    }
+    for (const MeasuredStep &m : result.steps) {
+        const plan::Step &s = plan.steps[static_cast<size_t>(m.step)];
+        if (s.stream == plan::Stream::compute) result.devices[static_cast<size_t>(s.device)].busy_seconds += m.end - m.start;
+        if (s.kind == plan::StepKind::send_recv) result.devices[static_cast<size_t>(s.device)].moved_bytes += m.moved_bytes;
+        if (s.kind == plan::StepKind::collective)
+            for (int d : s.participants)
+                result.devices[static_cast<size_t>(d)].moved_bytes += m.moved_bytes / static_cast<double>(s.participants.size());
+    }
+    if (result.ok()) {
+        auto outputs = read_outputs(plan, backend);
+        if (!outputs) {
+            result.status = "failed";
+            result.fault = LaunchFault{-1, -1, options.rank, "reading the outputs back: " + outputs.error()};
+        } else {
+            result.outputs = std::move(outputs).value();
+        }
+    }
+    return result;
+}
+
+}  // namespace tapestry::launch
