@@ -40,6 +40,7 @@ void add_session_command(CLI::App &app, std::function<int()> &action);   // cmd_
 void add_plan_command(CLI::App &app, std::function<int()> &action);      // cmd_plan.cpp
 void add_targets_command(CLI::App &app, std::function<int()> &action);   // cmd_plan.cpp
 void add_optimize_command(CLI::App &app, std::function<int()> &action);  // cmd_optimize.cpp
+void add_launch_command(CLI::App &app, std::function<int()> &action);    // cmd_launch.cpp (launch, devices)
 
 // "tapestry: <file>: <issue>" / "tapestry: <file>: <message>" on stderr.
 void report_issue(const std::string &file, const Issue &issue);

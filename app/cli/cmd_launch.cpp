@@ -1,0 +1,281 @@
+// `tapestry launch PLAN`: runs a compiled plan's own program on a backend (the
+// cpu backend: a virtual device per plan device, each with its own memory),
+// checks its outputs against the reference run of the plan's graph, and prints
+// what it measured beside what the plan predicted. `tapestry devices`: what this
+// machine offers to launch on. docs/launch.md.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_support.h"
+#include "io/random_inputs.h"
+#include "io/tensor_values.h"
+#include "launch/check.h"
+#include "launch/cpu_backend.h"
+#include "launch/launch.h"
+#include "plan/plan_file.h"
+#include "run_support.h"
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/memory_budget.h"
+
+namespace tapestry::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct LaunchCommandOptions {
+    std::string plan;
+    std::string backend = "cpu";
+    std::string inputs_dir;
+    std::string outputs_dir;
+    std::uint64_t seed = 0;
+    bool oracle = false;
+    double timeout = 120;
+    int max_devices = launch::CpuBackendOptions{}.max_devices;
+    std::string device_memory;
+    int threads = 0;
+    bool steps = false;
+    bool json = false;
+    int fail_step = -1;  // hidden: tests inject a fault
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_launch_interrupt(int) { g_interrupted.store(true); }
+
+std::string seconds(double s) { return plan::seconds_text(s); }
+
+ordered_json device_json(const launch::DeviceMeasurement &d, int steps) {
+    return {{"device", d.name},
+            {"steps", steps},
+            {"busy_seconds", d.busy_seconds},
+            {"sent_bytes", d.moved_bytes},
+            {"peak_bytes", d.peak_bytes},
+            {"predicted_peak_bytes", d.predicted_peak_bytes},
+            {"arena_bytes", d.arena_bytes},
+            {"resident_bytes", d.resident_bytes}};
+}
+
+ordered_json comparison_json(const verify::OutputComparison &c) {
+    return {{"tensor", c.tensor},   {"against", c.against},         {"pass", c.pass},
+            {"atol", c.atol},       {"rtol", c.rtol},               {"max_abs_error", c.max_abs_error},
+            {"max_rel_error", c.max_rel_error}};
+}
+
+// Steps each device takes part in (as the plan lists them).
+std::vector<int> steps_per_device(const plan::Plan &p) {
+    std::vector<int> out;
+    for (const plan::Device &d : p.devices) out.push_back(static_cast<int>(d.steps.size()));
+    return out;
+}
+
+void print_report(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend,
+                  const std::string &input_source, const launch::LaunchResult &r,
+                  const std::optional<launch::LaunchCheck> &check) {
+    std::cout << o.plan << " on the " << backend.name() << " backend (" << backend.describe() << "): "
+              << plural(static_cast<long long>(p.devices.size()), "device") << ", "
+              << plural(static_cast<long long>(p.steps.size()), "step") << "\n"
+              << "  inputs: " << input_source << "\n"
+              << "  measured: wall " << seconds(r.wall_seconds) << ", " << r.steps.size() << " of " << p.steps.size()
+              << " steps ran, " << human_bytes(r.moved_bytes) << " moved between devices\n"
+              << "  predicted: makespan " << seconds(r.predicted_makespan) << " (prediction for target " << p.target
+              << ", not this machine)\n";
+    std::vector<std::vector<std::string>> rows{
+        {"device", "steps", "busy", "sent", "peak measured", "peak predicted", "arena"}};
+    const std::vector<int> counts = steps_per_device(p);
+    for (size_t d = 0; d < r.devices.size(); ++d) {
+        const launch::DeviceMeasurement &m = r.devices[d];
+        rows.push_back({m.name, std::to_string(counts[d]), seconds(m.busy_seconds), human_bytes(m.moved_bytes),
+                        human_bytes(static_cast<double>(m.peak_bytes)),
+                        human_bytes(static_cast<double>(m.predicted_peak_bytes)),
+                        human_bytes(static_cast<double>(m.arena_bytes))});
+    }
+    print_table(rows, "  ");
+    if (o.steps) {
+        std::vector<std::vector<std::string>> srows{{"step", "kind", "op", "device", "start", "measured", "predicted"}};
+        for (const launch::MeasuredStep &m : r.steps) {
+            const plan::Step &s = p.steps[static_cast<size_t>(m.step)];
+            srows.push_back({std::to_string(m.step), s.collective.empty() ? plan::step_kind_name(s.kind) : s.collective,
+                             s.shard.empty() ? s.op : s.shard, p.devices[static_cast<size_t>(s.device)].name,
+                             seconds(m.start), seconds(m.end - m.start), seconds(m.predicted)});
+        }
+        print_table(srows, "  ");
+    }
+    if (check) std::cout << "  outputs: " << check->summary() << "\n";
+    if (r.ok()) std::cout << "  launch: " << (check && check->pass() ? "ok, outputs equal the reference" : "ran, outputs DIFFER from the reference") << "\n";
+    else std::cout << "  launch: " << r.status << ": " << r.fault.message << "\n";
+}
+
+int launch_command(const LaunchCommandOptions &o) {
+    auto refuse = [&](const std::string &message) {
+        if (o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
+        else std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
+        return kExitInvalid;
+    };
+    auto loaded = plan::load_plan(o.plan);
+    if (!loaded) return refuse(loaded.error());
+    const plan::Plan &p = *loaded;
+
+    std::map<TensorId, TensorData> inputs;
+    std::string input_source;
+    if (!o.inputs_dir.empty()) {
+        auto read = read_inputs_dir(p.graph, o.inputs_dir);
+        if (!read) return refuse(read.error());
+        inputs = std::move(read).value();
+        input_source = "directory '" + o.inputs_dir + "'";
+    }
+    // Random values for every input (and parameter without one) not read from the directory.
+    for (auto &[id, value] : make_random_inputs(p.graph, o.seed))
+        if (!inputs.count(id)) inputs.emplace(id, std::move(value));
+    if (input_source.empty()) input_source = "random (seed " + std::to_string(o.seed) + ")";
+
+    launch::CpuBackendOptions bo;
+    bo.max_devices = o.max_devices;
+    bo.kernel_threads = o.threads;
+    if (!o.device_memory.empty()) {
+        auto bytes = cpu::parse_byte_size(o.device_memory);
+        if (!bytes) return refuse("--device-memory: " + bytes.error());
+        bo.device_memory = *bytes;
+    }
+    std::unique_ptr<launch::Backend> backend = launch::make_cpu_backend(bo);
+
+    ProgressBar bar(!o.json);
+    launch::LaunchOptions lo;
+    lo.wait_timeout_seconds = o.timeout;
+    lo.fail_step = o.fail_step;
+    lo.progress = [&bar](int done, int total) { bar.update("launch", done, total); };
+    g_interrupted.store(false);
+    lo.cancelled = [] { return g_interrupted.load(); };
+    auto previous = std::signal(SIGINT, on_launch_interrupt);
+    auto result = launch::launch_plan(p, *backend, inputs, lo);
+    std::signal(SIGINT, previous);
+    bar.clear();
+    if (!result) return refuse("not launched: " + result.error());
+
+    std::optional<launch::LaunchCheck> check;
+    std::string check_error;
+    if (result->ok()) {
+        launch::CheckOptions co;
+        co.oracle = o.oracle;
+        auto c = launch::check_outputs(p, inputs, result->outputs, co);
+        if (c) check = std::move(c).value();
+        else check_error = c.error();
+    }
+    std::string written;
+    if (result->ok() && !o.outputs_dir.empty()) {
+        const std::string error = write_outputs_dir(p.graph, result->outputs, o.outputs_dir);
+        if (!error.empty()) return refuse(error);
+        written = o.outputs_dir;
+    }
+    const bool ok = result->ok() && check && check->pass();
+
+    if (o.json) {
+        ordered_json j;
+        j["plan"] = o.plan;
+        j["ok"] = ok;
+        j["status"] = result->status;
+        j["backend"] = backend->name();
+        j["backend_description"] = backend->describe();
+        j["inputs"] = input_source;
+        if (!result->ok())
+            j["fault"] = {{"step", result->fault.step},
+                          {"device", result->fault.device >= 0 ? ordered_json(p.devices[static_cast<size_t>(result->fault.device)].name) : ordered_json(nullptr)},
+                          {"rank", result->fault.rank},
+                          {"message", result->fault.message}};
+        j["measured"] = {{"label", "measured on this machine"},
+                         {"wall_seconds", result->wall_seconds},
+                         {"steps_run", result->steps.size()},
+                         {"moved_bytes", result->moved_bytes}};
+        j["predicted"] = {{"label", "prediction of the cost model for target " + p.target + " (not a measurement)"},
+                          {"makespan_seconds", result->predicted_makespan}};
+        j["devices"] = ordered_json::array();
+        const std::vector<int> counts = steps_per_device(p);
+        for (size_t d = 0; d < result->devices.size(); ++d) j["devices"].push_back(device_json(result->devices[d], counts[d]));
+        j["steps"] = ordered_json::array();
+        for (const launch::MeasuredStep &m : result->steps)
+            j["steps"].push_back({{"step", m.step},
+                                  {"start_seconds", m.start},
+                                  {"end_seconds", m.end},
+                                  {"predicted_seconds", m.predicted},
+                                  {"moved_bytes", m.moved_bytes}});
+        if (check) {
+            j["equivalence"] = {{"pass", check->pass()}, {"summary", check->summary()}, {"outputs", ordered_json::array()}};
+            for (const verify::OutputComparison &c : check->comparisons) j["equivalence"]["outputs"].push_back(comparison_json(c));
+        }
+        if (!check_error.empty()) j["equivalence_error"] = check_error;
+        if (!written.empty()) j["outputs_dir"] = written;
+        print_json(j);
+        return ok ? kExitOk : kExitInvalid;
+    }
+    print_report(o, p, *backend, input_source, *result, check);
+    if (!check_error.empty()) std::cerr << "tapestry: " << o.plan << ": checking the outputs: " << check_error << "\n";
+    if (!result->ok()) std::cerr << "tapestry: " << o.plan << ": launch " << result->status << ": " << result->fault.message << "\n";
+    if (!written.empty()) std::cout << "wrote " << plural(static_cast<long long>(result->outputs.size()), "output") << " to " << written << "\n";
+    return ok ? kExitOk : kExitInvalid;
+}
+
+int devices_command(bool json) {
+    std::unique_ptr<launch::Backend> cpu_backend = launch::make_cpu_backend();
+    const std::int64_t available = cpu::available_memory();
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    if (json) {
+        print_json(ordered_json{
+            {"backends",
+             {{{"name", "cpu"},
+               {"cores", cores},
+               {"isa", cpu::cpu_isa().name},
+               {"available_memory_bytes", available},
+               {"max_devices", cpu_backend->max_devices()}}}},
+            {"gpus", ordered_json::array()},
+            {"not_built", {"mpi", "cuda"}}});
+        return kExitOk;
+    }
+    std::cout << "backends of this tapestry:\n"
+              << "  " << cpu_backend->describe() << "\n"
+              << "not built into this tapestry: mpi, cuda (no GPU is listed without the cuda backend)\n";
+    return kExitOk;
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App &app, std::function<int()> &action) {
+    auto o = std::make_shared<LaunchCommandOptions>();
+    CLI::App *cmd = app.add_subcommand(
+        "launch",
+        "Launch a compiled plan (tapestry plan -o, optimize --export-plan) on a backend: each plan device with its "
+        "own memory, the plan's steps, copies and collectives; checks the outputs against the reference run and "
+        "prints measured times and memory beside the plan's predictions.");
+    cmd->add_option("PLAN", o->plan, "Plan file (*.plan.json)")->required();
+    cmd->add_option("--backend", o->backend, "Where to run it")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+    cmd->add_option("--inputs", o->inputs_dir,
+                    "Directory with one <tensor name>.npy per input (default: random values from --seed)");
+    cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory");
+    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    cmd->add_flag("--oracle", o->oracle, "Also compare the outputs with the double-precision oracle (slow on big graphs)");
+    cmd->add_option("--timeout", o->timeout, "Seconds any wait may take before the launch fails naming it")
+        ->check(CLI::Range(0.01, 86400.0))
+        ->capture_default_str();
+    cmd->add_option("--max-devices", o->max_devices, "cpu backend: virtual devices it offers")
+        ->check(CLI::Range(1, 65536))
+        ->capture_default_str();
+    cmd->add_option("--device-memory", o->device_memory,
+                    "cpu backend: bytes each device may hold, e.g. 2GiB (default: the available memory shared "
+                    "among the plan's devices)");
+    cmd->add_option("--threads", o->threads, "cpu backend: threads per kernel (default: the cores shared among the devices)")
+        ->check(CLI::Range(1, 256));
+    cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
+    cmd->add_flag("--steps", o->steps, "Also print every step: measured beside predicted");
+    cmd->add_flag("--json", o->json, "Print the result as JSON");
+    cmd->footer("Exit codes: 0 ran and the outputs equal the reference, 1 refused, failed or outputs differ, 2 usage error.");
+    cmd->callback([o, &action] { action = [o] { return launch_command(*o); }; });
+
+    auto json = std::make_shared<bool>(false);
+    CLI::App *dev = app.add_subcommand("devices", "What this machine offers to launch plans on: backends, cores, memory, GPUs.");
+    dev->add_flag("--json", *json, "Print as JSON");
+    dev->callback([json, &action] { action = [json] { return devices_command(*json); }; });
+}
+
+}  // namespace tapestry::cli
