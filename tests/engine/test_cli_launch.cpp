@@ -49,7 +49,7 @@ private slots:
 
     void textReportAndOutputs() {
         QTemporaryDir dir;
-        const QString plan = make_plan(dir, "gpt2_block", {"--devices", "2", "--baseline", "dp"});
+        const QString plan = make_plan(dir, "attention", {"--devices", "2", "--baseline", "tp"});
         const QString outputs = dir.filePath("out");
         const auto r = cli({"launch", plan, "--outputs", outputs, "--oracle", "--steps"});
         QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
@@ -58,8 +58,7 @@ private slots:
         QVERIFY(r.out.contains("(prediction for target h100-sxm, not this machine)"));
         QVERIFY2(r.out.contains("PASS y vs unsharded") && r.out.contains("PASS y vs oracle"), qPrintable(r.out));
         QVERIFY(r.out.contains("launch: ok, outputs equal the reference"));
-        // Outputs are written under their tensors' names.
-        QVERIFY(QFile::exists(outputs + "/residual_stream_out.npy"));
+        QVERIFY(QFile::exists(outputs + "/y.npy"));
     }
 
     void aFailingStepIsReportedAndExitsOne() {
