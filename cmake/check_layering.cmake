@@ -20,7 +20,7 @@ set(allowed_plan    common index graph ops io passes schedule cost plan)
 set(allowed_search  common index graph ops io passes schedule cost plan search)
 set(allowed_runtime common index graph ops schedule runtime)
 set(allowed_verify  common index graph ops io passes schedule runtime verify)
-set(allowed_launch  common index graph ops io passes schedule cost plan runtime verify launch)
+set(allowed_launch  common index graph ops io store passes schedule cost plan runtime verify launch)
 
 if(NOT ROOT)
   message(FATAL_ERROR "check_layering: give -DROOT=<engine dir>")

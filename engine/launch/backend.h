@@ -8,14 +8,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "common/expected.h"
 #include "plan/plan.h"
 
 namespace tapestry::launch {
+
+// One step as it ran (seconds since the launch started) beside its prediction.
+struct MeasuredStep {
+    int step = 0;
+    double start = 0, end = 0;
+    double predicted = 0;  // the plan's Step::predicted (a prediction)
+    double moved_bytes = 0;
+    int rank = 0;          // the process that measured it
+};
 
 // What running one step did, besides its effect on the buffers.
 struct StepOutcome {
@@ -56,6 +68,36 @@ public:
     virtual Expected<StepOutcome, std::string> run_copy(int step) = 0;
     virtual Expected<StepOutcome, std::string> run_send_recv(int step) = 0;
     virtual Expected<StepOutcome, std::string> run_collective(int step) = 0;
+
+    // ---- distributed backends (mpi: one process per rank). A backend in one
+    // process keeps these defaults: rank 0 of 1, owning every device.
+    virtual int rank() const { return 0; }
+    virtual int ranks() const { return 1; }
+    // Whether this process holds device d's memory and runs its streams.
+    virtual bool owns(int device) const {
+        (void)device;
+        return true;
+    }
+    // Bounds the backend's own waits (for other ranks' messages) and gives it the
+    // launcher's stop flag to poll while waiting.
+    virtual void set_wait_limits(double timeout_seconds, std::function<bool()> stop) {
+        (void)timeout_seconds;
+        (void)stop;
+    }
+    // Every rank calls it before the first step: the ranks start together.
+    virtual Expected<std::monostate, std::string> synchronize() { return std::monostate{}; }
+    // A fault here, told to the other ranks; a fault another rank told (the
+    // launcher polls it while it waits).
+    virtual void announce_fault(const std::string &message) { (void)message; }
+    virtual std::optional<std::string> remote_fault() { return std::nullopt; }
+    // Every rank calls it after the run, whatever the outcome: rank 0 receives the
+    // other ranks' measured steps (appended to `steps`) and the output buffers they
+    // hold (download() then serves them); the others send theirs. Bounded by the
+    // wait limit: a rank that does not answer is named in the error.
+    virtual Expected<std::monostate, std::string> gather(std::vector<MeasuredStep> &steps) {
+        (void)steps;
+        return std::monostate{};
+    }
 };
 
 }  // namespace tapestry::launch

@@ -77,6 +77,34 @@ void store(DType dtype, std::byte *p, double v) {
 
 }  // namespace
 
+void pack_elements(const HostBox &box, std::int64_t lo, std::int64_t hi, std::byte *out) {
+    if (lo >= hi) return;
+    const int e = dtype_bytes(box.dtype);
+    std::int64_t done = 0;
+    for_each_run(box, box, lo, hi, [&](const std::byte *s, std::byte *, std::int64_t n) {
+        std::memcpy(out + done * e, s, static_cast<size_t>(n * e));
+        done += n;
+    });
+}
+
+void unpack_elements(const std::byte *in, const HostBox &dst, std::int64_t lo, std::int64_t hi, bool add) {
+    if (lo >= hi) return;
+    const int e = dtype_bytes(dst.dtype);
+    std::int64_t done = 0;
+    HostBox run;  // each contiguous run of dst, read from the dense input
+    run.dtype = dst.dtype;
+    run.strides = {1};
+    for_each_run(dst, dst, lo, hi, [&](const std::byte *, std::byte *d, std::int64_t n) {
+        run.shape = {n};
+        run.data = const_cast<std::byte *>(in + done * e);  // read only
+        HostBox target = run;
+        target.data = d;
+        if (add) add_elements(run, target, 0, n);
+        else std::memcpy(d, in + done * e, static_cast<size_t>(n * e));
+        done += n;
+    });
+}
+
 std::int64_t HostBox::elements() const {
     std::int64_t n = 1;
     for (std::int64_t e : shape) n *= e;
@@ -119,7 +147,7 @@ HostBox host_box(std::byte *base, const ZRange &region, const ZRange &box, DType
         offset += (box.start()[d] - region.start()[d]) * stride;
         stride *= region.extent(d);
     }
-    out.data = base + offset * dtype_bytes(dtype);
+    out.data = base ? base + offset * dtype_bytes(dtype) : nullptr;  // null: memory of another process
     return out;
 }
 

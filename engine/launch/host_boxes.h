@@ -26,7 +26,8 @@ struct HostBox {
 };
 
 // The box `box` (tensor coordinates) of a buffer holding `region` dense row-major
-// at `base`. Requires region.contains(box).
+// at `base` (null: a buffer this process does not hold — shape and strides only).
+// Requires region.contains(box).
 HostBox host_box(std::byte *base, const ZRange &region, const ZRange &box, DType dtype);
 
 // dst[i] = src[i] for the flat row-major elements [lo, hi) of two boxes of the same
@@ -37,5 +38,11 @@ void copy_elements(const HostBox &src, const HostBox &dst, std::int64_t lo, std:
 void add_elements(const HostBox &src, const HostBox &dst, std::int64_t lo, std::int64_t hi);
 
 inline void copy_box(const HostBox &src, const HostBox &dst) { copy_elements(src, dst, 0, dst.elements()); }
+
+// Elements [lo, hi) of `box` written densely to `out` ((hi − lo) elements of its
+// dtype), and back: a message's bytes.
+void pack_elements(const HostBox &box, std::int64_t lo, std::int64_t hi, std::byte *out);
+// dst[i] = (or += with `add`) the dense elements at `in`, for i in [lo, hi).
+void unpack_elements(const std::byte *in, const HostBox &dst, std::int64_t lo, std::int64_t hi, bool add);
 
 }  // namespace tapestry::launch

@@ -56,15 +56,31 @@ public:
         arrived_.assign(n, 0);
         done_.assign(n, 0);
         measured_.resize(n);
+        // This process runs the streams of the devices it owns (all of them but
+        // in an MPI launch). A step's dependencies that touch none of them are
+        // kept by the ranks that own what they touch: every dependency comes from
+        // a buffer both steps touch, and a buffer is one device's.
         for (size_t i = 0; i < n; ++i) {
-            const std::vector<int> streams = streams_of(plan.steps[i]);
-            needed_[i] = static_cast<int>(streams.size());
-            for (int k : streams) work_[static_cast<size_t>(k)].push_back(static_cast<int>(i));
+            for (int k : streams_of(plan.steps[i]))
+                if (backend.owns(k / 2)) {
+                    ++needed_[i];
+                    work_[static_cast<size_t>(k)].push_back(static_cast<int>(i));
+                }
         }
     }
 
     // Runs every stream to the end or the first fault; the result's steps and status.
     void run(LaunchResult &result) {
+        backend_.set_wait_limits(options_.wait_timeout_seconds, [this] {
+            std::lock_guard lock(mutex_);
+            return aborted_;
+        });
+        if (auto sync = backend_.synchronize(); !sync) {
+            result.status = "failed";
+            result.fault = LaunchFault{-1, -1, options_.rank, "rank " + std::to_string(backend_.rank()) +
+                                                                  ": the ranks did not start together: " + sync.error()};
+            return;
+        }
         t0_ = Clock::now();
         std::vector<std::thread> threads;
         for (size_t k = 0; k < work_.size(); ++k)
@@ -80,7 +96,9 @@ public:
 private:
     double now() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
 
-    void fail(int step, int device, const std::string &message) {  // mutex_ held
+    // Records the first fault and stops every worker; `tell` passes it to the other
+    // ranks (not for a fault another rank told us).
+    void fail(int step, int device, const std::string &message, bool tell = true) {  // mutex_ held
         if (aborted_) return;
         aborted_ = true;
         fault_.step = step;
@@ -88,6 +106,7 @@ private:
         fault_.rank = options_.rank;
         fault_.message = message;
         cv_.notify_all();
+        if (tell && !cancelled_) backend_.announce_fault(message);
     }
 
     // Waits (mutex_ held through `lock`) until ready() holds, the launch aborts, it
@@ -100,6 +119,10 @@ private:
             if (options_.cancelled && options_.cancelled()) {
                 cancelled_ = true;
                 fail(step, stream / 2, "cancelled");
+                return false;
+            }
+            if (auto remote = backend_.remote_fault()) {
+                fail(step, stream / 2, *remote, false);
                 return false;
             }
             if (Clock::now() >= deadline) {
@@ -119,12 +142,15 @@ private:
         std::unique_lock lock(mutex_);
         for (int s : work_[static_cast<size_t>(stream)]) {
             const plan::Step &step = plan_.steps[static_cast<size_t>(s)];
+            auto mine = [&](int d) { return needed_[static_cast<size_t>(d)] > 0; };
             auto deps_done = [&] {
-                return std::all_of(step.deps.begin(), step.deps.end(), [&](int d) { return done_[static_cast<size_t>(d)] != 0; });
+                return std::all_of(step.deps.begin(), step.deps.end(),
+                                   [&](int d) { return !mine(d) || done_[static_cast<size_t>(d)] != 0; });
             };
             auto blame_deps = [&] {
                 for (int d : step.deps)
-                    if (!done_[static_cast<size_t>(d)]) return "its dependency " + step_name(plan_, d) + " has not finished";
+                    if (mine(d) && !done_[static_cast<size_t>(d)])
+                        return "its dependency " + step_name(plan_, d) + " has not finished";
                 return std::string("its dependencies have not finished");
             };
             if (!wait(lock, stream, s, deps_done, blame_deps)) return;
@@ -154,7 +180,7 @@ private:
                          std::to_string(options_.rank) + ") failed: " + r.error());
                 return;
             }
-            measured_[static_cast<size_t>(s)] = MeasuredStep{s, start, end, step.predicted, r->moved_bytes};
+            measured_[static_cast<size_t>(s)] = MeasuredStep{s, start, end, step.predicted, r->moved_bytes, options_.rank};
             done_[static_cast<size_t>(s)] = 1;
             const int finished = ++finished_;
             cv_.notify_all();
@@ -199,6 +225,7 @@ Expected<std::monostate, std::string> load_inputs(const plan::Plan &plan, Backen
     for (size_t b = 0; b < plan.buffers.size(); ++b) {
         const plan::Buffer &buf = plan.buffers[b];
         if (buf.kind != plan::BufferKind::input && buf.kind != plan::BufferKind::parameter) continue;
+        if (!backend.owns(buf.device)) continue;
         const Tensor *t = plan.graph.find_tensor(buf.tensor);
         if (!t) return unexpected("buffer " + std::to_string(b) + " holds '" + buf.tensor.value + "', which the plan's graph lacks");
         const TensorData *value = nullptr;
@@ -305,11 +332,24 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
     if (auto prepared = backend.prepare(plan); !prepared) return unexpected(prepared.error());
     if (auto loaded = load_inputs(plan, backend, inputs); !loaded) return unexpected(loaded.error());
 
+    LaunchOptions options_here = options;
+    options_here.rank = backend.rank();
+    const LaunchOptions &opts = options_here;
     LaunchResult result;
     result.backend = backend.name();
     const plan::Prediction predicted = plan::simulate(plan);
     result.predicted_makespan = predicted.makespan;
-    Run(plan, backend, options).run(result);
+    Run(plan, backend, opts).run(result);
+    // A distributed launch: rank 0 collects what the other ranks measured (and the
+    // outputs they hold), whatever happened; a rank that does not answer is named.
+    if (auto gathered = backend.gather(result.steps); !gathered && result.ok()) {
+        result.status = "failed";
+        result.fault = LaunchFault{-1, -1, opts.rank, gathered.error()};
+    } else if (!gathered) {
+        result.fault.message += "; " + gathered.error();
+    }
+    std::sort(result.steps.begin(), result.steps.end(),
+              [](const MeasuredStep &a, const MeasuredStep &b) { return a.step < b.step; });
 
     std::vector<plan::StepTime> times(plan.steps.size(), plan::StepTime{-1, -1});
     for (const MeasuredStep &m : result.steps) {
@@ -335,11 +375,11 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
             for (int d : s.participants)
                 result.devices[static_cast<size_t>(d)].moved_bytes += m.moved_bytes / static_cast<double>(s.participants.size());
     }
-    if (result.ok()) {
+    if (result.ok() && backend.rank() == 0) {
         auto outputs = read_outputs(plan, backend);
         if (!outputs) {
             result.status = "failed";
-            result.fault = LaunchFault{-1, -1, options.rank, "reading the outputs back: " + outputs.error()};
+            result.fault = LaunchFault{-1, -1, opts.rank, "reading the outputs back: " + outputs.error()};
         } else {
             result.outputs = std::move(outputs).value();
         }

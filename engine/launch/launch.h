@@ -35,14 +35,6 @@ struct LaunchOptions {
     int fail_step = -1;
 };
 
-// One step as it ran (seconds since the launch started) beside its prediction.
-struct MeasuredStep {
-    int step = 0;
-    double start = 0, end = 0;
-    double predicted = 0;  // the plan's Step::predicted (a prediction)
-    double moved_bytes = 0;
-};
-
 struct DeviceMeasurement {
     std::string name;               // "node:index"
     std::int64_t arena_bytes = 0;   // allocated: the plan's arena

@@ -6,6 +6,7 @@
 // ends, a cancel — reported with its step and device, in bounded time.
 #include <QtTest/QtTest>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
@@ -15,28 +16,23 @@
 #include "io/random_inputs.h"
 #include "launch/check.h"
 #include "launch/cpu_backend.h"
+#include "launch/accuracy.h"
 #include "launch/host_boxes.h"
 #include "launch/launch.h"
+#include "launch/records.h"
 #include "passes/shard.h"
 #include "plan/planner.h"
 #include "random_graph.h"
+#include "store_support.h"
 #include "test_projects.h"
 
 using namespace tapestry;
 
 namespace {
 
-cost::Target h100() {
-    auto t = cost::builtin_target("h100-sxm");
-    if (!t) qFatal("%s", t.error().c_str());
-    return *t;
-}
+cost::Target h100() { return test::builtin_target_or_stop("h100-sxm"); }
 
-Graph load_example(const std::string &name) {
-    LoadResult r = load_project(test::source_dir() / "projects" / (name + ".tapestry.json"));
-    if (!r.ok()) qFatal("%s does not load", name.c_str());
-    return r.graph;
-}
+Graph load_example(const std::string &name) { return test::example_graph(name); }
 
 // The plan of `g` on n H100s by a baseline (0 … 3) or, with -1, round-robin.
 Expected<plan::PlanResult, std::string> plan_of(const Graph &g, int n, int baseline) {
@@ -254,6 +250,109 @@ private slots:
                       static_cast<long long>(m.peak_bytes), static_cast<long long>(m.predicted_peak_bytes));
             }
         }
+    }
+
+    // ---- accuracy measures ----
+    void medianErrorAndKendallTau() {
+        const std::vector<double> up{1, 2, 3, 4}, down{4, 3, 2, 1};
+        QCOMPARE(launch::kendall_tau(up, up), 1.0);
+        QCOMPARE(launch::kendall_tau(up, down), -1.0);
+        // τ-b with a tie: pairs (1,2) tied in b, (1,3) and (2,3) concordant: 2 / √(2·3).
+        const std::vector<double> a{1, 2, 3}, b{1, 1, 2};
+        QVERIFY(std::abs(launch::kendall_tau(a, b) - 2 / std::sqrt(6.0)) < 1e-12);
+        QCOMPARE(launch::kendall_tau(std::vector<double>{1}, std::vector<double>{2}), 0.0);
+        const std::vector<double> predicted{1, 2, 3}, measured{1, 1, 4};
+        QCOMPARE(launch::median_relative_error(predicted, measured), 0.25);  // errors 0, 1, 0.25
+        const std::vector<double> p4{1, 2, 3, 6}, m4{1, 1, 4, 4};             // errors 0, 1, 0.25, 0.5
+        QCOMPARE(launch::median_relative_error(p4, m4), 0.375);
+    }
+
+    // ---- records ----
+    void launchesAreKeptInTheSessionWithCalibrationForTheHost() {
+        // A host target with fixed figures (a fixture, not a measurement of this machine).
+        auto base = cost::builtin_target("host");
+        QVERIFY(base.has_value());
+        const cost::Target host = cost::measured_target(*base, cost::HostFigures{2e11, 0, 2e10, 16e9, 5e-6, "fixture"});
+        plan::PlanRequest req;
+        req.target = host;
+        req.devices = 2;
+        req.baseline = plan::Baseline::tp;
+        const Graph g = load_example("mlp");
+        auto r = plan::make_plan(g, req);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        QCOMPARE(r->plan.target, std::string("host"));
+        QVERIFY(launch::measures_plan_target(r->plan, "cpu"));
+        const Launched l = launch_and_check(r->plan);
+        QVERIFY(l.result.ok() && l.check.pass());
+
+        test::SessionFiles files;
+        auto session = test::SessionFiles::open(files.fresh());
+        QVERIFY(session != nullptr);
+        auto project = session->create_project("mlp");
+        QVERIFY(project.has_value());
+        auto version = session->save_version(*project, g, "save");
+        QVERIFY(version.has_value());
+        const cost::Model model(host, r->plan.cluster);
+        auto kept = launch::record_launch(*session, version->id, std::nullopt, std::nullopt, r->plan, l.result, &l.check, &model);
+        QVERIFY2(kept.has_value(), kept ? "" : kept.error().c_str());
+        int kernels_and_copies = 0;
+        for (const plan::Step &s : r->plan.steps)
+            kernels_and_copies += s.kind == plan::StepKind::kernel || s.kind == plan::StepKind::copy;
+        QCOMPARE(kept->calibration_points, kernels_and_copies);
+        auto launches = session->launches(kept->plan_id);
+        QVERIFY(launches.has_value());
+        QCOMPARE(launches->size(), size_t{1});
+        QCOMPARE(launches->front().status, std::string("ok"));
+        QCOMPARE(launches->front().backend, std::string("cpu"));
+        QVERIFY(launches->front().equivalence.rfind("pass: PASS y vs unsharded", 0) == 0);
+        auto steps = session->step_measurements(kept->launch_id);
+        QVERIFY(steps.has_value());
+        QCOMPARE(steps->size(), r->plan.steps.size());
+        QCOMPARE(steps->front().predicted_seconds, r->plan.steps.front().predicted);
+        auto rows = session->calibration("host");
+        QVERIFY(rows.has_value());
+        QCOMPARE(static_cast<int>(rows->size()), kernels_and_copies);
+        // The samples are the uncalibrated model's predictions against what ran.
+        const auto samples = launch::calibration_samples(r->plan, model, l.result);
+        QCOMPARE(static_cast<int>(samples.size()), kernels_and_copies);
+        for (const cost::CalibrationSample &s : samples) QVERIFY(s.measured > 0 && s.predicted > 0);
+
+        // A second launch of the same plan is another row under the same plan; a
+        // plan for an H100 launched here measures no H100: no calibration points.
+        auto again = launch::record_launch(*session, version->id, std::nullopt, kept->plan_id, r->plan, l.result, &l.check, &model);
+        QVERIFY(again.has_value());
+        QCOMPARE(session->launches(kept->plan_id)->size(), size_t{2});
+        auto gpu = plan_of(g, 2, static_cast<int>(plan::Baseline::tp));
+        QVERIFY(gpu.has_value());
+        QVERIFY(!launch::measures_plan_target(gpu->plan, "cpu"));
+        const Launched lg = launch_and_check(gpu->plan);
+        const cost::Model h100_model(h100(), gpu->plan.cluster);
+        auto on_gpu = launch::record_launch(*session, version->id, std::nullopt, std::nullopt, gpu->plan, lg.result, &lg.check, &h100_model);
+        QVERIFY(on_gpu.has_value());
+        QCOMPARE(on_gpu->calibration_points, 0);
+        QCOMPARE(session->calibration("h100-sxm")->size(), size_t{0});
+    }
+
+    void aFailedLaunchIsKeptWithTheStepsBeforeIt() {
+        auto r = plan_of(load_example("mlp"), 2, static_cast<int>(plan::Baseline::dp));
+        QVERIFY(r.has_value());
+        launch::LaunchOptions lo;
+        lo.fail_step = 5;
+        const Launched l = launch_and_check(r->plan, {}, lo);
+        QCOMPARE(l.result.status, std::string("failed"));
+        test::SessionFiles files;
+        auto session = test::SessionFiles::open(files.fresh());
+        QVERIFY(session != nullptr);
+        auto project = session->create_project("mlp");
+        auto version = session->save_version(*project, r->plan.graph, "import");
+        QVERIFY(version.has_value());
+        auto kept = launch::record_launch(*session, version->id, std::nullopt, std::nullopt, r->plan, l.result, nullptr, nullptr);
+        QVERIFY2(kept.has_value(), kept ? "" : kept.error().c_str());
+        auto launches = session->launches(kept->plan_id);
+        QCOMPARE(launches->front().status, std::string("failed"));
+        QVERIFY(launches->front().error.find("step 5") != std::string::npos);
+        QCOMPARE(session->step_measurements(kept->launch_id)->size(), l.result.steps.size());
+        QVERIFY(!l.result.steps.empty());
     }
 
     // ---- failures ----

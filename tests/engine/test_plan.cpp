@@ -24,11 +24,7 @@ using namespace tapestry;
 
 namespace {
 
-cost::Target h100() {
-    auto t = cost::builtin_target("h100-sxm");
-    if (!t) qFatal("%s", t.error().c_str());
-    return *t;
-}
+cost::Target h100() { return test::builtin_target_or_stop("h100-sxm"); }
 
 cost::Model model_of(const cost::Target &t, int devices, int nodes = 0) {
     auto s = cost::cluster_shape(t, devices, nodes);
@@ -40,11 +36,7 @@ std::string tiny_mlp() {
     return test::mlp_project_text(4);
 }
 
-Graph load_example(const std::string &name) {
-    LoadResult r = load_project(test::source_dir() / "projects" / (name + ".tapestry.json"));
-    if (!r.ok()) qFatal("%s does not load", name.c_str());
-    return r.graph;
-}
+Graph load_example(const std::string &name) { return test::example_graph(name); }
 
 plan::PlanResult planned(const Graph &g, int devices, std::optional<plan::Baseline> baseline,
                          const std::string &placement = "shard") {

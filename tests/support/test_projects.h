@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cost/target.h"
 #include "graph/graph.h"
 #include "io/project_file.h"
 
@@ -49,6 +50,20 @@ inline std::string mlp_project_text(int batch) {
 
 inline std::filesystem::path source_dir() {
     return std::filesystem::path(qgetenv("TAPESTRY_SOURCE_DIR").toStdString());
+}
+
+// An example of projects/ by name ("mlp"); stops the suite when it does not load.
+inline Graph example_graph(const std::string &name) {
+    LoadResult r = load_project(source_dir() / "projects" / (name + ".tapestry.json"));
+    if (!r.ok()) qFatal("projects/%s.tapestry.json does not load", name.c_str());
+    return r.graph;
+}
+
+// A built-in hardware target by name ("h100-sxm"); stops the suite when it is missing.
+inline cost::Target builtin_target_or_stop(const std::string &name) {
+    auto t = cost::builtin_target(name);
+    if (!t) qFatal("%s", t.error().c_str());
+    return *t;
 }
 
 }  // namespace tapestry::test

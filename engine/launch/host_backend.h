@@ -1,0 +1,93 @@
+// The host backends' common part (internal to engine/launch): plan devices whose
+// memory is host memory — one arena allocation per device at the plan's offsets,
+// resident buffers beside it — kernel steps on the CPU executor's kernels, and the
+// collectives' algorithms (ring, tree) written as hops: element ranges moved or
+// added from one device's box into another's. In one process (the cpu backend) a
+// hop is a copy; across MPI ranks (the mpi backend) a hop between ranks is a
+// message. A process holds the memory of its local devices only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launch/backend.h"
+#include "launch/cpu_backend.h"
+#include "launch/host_boxes.h"
+
+namespace tapestry::cpu {
+struct ResolvedOps;
+}
+
+namespace tapestry::launch {
+
+class HostBackend : public Backend {
+public:
+    explicit HostBackend(const CpuBackendOptions &options);
+    ~HostBackend() override;
+
+    int max_devices() const override { return options_.max_devices; }
+    std::int64_t device_capacity(int devices) const override;
+    Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override;
+    Expected<std::monostate, std::string> upload(int buffer, std::span<const std::byte> bytes) override;
+    Expected<std::monostate, std::string> download(int buffer, std::span<std::byte> bytes) const override;
+    Expected<StepOutcome, std::string> run_kernel(int step) override;
+    Expected<StepOutcome, std::string> run_copy(int step) override { return transfer(step); }
+    Expected<StepOutcome, std::string> run_send_recv(int step) override { return transfer(step); }
+    Expected<StepOutcome, std::string> run_collective(int step) override;
+
+protected:
+    // Whether device d's memory is in this process.
+    virtual bool local(int device) const {
+        (void)device;
+        return true;
+    }
+    // Elements [lo, hi) of `src` (device `from`) into `dst` (device `to`), added when
+    // `add`. Boxes of devices that are not local have no data. Returns the bytes it
+    // sent to another device (0 when it only received or stayed on one device).
+    virtual Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
+                                              std::int64_t lo, std::int64_t hi, bool add);
+    // The end of a step that made hops (the mpi backend waits for its sends there).
+    virtual Expected<std::monostate, std::string> finish_hops(int step) {
+        (void)step;
+        return std::monostate{};
+    }
+    // Kernel threads for a plan of `devices` devices of which `local_devices` are here.
+    int threads_for(int local_devices) const;
+
+    const plan::Plan *plan_ = nullptr;
+    CpuBackendOptions options_;
+
+    HostBox box_of(const plan::Region &r) const;
+    int device_of(const plan::Region &r) const { return plan_->buffers[static_cast<size_t>(r.buffer)].device; }
+    std::vector<std::byte *> data_;                  // per buffer: its first byte (null: not local)
+    std::vector<std::vector<std::byte>> resident_;   // per buffer (resident ones held here)
+
+private:
+    struct PreparedKernel;
+    struct FreeDeleter {
+        void operator()(std::byte *p) const;
+    };
+
+    Expected<std::monostate, std::string> allocate(const plan::Plan &plan);
+    Expected<std::monostate, std::string> make_kernels(const plan::Plan &plan);
+    Expected<PreparedKernel, std::string> make_kernel(const plan::Plan &plan, const plan::Step &s) const;
+    Expected<StepOutcome, std::string> transfer(int step);
+    Expected<StepOutcome, std::string> all_reduce(int step, const plan::Step &s, bool tree);
+    Expected<StepOutcome, std::string> reduce_scatter(int step, const plan::Step &s);
+    Expected<StepOutcome, std::string> all_gather(int step, const plan::Step &s);
+    Expected<StepOutcome, std::string> broadcast(int step, const plan::Step &s);
+    void add_partials(const plan::Region &read, const ZRange &z, const ZPoint &shift, const HostBox &dst, bool first) const;
+    Expected<ZPoint, std::string> partial_shift(const plan::Step &s) const;
+    const plan::Region *read_on(const plan::Step &s, int dev) const;
+    const plan::Region *write_on(const plan::Step &s, int dev) const;
+    std::string device_text(int dev) const;
+
+    int threads_ = 1;
+    std::vector<std::unique_ptr<std::byte, FreeDeleter>> arenas_;  // per device (local ones)
+    std::unique_ptr<cpu::ResolvedOps> ops_;
+    std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (local kernel steps)
+};
+
+}  // namespace tapestry::launch

@@ -1,0 +1,118 @@
+// Launch records and calibration points (launch/records.h).
+#include "launch/records.h"
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan_file.h"
+#include "plan/simulate.h"
+
+namespace tapestry::launch {
+
+bool measures_plan_target(const plan::Plan &plan, const std::string &backend) {
+    // The host target is the CPU this process runs on (docs/targets.md); every
+    // other built-in target is a GPU.
+    return backend == "cpu" && plan.target == "host";
+}
+
+std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan, const cost::Model &model,
+                                                         const LaunchResult &result) {
+    std::vector<cost::CalibrationSample> out;
+    for (const MeasuredStep &m : result.steps) {
+        const plan::Step &s = plan.steps[static_cast<size_t>(m.step)];
+        cost::KernelWork w;
+        if (s.kind == plan::StepKind::kernel) {
+            w = cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype,
+                                 s.flops, s.bytes};
+        } else if (s.kind == plan::StepKind::copy) {
+            w = cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};  // as Model::copy_seconds
+        } else {
+            continue;  // transfers and collectives: the α–β model has no calibration table
+        }
+        const double measured = m.end - m.start;
+        const double predicted = model.kernel_seconds(w);
+        if (measured <= 0 || predicted <= 0) continue;
+        out.push_back(cost::CalibrationSample{w.kernel_class, model.curve_size(w), predicted, measured});
+    }
+    return out;
+}
+
+std::vector<store::StepMeasurement> step_measurements(const plan::Plan &plan, const LaunchResult &result) {
+    std::vector<store::StepMeasurement> out;
+    out.reserve(result.steps.size());
+    for (const MeasuredStep &m : result.steps) {
+        const plan::Step &s = plan.steps[static_cast<size_t>(m.step)];
+        out.push_back(store::StepMeasurement{m.step, plan.devices[static_cast<size_t>(s.device)].name, m.start, m.end,
+                                             m.predicted});
+    }
+    return out;
+}
+
+store::LaunchRecord launch_record(const LaunchResult &result, const LaunchCheck *check, std::string started_at,
+                                  std::string finished_at) {
+    store::LaunchRecord r;
+    r.backend = result.backend;
+    r.status = result.status;
+    r.error = result.ok() ? std::string() : result.fault.message;
+    r.equivalence = check ? (check->pass() ? "pass: " : "fail: ") + check->summary() : std::string();
+    r.started_at = std::move(started_at);
+    r.finished_at = std::move(finished_at);
+    nlohmann::ordered_json j;
+    j["wall_seconds"] = result.wall_seconds;
+    j["predicted_makespan_seconds"] = result.predicted_makespan;
+    j["moved_bytes"] = result.moved_bytes;
+    if (!result.ok()) j["fault"] = {{"step", result.fault.step}, {"device", result.fault.device}, {"rank", result.fault.rank}};
+    j["devices"] = nlohmann::ordered_json::array();
+    for (const DeviceMeasurement &d : result.devices)
+        j["devices"].push_back({{"device", d.name},
+                                {"peak_bytes", d.peak_bytes},
+                                {"predicted_peak_bytes", d.predicted_peak_bytes},
+                                {"arena_bytes", d.arena_bytes},
+                                {"resident_bytes", d.resident_bytes},
+                                {"busy_seconds", d.busy_seconds},
+                                {"sent_bytes", d.moved_bytes}});
+    r.measurements_json = j.dump();
+    return r;
+}
+
+Expected<RecordedLaunch, std::string> record_launch(store::Session &session, store::VersionId version,
+                                                    std::optional<store::StageId> stage,
+                                                    std::optional<store::PlanId> plan_id, const plan::Plan &plan,
+                                                    const LaunchResult &result, const LaunchCheck *check,
+                                                    const cost::Model *model) {
+    RecordedLaunch out;
+    if (plan_id) {
+        out.plan_id = *plan_id;
+    } else {
+        const plan::Prediction p = plan::simulate(plan);
+        store::PlanRecord rec;
+        rec.version_id = version;
+        rec.stage_id = stage;
+        rec.target = plan.target;
+        rec.devices = static_cast<int>(plan.devices.size());
+        rec.summary = plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
+        rec.makespan_seconds = p.makespan;
+        rec.peak_bytes = p.peak;
+        auto saved = session.save_plan(rec, plan::plan_json(plan, &p));
+        if (!saved) return unexpected("keeping the plan: " + saved.error().message);
+        out.plan_id = saved->id;
+    }
+    store::LaunchRecord rec = launch_record(result, check);
+    rec.plan_id = out.plan_id;
+    auto recorded = session.record_launch(rec, step_measurements(plan, result));
+    if (!recorded) return unexpected("keeping the launch: " + recorded.error().message);
+    out.launch_id = recorded->id;
+    if (model && measures_plan_target(plan, result.backend)) {
+        std::vector<store::CalibrationRow> rows;
+        for (const cost::CalibrationSample &s : calibration_samples(plan, *model, result))
+            rows.push_back(store::CalibrationRow{cost::kernel_class_name(s.kernel_class), s.size, s.predicted,
+                                                 s.measured, out.launch_id, {}});
+        if (!rows.empty()) {
+            auto added = session.add_calibration(plan.target, rows);
+            if (!added) return unexpected("keeping the calibration points: " + added.error().message);
+        }
+        out.calibration_points = static_cast<int>(rows.size());
+    }
+    return out;
+}
+
+}  // namespace tapestry::launch

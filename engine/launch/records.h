@@ -1,0 +1,57 @@
+// What a launch leaves behind (docs/launch.md, "Records and calibration"): the
+// plan, the launch and its measured steps in the session (store/session.h,
+// schema v3), and — when the launch ran on the hardware the plan was predicted
+// for — calibration points of the plan's target, so that later plans of that
+// target are predicted from what ran.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "cost/model.h"
+#include "launch/check.h"
+#include "launch/launch.h"
+#include "plan/plan.h"
+#include "store/session.h"
+
+namespace tapestry::launch {
+
+// Whether a launch on `backend` measures the hardware `plan` was predicted for:
+// the cpu backend measures the host target (plans for `--target host`); a plan
+// for an H100 launched on the CPU measures nothing about an H100.
+bool measures_plan_target(const plan::Plan &plan, const std::string &backend);
+
+// Per kernel and copy step that ran: its kernel class, its size as the class's
+// efficiency curve counts it, the uncalibrated prediction of `model` (a model of
+// the plan's target and cluster, without calibration) and the measured seconds.
+std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan, const cost::Model &model,
+                                                         const LaunchResult &result);
+
+// The measured steps as the session keeps them.
+std::vector<store::StepMeasurement> step_measurements(const plan::Plan &plan, const LaunchResult &result);
+
+// The launch record: status, fault, the equivalence summary, and the devices'
+// measurements as JSON. Times are ISO 8601 UTC (empty: the time of recording).
+store::LaunchRecord launch_record(const LaunchResult &result, const LaunchCheck *check, std::string started_at = {},
+                                  std::string finished_at = {});
+
+struct RecordedLaunch {
+    store::PlanId plan_id = 0;
+    store::LaunchId launch_id = 0;
+    int calibration_points = 0;  // 0 when the launch does not measure the plan's target
+};
+
+// Keeps a launch in `session`: the plan (saved under `version`, and `stage` when
+// the plan is of a stage; `plan_id` reuses a plan saved before), the launch and
+// its steps in one transaction, then — with a model (uncalibrated, of the plan's
+// target) and when measures_plan_target — its calibration points. Errors are the
+// store's messages.
+Expected<RecordedLaunch, std::string> record_launch(store::Session &session, store::VersionId version,
+                                                    std::optional<store::StageId> stage,
+                                                    std::optional<store::PlanId> plan_id, const plan::Plan &plan,
+                                                    const LaunchResult &result, const LaunchCheck *check,
+                                                    const cost::Model *model);
+
+}  // namespace tapestry::launch
