@@ -41,6 +41,7 @@ void add_plan_command(CLI::App &app, std::function<int()> &action);      // cmd_
 void add_targets_command(CLI::App &app, std::function<int()> &action);   // cmd_plan.cpp
 void add_optimize_command(CLI::App &app, std::function<int()> &action);  // cmd_optimize.cpp
 void add_launch_command(CLI::App &app, std::function<int()> &action);    // cmd_launch.cpp (launch, devices)
+void add_calibrate_command(CLI::App &app, std::function<int()> &action); // cmd_calibrate.cpp
 
 // "tapestry: <file>: <issue>" / "tapestry: <file>: <message>" on stderr.
 void report_issue(const std::string &file, const Issue &issue);

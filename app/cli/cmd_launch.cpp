@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "run_support.h"
 #include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/memory_budget.h"
+#include "launch_support.h"
 
 namespace tapestry::cli {
 namespace {
@@ -38,6 +41,7 @@ struct LaunchCommandOptions {
     int max_devices = launch::CpuBackendOptions{}.max_devices;
     std::string device_memory;
     int threads = 0;
+    std::string session;
     bool steps = false;
     bool json = false;
     int fail_step = -1;  // hidden: tests inject a fault
@@ -171,6 +175,12 @@ int launch_command(const LaunchCommandOptions &o) {
         written = o.outputs_dir;
     }
     const bool ok = result->ok() && check && check->pass();
+    std::string kept, keep_error;
+    if (!o.session.empty()) {
+        auto k = keep_launch(o.session, p, *result, check ? &*check : nullptr);
+        if (k) kept = *k;
+        else keep_error = "keeping the launch in " + o.session + ": " + k.error();
+    }
 
     if (o.json) {
         ordered_json j;
@@ -207,14 +217,18 @@ int launch_command(const LaunchCommandOptions &o) {
         }
         if (!check_error.empty()) j["equivalence_error"] = check_error;
         if (!written.empty()) j["outputs_dir"] = written;
+        if (!kept.empty()) j["session"] = kept;
+        if (!keep_error.empty()) j["session_error"] = keep_error;
         print_json(j);
-        return ok ? kExitOk : kExitInvalid;
+        return ok && keep_error.empty() ? kExitOk : kExitInvalid;
     }
     print_report(o, p, *backend, input_source, *result, check);
     if (!check_error.empty()) std::cerr << "tapestry: " << o.plan << ": checking the outputs: " << check_error << "\n";
     if (!result->ok()) std::cerr << "tapestry: " << o.plan << ": launch " << result->status << ": " << result->fault.message << "\n";
     if (!written.empty()) std::cout << "wrote " << plural(static_cast<long long>(result->outputs.size()), "output") << " to " << written << "\n";
-    return ok ? kExitOk : kExitInvalid;
+    if (!kept.empty()) std::cout << kept << "\n";
+    if (!keep_error.empty()) std::cerr << "tapestry: " << o.plan << ": " << keep_error << "\n";
+    return ok && keep_error.empty() ? kExitOk : kExitInvalid;
 }
 
 int devices_command(bool json) {
@@ -267,6 +281,9 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "cpu backend: threads per kernel (default: the cores shared among the devices)")
         ->check(CLI::Range(1, 256));
     cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
+    cmd->add_option("--session", o->session,
+                    "Keep the plan, the launch and its measured steps in this session (and, for a plan of the host "
+                    "target, calibration points)");
     cmd->add_flag("--steps", o->steps, "Also print every step: measured beside predicted");
     cmd->add_flag("--json", o->json, "Print the result as JSON");
     cmd->footer("Exit codes: 0 ran and the outputs equal the reference, 1 refused, failed or outputs differ, 2 usage error.");

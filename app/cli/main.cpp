@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     for (const AddCommand add : {add_validate_command, add_show_command, add_export_command, add_ops_command,
                                  add_run_command, add_verify_command, add_import_command, add_session_command,
                                  add_passes_command, add_plan_command, add_targets_command, add_optimize_command,
-                                 add_launch_command})
+                                 add_launch_command, add_calibrate_command})
         add(app, action);
 
     // CLI11 would call an unknown word "an extra argument" after "a subcommand is

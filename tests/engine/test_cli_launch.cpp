@@ -89,6 +89,44 @@ private slots:
         QVERIFY2(r.err.contains("nowhere"), qPrintable(r.err));
     }
 
+    void keepsTheLaunchInASession() {
+        QTemporaryDir dir;
+        const QString plan = make_plan(dir, "mlp", {"--devices", "2", "--baseline", "tp"});
+        const QString session = dir.filePath("runs.tapestry-session");
+        const auto r = cli({"launch", plan, "--session", session, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QString kept = QJsonDocument::fromJson(r.out.toUtf8()).object()["session"].toString();
+        QVERIFY2(kept.contains("as launch 1 of plan 1 (project 'mlp (launched plans)')"), qPrintable(kept));
+        // A plan for H100s launched on this CPU measures no H100.
+        QVERIFY2(kept.contains("no calibration points: the cpu backend does not measure target h100-sxm"), qPrintable(kept));
+        const auto again = cli({"launch", plan, "--session", session});
+        QVERIFY2(again.code == 0 && again.out.contains("as launch 2 of plan 2"), qPrintable(again.out + again.err));
+        const auto list = cli({"session", "list", session});
+        QVERIFY2(list.out.contains("mlp (launched plans)"), qPrintable(list.out + list.err));
+    }
+
+    void calibrateFitsTheHostAndPlanReadsIt() {
+        QTemporaryDir dir;
+        const QString session = dir.filePath("host.tapestry-session");
+        const auto r = cli({"calibrate", example_project("attention"), "--devices", "1,2", "--session", session, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["target"].toString(), QString("host"));
+        QVERIFY(j["plans_launched"].toInt() >= 5);
+        QVERIFY(j["failed"].toArray().isEmpty());
+        const int points = j["steps"].toObject()["measurements"].toInt();
+        QVERIFY(points > 10);
+        QVERIFY(!j["table"].toArray().isEmpty());
+        // The plan command predicts from what the launches measured.
+        const auto p = cli({"plan", example_project("attention"), "--target", "host", "--devices", "2", "--session", session});
+        QVERIFY2(p.code == 0, qPrintable(p.err + p.out));
+        QVERIFY2(p.out.contains(QString("calibration: %1 measurements on host").arg(points)), qPrintable(p.out));
+        // Only the host can be calibrated here.
+        const auto h = cli({"calibrate", example_project("attention"), "--target", "h100"});
+        QCOMPARE(h.code, 2);
+        QVERIFY2(h.err.contains("the cpu backend measures the host only"), qPrintable(h.err));
+    }
+
     void devicesListsTheCpuBackend() {
         auto r = cli({"devices"});
         QCOMPARE(r.code, 0);

@@ -1,0 +1,60 @@
+// Keeping launches in a session (see launch_support.h).
+#include "launch_support.h"
+
+#include <chrono>
+#include <optional>
+
+#include "cli_support.h"
+#include "io/project_file.h"
+#include "launch/records.h"
+#include "store/session.h"
+#include "target_support.h"
+
+namespace tapestry::cli {
+
+Expected<std::string, std::string> keep_launch(const std::string &path, const plan::Plan &p,
+                                               const launch::LaunchResult &result, const launch::LaunchCheck *check) {
+    // The uncalibrated model of the plan's target, for calibration points: only a
+    // launch on the hardware the plan predicts measures it.
+    std::optional<cost::Model> model;
+    if (launch::measures_plan_target(p, result.backend)) {
+        auto target = resolve_target(p.target, 2, path, false);
+        if (!target) return unexpected("target '" + p.target + "': " + target.error());
+        model.emplace(*target, p.cluster);
+    }
+    auto s = store::Session::open(path, store::OpenMode::read_write, std::chrono::seconds(10));
+    if (!s) return unexpected(s.error().message);
+    const std::string name = p.graph.name + " (launched plans)";
+    auto projects = (*s)->projects();
+    if (!projects) return unexpected(projects.error().message);
+    store::ProjectId project = 0;
+    store::VersionId version = 0;
+    for (const store::ProjectInfo &info : *projects)
+        if (info.name == name) {
+            project = info.id;
+            version = info.latest_version_id;
+        }
+    if (project == 0) {
+        auto made = (*s)->create_project(name);
+        if (!made) return unexpected(made.error().message);
+        project = *made;
+    }
+    bool same = false;
+    if (version != 0)
+        if (auto latest = (*s)->load_latest(project)) same = serialize_project(*latest) == serialize_project(p.graph);
+    if (!same) {
+        auto saved = (*s)->save_version(project, p.graph, "import");
+        if (!saved) return unexpected(saved.error().message);
+        version = saved->id;
+    }
+    auto kept = launch::record_launch(**s, version, std::nullopt, std::nullopt, p, result, check, model ? &*model : nullptr);
+    if (!kept) return unexpected(kept.error());
+    std::string line = "kept in " + path + " as launch " + std::to_string(kept->launch_id) + " of plan " +
+                       std::to_string(kept->plan_id) + " (project '" + name + "')";
+    line += kept->calibration_points > 0
+                ? ", with " + plural(kept->calibration_points, "calibration point") + " for target " + p.target
+                : "; no calibration points: the " + result.backend + " backend does not measure target " + p.target;
+    return line;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,193 @@
+// Benchmark of launching plans (issue 17, docs/launch.md), two parts:
+//   overhead  — a 1-device plan of each example launched on the cpu backend
+//               against `tapestry run`'s executor (cpu::Program, default options,
+//               2 threads) on the same inputs, alternating in the same run; the
+//               ratio of medians of the two wall times. Target ≤ 1.05.
+//   accuracy  — the GPT-2 block planned for the measured host target on 1, 2 and
+//               4 devices × round-robin and the four baselines, each launched
+//               twice: the first launches fit the calibration table, the second
+//               are predicted with and without it. Per step (kernels and copies):
+//               median |predicted − measured| / measured, target ≤ 15% after
+//               calibration; per plan: Kendall τ between predicted and measured
+//               step time (makespan vs wall), target ≥ 0.8.
+//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE]
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cost/model.h"
+#include "io/project_file.h"
+#include "io/random_inputs.h"
+#include "launch/accuracy.h"
+#include "launch/check.h"
+#include "launch/cpu_backend.h"
+#include "launch/launch.h"
+#include "launch/records.h"
+#include "ops/library.h"
+#include "plan/planner.h"
+#include "runtime/cpu/executor.h"
+#include "runtime/cpu/host_probe.h"
+
+using namespace tapestry;
+
+namespace {
+
+std::string source_dir() {
+    const char *d = std::getenv("TAPESTRY_SOURCE_DIR");
+    return d ? d : ".";
+}
+
+Graph load(const std::string &path) {
+    LoadResult r = load_project(path);
+    if (!r.ok()) {
+        std::fprintf(stderr, "%s does not load\n", path.c_str());
+        std::exit(1);
+    }
+    return r.graph;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+int overhead(int rounds) {
+    std::printf("overhead: 1-device plan launched (cpu backend) vs tapestry run's executor (cpu::Program, 2 threads), "
+                "same inputs, alternating, %d rounds; wall = first step's start to last step's end\n", rounds);
+    int worse = 0;
+    for (const char *name : {"mlp", "mlp_bf16", "gpt2_block", "attention", "convnet"}) {
+        const Graph g = load(source_dir() + "/projects/" + name + ".tapestry.json");
+        plan::PlanRequest req;
+        req.target = *cost::builtin_target("h100-sxm");
+        req.devices = 1;
+        auto r = plan::make_plan(g, req);
+        if (!r) {
+            std::fprintf(stderr, "%s: %s\n", name, r.error().c_str());
+            return 1;
+        }
+        const auto inputs = make_random_inputs(r->plan.graph, 1);
+        cpu::CpuOptions co;
+        co.threads = 2;
+        auto program = cpu::Program::compile(g, OpLibrary::standard(), co);
+        if (!program) return std::fprintf(stderr, "%s: %s\n", name, program.error().c_str()), 1;
+        launch::CpuBackendOptions bo;
+        bo.kernel_threads = 2;
+        auto backend = launch::make_cpu_backend(bo);
+        std::vector<double> run_ms, launch_ms;
+        for (int k = 0; k < rounds + 1; ++k) {  // round 0 warms both up
+            auto a = (*program)->run(make_random_inputs(g, 1));
+            auto b = launch::launch_plan(r->plan, *backend, inputs);
+            if (!a || !b || !b->ok()) return std::fprintf(stderr, "%s: a run failed\n", name), 1;
+            if (k == 0) continue;
+            run_ms.push_back(a->wall_milliseconds);
+            launch_ms.push_back(b->wall_seconds * 1e3);
+        }
+        const double ratio = median(launch_ms) / median(run_ms);
+        worse += ratio > 1.05;
+        std::printf("  %-10s run %8.2f ms   launch %8.2f ms   launch/run %.3f   %s\n", name, median(run_ms),
+                    median(launch_ms), ratio, ratio <= 1.05 ? "met" : "NOT met");
+    }
+    std::printf("  target: launch within 5%% of run on every example: %s\n", worse ? "NOT met" : "met");
+    return 0;
+}
+
+int accuracy(const std::string &project) {
+    auto base = cost::builtin_target("host");
+    auto m = cpu::measure_host(2);
+    if (!base || !m) return std::fprintf(stderr, "measuring the host failed\n"), 1;
+    cost::HostFigures f{m->gemm_f32_flops, m->gemm_bf16_flops, m->memory_bandwidth, m->memory_bytes, m->launch_overhead, "bench"};
+    const cost::Target host = cost::measured_target(*base, f);
+    std::printf("accuracy: %s for the measured host (%.0f GFLOP/s f32, %.1f GB/s, launch %.1f µs), each plan launched "
+                "twice: the first launches fit the calibration, the second are compared\n",
+                project.c_str(), m->gemm_f32_flops / 1e9, m->memory_bandwidth / 1e9, m->launch_overhead * 1e6);
+    const Graph g = load(project);
+    struct Pair {
+        std::string what;
+        plan::Plan plan;
+        launch::LaunchResult fit, test;
+    };
+    std::vector<Pair> plans;
+    for (int n : {1, 2, 4})
+        for (int b = -1; b < 4; ++b) {
+            plan::PlanRequest req;
+            req.target = host;
+            req.devices = n;
+            if (b >= 0) req.baseline = static_cast<plan::Baseline>(b);
+            else req.placement = "round-robin";
+            auto r = plan::make_plan(g, req);
+            if (!r) continue;
+            const std::string what = std::to_string(n) + " " +
+                                     (b >= 0 ? plan::baseline_name(static_cast<plan::Baseline>(b)) : std::string("round-robin"));
+            if (n == 1 && b >= 0) continue;  // on one device every baseline is the same plan
+            const auto inputs = make_random_inputs(r->plan.graph, 1);
+            Pair p{what, r->plan, {}, {}};
+            for (launch::LaunchResult *out : {&p.fit, &p.test}) {
+                auto backend = launch::make_cpu_backend();
+                auto l = launch::launch_plan(p.plan, *backend, inputs);
+                if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", what.c_str()), 1;
+                auto c = launch::check_outputs(p.plan, inputs, l->outputs);
+                if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", what.c_str()), 1;
+                *out = std::move(l).value();
+            }
+            plans.push_back(std::move(p));
+        }
+    cost::Calibration cal;
+    for (const Pair &p : plans)
+        for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, cost::Model(host, p.plan.cluster), p.fit))
+            cal.add(s);
+    std::vector<double> before, after, measured, plan_pred, plan_cal, plan_meas;
+    for (const Pair &p : plans) {
+        const cost::Model model(host, p.plan.cluster);
+        std::vector<double> durations;
+        for (const plan::Step &s : p.plan.steps) durations.push_back(s.predicted);
+        for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
+            before.push_back(s.predicted);
+            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size));
+            measured.push_back(s.measured);
+        }
+        for (size_t i = 0; i < p.plan.steps.size(); ++i) {
+            const plan::Step &s = p.plan.steps[i];
+            if (s.kind != plan::StepKind::kernel && s.kind != plan::StepKind::copy) continue;
+            const cost::KernelWork w = s.kind == plan::StepKind::kernel
+                                           ? cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype, s.flops, s.bytes}
+                                           : cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
+            durations[i] = model.kernel_seconds(w) * cal.factor(w.kernel_class, model.curve_size(w));
+        }
+        plan_pred.push_back(plan::simulate(p.plan).makespan);
+        plan_cal.push_back(plan::simulate(p.plan, durations).makespan);
+        plan_meas.push_back(p.test.wall_seconds);
+        std::printf("  %-14s %4zu steps  predicted %9s  calibrated %9s  measured %9s\n", p.what.c_str(),
+                    p.plan.steps.size(), plan::seconds_text(plan_pred.back()).c_str(),
+                    plan::seconds_text(plan_cal.back()).c_str(), plan::seconds_text(plan_meas.back()).c_str());
+    }
+    const double e0 = launch::median_relative_error(before, measured), e1 = launch::median_relative_error(after, measured);
+    const double t0 = launch::kendall_tau(plan_pred, plan_meas), t1 = launch::kendall_tau(plan_cal, plan_meas);
+    std::printf("  %zu plans, %zu measured kernel and copy steps (second launches; the table fitted on the first, %d points)\n",
+                plans.size(), measured.size(), static_cast<int>(cal.samples().size()));
+    std::printf("  per step: median |predicted - measured| / measured %.1f%% uncalibrated, %.1f%% calibrated; target <= 15%%: %s\n",
+                e0 * 100, e1 * 100, e1 <= 0.15 ? "met" : "NOT met");
+    std::printf("  per plan: Kendall tau (predicted vs measured step time) %.2f uncalibrated, %.2f calibrated; target >= 0.8: %s\n",
+                t0, t1, t1 >= 0.8 ? "met" : "NOT met");
+    std::printf("  per plan: median |predicted - measured| / measured %.1f%% uncalibrated, %.1f%% calibrated\n",
+                launch::median_relative_error(plan_pred, plan_meas) * 100, launch::median_relative_error(plan_cal, plan_meas) * 100);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::string part = "all", project = source_dir() + "/projects/gpt2_block.tapestry.json";
+    int rounds = 5;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
+        else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
+        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE]\n"), 2;
+    }
+    int rc = 0;
+    if (part == "overhead" || part == "all") rc |= overhead(rounds);
+    if (part == "accuracy" || part == "all") rc |= accuracy(project);
+    return rc;
+}
