@@ -26,6 +26,7 @@ constexpr int kRowPad = 5;
 constexpr int kRow = 2 * kLane + kLaneGap + 2 * kRowPad;
 constexpr double kMaxContentPixels = 1 << 30;  // the scroll bar's range is an int
 constexpr double kHitGrace = 2.0;              // pixels around a thin bar that still hit it
+constexpr int kMeasuredHeight = 5;             // the strip of a lane the measured bars take
 
 QString qs(const std::string &s) {
     return QString::fromStdString(s);
@@ -108,6 +109,10 @@ void PlanGantt::setPlan(std::shared_ptr<const plan::PlanResult> result) {
     rows_.clear();
     selected_ = hovered_ = -1;
     makespan_ = 0;
+    measured_end_ = 0;
+    measured_count_ = 0;
+    measured_start_.clear();
+    measured_finish_.clear();
     if (result_) {
         const plan::Plan &p = result_->plan;
         const plan::Prediction &pred = result_->prediction;
@@ -122,13 +127,7 @@ void PlanGantt::setPlan(std::shared_ptr<const plan::PlanResult> result) {
                 rows_[d].lanes[static_cast<size_t>(lane)].bars.push_back(Bar{t.start, t.end, s});
                 makespan_ = std::max(makespan_, t.end);
             }
-            for (Lane &lane : rows_[d].lanes) {
-                std::stable_sort(lane.bars.begin(), lane.bars.end(),
-                                 [](const Bar &a, const Bar &b) { return a.start < b.start; });
-                lane.reach.resize(lane.bars.size());
-                double reach = -1;
-                for (size_t i = 0; i < lane.bars.size(); ++i) lane.reach[i] = reach = std::max(reach, lane.bars[i].end);
-            }
+            for (Lane &lane : rows_[d].lanes) sortLane(lane.bars, lane.reach);
         }
     }
     fitted_ = true;
@@ -153,9 +152,89 @@ QRect PlanGantt::barRect(int device, plan::Stream lane, int index) const {
     if (index < 0 || index >= barCount(device, lane)) return {};
     const int l = lane == plan::Stream::compute ? 0 : 1;
     const Bar &b = rows_[static_cast<size_t>(device)].lanes[static_cast<size_t>(l)].bars[static_cast<size_t>(index)];
-    const QRectF r = laneRect(device, l);
+    return barRectOf(b, predictedRect(laneRect(device, l)));
+}
+
+QRect PlanGantt::barRectOf(const Bar &b, const QRectF &part) const {
     const double x0 = xAt(b.start), x1 = std::max(xAt(b.end), x0 + 1);
-    return QRectF(x0, r.top(), x1 - x0, r.height()).toAlignedRect();
+    return QRectF(x0, part.top(), x1 - x0, part.height()).toAlignedRect();
+}
+
+void PlanGantt::sortLane(std::vector<Bar> &bars, std::vector<double> &reach) {
+    std::stable_sort(bars.begin(), bars.end(), [](const Bar &a, const Bar &b) { return a.start < b.start; });
+    reach.resize(bars.size());
+    double latest = -1;
+    for (size_t i = 0; i < bars.size(); ++i) reach[i] = latest = std::max(latest, bars[i].end);
+}
+
+// ---- measurements ----------------------------------------------------------------
+
+void PlanGantt::setMeasured(const std::vector<launch::MeasuredStep> &steps) {
+    measured_end_ = 0;
+    measured_count_ = 0;
+    measured_start_.clear();
+    measured_finish_.clear();
+    for (Row &row : rows_)
+        for (Lane &lane : row.lanes) {
+            lane.measured.clear();
+            lane.measured_reach.clear();
+        }
+    if (result_) {
+        const size_t n = result_->plan.steps.size();
+        measured_start_.assign(n, -1.0);
+        measured_finish_.assign(n, -1.0);
+        for (const launch::MeasuredStep &m : steps) {
+            if (m.step < 0 || static_cast<size_t>(m.step) >= n) continue;
+            measured_start_[static_cast<size_t>(m.step)] = m.start;
+            measured_finish_[static_cast<size_t>(m.step)] = m.end;
+            measured_end_ = std::max(measured_end_, m.end);
+            ++measured_count_;
+        }
+        // A measured bar goes wherever the step's predicted bar is (a transfer or a
+        // collective is in the lane of every device it holds).
+        for (Row &row : rows_)
+            for (Lane &lane : row.lanes) {
+                for (const Bar &b : lane.bars) {
+                    const auto s = static_cast<size_t>(b.step);
+                    if (measured_start_[s] >= 0)
+                        lane.measured.push_back(Bar{measured_start_[s], measured_finish_[s], b.step});
+                }
+                sortLane(lane.measured, lane.measured_reach);
+            }
+    }
+    fitted_ = true;
+    fit();
+}
+
+int PlanGantt::measuredBarCount(int device, plan::Stream lane) const {
+    if (device < 0 || device >= rowCount()) return 0;
+    return static_cast<int>(
+        rows_[static_cast<size_t>(device)].lanes[lane == plan::Stream::compute ? 0 : 1].measured.size());
+}
+
+int PlanGantt::measuredBarStep(int device, plan::Stream lane, int index) const {
+    if (index < 0 || index >= measuredBarCount(device, lane)) return -1;
+    return rows_[static_cast<size_t>(device)]
+        .lanes[lane == plan::Stream::compute ? 0 : 1]
+        .measured[static_cast<size_t>(index)]
+        .step;
+}
+
+QRect PlanGantt::measuredBarRect(int device, plan::Stream lane, int index) const {
+    if (index < 0 || index >= measuredBarCount(device, lane)) return {};
+    const int l = lane == plan::Stream::compute ? 0 : 1;
+    const Bar &b =
+        rows_[static_cast<size_t>(device)].lanes[static_cast<size_t>(l)].measured[static_cast<size_t>(index)];
+    return barRectOf(b, measuredRect(laneRect(device, l)));
+}
+
+QRectF PlanGantt::predictedRect(const QRectF &lane) const {
+    if (!hasMeasured()) return lane;
+    return QRectF(lane.left(), lane.top(), lane.width(), lane.height() - kMeasuredHeight - 1);
+}
+
+QRectF PlanGantt::measuredRect(const QRectF &lane) const {
+    return QRectF(lane.left(), lane.bottom() - kMeasuredHeight, lane.width(), kMeasuredHeight);
 }
 
 QRect PlanGantt::plotRect() const {
@@ -171,22 +250,28 @@ int PlanGantt::stepAt(const QPoint &pos) const {
         if (pos.y() < r.top() || pos.y() > r.bottom()) continue;
         const Lane &lane = rows_[static_cast<size_t>(row)].lanes[static_cast<size_t>(l)];
         const double t = timeAt(pos.x()), grace = kHitGrace / pixels_per_second_;
-        auto first = std::lower_bound(lane.reach.begin(), lane.reach.end(), t - grace);
-        int best = -1;
-        double best_distance = grace;
-        for (auto i = static_cast<size_t>(first - lane.reach.begin()); i < lane.bars.size(); ++i) {
-            const Bar &b = lane.bars[i];
-            if (b.start > t + grace) break;
-            const double distance = t < b.start ? b.start - t : t > b.end ? t - b.end : 0.0;
-            if (distance <= best_distance) {
-                best_distance = distance;
-                best = b.step;
-                if (distance == 0) break;
-            }
-        }
-        return best;
+        if (hasMeasured() && pos.y() >= measuredRect(r).top())
+            return nearestBar(lane.measured, lane.measured_reach, t, grace);
+        return nearestBar(lane.bars, lane.reach, t, grace);
     }
     return -1;
+}
+
+int PlanGantt::nearestBar(const std::vector<Bar> &bars, const std::vector<double> &reach, double t, double grace) {
+    auto first = std::lower_bound(reach.begin(), reach.end(), t - grace);
+    int best = -1;
+    double best_distance = grace;
+    for (auto i = static_cast<size_t>(first - reach.begin()); i < bars.size(); ++i) {
+        const Bar &b = bars[i];
+        if (b.start > t + grace) break;
+        const double distance = t < b.start ? b.start - t : t > b.end ? t - b.end : 0.0;
+        if (distance <= best_distance) {
+            best_distance = distance;
+            best = b.step;
+            if (distance == 0) break;
+        }
+    }
+    return best;
 }
 
 QString PlanGantt::stepToolTip(int step) const {
@@ -217,6 +302,11 @@ QString PlanGantt::stepToolTip(int step) const {
     const plan::StepTime &t = result_->prediction.steps[static_cast<size_t>(step)];
     html += QStringLiteral("<br/>") +
             tr("predicted %1 (%2 → %3)").arg(secondsText(s.predicted), secondsText(t.start), secondsText(t.end));
+    if (static_cast<size_t>(step) < measured_start_.size() && measured_start_[static_cast<size_t>(step)] >= 0) {
+        const double m0 = measured_start_[static_cast<size_t>(step)], m1 = measured_finish_[static_cast<size_t>(step)];
+        html += QStringLiteral("<br/>") +
+                tr("measured %1 (%2 → %3)").arg(secondsText(m1 - m0), secondsText(m0), secondsText(m1));
+    }
     html += QStringLiteral("<br/>") + tr("%1 %2").arg(qs(byte_text(static_cast<std::int64_t>(s.bytes))),
                                                       s.kind == plan::StepKind::kernel || s.kind == plan::StepKind::copy
                                                           ? tr("read + written")
@@ -258,12 +348,12 @@ double PlanGantt::visibleEnd() const {
 }
 
 double PlanGantt::fitPixelsPerSecond() const {
-    return makespan_ > 0 ? plotWidth() / makespan_ : 1.0;
+    return extent() > 0 ? plotWidth() / extent() : 1.0;
 }
 
 void PlanGantt::setPixelsPerSecond(double pps) {
     const double low = fitPixelsPerSecond();
-    const double high = makespan_ > 0 ? std::max(low, kMaxContentPixels / makespan_) : low;
+    const double high = extent() > 0 ? std::max(low, kMaxContentPixels / extent()) : low;
     pixels_per_second_ = std::clamp(pps, low, high);
 }
 
@@ -276,7 +366,7 @@ void PlanGantt::fit() {
 }
 
 void PlanGantt::zoomBy(double factor, double anchor) {
-    if (makespan_ <= 0) return;
+    if (extent() <= 0) return;
     const double t = timeAt(anchor);
     setPixelsPerSecond(pixels_per_second_ * factor);
     fitted_ = pixels_per_second_ <= fitPixelsPerSecond();
@@ -286,7 +376,7 @@ void PlanGantt::zoomBy(double factor, double anchor) {
 }
 
 void PlanGantt::updateScrollBars() {
-    const int content = static_cast<int>(std::ceil(makespan_ * pixels_per_second_));
+    const int content = static_cast<int>(std::ceil(extent() * pixels_per_second_));
     horizontalScrollBar()->setRange(0, std::max(0, content - plotWidth()));
     horizontalScrollBar()->setPageStep(plotWidth());
     horizontalScrollBar()->setSingleStep(std::max(1, plotWidth() / 20));
@@ -339,16 +429,22 @@ void PlanGantt::paintRows(QPainter &p, const QRect &dirty) const {
 }
 
 void PlanGantt::paintLane(QPainter &p, const Lane &lane, const QRectF &rect) const {
+    paintBars(p, lane.bars, lane.reach, predictedRect(rect), false);
+    if (hasMeasured()) paintBars(p, lane.measured, lane.measured_reach, measuredRect(rect), true);
+}
+
+void PlanGantt::paintBars(QPainter &p, const std::vector<Bar> &bars, const std::vector<double> &reach,
+                          const QRectF &rect, bool measured) const {
     const double t0 = visibleStart(), t1 = visibleEnd() + 8 / pixels_per_second_;
-    const auto first =
-        static_cast<size_t>(std::lower_bound(lane.reach.begin(), lane.reach.end(), t0) - lane.reach.begin());
+    const auto first = static_cast<size_t>(std::lower_bound(reach.begin(), reach.end(), t0) - reach.begin());
     const QFontMetricsF metrics(font());
     int last_pixel = std::numeric_limits<int>::min();
-    for (size_t i = first; i < lane.bars.size() && lane.bars[i].start <= t1; ++i) {
-        const Bar &b = lane.bars[i];
+    for (size_t i = first; i < bars.size() && bars[i].start <= t1; ++i) {
+        const Bar &b = bars[i];
         const plan::Step &s = result_->plan.steps[static_cast<size_t>(b.step)];
         const double x0 = xAt(b.start), x1 = xAt(b.end);
-        QColor fill = stepKindColour(s.kind);
+        // A measured bar: the kind's colour, dark, so that it reads as a second series.
+        QColor fill = measured ? stepKindColour(s.kind).darker(175) : stepKindColour(s.kind);
         if (b.step == hovered_) fill = fill.lighter(125);
         if (x1 - x0 < 1.0) {
             // Thinner than a pixel: one pixel column per run of such bars.
@@ -359,11 +455,11 @@ void PlanGantt::paintLane(QPainter &p, const Lane &lane, const QRectF &rect) con
         } else {
             const QRectF bar(x0, rect.top(), x1 - x0, rect.height());
             p.fillRect(bar, fill);
-            if (bar.width() >= 4) {
+            if (bar.width() >= 4 && !measured) {
                 p.setPen(QPen(fill.darker(135), 1));
                 p.drawRect(bar.adjusted(0.5, 0.5, -0.5, -0.5));
             }
-            if (bar.width() > 36) {
+            if (bar.width() > 36 && bar.height() >= 12) {
                 p.setPen(Qt::white);
                 const QRectF text = bar.adjusted(4, 0, -3, 0).intersected(rect.adjusted(4, 0, 0, 0));
                 const QString label =
@@ -429,9 +525,21 @@ void PlanGantt::paintAxis(QPainter &p) const {
         p.drawText(QRect(x, 0, metrics.horizontalAdvance(name) + 2, kLegend), Qt::AlignVCenter, name);
         x += metrics.horizontalAdvance(name) + 14;
     }
+    QString what = tr("predicted time · makespan %1").arg(secondsText(makespan_));
+    if (hasMeasured()) {
+        // The measured bars' swatch: a dark strip under a predicted bar, as the lanes draw them.
+        p.fillRect(QRect(x, 5, 10, 6), stepKindColour(plan::StepKind::kernel));
+        p.fillRect(QRect(x, 12, 10, 3), stepKindColour(plan::StepKind::kernel).darker(175));
+        x += 14;
+        p.setPen(palette().color(QPalette::WindowText));
+        const QString name = tr("measured");
+        p.drawText(QRect(x, 0, metrics.horizontalAdvance(name) + 2, kLegend), Qt::AlignVCenter, name);
+        x += metrics.horizontalAdvance(name) + 14;
+        what = tr("predicted %1 · measured %2").arg(secondsText(makespan_), secondsText(measured_end_));
+    }
     p.setPen(palette().color(QPalette::PlaceholderText));
-    p.drawText(QRect(x, 0, viewport()->width() - x - 8, kLegend), Qt::AlignVCenter | Qt::AlignRight,
-               tr("predicted time · makespan %1").arg(secondsText(makespan_)));
+    const QRect room(x, 0, viewport()->width() - x - 8, kLegend);
+    p.drawText(room, Qt::AlignVCenter | Qt::AlignRight, metrics.elidedText(what, Qt::ElideLeft, room.width()));
     // Ticks every 1, 2 or 5 × 10^k seconds, about 90 pixels apart.
     const double step = niceStep(90.0 / pixels_per_second_);
     const double t0 = visibleStart(), t1 = visibleEnd();

@@ -5,16 +5,20 @@
 // the pointer (Shift+wheel scrolls the rows) and Fit (or a double-click) shows the
 // whole makespan. Only the bars in view are painted, bars thinner than a pixel
 // merged per pixel, so plans of tens of thousands of steps stay responsive.
+// After a launch (the Launch dock) each lane also shows the measured steps: a
+// thin dark bar under the predicted one, at the step's measured start and end.
 #pragma once
 
 #include <QAbstractScrollArea>
 #include <QColor>
 #include <QRect>
 #include <QString>
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <vector>
 
+#include "launch/launch.h"
 #include "plan/planner.h"
 
 namespace tapestry::views {
@@ -51,8 +55,22 @@ public:
     QRect plotRect() const;
     // The step whose bar is under a viewport point (a couple of pixels' grace), or -1.
     int stepAt(const QPoint &pos) const;
-    // The hover text of a step: op, shard, kind, device(s), predicted time, bytes.
+    // The hover text of a step: op, shard, kind, device(s), predicted time (and
+    // measured time, after setMeasured), bytes.
     QString stepToolTip(int step) const;
+
+    // ---- what a launch measured (the Launch dock) ---------------------------------
+    // Draws each measured step (seconds since the launch started) as a thin bar in
+    // the lanes its predicted bar is in, below it; the predicted bars then take the
+    // upper part of the lane and the time axis spans both. Steps the plan does not
+    // have are ignored; an empty list (or a new plan) removes the measured bars.
+    void setMeasured(const std::vector<launch::MeasuredStep> &steps);
+    bool hasMeasured() const { return measured_count_ > 0; }
+    int measuredBarCount(int device, plan::Stream lane) const;
+    int measuredBarStep(int device, plan::Stream lane, int index) const;
+    // Where a measured bar is drawn, in viewport coordinates (at least a pixel wide).
+    QRect measuredBarRect(int device, plan::Stream lane, int index) const;
+    double measuredEnd() const { return measured_end_; }  // the last measured step's end
 
     // ---- the time axis ------------------------------------------------------------
     // The whole makespan in view.
@@ -94,6 +112,8 @@ private:
     struct Lane {
         std::vector<Bar> bars;
         std::vector<double> reach;
+        std::vector<Bar> measured;  // the same, for the steps as a launch measured them
+        std::vector<double> measured_reach;
     };
     struct Row {
         std::array<Lane, 2> lanes;  // compute, communication
@@ -104,17 +124,30 @@ private:
     double timeAt(double x) const;
     double xAt(double seconds) const;
     QRectF laneRect(int row, int lane) const;  // full width of the plot, viewport coordinates
+    // The parts of a lane the predicted and the measured bars take (all of it for the
+    // predicted bars while nothing is measured).
+    QRectF predictedRect(const QRectF &lane) const;
+    QRectF measuredRect(const QRectF &lane) const;
+    double extent() const { return std::max(makespan_, measured_end_); }  // what the time axis spans
+    static void sortLane(std::vector<Bar> &bars, std::vector<double> &reach);
+    static int nearestBar(const std::vector<Bar> &bars, const std::vector<double> &reach, double t, double grace);
+    QRect barRectOf(const Bar &b, const QRectF &part) const;
     void updateScrollBars();
     void setPixelsPerSecond(double pps);
     double fitPixelsPerSecond() const;
     void paintAxis(QPainter &p) const;
     void paintRows(QPainter &p, const QRect &dirty) const;
     void paintLane(QPainter &p, const Lane &lane, const QRectF &rect) const;
+    void paintBars(QPainter &p, const std::vector<Bar> &bars, const std::vector<double> &reach, const QRectF &rect,
+                   bool measured) const;
     void paintGutter(QPainter &p, const QRect &dirty) const;
 
     std::shared_ptr<const plan::PlanResult> result_;
     std::vector<Row> rows_;
     double makespan_ = 0;
+    double measured_end_ = 0;
+    int measured_count_ = 0;
+    std::vector<double> measured_start_, measured_finish_;  // per plan step; start < 0: not measured
     double pixels_per_second_ = 1;
     bool fitted_ = true;  // keeps fitting as the widget resizes, until the user zooms
     int selected_ = -1;

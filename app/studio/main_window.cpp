@@ -26,6 +26,7 @@
 #include "canvas_export.h"
 #include "editing_controller.h"
 #include "inspector_controller.h"
+#include "launch_controller.h"
 #include "optimize_controller.h"
 #include "plan_controller.h"
 #include "project_controller.h"
@@ -113,6 +114,8 @@ void MainWindow::createControllers() {
     runs_ = new RunController(doc_, status, this);
     stages_ = new StagesController(doc_, canvas_, session_, status, this);
     plan_ = new PlanController(doc_, canvas_, session_, status, this);
+    launch_ = new LaunchController(doc_, session_, plan_, status, this);
+    plan_->addLaunchAction(launch_->launchAction());
     optimize_ = new OptimizeController(doc_, session_, plan_, status, this);
     project_ = new ProjectController(doc_, canvas_, status, this);
     project_->setSave([this] { return save(); });
@@ -144,6 +147,8 @@ void MainWindow::placeDocks() {
     tabifyDockWidget(inspection_->issuesDock(), editing_->historyDock());
     addDockWidget(Qt::BottomDockWidgetArea, plan_->planDock());
     tabifyDockWidget(inspection_->issuesDock(), plan_->planDock());
+    addDockWidget(Qt::BottomDockWidgetArea, launch_->launchDock());
+    tabifyDockWidget(plan_->planDock(), launch_->launchDock());
     inspection_->issuesDock()->raise();
 }
 
@@ -257,7 +262,7 @@ void MainWindow::createRunMenu() {
     run->addSeparator();
     run->addAction(stages_->runPipelineAction());
     run->addSeparator();
-    run->addActions({plan_->planAction(), plan_->exportAction(), plan_->measureHostAction()});
+    run->addActions({plan_->planAction(), launch_->launchAction(), plan_->exportAction(), plan_->measureHostAction()});
     run->addSeparator();
     run->addActions({optimize_->startAction(), optimize_->stopAction(), optimize_->compareAction()});
 }
@@ -287,7 +292,8 @@ void MainWindow::createViewAndHelpMenus() {
                       stages_->previousStageAction(), stages_->nextStageAction(), stages_->applyStageAction(),
                       stages_->toggleShardsAction(), stages_->expandAllShardsAction()});
     view->addSeparator();
-    view->addActions({plan_->planDock()->toggleViewAction(), plan_->copyTargetAction(),
+    view->addActions({plan_->planDock()->toggleViewAction(), launch_->launchDock()->toggleViewAction(),
+                      plan_->copyTargetAction(),
                       optimize_->optimizeDock()->toggleViewAction()});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));

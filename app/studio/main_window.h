@@ -1,7 +1,7 @@
 // The studio's main window (DESIGN.md §9). It assembles: one GraphDocument (the
 // one owner of the graph), the canvas, and one controller per dock — editing
 // (palette, history), inspector and issues, run and outputs, stages and shard map,
-// plan, optimize — plus the controllers of files and of the session; then the menus, the tool
+// plan, launch, optimize — plus the controllers of files and of the session; then the menus, the tool
 // bar, the status bar and the window's settings. It keeps no state of its own
 // about the graph: a new dock is a new controller, not more MainWindow.
 #pragma once
@@ -23,6 +23,7 @@ namespace tapestry::studio {
 class CanvasController;
 class EditingController;
 class InspectorController;
+class LaunchController;
 class OptimizeController;
 class PlanController;
 class ProjectController;
@@ -43,6 +44,7 @@ public:
     RunController *runs() const { return runs_; }
     StagesController *stages() const { return stages_; }
     PlanController *plans() const { return plan_; }
+    LaunchController *launches() const { return launch_; }
     OptimizeController *optimizer() const { return optimize_; }
     ProjectController *project() const { return project_; }
     SessionController *sessions() const { return session_; }
@@ -108,6 +110,7 @@ private:
     RunController *runs_ = nullptr;
     StagesController *stages_ = nullptr;
     PlanController *plan_ = nullptr;
+    LaunchController *launch_ = nullptr;
     OptimizeController *optimize_ = nullptr;
     ProjectController *project_ = nullptr;
     SessionController *session_ = nullptr;

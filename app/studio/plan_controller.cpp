@@ -118,6 +118,11 @@ PlanController::PlanController(GraphDocument *doc, CanvasController *canvas, Ses
 
 PlanController::~PlanController() = default;
 
+void PlanController::addLaunchAction(QAction *action) {
+    launch_button_->setDefaultAction(action);
+    launch_button_->show();
+}
+
 // ---- the dock --------------------------------------------------------------------
 
 void PlanController::createActions() {
@@ -268,6 +273,11 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     row->addWidget(busy_);
     row->addWidget(progress_label_);
     row->addStretch(1);
+    launch_button_ = new QToolButton(row_widget);
+    launch_button_->setObjectName(QStringLiteral("planLaunch"));
+    launch_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    launch_button_->hide();
+    row->addWidget(launch_button_);
     row->addWidget(export_button_);
 
     QSettings settings;
@@ -699,6 +709,7 @@ void PlanController::onPlanFinished(quint64, const views::PlanOutcome &outcome) 
     last_error_.clear();
     showResult();
     updateActions();
+    emit resultChanged();
     status_->showMessage(tr("Planned %1 on %2 × %3 in %4 ms: makespan %5 (prediction); plan certificate %6")
                              .arg(doc_->source().name)
                              .arg(result_->plan.devices.size())
@@ -723,6 +734,7 @@ void PlanController::showPlan(std::shared_ptr<const plan::PlanResult> result, co
     showResult();
     updateActions();
     giveDockRoom();
+    emit resultChanged();
 }
 
 void PlanController::showError(const QString &error) {
@@ -896,6 +908,7 @@ void PlanController::onDocumentChanged(GraphDocument::Changes what) {
         table_->setRowCount(0);
         gantt_->clear();
         memory_->clear();
+        emit resultChanged();
     }
     if (what & (GraphDocument::Replaced | GraphDocument::Structure | GraphDocument::Params | GraphDocument::Stages)) {
         colourCanvas();

@@ -69,6 +69,8 @@ public:
     QAction *copyTargetAction() const { return copy_target_action_; }
     QAction *measureHostAction() const { return measure_host_action_; }
     views::PlanWorker *planWorker() const { return worker_; }
+    // Puts a button for `action` (the Launch dock's Launch Plan…) beside Export Plan….
+    void addLaunchAction(QAction *action);
 
     // The dock's widgets (the GUI suites drive them).
     QComboBox *targetBox() const { return target_box_; }
@@ -140,6 +142,8 @@ signals:
     void targetStored(const QString &name, const QString &error);
     // The targets of the session just opened are listed (user copies, measured host).
     void targetsLoaded(const QString &error);
+    // The plan shown changed: a new one, or none (result() says which).
+    void resultChanged();
 
 private:
     void createDock(QWidget *window);
@@ -187,6 +191,7 @@ private:
     QPushButton *plan_button_ = nullptr;
     QPushButton *cancel_button_ = nullptr;
     QPushButton *export_button_ = nullptr;
+    QToolButton *launch_button_ = nullptr;  // Launch Plan…, once the Launch dock gives its action
     QProgressBar *busy_ = nullptr;
     QLabel *progress_label_ = nullptr;  // what the host probe runs now
     QToolButton *measure_button_ = nullptr;

@@ -1,0 +1,205 @@
+#include "views/launch_worker.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "cost/model.h"
+#include "io/random_inputs.h"
+#include "io/tensor_values.h"
+#include "launch/cpu_backend.h"
+#include "launch/records.h"
+#include "views/session_versions.h"
+
+namespace tapestry::views {
+
+namespace {
+
+QString qs(const std::string &s) {
+    return QString::fromStdString(s);
+}
+
+// The inputs of a launch: the folder's values, random ones (seeded) for the rest —
+// as `tapestry launch --inputs DIR --seed N` gives them.
+Expected<std::map<TensorId, TensorData>, std::string> launchInputs(const LaunchJob &job, QString *text) {
+    const Graph &g = job.plan->plan.graph;
+    std::map<TensorId, TensorData> inputs;
+    if (!job.inputs_dir.isEmpty()) {
+        auto read = read_inputs_dir(g, job.inputs_dir.toStdString());
+        if (!read) return unexpected(read.error());
+        inputs = std::move(read).value();
+        *text = LaunchWorker::tr("inputs from %1 (random, seed %2, for the rest)")
+                    .arg(QDir::toNativeSeparators(job.inputs_dir))
+                    .arg(job.seed);
+    } else {
+        *text = LaunchWorker::tr("random inputs, seed %1").arg(job.seed);
+    }
+    for (auto &[id, value] : make_random_inputs(g, job.seed))
+        if (!inputs.count(id)) inputs.emplace(id, std::move(value));
+    return inputs;
+}
+
+// Keeps the launch in the session: on the editor version holding the document's
+// graph, the plan saved once; then reads the plan's launches back.
+void recordLaunch(const LaunchJob &job, const launch::LaunchResult &result, const launch::LaunchCheck *check,
+                  LaunchOutcome &out) {
+    store::Session &session = *job.session;
+    const VersionHolding held = versionHolding(session, job.project, job.project_name, job.document);
+    out.project = held.project;
+    if (!held.error.isEmpty()) {
+        out.record_error = held.error;
+        return;
+    }
+    std::optional<cost::Model> model;
+    if (job.target) model.emplace(*job.target, job.plan->plan.cluster);
+    std::optional<store::PlanId> reuse;
+    if (job.plan_id != 0) reuse = job.plan_id;
+    auto recorded = launch::record_launch(session, held.version, std::nullopt, reuse, job.plan->plan, result, check,
+                                          model ? &*model : nullptr);
+    if (!recorded) {
+        out.record_error = qs(recorded.error());
+        return;
+    }
+    out.plan_id = recorded->plan_id;
+    out.launch_id = recorded->launch_id;
+    out.calibration_points = recorded->calibration_points;
+    if (auto history = session.launches(out.plan_id))
+        out.history = std::move(history).value();
+    else
+        out.record_error = qs(history.error().message);
+}
+
+}  // namespace
+
+LaunchWorker::LaunchWorker(QObject *parent) : QObject(parent) {
+    qRegisterMetaType<tapestry::views::LaunchOutcome>();
+    // One launch at a time on a thread of its own; the launcher starts its own
+    // workers (one per device stream) from there.
+    pool_.setMaxThreadCount(1);
+}
+
+LaunchWorker::~LaunchWorker() {
+    if (cancel_) cancel_->store(true);
+    pool_.waitForDone();
+}
+
+LaunchOutcome LaunchWorker::execute(const LaunchJob &job, const std::function<bool()> &cancelled,
+                                    const std::function<void(int, int, const QString &)> &progress) {
+    LaunchOutcome out;
+    QElapsedTimer clock;
+    clock.start();
+    auto phase = [&progress](int done, int total, const QString &what) {
+        if (progress) progress(done, total, what);
+    };
+    try {
+        if (!job.plan) {
+            out.error = tr("no plan to launch");
+            return out;
+        }
+        const plan::Plan &p = job.plan->plan;
+        phase(0, 0, tr("preparing the inputs"));
+        auto inputs = launchInputs(job, &out.inputs_text);
+        if (!inputs) {
+            out.error = tr("not launched: %1").arg(qs(inputs.error()));
+            return out;
+        }
+        std::unique_ptr<launch::Backend> backend = launch::make_cpu_backend();
+        out.backend_description = qs(backend->describe());
+        launch::LaunchOptions options;
+        options.wait_timeout_seconds = job.wait_timeout_seconds;
+        options.cancelled = cancelled;
+        options.fail_step = job.fail_step;
+        const QString launching = tr("launching");
+        options.progress = [&phase, &launching](int done, int total) { phase(done, total, launching); };
+        phase(0, static_cast<int>(p.steps.size()), launching);
+        auto result = launch::launch_plan(p, *backend, *inputs, options);
+        if (!result) {
+            out.error = tr("not launched: %1").arg(qs(result.error()));
+            out.cancelled = cancelled && cancelled();
+            return out;
+        }
+        out.launched = true;
+        out.cancelled = result->status == "cancelled";
+        out.result = std::move(result).value();
+        if (out.result.ok() && !(cancelled && cancelled())) {
+            phase(0, 0, tr("checking the outputs"));
+            launch::CheckOptions check;
+            check.oracle = job.oracle;
+            auto compared = launch::check_outputs(p, *inputs, out.result.outputs, check);
+            if (compared)
+                out.check = std::move(compared).value();
+            else
+                out.check_error = qs(compared.error());
+        }
+        // A cancelled launch is kept too: the history says what was tried.
+        if (job.session) {
+            phase(0, 0, tr("recording the launch"));
+            recordLaunch(job, out.result, out.check ? &*out.check : nullptr, out);
+        }
+        out.result.outputs.clear();  // checked and not shown: no reason to carry them to the GUI
+    } catch (const std::exception &e) {
+        out = LaunchOutcome();
+        out.error = tr("internal error: %1").arg(QString::fromUtf8(e.what()));
+    }
+    out.milliseconds = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    return out;
+}
+
+quint64 LaunchWorker::start(LaunchJob job) {
+    if (running_) return 0;
+    const quint64 id = ++job_;
+    running_ = true;
+    auto flag = std::make_shared<std::atomic_bool>(false);
+    cancel_ = flag;
+    auto *watcher = new QFutureWatcher<LaunchOutcome>(this);
+    connect(watcher, &QFutureWatcher<LaunchOutcome>::finished, this, [this, watcher, id] {
+        watcher->deleteLater();
+        if (id != job_ || !running_) return;  // cancelled (already reported) or superseded
+        LaunchOutcome outcome = watcher->result();
+        outcome.job = id;
+        running_ = false;
+        cancel_.reset();
+        emit finished(id, outcome);
+    });
+    // Progress is posted to this object (the destructor drains the pool first, so it
+    // is alive), at most once per thousandth of the steps, and dropped there once the
+    // job is no longer the window's.
+    auto last = std::make_shared<std::atomic_int>(-1);
+    const std::function<bool(int, int)> hook = hook_;
+    auto report = [this, id, flag, last, hook](int done, int total, const QString &phase) {
+        if (total > 0) {
+            if (hook && hook(done, total)) flag->store(true);
+            const int permille = static_cast<int>(1000LL * done / total);
+            if (last->exchange(permille) == permille) return;
+        } else {
+            last->store(-1);  // a phase of its own: the next step count is news again
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, id, done, total, phase] {
+                if (id == job_ && running_) emit progress(id, done, total, phase);
+            },
+            Qt::QueuedConnection);
+    };
+    watcher->setFuture(QtConcurrent::run(&pool_, [job = std::move(job), flag, report] {
+        return execute(
+            job, [flag] { return flag->load(std::memory_order_relaxed); }, report);
+    }));
+    return id;
+}
+
+void LaunchWorker::cancel() {
+    if (!running_) return;
+    if (cancel_) cancel_->store(true);
+    cancel_.reset();
+    running_ = false;
+    LaunchOutcome outcome;
+    outcome.job = job_;
+    outcome.cancelled = true;
+    outcome.error = tr("cancelled");
+    emit finished(job_, outcome);
+}
+
+}  // namespace tapestry::views
