@@ -293,8 +293,7 @@ void MainWindow::createViewAndHelpMenus() {
                       stages_->toggleShardsAction(), stages_->expandAllShardsAction()});
     view->addSeparator();
     view->addActions({plan_->planDock()->toggleViewAction(), launch_->launchDock()->toggleViewAction(),
-                      plan_->copyTargetAction(),
-                      optimize_->optimizeDock()->toggleViewAction()});
+                      plan_->copyTargetAction(), optimize_->optimizeDock()->toggleViewAction()});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     QAction *about = help->addAction(tr("&About Tapestry Studio"), this, [this] {

@@ -126,6 +126,10 @@ private slots:
         LaunchController *lc = lw.launches();
         QVERIFY2(!lc->launchAction()->isEnabled(), "nothing to launch before a plan is shown");
         QCOMPARE(lc->launchAction()->shortcut(), QKeySequence(QStringLiteral("Ctrl+Alt+L")));
+        int holders = 0;  // no other action of the window has that shortcut
+        for (const QAction *a : lw.w.findChildren<QAction *>())
+            holders += a->shortcuts().contains(QKeySequence(QStringLiteral("Ctrl+Alt+L"))) ? 1 : 0;
+        QCOMPARE(holders, 1);
         // The host, measured on first use: its launch on the cpu backend measures the
         // target it was predicted for. tp: kernels, copies and all-reduces.
         QVERIFY2(lw.plan(QStringLiteral("host"), QStringLiteral("tp")), qPrintable(lw.plans()->lastError()));
