@@ -13,6 +13,7 @@ TAPESTRY_PACKAGES=(
   xvfb xauth fonts-dejavu-core
   python3  # tests/campaign/bad_inputs.py
   python3-jsonschema  # tests/targets/check_targets.py
+  openmpi-bin libopenmpi-dev  # the mpi backend of tapestry launch (CTest label mpi)
 )
 
 tapestry_install_packages() {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "launch/check.h"
 #include "launch/cpu_backend.h"
 #include "launch/launch.h"
+#include "launch/mpi_backend.h"
 #include "plan/plan_file.h"
 #include "run_support.h"
 #include "runtime/cpu/cpu_isa.h"
@@ -45,6 +47,7 @@ struct LaunchCommandOptions {
     bool steps = false;
     bool json = false;
     int fail_step = -1;  // hidden: tests inject a fault
+    std::string kill_rank;  // hidden: "R:K" — rank R kills itself after its K-th step (tests of a dying rank)
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -113,12 +116,45 @@ void print_report(const LaunchCommandOptions &o, const plan::Plan &p, const laun
     else std::cout << "  launch: " << r.status << ": " << r.fault.message << "\n";
 }
 
+int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend_ref,
+                  const std::map<TensorId, TensorData> &inputs, const std::string &input_source,
+                  const launch::LaunchResult &launched);
+
 int launch_command(const LaunchCommandOptions &o) {
+    launch::CpuBackendOptions bo;
+    bo.max_devices = o.max_devices;
+    bo.kernel_threads = o.threads;
+    std::string backend_error;
+    if (!o.device_memory.empty()) {
+        auto bytes = cpu::parse_byte_size(o.device_memory);
+        if (bytes) bo.device_memory = *bytes;
+        else backend_error = "--device-memory: " + bytes.error();
+    }
+    std::unique_ptr<launch::Backend> backend;
+    if (o.backend == "mpi") {
+        auto made = launch::make_mpi_backend(bo);
+        if (made) backend = std::move(made).value();
+        else backend_error = "--backend mpi: " + made.error();
+    } else {
+        backend = launch::make_cpu_backend(bo);
+    }
+    // Under mpirun every rank runs this command; rank 0 reports. A refusal before the
+    // run comes alike on every rank (the same plan and inputs): each ends MPI
+    // cleanly, so that mpirun does not stop rank 0 before it has said why.
+    const bool root = !backend || backend->rank() == 0;
     auto refuse = [&](const std::string &message) {
-        if (o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
-        else std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
+        if (root && o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
+        else if (root) std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
+        std::cout.flush();
+        std::cerr.flush();
+        launch::finish_mpi(true);
         return kExitInvalid;
     };
+    if (!backend_error.empty()) return refuse(backend_error);
+    int kill_rank = -1, kill_after = 0;
+    if (!o.kill_rank.empty() && std::sscanf(o.kill_rank.c_str(), "%d:%d", &kill_rank, &kill_after) != 2)
+        return refuse("--kill-rank: expected RANK:STEPS");
+
     auto loaded = plan::load_plan(o.plan);
     if (!loaded) return refuse(loaded.error());
     const plan::Plan &p = *loaded;
@@ -136,21 +172,15 @@ int launch_command(const LaunchCommandOptions &o) {
         if (!inputs.count(id)) inputs.emplace(id, std::move(value));
     if (input_source.empty()) input_source = "random (seed " + std::to_string(o.seed) + ")";
 
-    launch::CpuBackendOptions bo;
-    bo.max_devices = o.max_devices;
-    bo.kernel_threads = o.threads;
-    if (!o.device_memory.empty()) {
-        auto bytes = cpu::parse_byte_size(o.device_memory);
-        if (!bytes) return refuse("--device-memory: " + bytes.error());
-        bo.device_memory = *bytes;
-    }
-    std::unique_ptr<launch::Backend> backend = launch::make_cpu_backend(bo);
-
-    ProgressBar bar(!o.json);
+    ProgressBar bar(!o.json && root);
     launch::LaunchOptions lo;
     lo.wait_timeout_seconds = o.timeout;
     lo.fail_step = o.fail_step;
-    lo.progress = [&bar](int done, int total) { bar.update("launch", done, total); };
+    const int rank = backend->rank();
+    lo.progress = [&bar, rank, kill_rank, kill_after](int done, int total) {
+        if (rank == kill_rank && done >= kill_after) std::raise(SIGKILL);  // a rank dying mid-run (tests)
+        bar.update("launch", done, total);
+    };
     g_interrupted.store(false);
     lo.cancelled = [] { return g_interrupted.load(); };
     auto previous = std::signal(SIGINT, on_launch_interrupt);
@@ -158,6 +188,27 @@ int launch_command(const LaunchCommandOptions &o) {
     std::signal(SIGINT, previous);
     bar.clear();
     if (!result) return refuse("not launched: " + result.error());
+    if (!root) {  // rank 0 reports, checks and keeps the launch
+        const bool ran = result->ok();
+        launch::finish_mpi(ran);
+        return ran ? kExitOk : kExitInvalid;
+    }
+    const int code = report_launch(o, p, *backend, inputs, input_source, *result);
+    launch::finish_mpi(result->ok());
+    return code;
+}
+
+// Rank 0's part after the run: the check, outputs, the session and the report.
+int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend_ref,
+                  const std::map<TensorId, TensorData> &inputs, const std::string &input_source,
+                  const launch::LaunchResult &launched) {
+    const launch::LaunchResult *result = &launched;
+    const launch::Backend *backend = &backend_ref;
+    auto refuse = [&](const std::string &message) {
+        if (o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
+        else std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
+        return kExitInvalid;
+    };
 
     std::optional<launch::LaunchCheck> check;
     std::string check_error;
@@ -235,21 +286,27 @@ int devices_command(bool json) {
     std::unique_ptr<launch::Backend> cpu_backend = launch::make_cpu_backend();
     const std::int64_t available = cpu::available_memory();
     const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const bool mpi = launch::mpi_backend_built();
+    std::vector<std::string> not_built{"cuda"};
+    if (!mpi) not_built.insert(not_built.begin(), "mpi");
     if (json) {
-        print_json(ordered_json{
-            {"backends",
-             {{{"name", "cpu"},
-               {"cores", cores},
-               {"isa", cpu::cpu_isa().name},
-               {"available_memory_bytes", available},
-               {"max_devices", cpu_backend->max_devices()}}}},
-            {"gpus", ordered_json::array()},
-            {"not_built", {"mpi", "cuda"}}});
+        ordered_json backends = ordered_json::array();
+        backends.push_back({{"name", "cpu"},
+                            {"cores", cores},
+                            {"isa", cpu::cpu_isa().name},
+                            {"available_memory_bytes", available},
+                            {"max_devices", cpu_backend->max_devices()}});
+        if (mpi) backends.push_back({{"name", "mpi"}, {"max_devices_per_rank", cpu_backend->max_devices()}});
+        print_json(ordered_json{{"backends", backends}, {"gpus", ordered_json::array()}, {"not_built", not_built}});
         return kExitOk;
     }
     std::cout << "backends of this tapestry:\n"
-              << "  " << cpu_backend->describe() << "\n"
-              << "not built into this tapestry: mpi, cuda (no GPU is listed without the cuda backend)\n";
+              << "  " << cpu_backend->describe() << "\n";
+    if (mpi)
+        std::cout << "  mpi: built in; under mpirun -np N each rank owns a block of the plan's devices (up to "
+                  << cpu_backend->max_devices() << " a rank)\n";
+    std::cout << "not built into this tapestry: " << (mpi ? "cuda" : "mpi, cuda")
+              << " (no GPU is listed without the cuda backend)\n";
     return kExitOk;
 }
 
@@ -263,7 +320,11 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
         "own memory, the plan's steps, copies and collectives; checks the outputs against the reference run and "
         "prints measured times and memory beside the plan's predictions.");
     cmd->add_option("PLAN", o->plan, "Plan file (*.plan.json)")->required();
-    cmd->add_option("--backend", o->backend, "Where to run it")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+    cmd->add_option("--backend", o->backend,
+                    "Where to run it: cpu (every device in this process) or mpi (under mpirun: each rank owns a block "
+                    "of the devices)")
+        ->check(CLI::IsMember({"cpu", "mpi"}))
+        ->capture_default_str();
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
     cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory");
@@ -281,6 +342,7 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "cpu backend: threads per kernel (default: the cores shared among the devices)")
         ->check(CLI::Range(1, 256));
     cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
+    cmd->add_option("--kill-rank", o->kill_rank, "Testing: RANK:STEPS, that rank kills itself after STEPS steps")->group("");
     cmd->add_option("--session", o->session,
                     "Keep the plan, the launch and its measured steps in this session (and, for a plan of the host "
                     "target, calibration points)");

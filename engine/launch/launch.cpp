@@ -350,6 +350,21 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
     }
     std::sort(result.steps.begin(), result.steps.end(),
               [](const MeasuredStep &a, const MeasuredStep &b) { return a.step < b.step; });
+    // A step that spans ranks (a transfer or a collective between their devices) was
+    // measured by each: it ran from the first start to the last end, and moved
+    // what every rank sent.
+    std::vector<MeasuredStep> merged;
+    for (const MeasuredStep &m : result.steps) {
+        if (!merged.empty() && merged.back().step == m.step) {
+            MeasuredStep &x = merged.back();
+            x.start = std::min(x.start, m.start);
+            x.end = std::max(x.end, m.end);
+            x.moved_bytes += m.moved_bytes;
+        } else {
+            merged.push_back(m);
+        }
+    }
+    result.steps = std::move(merged);
 
     std::vector<plan::StepTime> times(plan.steps.size(), plan::StepTime{-1, -1});
     for (const MeasuredStep &m : result.steps) {

@@ -12,6 +12,7 @@
 //               step time (makespan vs wall), target ≥ 0.8.
 //   bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -75,21 +76,31 @@ int overhead(int rounds) {
         launch::CpuBackendOptions bo;
         bo.kernel_threads = 2;
         auto backend = launch::make_cpu_backend(bo);
-        std::vector<double> run_ms, launch_ms;
+        const auto run_inputs = make_random_inputs(g, 1);
+        std::vector<double> run_ms, launch_ms, run_call_ms, launch_call_ms;
         for (int k = 0; k < rounds + 1; ++k) {  // round 0 warms both up
-            auto a = (*program)->run(make_random_inputs(g, 1));
+            const auto t0 = std::chrono::steady_clock::now();
+            auto a = (*program)->run(run_inputs);
+            const auto t1 = std::chrono::steady_clock::now();
             auto b = launch::launch_plan(r->plan, *backend, inputs);
+            const auto t2 = std::chrono::steady_clock::now();
             if (!a || !b || !b->ok()) return std::fprintf(stderr, "%s: a run failed\n", name), 1;
             if (k == 0) continue;
             run_ms.push_back(a->wall_milliseconds);
             launch_ms.push_back(b->wall_seconds * 1e3);
+            run_call_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+            launch_call_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
         }
-        const double ratio = median(launch_ms) / median(run_ms);
+        // The whole call is what a user waits for: the launch's covers preparing its
+        // kernels, allocating its arenas and loading the inputs; run()'s covers its
+        // arena and inputs (its kernels were made at compile, untimed here).
+        const double ratio = median(launch_call_ms) / median(run_call_ms);
         worse += ratio > 1.05;
-        std::printf("  %-10s run %8.2f ms   launch %8.2f ms   launch/run %.3f   %s\n", name, median(run_ms),
-                    median(launch_ms), ratio, ratio <= 1.05 ? "met" : "NOT met");
+        std::printf("  %-10s whole call: run %8.2f ms  launch %8.2f ms  launch/run %.3f %-7s   steps only: run %8.2f ms  launch %8.2f ms  (%.3f)\n",
+                    name, median(run_call_ms), median(launch_call_ms), ratio, ratio <= 1.05 ? "met" : "NOT met",
+                    median(run_ms), median(launch_ms), median(launch_ms) / median(run_ms));
     }
-    std::printf("  target: launch within 5%% of run on every example: %s\n", worse ? "NOT met" : "met");
+    std::printf("  target: a launch within 5%% of run on every example (whole call): %s\n", worse ? "NOT met" : "met");
     return 0;
 }
 
