@@ -3,6 +3,8 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
@@ -11,6 +13,8 @@
 #include "io/tensor_values.h"
 #include "launch/cpu_backend.h"
 #include "launch/records.h"
+#include "plan/plan_file.h"
+#include "plan/simulate.h"
 #include "views/session_versions.h"
 
 namespace tapestry::views {
@@ -71,7 +75,55 @@ void recordLaunch(const LaunchJob &job, const launch::LaunchResult &result, cons
         out.record_error = qs(history.error().message);
 }
 
+// A plan file's JSON less its provenance: source.project is the document's path,
+// or its name when the project was opened from a session — the same plan either way.
+QJsonObject withoutProvenance(const std::string &text) {
+    QJsonObject doc = QJsonDocument::fromJson(QByteArray::fromStdString(text)).object();
+    QJsonObject source = doc.value(QStringLiteral("source")).toObject();
+    source.remove(QStringLiteral("project"));
+    doc.insert(QStringLiteral("source"), source);
+    return doc;
+}
+
 }  // namespace
+
+SavedPlanLaunches findSavedPlan(const store::Session &session, qint64 project, const plan::Plan &plan) {
+    SavedPlanLaunches out;
+    auto records = session.plans(project);
+    if (!records) {
+        out.error = qs(records.error().message);
+        return out;
+    }
+    // The record's fields as record_launch fills them; the JSON (large) only for those that agree.
+    const plan::Prediction predicted = plan::simulate(plan);
+    const std::string summary =
+        plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
+    std::string text;  // the saved form of `plan`, made when a candidate needs it
+    std::optional<QJsonObject> parsed;
+    for (auto r = records->rbegin(); r != records->rend(); ++r) {
+        if (r->target != plan.target || r->devices != static_cast<int>(plan.devices.size()) ||
+            r->summary != summary || r->peak_bytes != predicted.peak)
+            continue;
+        auto saved = session.load_plan_json(r->id);
+        if (!saved) {
+            out.error = qs(saved.error().message);
+            return out;
+        }
+        if (text.empty()) text = plan::plan_json(plan, &predicted);
+        if (*saved != text) {
+            if (!parsed) parsed = withoutProvenance(text);
+            if (withoutProvenance(*saved) != *parsed) continue;
+        }
+        out.plan_id = r->id;
+        break;
+    }
+    if (out.plan_id == 0) return out;
+    if (auto history = session.launches(out.plan_id))
+        out.history = std::move(history).value();
+    else
+        out.error = qs(history.error().message);
+    return out;
+}
 
 LaunchWorker::LaunchWorker(QObject *parent) : QObject(parent) {
     qRegisterMetaType<tapestry::views::LaunchOutcome>();
@@ -156,9 +208,13 @@ quint64 LaunchWorker::start(LaunchJob job) {
     auto *watcher = new QFutureWatcher<LaunchOutcome>(this);
     connect(watcher, &QFutureWatcher<LaunchOutcome>::finished, this, [this, watcher, id] {
         watcher->deleteLater();
-        if (id != job_ || !running_) return;  // cancelled (already reported) or superseded
         LaunchOutcome outcome = watcher->result();
         outcome.job = id;
+        if (id != job_ || !running_) {
+            // Cancelled (reported already): only what it kept in the session is news.
+            if (outcome.plan_id != 0) emit recorded(id, outcome);
+            return;
+        }
         running_ = false;
         cancel_.reset();
         emit finished(id, outcome);
@@ -183,9 +239,21 @@ quint64 LaunchWorker::start(LaunchJob job) {
             },
             Qt::QueuedConnection);
     };
-    watcher->setFuture(QtConcurrent::run(&pool_, [job = std::move(job), flag, report] {
-        return execute(
+    watcher->setFuture(QtConcurrent::run(&pool_, [job = std::move(job), flag, report, saved = last_saved_]() mutable {
+        if (job.session && job.plan_id == 0) {
+            const std::lock_guard<std::mutex> lock(saved->mutex);
+            if (saved->id != 0 && saved->plan.lock() == job.plan && saved->session.lock() == job.session)
+                job.plan_id = saved->id;
+        }
+        LaunchOutcome out = execute(
             job, [flag] { return flag->load(std::memory_order_relaxed); }, report);
+        if (out.plan_id != 0) {
+            const std::lock_guard<std::mutex> lock(saved->mutex);
+            saved->plan = job.plan;
+            saved->session = job.session;
+            saved->id = out.plan_id;
+        }
+        return out;
     }));
     return id;
 }

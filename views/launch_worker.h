@@ -5,8 +5,8 @@
 // with a session open — the record of the launch and the plan's launch history.
 // One job at a time, on a thread of its own; progress arrives through queued
 // calls. Cancel makes the window idle at once: `finished` is emitted with
-// `cancelled` then, the launch stops at its next polling point, and whatever it
-// returns later is dropped.
+// `cancelled` then and the launch stops at its next polling point; what it keeps
+// in the session on its way out arrives later through `recorded`.
 #pragma once
 
 #include <QObject>
@@ -15,6 +15,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -67,6 +68,22 @@ struct LaunchOutcome {
     double milliseconds = 0;                   // request to outcome
 };
 
+// The plan a launch saved, found by content among the project's plans in
+// `session`, and its launches (oldest first): how the Launch dock lists the
+// history of a plan it did not launch itself. launch::record_launch keeps
+// plan::plan_json(plan, &plan::simulate(plan)), which holds the graph: records of
+// the same target, devices, summary and predicted peak are the candidates, and
+// their saved JSON must equal that text but for source.project (the document's
+// path or name: a project opened from its file or from the session names itself
+// differently); the newest such record wins. plan_id 0: none is kept (or
+// `error`, the store's message).
+struct SavedPlanLaunches {
+    store::PlanId plan_id = 0;
+    std::vector<store::LaunchRecord> history;
+    QString error;
+};
+SavedPlanLaunches findSavedPlan(const store::Session &session, qint64 project, const plan::Plan &plan);
+
 class LaunchWorker : public QObject {
     Q_OBJECT
 public:
@@ -96,9 +113,23 @@ signals:
     // `total` 0: a phase without steps (the check, the record).
     void progress(quint64 job, int done, int total, const QString &phase);
     void finished(quint64 job, const tapestry::views::LaunchOutcome &outcome);
+    // A job whose `finished` went out early (cancelled) has ended and kept itself in
+    // the session: `outcome` carries its plan_id, launch_id and the plan's history.
+    void recorded(quint64 job, const tapestry::views::LaunchOutcome &outcome);
 
 private:
+    // The plan the last job saved, so that a job queued behind a cancelled one
+    // (whose plan id the window has not heard of yet) reuses it instead of saving
+    // the same plan again. Read and written on the worker's thread, one job after
+    // another; the mutex is for the destructor's sake.
+    struct LastSaved {
+        std::mutex mutex;
+        std::weak_ptr<const plan::PlanResult> plan;
+        std::weak_ptr<store::Session> session;
+        store::PlanId id = 0;
+    };
     QThreadPool pool_;
+    std::shared_ptr<LastSaved> last_saved_ = std::make_shared<LastSaved>();
     std::shared_ptr<std::atomic_bool> cancel_;
     std::function<bool(int, int)> hook_;
     quint64 job_ = 0;

@@ -6,7 +6,9 @@
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QFutureWatcher>
 #include <QLabel>
+#include <QPushButton>
 #include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
@@ -14,6 +16,7 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
 
@@ -21,7 +24,6 @@
 #include "dock.h"
 #include "launch/cpu_backend.h"
 #include "plan/simulate.h"
-#include "plan_controller.h"
 #include "session_controller.h"
 #include "views/graph_document.h"
 #include "views/launch_scatter.h"
@@ -81,10 +83,14 @@ LaunchController::LaunchController(views::GraphDocument *doc, SessionController 
     createDock(window);
     connect(worker_, &views::LaunchWorker::progress, this, &LaunchController::onProgress);
     connect(worker_, &views::LaunchWorker::finished, this, &LaunchController::onFinished);
+    connect(worker_, &views::LaunchWorker::recorded, this, &LaunchController::onRecorded);
     connect(plans_, &PlanController::resultChanged, this, [this] {
         if (dialog_ && !isLaunching()) dialog_->reject();  // it was about another plan
         updateActions();
+        lookUpHistory();
     });
+    // Planning starts and ends: the re-plan button waits for the Plan dock.
+    connect(plans_, &PlanController::planFinished, this, &LaunchController::updateReplanButton);
     QSettings settings;
     settings_.seed = settings.value(QStringLiteral("launch/seed"), 1).toULongLong();
     settings_.oracle = settings.value(QStringLiteral("launch/oracle"), false).toBool();
@@ -122,10 +128,19 @@ void LaunchController::createDock(QWidget *window) {
            "in use at once) beside the plan's prediction, the arena allocated, the compute stream's busy time "
            "and the bytes it sent"));
     history_ = makeTable({tr("Launched"), tr("Backend"), tr("Status"), tr("Wall (measured)")}, "launchHistory", panel);
-    history_->setToolTip(tr("The launches of this plan kept in the session, newest first"));
+    history_->setToolTip(tr("The launches of the plan the Plan dock shows kept in the session, newest first"));
+    auto *history_panel = new QWidget(panel);
+    auto *history_column = new QVBoxLayout(history_panel);
+    history_column->setContentsMargins(0, 0, 0, 0);
+    history_column->setSpacing(2);
+    history_caption_ = new QLabel(tr("Launch history: no plan shown"), history_panel);
+    history_caption_->setObjectName(QStringLiteral("launchHistoryCaption"));
+    history_caption_->setWordWrap(true);
+    history_column->addWidget(history_caption_);
+    history_column->addWidget(history_, 1);
     auto *tables = new QSplitter(Qt::Vertical, panel);
     tables->addWidget(devices_);
-    tables->addWidget(history_);
+    tables->addWidget(history_panel);
     tables->setStretchFactor(0, 3);
     tables->setStretchFactor(1, 2);
     gantt_ = new views::PlanGantt(panel);
@@ -166,8 +181,13 @@ QWidget *LaunchController::createHeader(QWidget *parent) {
     verdict_ = new QLabel(header);
     verdict_->setObjectName(QStringLiteral("launchVerdict"));
     verdict_->hide();
+    replan_button_ = new QPushButton(header);
+    replan_button_->setObjectName(QStringLiteral("launchReplan"));
+    replan_button_->hide();
+    connect(replan_button_, &QPushButton::clicked, this, &LaunchController::replanWithoutFailedDevice);
     row->addWidget(measured_badge_, 0, Qt::AlignTop);
     row->addWidget(status_label_, 1);
+    row->addWidget(replan_button_, 0, Qt::AlignTop);
     row->addWidget(verdict_, 0, Qt::AlignTop);
     column->addLayout(row);
     equivalence_ = new QLabel(header);
@@ -239,8 +259,11 @@ bool LaunchController::startLaunch(const views::LaunchSettings &settings) {
         if (saved_plan_.lock() == shown && saved_in_.lock() == job.session) job.plan_id = saved_plan_id_;
         job.target = uncalibratedTarget(shown->plan);
     }
+    std::weak_ptr<store::Session> kept_in = job.session;
     if (worker_->start(std::move(job)) == 0) return false;
     pending_ = shown;
+    pending_in_ = kept_in;
+    pending_settings_ = plans_->shownSettings();
     if (dialog_) {
         dialog_->setRunning(true);
         dialog_->setProgress(0, 0, tr("starting"));
@@ -291,6 +314,11 @@ void LaunchController::onFinished(quint64, const views::LaunchOutcome &outcome) 
         if (outcome.cancelled) {
             outcome_ = outcome;
             launched_ = pending_;
+            launched_settings_ = pending_settings_;
+            // Its thread keeps the launch in the session on its way out: onRecorded.
+            cancelled_job_ = outcome.job;
+            cancelled_plan_ = pending_;
+            cancelled_in_ = pending_in_;
             showOutcome();
         }
         status_->showMessage(outcome.cancelled ? tr("Launch cancelled") : tr("Not launched: %1").arg(outcome.error),
@@ -301,13 +329,15 @@ void LaunchController::onFinished(quint64, const views::LaunchOutcome &outcome) 
     }
     outcome_ = outcome;
     launched_ = pending_;
+    launched_settings_ = pending_settings_;
     pending_.reset();
     if (outcome.plan_id != 0) {
         saved_plan_ = launched_;
         saved_plan_id_ = outcome.plan_id;
-        saved_in_ = session_->sharedSession();
+        saved_in_ = pending_in_;
     }
     if (outcome.project != 0 && session_->projectId() == 0) session_->adoptProject(outcome.project);
+    if (outcome.plan_id != 0 && launched_ == plans_->result()) setHistory(outcome.history, outcome.launch_id);
     showOutcome();
     if (dialog_) dialog_->accept();
     showWithRoom(dock_, window_, kDockHeight, dock_sized_);
@@ -338,7 +368,7 @@ void LaunchController::showOutcome() {
         scatter_->clear();
     }
     fillDeviceTable();
-    fillHistory();
+    updateReplanButton();
 }
 
 void LaunchController::fitTables() {
@@ -361,8 +391,10 @@ void LaunchController::showStatus() {
     const launch::LaunchResult &r = outcome_.result;
     if (!outcome_.launched) {
         status_label_->setTextFormat(Qt::PlainText);
-        status_label_->setText(outcome_.cancelled ? tr("Launch cancelled before it ran to the end: nothing measured.")
-                                                  : outcome_.error);
+        QString text = outcome_.cancelled ? tr("Launch cancelled before it ran to the end: nothing measured.")
+                                          : outcome_.error;
+        if (outcome_.launch_id != 0) text += tr(" Kept in the session as cancelled (launch %1).").arg(outcome_.launch_id);
+        status_label_->setText(text);
         verdict_->hide();
         return;
     }
@@ -465,7 +497,7 @@ void LaunchController::fillDeviceTable() {
 }
 
 void LaunchController::fillHistory() {
-    const std::vector<store::LaunchRecord> &records = outcome_.history;
+    const std::vector<store::LaunchRecord> &records = history_records_;
     history_->setRowCount(static_cast<int>(records.size()));
     int row = 0;
     for (auto r = records.rbegin(); r != records.rend(); ++r, ++row) {
@@ -478,13 +510,130 @@ void LaunchController::fillHistory() {
         const QJsonObject measured = QJsonDocument::fromJson(QByteArray::fromStdString(r->measurements_json)).object();
         const double wall = measured.value(QStringLiteral("wall_seconds")).toDouble(-1);
         setCell(history_, row, 3, wall >= 0 ? secondsText(wall) : QStringLiteral("—"));
-        if (r->id == outcome_.launch_id)
+        if (r->id == history_current_)
             for (int c = 0; c < history_->columnCount(); ++c) {
                 QFont f = history_->item(row, c)->font();
                 f.setBold(true);
                 history_->item(row, c)->setFont(f);
             }
     }
+}
+
+// ---- the history of the plan shown ------------------------------------------------
+
+void LaunchController::setHistory(std::vector<store::LaunchRecord> records, store::LaunchId current) {
+    ++history_generation_;  // a session read under way is older than this
+    history_records_ = std::move(records);
+    history_current_ = current;
+    history_caption_->setText(
+        history_records_.empty()
+            ? tr("The plan shown has not been launched in this session")
+            : tr("Launches of the plan shown kept in the session: %1").arg(history_records_.size()));
+    fillHistory();
+}
+
+void LaunchController::lookUpHistory() {
+    ++history_generation_;
+    history_records_.clear();
+    history_current_ = 0;
+    fillHistory();
+    const std::shared_ptr<const plan::PlanResult> shown = plans_->result();
+    std::shared_ptr<store::Session> session = session_->sharedSession();
+    const qint64 project = session_->projectId();
+    if (!shown || !session || project == 0) {
+        history_caption_->setText(!shown     ? tr("Launch history: no plan shown")
+                                  : !session ? tr("Launch history: no session is open (a session keeps launches)")
+                                             : tr("The plan shown has not been launched in this session"));
+        return;
+    }
+    history_caption_->setText(tr("Launch history of the plan shown: reading the session…"));
+    auto *watcher = new QFutureWatcher<views::SavedPlanLaunches>(this);
+    connect(watcher, &QFutureWatcher<views::SavedPlanLaunches>::finished, this,
+            [this, watcher, shown, generation = history_generation_, in = std::weak_ptr<store::Session>(session)] {
+                views::SavedPlanLaunches found = watcher->result();
+                watcher->deleteLater();
+                // Another plan shown, another session, or a launch's own history since.
+                if (generation != history_generation_ || shown != plans_->result() ||
+                    in.lock() != session_->sharedSession())
+                    return;
+                if (!found.error.isEmpty()) {
+                    history_caption_->setText(tr("Launch history not read: %1").arg(found.error));
+                    return;
+                }
+                if (found.plan_id != 0) {
+                    // The next launch of it adds to that plan instead of saving it again.
+                    saved_plan_ = shown;
+                    saved_plan_id_ = found.plan_id;
+                    saved_in_ = in;
+                }
+                const int count = static_cast<int>(found.history.size());
+                setHistory(std::move(found.history), 0);
+                emit historyLoaded(count);
+            });
+    // Off the GUI thread: a session can hold many plans, and a read waits for a
+    // launch's or an autosave's transaction.
+    watcher->setFuture(
+        QtConcurrent::run([session, project, shown] { return views::findSavedPlan(*session, project, shown->plan); }));
+}
+
+void LaunchController::onRecorded(quint64 job, const views::LaunchOutcome &outcome) {
+    // A cancelled launch reached the session after the window had reported it.
+    if (job != cancelled_job_) return;
+    const std::shared_ptr<const plan::PlanResult> plan = cancelled_plan_.lock();
+    if (plan && plan == plans_->result()) {
+        saved_plan_ = plan;
+        saved_plan_id_ = outcome.plan_id;
+        saved_in_ = cancelled_in_;
+        if (!isLaunching()) setHistory(outcome.history, outcome.launch_id);  // else that launch's will come
+    }
+    if (outcome_.job == job) {
+        outcome_.plan_id = outcome.plan_id;
+        outcome_.launch_id = outcome.launch_id;
+        showStatus();
+    }
+}
+
+// ---- re-planning without a failed device ------------------------------------------
+
+void LaunchController::updateReplanButton() {
+    const launch::LaunchResult &r = outcome_.result;
+    const bool offer = launched_ && outcome_.launched && r.status == "failed" && r.fault.device >= 0;
+    replan_button_->setVisible(offer);
+    if (!offer) return;
+    const plan::Plan &p = launched_->plan;
+    const int devices = static_cast<int>(p.devices.size());
+    replan_button_->setText(tr("Re-plan without %1").arg(deviceName(p, r.fault.device)));
+    if (devices <= 1) {
+        replan_button_->setEnabled(false);
+        replan_button_->setToolTip(tr("The plan ran on one device: no device is left to plan on"));
+    } else if (!launched_settings_) {
+        replan_button_->setEnabled(false);
+        replan_button_->setToolTip(
+            tr("This plan came from the Optimize dock's search: search again there on %1 devices").arg(devices - 1));
+    } else {
+        const PlanSettings &s = *launched_settings_;
+        replan_button_->setEnabled(!plans_->isPlanning());
+        replan_button_->setToolTip(
+            tr("Plan the same graph on %1 with the same %2 on %3 devices instead of %4 — the plan's devices "
+               "numbered afresh; the Plan dock shows it")
+                .arg(s.target,
+                     s.baseline == QStringLiteral("none") ? tr("placement (%1)").arg(s.placement)
+                                                          : tr("baseline (%1)").arg(s.baseline))
+                .arg(devices - 1)
+                .arg(devices));
+    }
+}
+
+bool LaunchController::replanWithoutFailedDevice() {
+    if (!replan_button_->isVisible() || !replan_button_->isEnabled() || !launched_settings_) return false;
+    const int survivors = static_cast<int>(launched_->plan.devices.size()) - 1;
+    const bool started = plans_->replanWithDevices(*launched_settings_, survivors);
+    if (started)
+        status_->showMessage(tr("Planning again on %1 devices, without %2…")
+                                 .arg(survivors)
+                                 .arg(deviceName(launched_->plan, outcome_.result.fault.device)));
+    updateReplanButton();
+    return started;
 }
 
 }  // namespace tapestry::studio

@@ -7,7 +7,11 @@
 // measured bars under the predicted ones, the scatter of predicted against
 // measured step times with the median relative error and Kendall's τ, a row per
 // device (measured peak against predicted peak, and the arena), and — with a
-// session open, where every launch is recorded — the plan's launch history.
+// session open, where every launch is recorded — the launch history of the plan
+// the Plan dock shows, read back from the session (the plan found there by its
+// content) whenever the Plan dock shows another plan. A launch that failed on a
+// device offers "Re-plan without <device>": the same graph, target and rule or
+// baseline planned in the Plan dock on one device fewer.
 #pragma once
 
 #include <QObject>
@@ -16,6 +20,7 @@
 #include <memory>
 
 #include "plan/planner.h"
+#include "plan_controller.h"
 #include "store/session.h"
 #include "views/launch_dialog.h"
 #include "views/launch_worker.h"
@@ -23,6 +28,7 @@
 class QAction;
 class QDockWidget;
 class QLabel;
+class QPushButton;
 class QSplitter;
 class QStatusBar;
 class QTableWidget;
@@ -36,7 +42,6 @@ class PlanGantt;
 
 namespace tapestry::studio {
 
-class PlanController;
 class SessionController;
 
 class LaunchController : public QObject {
@@ -75,11 +80,20 @@ public:
     views::LaunchScatter *scatter() const { return scatter_; }
     QTableWidget *deviceTable() const { return devices_; }
     QTableWidget *historyTable() const { return history_; }
+    QLabel *historyCaption() const { return history_caption_; }
+    // "Re-plan without <device>": shown after a launch that failed on a device.
+    QPushButton *replanButton() const { return replan_button_; }
+
+    // Asks the Plan dock to plan the last launch's plan again without the device its
+    // fault names (see PlanController::replanWithDevices); false when it cannot.
+    bool replanWithoutFailedDevice();
 
 signals:
     // A launch ended: "ok", "failed", "cancelled" (launch::LaunchResult::status) or
     // "refused" (nothing ran; the dialog says why).
     void launchFinished(const QString &status);
+    // The history table was read back from the session for the plan shown.
+    void historyLoaded(int launches);
 
 private:
     void createActions();
@@ -87,6 +101,10 @@ private:
     QWidget *createHeader(QWidget *parent);
     void onProgress(quint64 job, int done, int total, const QString &phase);
     void onFinished(quint64 job, const views::LaunchOutcome &outcome);
+    void onRecorded(quint64 job, const views::LaunchOutcome &outcome);
+    void lookUpHistory();
+    void setHistory(std::vector<store::LaunchRecord> records, store::LaunchId current);
+    void updateReplanButton();
     void showOutcome();
     void showStatus();
     void showEquivalence();
@@ -113,12 +131,27 @@ private:
     QSplitter *splitter_ = nullptr;
     QTableWidget *devices_ = nullptr;
     QTableWidget *history_ = nullptr;
+    QLabel *history_caption_ = nullptr;
+    QPushButton *replan_button_ = nullptr;
     views::PlanGantt *gantt_ = nullptr;
     views::LaunchScatter *scatter_ = nullptr;
 
     std::shared_ptr<const plan::PlanResult> pending_;   // the plan being launched
+    std::weak_ptr<store::Session> pending_in_;          // the session it is kept in
+    std::optional<PlanSettings> pending_settings_;      // what the Plan dock planned it with
     std::shared_ptr<const plan::PlanResult> launched_;  // the plan the dock shows a launch of
+    std::optional<PlanSettings> launched_settings_;
     views::LaunchOutcome outcome_;
+    // A cancelled launch still on its way to the session (see onRecorded).
+    quint64 cancelled_job_ = 0;
+    std::weak_ptr<const plan::PlanResult> cancelled_plan_;
+    std::weak_ptr<store::Session> cancelled_in_;
+    // The history table: the launches of the plan the Plan dock shows, oldest first,
+    // the one this window launched last in bold; a session read under way is
+    // dropped when the generation has moved on.
+    std::vector<store::LaunchRecord> history_records_;
+    store::LaunchId history_current_ = 0;
+    quint64 history_generation_ = 0;
     // The plan as saved in the session by an earlier launch (reused by the next of it).
     std::weak_ptr<const plan::PlanResult> saved_plan_;
     store::PlanId saved_plan_id_ = 0;

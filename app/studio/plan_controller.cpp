@@ -612,7 +612,9 @@ bool PlanController::startPlan() {
     const Graph graph = job.graph;
     if (worker_->start(std::move(job)) == 0) return false;
     // What the result will be of; the plan shown keeps its own until this one arrives.
-    pending_ = Planned{graph, selectionName(), target->device.memory_bytes.value};
+    pending_ = Planned{graph, selectionName(), target->device.memory_bytes.value,
+                       PlanSettings{selectionName(), devices_box_->value(), nodes_box_->value(),
+                                    placement_box_->currentText(), baseline_box_->currentText(), graph}};
     QSettings settings;
     settings.setValue(QStringLiteral("plan/target"), pending_.target);
     settings.setValue(QStringLiteral("plan/devices"), devices_box_->value());
@@ -621,6 +623,25 @@ bool PlanController::startPlan() {
     busy_->setRange(0, 0);  // make_plan reports no progress: busy, not a fraction
     updateActions();
     return true;
+}
+
+bool PlanController::replanWithDevices(const PlanSettings &settings, int devices) {
+    if (worker_->isRunning() || devices < 1) return false;
+    dock_->show();
+    dock_->raise();
+    if (!views::sameGraph(doc_->shownGraph(), settings.graph)) {
+        showError(tr("the canvas shows another graph than the plan was made of: show it again, or plan this one"));
+        return false;
+    }
+    if (!selectTarget(settings.target)) {
+        showError(tr("the target %1 is no longer in the list").arg(settings.target));
+        return false;
+    }
+    devices_box_->setValue(devices);
+    nodes_box_->setValue(settings.nodes);
+    placement_box_->setCurrentText(settings.placement);
+    baseline_box_->setCurrentText(settings.baseline);
+    return startPlan();
 }
 
 // ---- measuring the host ------------------------------------------------------------
@@ -706,6 +727,7 @@ void PlanController::onPlanFinished(quint64, const views::PlanOutcome &outcome) 
     planned_ = pending_.graph;
     planned_target_ = pending_.target;
     capacity_ = pending_.capacity;
+    shown_settings_ = pending_.settings;
     last_error_.clear();
     showResult();
     updateActions();
@@ -730,6 +752,7 @@ void PlanController::showPlan(std::shared_ptr<const plan::PlanResult> result, co
     planned_ = planned;
     planned_target_ = target;
     capacity_ = capacity;
+    shown_settings_.reset();  // the search's choices, not the dock's widgets
     last_error_.clear();
     showResult();
     updateActions();
@@ -899,6 +922,7 @@ void PlanController::onDocumentChanged(GraphDocument::Changes what) {
         loadSessionTargets();
         result_.reset();
         planned_ = Graph();
+        shown_settings_.reset();
         last_error_.clear();
         summary_->setTextFormat(Qt::PlainText);
         summary_->setText(tr("Pick a target and the devices, then Plan (%1).")

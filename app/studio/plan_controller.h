@@ -55,6 +55,17 @@ namespace tapestry::studio {
 class CanvasController;
 class SessionController;
 
+// What the Plan dock planned a plan with: its widgets' settings when Plan was
+// pressed, and the graph the canvas showed.
+struct PlanSettings {
+    QString target;      // as selectTarget takes it: a built-in's name, or "name (user)"
+    int devices = 1;
+    int nodes = 0;       // 0: auto
+    QString placement;   // the placement rule
+    QString baseline;    // the baseline box's text ("none": the placement rules)
+    Graph graph;         // the graph planned
+};
+
 class PlanController : public QObject {
     Q_OBJECT
 public:
@@ -110,6 +121,15 @@ public:
     QString lastError() const { return last_error_; }
     // The memory of one device of the planned target, in bytes.
     double capacity() const { return capacity_; }
+    // The settings the plan shown was made with; none when it was made elsewhere
+    // (showPlan: the Optimize dock's search) or no plan is shown.
+    const std::optional<PlanSettings> &shownSettings() const { return shown_settings_; }
+    // Plans again as `settings` say but on `devices` devices, as if the user had set
+    // the dock's widgets so and pressed Plan (the Launch dock's "Re-plan without
+    // <device>"). False, with the reason in the dock's summary and lastError(), when
+    // the canvas shows another graph than `settings.graph` or the target is gone;
+    // false while a plan runs. A refusal of the planner itself arrives as usual.
+    bool replanWithDevices(const PlanSettings &settings, int devices);
 
     // Shows a plan made elsewhere (a point of the Optimize dock's front) as a plan
     // of this dock: summary, certificate, device table, Gantt, memory chart and the
@@ -219,10 +239,12 @@ private:
     Graph planned_;           // the graph the plan shown was made from
     QString planned_target_;  // its target's name, as the combo shows it
     double capacity_ = 0;     // its target's memory per device
+    std::optional<PlanSettings> shown_settings_;  // what it was planned with here
     struct Planned {
         Graph graph;
         QString target;
         double capacity = 0;
+        PlanSettings settings;
     };
     Planned pending_;  // the same of the plan being made
     QString last_error_;

@@ -4,8 +4,12 @@
 // under every predicted one, the scatter has a point per measured step, the
 // outputs pass the check, and the session holds the launch and its steps (a second
 // launch reuses the saved plan and lists both); Cancel during a launch ends it as
-// cancelled at once and the launch stops promptly; an injected fault names its
-// step and device in the dock.
+// cancelled at once and the launch stops promptly, and what it kept in the session
+// reaches the history (and its plan is not saved twice, even by a launch queued
+// behind it); an injected fault names its step and device in the dock and offers
+// to re-plan without that device (in the Plan dock, with the launched plan's
+// settings); a plan shown again — in this window or after the session is opened
+// anew — lists its earlier launches, found in the session by content.
 //
 // With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-launch.png.
 #include <QAction>
@@ -30,6 +34,7 @@
 #include <atomic>
 #include <memory>
 
+#include "app/studio/dock.h"
 #include "app/studio/launch_controller.h"
 #include "app/studio/main_window.h"
 #include "app/studio/plan_controller.h"
@@ -65,12 +70,12 @@ struct LaunchWindow {
         return openSessionAndWait(w, session, kTimeoutMs);
     }
 
-    bool plan(const QString &target, const QString &baseline) {
+    bool plan(const QString &target, const QString &baseline, int devices = 4) {
         PlanController *pc = plans();
         pc->planDock()->show();
         pc->planDock()->raise();
         if (!pc->selectTarget(target)) return false;
-        pc->devicesBox()->setValue(4);
+        pc->devicesBox()->setValue(devices);
         pc->nodesBox()->setValue(0);
         pc->baselineBox()->setCurrentText(baseline);
         QSignalSpy finished(pc, &PlanController::planFinished);
@@ -94,6 +99,42 @@ struct LaunchWindow {
         if (finished.count() == 0 && !finished.wait(kTimeoutMs)) return {};
         return finished.front().front().toString();
     }
+
+    // Plans, then waits for the Launch dock to have read the plan's history from
+    // the session; the launches it lists (-1: none came).
+    int planAndReadHistory(const QString &target, const QString &baseline, int devices = 4) {
+        QSignalSpy loaded(launches(), &LaunchController::historyLoaded);
+        if (!plan(target, baseline, devices)) return -1;
+        if (loaded.count() == 0 && !loaded.wait(kTimeoutMs)) return -1;
+        return loaded.back().front().toInt();
+    }
+
+    store::Session *session() const { return w.sessions()->session(); }
+    qint64 project() const { return w.sessions()->projectId(); }
+};
+
+// The first kernel step on `device` (-1: none).
+int kernelStepOn(const plan::Plan &p, int device) {
+    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s)
+        if (p.steps[static_cast<size_t>(s)].kind == plan::StepKind::kernel &&
+            p.steps[static_cast<size_t>(s)].device == device)
+            return s;
+    return -1;
+}
+
+// Holds every launch started afterwards at its first progress report until
+// release(): a launch this small can otherwise end before a click lands.
+struct HeldLaunches {
+    std::shared_ptr<std::atomic_bool> released = std::make_shared<std::atomic_bool>(false);
+    explicit HeldLaunches(LaunchWorker *worker) {
+        worker->setProgressHook([flag = released](int, int) {
+            QElapsedTimer waited;
+            waited.start();
+            while (!flag->load() && waited.elapsed() < 10000) QThread::msleep(1);
+            return false;
+        });
+    }
+    void release() { released->store(true); }
 };
 
 // The measured bars of every lane, as many as the predicted ones.
@@ -299,11 +340,7 @@ private slots:
         QVERIFY(lw.open());
         QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
         const plan::Plan &p = lw.plans()->result()->plan;
-        int step = -1;
-        for (int s = 0; s < static_cast<int>(p.steps.size()) && step < 0; ++s)
-            if (p.steps[static_cast<size_t>(s)].kind == plan::StepKind::kernel &&
-                p.steps[static_cast<size_t>(s)].device == 2)
-                step = s;
+        const int step = kernelStepOn(p, 2);
         QVERIFY(step >= 0);
         LaunchController *lc = lw.launches();
         lc->setFailStepForTests(step);
@@ -325,6 +362,227 @@ private slots:
         // What ran before the fault is measured and drawn.
         QCOMPARE(lc->scatter()->pointCount() + lc->scatter()->omitted(), static_cast<int>(r.steps.size()));
         QCOMPARE(measuredBars(*lc->gantt()) > 0, !r.steps.empty());
+    }
+
+    // Issue 17: after a fault on a device, the studio offers a plan for the survivors.
+    void replanWithoutTheFailedDevice() {
+        LaunchWindow lw;
+        QVERIFY(lw.open());
+        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
+        const std::shared_ptr<const plan::PlanResult> failed_plan = lw.plans()->result();
+        const int step = kernelStepOn(failed_plan->plan, 2);
+        QVERIFY(step >= 0);
+        LaunchController *lc = lw.launches();
+        QVERIFY(lc->replanButton()->isHidden());
+        lc->setFailStepForTests(step);
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
+        QPushButton *replan = lc->replanButton();
+        const QString device = QString::fromStdString(failed_plan->plan.devices[2].name);
+        QVERIFY(replan->isVisible());
+        QVERIFY(replan->isEnabled());
+        QCOMPARE(replan->text(), QStringLiteral("Re-plan without %1").arg(device));
+        QVERIFY2(replan->toolTip().contains(QStringLiteral("baseline (dp) on 3 devices instead of 4")),
+                 qPrintable(replan->toolTip()));
+
+        // The launched plan's settings, not what the dock's widgets say since.
+        PlanController *pc = lw.plans();
+        pc->devicesBox()->setValue(7);
+        pc->baselineBox()->setCurrentText(QStringLiteral("tp"));
+        QVERIFY(pc->selectTarget(QStringLiteral("a100-80gb")));
+        QSignalSpy planned(pc, &PlanController::planFinished);
+        QTest::mouseClick(replan, Qt::LeftButton);
+        QVERIFY(pc->isPlanning());
+        QVERIFY2(!replan->isEnabled(), "one re-plan at a time");
+        QVERIFY(planned.count() > 0 || planned.wait(kTimeoutMs));
+        QVERIFY2(planned.front().front().toBool(), qPrintable(pc->lastError()));
+        const std::shared_ptr<const plan::PlanResult> survivors = pc->result();
+        QVERIFY(survivors && survivors != failed_plan);
+        QCOMPARE(survivors->plan.devices.size(), size_t{3});
+        QCOMPARE(survivors->plan.target, std::string("h100-sxm"));
+        QCOMPARE(pc->devicesBox()->value(), 3);  // as if the user had set it and pressed Plan
+        QCOMPARE(pc->baselineBox()->currentText(), QStringLiteral("dp"));
+        QVERIFY(pc->shownSettings());
+        QCOMPARE(pc->shownSettings()->devices, 3);
+        QVERIFY(pc->planDock()->isVisible());
+        // The survivors' plan is launchable, and runs.
+        lc->setFailStepForTests(-1);
+        dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+        QVERIFY(replan->isHidden());
+    }
+
+    void replanIsRefusedOnOneDevice() {
+        LaunchWindow lw;
+        QVERIFY(lw.open());
+        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("none"), 1));
+        const int step = kernelStepOn(lw.plans()->result()->plan, 0);
+        QVERIFY(step >= 0);
+        LaunchController *lc = lw.launches();
+        lc->setFailStepForTests(step);
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
+        QCOMPARE(lc->lastOutcome().result.fault.device, 0);
+        QVERIFY(lc->replanButton()->isVisible());
+        QVERIFY(!lc->replanButton()->isEnabled());
+        QCOMPARE(lc->replanButton()->toolTip(),
+                 QStringLiteral("The plan ran on one device: no device is left to plan on"));
+        QVERIFY(!lc->replanWithoutFailedDevice());
+        QVERIFY(!lw.plans()->isPlanning());
+    }
+
+    // Planned on 4 devices over 2 nodes, the survivors do not spread over them: the
+    // Plan dock refuses as it would had the user asked for 3 devices on 2 nodes.
+    void replanRefusalShowsInThePlanDock() {
+        LaunchWindow lw;
+        QVERIFY(lw.open());
+        PlanController *pc = lw.plans();
+        pc->nodesBox()->setValue(2);
+        QVERIFY(pc->selectTarget(QStringLiteral("h100-sxm")));
+        pc->devicesBox()->setValue(4);
+        pc->baselineBox()->setCurrentText(QStringLiteral("dp"));
+        QSignalSpy first(pc, &PlanController::planFinished);
+        pc->planAction()->trigger();
+        QVERIFY(first.count() > 0 || first.wait(kTimeoutMs));
+        QVERIFY2(first.front().front().toBool(), qPrintable(pc->lastError()));
+        const std::shared_ptr<const plan::PlanResult> shown = pc->result();
+        const int step = kernelStepOn(shown->plan, 2);
+        QVERIFY(step >= 0);
+        LaunchController *lc = lw.launches();
+        lc->setFailStepForTests(step);
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
+        QSignalSpy planned(pc, &PlanController::planFinished);
+        QVERIFY(lc->replanWithoutFailedDevice());
+        QVERIFY(planned.count() > 0 || planned.wait(kTimeoutMs));
+        QCOMPARE(planned.front().front().toBool(), false);
+        QVERIFY2(pc->summaryLabel()->text().contains(QStringLiteral("Not planned:")) &&
+                     pc->summaryLabel()->text().contains(QStringLiteral("3 devices do not spread evenly over 2 nodes")),
+                 qPrintable(pc->summaryLabel()->text()));
+        QCOMPARE(pc->result(), shown);  // the plan shown stays
+        QVERIFY(lc->replanButton()->isEnabled());
+    }
+
+    // Issue 17: the history was filled only by launches made in this window.
+    void historyIsReadBackFromTheSession() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("history.tapestry-session"));
+        store::PlanId first = 0;
+        {
+            LaunchWindow lw;
+            QVERIFY(lw.open(path));
+            LaunchController *lc = lw.launches();
+            QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp")), 0);
+            QCOMPARE(lc->historyTable()->rowCount(), 0);
+            QCOMPARE(lc->historyCaption()->text(), QStringLiteral("The plan shown has not been launched in this session"));
+            QPointer<LaunchDialog> dialog = lw.openDialog();
+            QVERIFY(dialog);
+            QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+            first = lc->lastOutcome().plan_id;
+            QVERIFY2(first != 0, qPrintable(lc->lastOutcome().record_error));
+            QCOMPARE(lc->historyTable()->rowCount(), 1);
+
+            // Another plan: its own (empty) history; the first one again: its launch.
+            QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp"), 2), 0);
+            QCOMPARE(lc->historyTable()->rowCount(), 0);
+            QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp")), 1);
+            QCOMPARE(lc->historyTable()->rowCount(), 1);
+            QCOMPARE(lc->historyTable()->item(0, 2)->text(), QStringLiteral("ok"));
+            QCOMPARE(lc->historyCaption()->text(), QStringLiteral("Launches of the plan shown kept in the session: 1"));
+            // Its next launch adds to the plan found instead of saving it again.
+            dialog = lw.openDialog();
+            QVERIFY(dialog);
+            QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+            QCOMPARE(lc->lastOutcome().plan_id, first);
+            QCOMPARE(lw.session()->plans(lw.project())->size(), size_t{1});
+            QCOMPARE(lc->historyTable()->rowCount(), 2);
+        }
+        // The session opened anew: the same plan lists both launches, newest first.
+        LaunchWindow lw;
+        QVERIFY(lw.open(path));
+        QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp")), 2);
+        QTableWidget *history = lw.launches()->historyTable();
+        QCOMPARE(history->rowCount(), 2);
+        const auto kept = lw.session()->launches(first);
+        QVERIFY(kept);
+        QCOMPARE(history->item(0, 0)->text(), localTimeText(kept->back().started_at));
+        QCOMPARE(history->item(1, 0)->text(), localTimeText(kept->front().started_at));
+    }
+
+    // Regression: the worker recorded a cancelled launch after the window had
+    // dropped its outcome — the history missed it and the next launch saved the
+    // plan a second time.
+    void cancelledLaunchReachesTheHistory() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        LaunchWindow lw;
+        QVERIFY(lw.open(dir.filePath(QStringLiteral("cancel.tapestry-session"))));
+        QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp")), 0);
+        LaunchController *lc = lw.launches();
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        {
+            HeldLaunches held(lc->launchWorker());
+            QSignalSpy recorded(lc->launchWorker(), &LaunchWorker::recorded);
+            QTest::mouseClick(dialog->launchButton(), Qt::LeftButton);
+            QVERIFY(lc->isLaunching());
+            QTest::mouseClick(dialog->cancelButton(), Qt::LeftButton);
+            QVERIFY(!lc->isLaunching());
+            lc->launchWorker()->setProgressHook({});
+            held.release();
+            QVERIFY(recorded.count() > 0 || recorded.wait(kTimeoutMs));
+        }
+        QCOMPARE(lc->historyTable()->rowCount(), 1);
+        QCOMPARE(lc->historyTable()->item(0, 2)->text(), QStringLiteral("cancelled"));
+        QVERIFY2(lc->statusLabel()->text().contains(QStringLiteral("Kept in the session as cancelled")),
+                 qPrintable(lc->statusLabel()->text()));
+        auto plans = lw.session()->plans(lw.project());
+        QVERIFY(plans);
+        QCOMPARE(plans->size(), size_t{1});
+
+        QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+        QCOMPARE(lc->lastOutcome().plan_id, plans->front().id);
+        QCOMPARE(lw.session()->plans(lw.project())->size(), size_t{1});
+        QCOMPARE(lc->historyTable()->rowCount(), 2);
+        QCOMPARE(lc->historyTable()->item(1, 2)->text(), QStringLiteral("cancelled"));
+    }
+
+    // The same, with the next launch started before the cancelled one has stopped.
+    void launchQueuedBehindACancelledOneReusesItsPlan() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        LaunchWindow lw;
+        QVERIFY(lw.open(dir.filePath(QStringLiteral("queued.tapestry-session"))));
+        QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp")), 0);
+        LaunchController *lc = lw.launches();
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        HeldLaunches held(lc->launchWorker());
+        QTest::mouseClick(dialog->launchButton(), Qt::LeftButton);
+        QTest::mouseClick(dialog->cancelButton(), Qt::LeftButton);
+        QVERIFY(lc->launchWorker()->isWorking());  // still held: it has recorded nothing yet
+        lc->launchWorker()->setProgressHook({});
+        QSignalSpy finished(lc, &LaunchController::launchFinished);
+        QTest::mouseClick(dialog->launchButton(), Qt::LeftButton);
+        QVERIFY(lc->isLaunching());
+        held.release();
+        QVERIFY(finished.count() > 0 || finished.wait(kTimeoutMs));
+        QCOMPARE(finished.front().front().toString(), QStringLiteral("ok"));
+        auto plans = lw.session()->plans(lw.project());
+        QVERIFY(plans);
+        QCOMPARE(plans->size(), size_t{1});
+        QCOMPARE(lc->lastOutcome().plan_id, plans->front().id);
+        auto kept = lw.session()->launches(plans->front().id);
+        QVERIFY(kept);
+        QCOMPARE(kept->size(), size_t{2});
+        QCOMPARE(kept->front().status, std::string("cancelled"));
+        QCOMPARE(kept->back().status, std::string("ok"));
+        QCOMPARE(lc->historyTable()->rowCount(), 2);
     }
 };
 
