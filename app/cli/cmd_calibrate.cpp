@@ -42,19 +42,7 @@ struct CalibrateOptions {
 // A plan's makespan simulated with its kernel and copy steps scaled by `cal`
 // (transfers and collectives as predicted).
 double calibrated_makespan(const plan::Plan &p, const cost::Model &model, const cost::Calibration &cal) {
-    std::vector<double> d;
-    d.reserve(p.steps.size());
-    for (const plan::Step &s : p.steps) {
-        if (s.kind != plan::StepKind::kernel && s.kind != plan::StepKind::copy) {
-            d.push_back(s.predicted);
-            continue;
-        }
-        const cost::KernelWork w = s.kind == plan::StepKind::kernel
-                                       ? cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype, s.flops, s.bytes}
-                                       : cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
-        d.push_back(model.kernel_seconds(w) * cal.factor(w.kernel_class, model.curve_size(w)));
-    }
-    return plan::simulate(p, d).makespan;
+    return plan::simulate(p, launch::calibrated_durations(p, model, cal)).makespan;
 }
 
 std::string percent(double v) {

@@ -14,24 +14,35 @@ bool measures_plan_target(const plan::Plan &plan, const std::string &backend) {
     return backend == "cpu" && plan.target == "host";
 }
 
+std::optional<cost::KernelWork> step_work(const plan::Step &s) {
+    if (s.kind == plan::StepKind::kernel)
+        return cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype,
+                                s.flops, s.bytes};
+    if (s.kind == plan::StepKind::copy) return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
+    return std::nullopt;
+}
+
+std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Model &model,
+                                         const cost::Calibration &calibration) {
+    std::vector<double> out;
+    out.reserve(plan.steps.size());
+    for (const plan::Step &s : plan.steps) {
+        const auto w = step_work(s);
+        out.push_back(w ? model.kernel_seconds(*w) * calibration.factor(w->kernel_class, model.curve_size(*w)) : s.predicted);
+    }
+    return out;
+}
+
 std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan, const cost::Model &model,
                                                          const LaunchResult &result) {
     std::vector<cost::CalibrationSample> out;
     for (const MeasuredStep &m : result.steps) {
-        const plan::Step &s = plan.steps[static_cast<size_t>(m.step)];
-        cost::KernelWork w;
-        if (s.kind == plan::StepKind::kernel) {
-            w = cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype,
-                                 s.flops, s.bytes};
-        } else if (s.kind == plan::StepKind::copy) {
-            w = cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};  // as Model::copy_seconds
-        } else {
-            continue;  // transfers and collectives: the α–β model has no calibration table
-        }
+        const auto w = step_work(plan.steps[static_cast<size_t>(m.step)]);
+        if (!w) continue;
         const double measured = m.end - m.start;
-        const double predicted = model.kernel_seconds(w);
+        const double predicted = model.kernel_seconds(*w);
         if (measured <= 0 || predicted <= 0) continue;
-        out.push_back(cost::CalibrationSample{w.kernel_class, model.curve_size(w), predicted, measured});
+        out.push_back(cost::CalibrationSample{w->kernel_class, model.curve_size(*w), predicted, measured});
     }
     return out;
 }

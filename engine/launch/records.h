@@ -23,6 +23,17 @@ namespace tapestry::launch {
 // for an H100 launched on the CPU measures nothing about an H100.
 bool measures_plan_target(const plan::Plan &plan, const std::string &backend);
 
+// The work of a kernel or copy step as the cost model takes it (a copy as
+// Model::copy_seconds counts it); none for transfers and collectives, which the
+// α–β model times and no calibration scales.
+std::optional<cost::KernelWork> step_work(const plan::Step &step);
+
+// Each step's duration with its kernel or copy work predicted by `model` and
+// scaled by `calibration` (transfers and collectives as the plan predicts them):
+// plan::simulate(plan, calibrated_durations(…)) is the calibrated prediction.
+std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Model &model,
+                                         const cost::Calibration &calibration);
+
 // Per kernel and copy step that ran: its kernel class, its size as the class's
 // efficiency curve counts it, the uncalibrated prediction of `model` (a model of
 // the plan's target and cluster, without calibration) and the measured seconds.

@@ -151,21 +151,12 @@ int accuracy(const std::string &project) {
     std::vector<double> before, after, measured, plan_pred, plan_cal, plan_meas;
     for (const Pair &p : plans) {
         const cost::Model model(host, p.plan.cluster);
-        std::vector<double> durations;
-        for (const plan::Step &s : p.plan.steps) durations.push_back(s.predicted);
         for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
             before.push_back(s.predicted);
             after.push_back(s.predicted * cal.factor(s.kernel_class, s.size));
             measured.push_back(s.measured);
         }
-        for (size_t i = 0; i < p.plan.steps.size(); ++i) {
-            const plan::Step &s = p.plan.steps[i];
-            if (s.kind != plan::StepKind::kernel && s.kind != plan::StepKind::copy) continue;
-            const cost::KernelWork w = s.kind == plan::StepKind::kernel
-                                           ? cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype, s.flops, s.bytes}
-                                           : cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
-            durations[i] = model.kernel_seconds(w) * cal.factor(w.kernel_class, model.curve_size(w));
-        }
+        const std::vector<double> durations = launch::calibrated_durations(p.plan, model, cal);
         plan_pred.push_back(plan::simulate(p.plan).makespan);
         plan_cal.push_back(plan::simulate(p.plan, durations).makespan);
         plan_meas.push_back(p.test.wall_seconds);

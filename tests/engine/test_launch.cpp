@@ -316,6 +316,9 @@ private slots:
         const auto samples = launch::calibration_samples(r->plan, model, l.result);
         QCOMPARE(static_cast<int>(samples.size()), kernels_and_copies);
         for (const cost::CalibrationSample &s : samples) QVERIFY(s.measured > 0 && s.predicted > 0);
+        // With an empty table the calibrated durations are the plan's own predictions, exactly.
+        const std::vector<double> durations = launch::calibrated_durations(r->plan, model, cost::Calibration{});
+        for (size_t i = 0; i < durations.size(); ++i) QCOMPARE(durations[i], r->plan.steps[i].predicted);
 
         // A second launch of the same plan is another row under the same plan; a
         // plan for an H100 launched here measures no H100: no calibration points.
