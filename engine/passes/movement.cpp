@@ -6,6 +6,7 @@
 #include "passes/movement.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -103,18 +104,26 @@ std::vector<Flow> cross_device(const std::vector<Piece> &writers, const std::vec
     return out;
 }
 
-// The writers of tensor `t`: the pieces of its single producer, or empty.
+// The writers of tensor `t`: the pieces of every op that writes it, in producer
+// order, or empty when it has none or one does not resolve. A tensor may have
+// several producers — the partials of a split reduction whose parts became ops
+// of their own (op.partial.0, op.partial.1, …) each write a slice — and placement
+// can put them on devices other than their reader's.
 struct Writers {
-    OpPtr producer;
     std::vector<Piece> pieces;
 };
 std::optional<Writers> writers_of(const Graph &g, const Tensor &t, const SignatureSource &lib, bool placed) {
     const std::vector<OpId> producers = g.producers(t.id);
-    if (producers.size() != 1) return std::nullopt;
-    const OpPtr p = g.op_ptr(producers.front());
-    auto d = resolve(g, *p, lib);
-    if (!d) return std::nullopt;
-    return Writers{p, pieces_touching(*p, d->signature, t.id, t.range.rank(), true, placed)};
+    if (producers.empty()) return std::nullopt;
+    Writers w;
+    for (const OpId &id : producers) {
+        const OpPtr p = g.op_ptr(id);
+        auto d = resolve(g, *p, lib);
+        if (!d) return std::nullopt;
+        std::vector<Piece> pieces = pieces_touching(*p, d->signature, t.id, t.range.rank(), true, placed);
+        w.pieces.insert(w.pieces.end(), std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end()));
+    }
+    return w;
 }
 
 std::string choose_collective(const Operation &consumer, const Signature &sig, const Tensor &t,

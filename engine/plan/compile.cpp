@@ -489,21 +489,21 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
     }
     // Who wrote which box of the source.
     std::vector<std::pair<int, const ZRange *>> writes;  // (device, box): boxes of the cached pieces, or of `need`
+    // Every producer's pieces: a tensor may have several (the partials of a split
+    // reduction whose parts are ops of their own each write a slice).
     const std::vector<OpId> &writers_of_t = producers(t_id);
-    if (writers_of_t.size() == 1) {
-        auto ps = pieces(*g_.find_op(writers_of_t.front()));
+    for (const OpId &w : writers_of_t) {
+        auto ps = pieces(*g_.find_op(w));
         if (!ps) return unexpected(ps.error());
         for (const Piece &p : **ps)
             for (const PortBinding &b : p.outputs)
                 for (const TensorSelection &sel : b.selections)
                     if (sel.tensor == t_id && !sel.range.empty()) writes.emplace_back(p.device, &sel.range);
-    } else if (writers_of_t.empty()) {
+    }
+    if (writers_of_t.empty()) {
         // An input or parameter: every device holds what it reads (loaded before the plan starts).
         for (const auto &[dev, boxes] : need)
             for (const ZRange &b : boxes) writes.emplace_back(dev, &b);
-    } else {
-        return unexpected("move '" + move.id.value + "': tensor '" + t_id.value + "' has " +
-                          std::to_string(writers_of_t.size()) + " producers");
     }
     const double elem = dtype_bytes(t->dtype);
     std::set<int> done;
