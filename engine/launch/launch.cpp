@@ -76,6 +76,7 @@ public:
             return aborted_;
         });
         if (auto sync = backend_.synchronize(); !sync) {
+            backend_.set_wait_limits(options_.wait_timeout_seconds, {});
             result.status = "failed";
             result.fault = LaunchFault{-1, -1, options_.rank, "rank " + std::to_string(backend_.rank()) +
                                                                   ": the ranks did not start together: " + sync.error()};
@@ -86,6 +87,8 @@ public:
         for (size_t k = 0; k < work_.size(); ++k)
             if (!work_[k].empty()) threads.emplace_back([this, k] { worker(static_cast<int>(k)); });
         for (std::thread &t : threads) t.join();
+        // The backend's waits after the run (gathering) outlive this run: no stop flag of ours.
+        backend_.set_wait_limits(options_.wait_timeout_seconds, {});
         for (size_t i = 0; i < measured_.size(); ++i)
             if (done_[i]) result.steps.push_back(measured_[i]);
         result.status = cancelled_ ? "cancelled" : (aborted_ ? "failed" : "ok");
