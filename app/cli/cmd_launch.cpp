@@ -116,9 +116,9 @@ void print_report(const LaunchCommandOptions &o, const plan::Plan &p, const laun
     else std::cout << "  launch: " << r.status << ": " << r.fault.message << "\n";
 }
 
-int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend_ref,
+int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend,
                   const std::map<TensorId, TensorData> &inputs, const std::string &input_source,
-                  const launch::LaunchResult &launched);
+                  const launch::LaunchResult &result);
 
 int launch_command(const LaunchCommandOptions &o) {
     launch::CpuBackendOptions bo;
@@ -199,11 +199,9 @@ int launch_command(const LaunchCommandOptions &o) {
 }
 
 // Rank 0's part after the run: the check, outputs, the session and the report.
-int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend_ref,
+int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const launch::Backend &backend,
                   const std::map<TensorId, TensorData> &inputs, const std::string &input_source,
-                  const launch::LaunchResult &launched) {
-    const launch::LaunchResult *result = &launched;
-    const launch::Backend *backend = &backend_ref;
+                  const launch::LaunchResult &result) {
     auto refuse = [&](const std::string &message) {
         if (o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
         else std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
@@ -212,23 +210,23 @@ int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const laun
 
     std::optional<launch::LaunchCheck> check;
     std::string check_error;
-    if (result->ok()) {
+    if (result.ok()) {
         launch::CheckOptions co;
         co.oracle = o.oracle;
-        auto c = launch::check_outputs(p, inputs, result->outputs, co);
+        auto c = launch::check_outputs(p, inputs, result.outputs, co);
         if (c) check = std::move(c).value();
         else check_error = c.error();
     }
     std::string written;
-    if (result->ok() && !o.outputs_dir.empty()) {
-        const std::string error = write_outputs_dir(p.graph, result->outputs, o.outputs_dir);
+    if (result.ok() && !o.outputs_dir.empty()) {
+        const std::string error = write_outputs_dir(p.graph, result.outputs, o.outputs_dir);
         if (!error.empty()) return refuse(error);
         written = o.outputs_dir;
     }
-    const bool ok = result->ok() && check && check->pass();
+    const bool ok = result.ok() && check && check->pass();
     std::string kept, keep_error;
     if (!o.session.empty()) {
-        auto k = keep_launch(o.session, p, *result, check ? &*check : nullptr);
+        auto k = keep_launch(o.session, p, result, check ? &*check : nullptr);
         if (k) kept = *k;
         else keep_error = "keeping the launch in " + o.session + ": " + k.error();
     }
@@ -237,26 +235,26 @@ int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const laun
         ordered_json j;
         j["plan"] = o.plan;
         j["ok"] = ok;
-        j["status"] = result->status;
-        j["backend"] = backend->name();
-        j["backend_description"] = backend->describe();
+        j["status"] = result.status;
+        j["backend"] = backend.name();
+        j["backend_description"] = backend.describe();
         j["inputs"] = input_source;
-        if (!result->ok())
-            j["fault"] = {{"step", result->fault.step},
-                          {"device", result->fault.device >= 0 ? ordered_json(p.devices[static_cast<size_t>(result->fault.device)].name) : ordered_json(nullptr)},
-                          {"rank", result->fault.rank},
-                          {"message", result->fault.message}};
+        if (!result.ok())
+            j["fault"] = {{"step", result.fault.step},
+                          {"device", result.fault.device >= 0 ? ordered_json(p.devices[static_cast<size_t>(result.fault.device)].name) : ordered_json(nullptr)},
+                          {"rank", result.fault.rank},
+                          {"message", result.fault.message}};
         j["measured"] = {{"label", "measured on this machine"},
-                         {"wall_seconds", result->wall_seconds},
-                         {"steps_run", result->steps.size()},
-                         {"moved_bytes", result->moved_bytes}};
+                         {"wall_seconds", result.wall_seconds},
+                         {"steps_run", result.steps.size()},
+                         {"moved_bytes", result.moved_bytes}};
         j["predicted"] = {{"label", "prediction of the cost model for target " + p.target + " (not a measurement)"},
-                          {"makespan_seconds", result->predicted_makespan}};
+                          {"makespan_seconds", result.predicted_makespan}};
         j["devices"] = ordered_json::array();
         const std::vector<int> counts = steps_per_device(p);
-        for (size_t d = 0; d < result->devices.size(); ++d) j["devices"].push_back(device_json(result->devices[d], counts[d]));
+        for (size_t d = 0; d < result.devices.size(); ++d) j["devices"].push_back(device_json(result.devices[d], counts[d]));
         j["steps"] = ordered_json::array();
-        for (const launch::MeasuredStep &m : result->steps)
+        for (const launch::MeasuredStep &m : result.steps)
             j["steps"].push_back({{"step", m.step},
                                   {"start_seconds", m.start},
                                   {"end_seconds", m.end},
@@ -273,10 +271,10 @@ int report_launch(const LaunchCommandOptions &o, const plan::Plan &p, const laun
         print_json(j);
         return ok && keep_error.empty() ? kExitOk : kExitInvalid;
     }
-    print_report(o, p, *backend, input_source, *result, check);
+    print_report(o, p, backend, input_source, result, check);
     if (!check_error.empty()) std::cerr << "tapestry: " << o.plan << ": checking the outputs: " << check_error << "\n";
-    if (!result->ok()) std::cerr << "tapestry: " << o.plan << ": launch " << result->status << ": " << result->fault.message << "\n";
-    if (!written.empty()) std::cout << "wrote " << plural(static_cast<long long>(result->outputs.size()), "output") << " to " << written << "\n";
+    if (!result.ok()) std::cerr << "tapestry: " << o.plan << ": launch " << result.status << ": " << result.fault.message << "\n";
+    if (!written.empty()) std::cout << "wrote " << plural(static_cast<long long>(result.outputs.size()), "output") << " to " << written << "\n";
     if (!kept.empty()) std::cout << kept << "\n";
     if (!keep_error.empty()) std::cerr << "tapestry: " << o.plan << ": " << keep_error << "\n";
     return ok && keep_error.empty() ? kExitOk : kExitInvalid;
