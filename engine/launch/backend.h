@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -97,6 +98,15 @@ public:
     virtual Expected<std::monostate, std::string> gather(std::vector<MeasuredStep> &steps) {
         (void)steps;
         return std::monostate{};
+    }
+
+    // A backend that times steps on the device itself (the cuda backend: CUDA
+    // events around each step) gives a finished step's [start, end) in seconds
+    // since synchronize(); the launcher then reports these instead of its own
+    // clock, which would count the host's waits for the device.
+    virtual std::optional<std::pair<double, double>> device_time(int step) const {
+        (void)step;
+        return std::nullopt;
     }
 };
 

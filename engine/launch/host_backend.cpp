@@ -99,29 +99,34 @@ Expected<StepOutcome, std::string> HostBackend::run_kernel(int step) {
 }
 
 Expected<StepOutcome, std::string> HostBackend::run_collective(int step) {
-    const plan::Step &s = plan_->steps[static_cast<size_t>(step)];
-    const bool tree = s.algorithm == "tree";
-    if (tree && s.collective != "all_reduce")
-        return unexpected("algorithm 'tree' is not one " + s.collective + " runs (ring only)");
-    if (!tree && !s.algorithm.empty() && s.algorithm != "ring")
-        return unexpected("unknown collective algorithm '" + s.algorithm + "' (known: ring, tree)");
-    Expected<StepOutcome, std::string> out = unexpected("unknown collective '" + s.collective + "'");
-    if (s.collective == "all_reduce") out = all_reduce(step, s, tree);
-    else if (s.collective == "reduce_scatter") out = reduce_scatter(step, s);
-    else if (s.collective == "all_gather") out = all_gather(step, s);
-    else if (s.collective == "broadcast") out = broadcast(step, s);
-    if (!out) return out;
-    if (auto f = finish_hops(step); !f) return unexpected(f.error());
+    auto out = launch::run_collective(*plan_, step, *this);
+    if (out)
+        if (auto f = finish_hops(step); !f) out = unexpected(f.error());
+    std::lock_guard lock(staging_mutex_);  // the messages in flight are done with
+    staged_.erase(step);
     return out;
 }
 
 Expected<double, std::string> HostBackend::hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
                                                std::int64_t lo, std::int64_t hi, bool add) {
+    move_here(step, src, dst, lo, hi, add);
+    return from == to ? 0.0 : static_cast<double>(hi - lo) * dtype_bytes(src.dtype);
+}
+
+void HostBackend::move_here(int step, const HostBox &src, const HostBox &dst, std::int64_t lo, std::int64_t hi,
+                            bool add) {
     (void)step;
     // A message passed on in place (reduce_scatter's staging buffer) is not copied onto itself.
     if (add) add_elements(src, dst, lo, hi);
     else if (src.data != dst.data) copy_elements(src, dst, lo, hi);
-    return from == to ? 0.0 : static_cast<double>(hi - lo) * dtype_bytes(src.dtype);
+}
+
+Expected<HostBox, std::string> HostBackend::staging(int step, DType dtype, std::int64_t elements) {
+    std::lock_guard lock(staging_mutex_);
+    std::vector<std::byte> &message = staged_[step].emplace_back(
+        static_cast<size_t>(size_mul(elements, dtype_bytes(dtype))));
+    const ZRange flat = ZRange::of_shape({elements});
+    return host_box(message.data(), flat, flat, dtype);
 }
 
 // ---- memory ---------------------------------------------------------------------------
@@ -170,13 +175,9 @@ Expected<std::monostate, std::string> HostBackend::allocate(const plan::Plan &pl
     return std::monostate{};
 }
 
-HostBox HostBackend::box_of(const plan::Region &r) const {
-    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(r.buffer)];
-    return host_box(data_[static_cast<size_t>(r.buffer)], b.region, r.box, b.dtype);
-}
-
-std::string HostBackend::device_text(int dev) const {
-    return "participant " + plan_->devices[static_cast<size_t>(dev)].name;
+HostBox HostBackend::box_in(int buffer, const ZRange &box) const {
+    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    return host_box(data_[static_cast<size_t>(buffer)], b.region, box, b.dtype);
 }
 
 // ---- kernels ----------------------------------------------------------------------------
@@ -271,222 +272,13 @@ Expected<HostBackend::PreparedKernel, std::string> HostBackend::make_kernel(cons
     return k;
 }
 
-// ---- transfers and collectives -----------------------------------------------------------
+// ---- transfers --------------------------------------------------------------------------
 
 // copy and send_recv: the one read box into the one write box.
 Expected<StepOutcome, std::string> HostBackend::transfer(int step) {
-    const plan::Step &s = plan_->steps[static_cast<size_t>(step)];
-    if (s.reads.size() != 1 || s.writes.size() != 1)
-        return unexpected("a " + std::string(plan::step_kind_name(s.kind)) + " reads one box and writes one (it has " +
-                          std::to_string(s.reads.size()) + " and " + std::to_string(s.writes.size()) + ")");
-    const HostBox src = box_of(s.reads[0]), dst = box_of(s.writes[0]);
-    if (src.elements() != dst.elements()) return unexpected(std::string("its read and write boxes differ in size"));
-    auto moved = hop(step, device_of(s.reads[0]), src, device_of(s.writes[0]), dst, 0, dst.elements(), false);
-    if (!moved) return unexpected(moved.error());
+    auto out = run_transfer(*plan_, step, *this);
+    if (!out) return out;
     if (auto f = finish_hops(step); !f) return unexpected(f.error());
-    return StepOutcome{*moved};
-}
-
-const plan::Region *HostBackend::read_on(const plan::Step &s, int dev) const {
-    for (const plan::Region &r : s.reads)
-        if (device_of(r) == dev) return &r;
-    return nullptr;
-}
-
-const plan::Region *HostBackend::write_on(const plan::Step &s, int dev) const {
-    for (const plan::Region &r : s.writes)
-        if (device_of(r) == dev) return &r;
-    return nullptr;
-}
-
-// Participant's partials (read region `read`, dims 1.. in T) of output box `z`
-// (Z coordinates), summed over their dim 0 into `dst`; `first`: dst starts empty.
-void HostBackend::add_partials(const plan::Region &read, const ZRange &z, const ZPoint &shift, const HostBox &dst,
-                               bool first) const {
-    ZPoint start = ZPoint::zeros(read.box.rank()), end = ZPoint::zeros(read.box.rank());
-    start[0] = read.box.start()[0];
-    end[0] = read.box.end()[0];
-    for (int d = 1; d < read.box.rank(); ++d) {
-        start[d] = z.start()[d - 1] + shift[d - 1];
-        end[d] = z.end()[d - 1] + shift[d - 1];
-    }
-    const plan::Buffer &b = plan_->buffers[static_cast<size_t>(read.buffer)];
-    const HostBox all = host_box(data_[static_cast<size_t>(read.buffer)], b.region, ZRange(start, end), b.dtype);
-    for (std::int64_t k = 0; k < all.shape[0]; ++k) {
-        if (first && k == 0) copy_box(all.slice0(0), dst);
-        else add_elements(all.slice0(k), dst, 0, dst.elements());
-    }
-}
-
-// T (partials, [parts, …]) dims 1.. minus Z's coordinates.
-Expected<ZPoint, std::string> HostBackend::partial_shift(const plan::Step &s) const {
-    if (s.reads.empty() || s.writes.empty()) return unexpected(std::string("it reads or writes nothing"));
-    const Tensor *t = plan_->graph.find_tensor(plan_->buffers[static_cast<size_t>(s.reads.front().buffer)].tensor);
-    const Tensor *z = plan_->graph.find_tensor(plan_->buffers[static_cast<size_t>(s.writes.front().buffer)].tensor);
-    if (!t || !z || t->range.rank() != z->range.rank() + 1)
-        return unexpected(std::string("it does not sum a partials tensor over its dim 0 into one of a rank less"));
-    ZPoint shift = ZPoint::zeros(z->range.rank());
-    for (int d = 0; d < z->range.rank(); ++d) shift[d] = t->range.start()[d + 1] - z->range.start()[d];
-    return shift;
-}
-
-// Every participant's sum in its own write box, then ring (reduce-scatter and
-// all-gather of n chunks) or tree (a binary reduction to the first participant,
-// then a binary broadcast).
-Expected<StepOutcome, std::string> HostBackend::all_reduce(int step, const plan::Step &s, bool tree) {
-    if (s.reads.empty() || s.writes.size() != s.participants.size())
-        return unexpected(std::string("an all_reduce writes one box on each participant"));
-    auto shift = partial_shift(s);
-    if (!shift) return unexpected(shift.error());
-    const ZRange &z = s.writes.front().box;
-    const std::vector<int> &p = s.participants;
-    std::vector<HostBox> w;
-    for (int dev : p) {
-        const plan::Region *write = write_on(s, dev);
-        const plan::Region *read = read_on(s, dev);
-        if (!write || !read || !(write->box == z))
-            return unexpected(device_text(dev) + " does not read its partials and write the summed box");
-        w.push_back(box_of(*write));
-        if (local(dev)) add_partials(*read, z, *shift, w.back(), true);
-    }
-    const int n = static_cast<int>(w.size());
-    const std::int64_t count = w.front().elements();
-    StepOutcome out;
-    auto move = [&](int from, int to, std::int64_t lo, std::int64_t hi, bool add) -> Expected<std::monostate, std::string> {
-        auto moved = hop(step, p[static_cast<size_t>(from)], w[static_cast<size_t>(from)], p[static_cast<size_t>(to)],
-                         w[static_cast<size_t>(to)], lo, hi, add);
-        if (!moved) return unexpected(moved.error());
-        out.moved_bytes += *moved;
-        return std::monostate{};
-    };
-    if (tree) {
-        for (int stride = 1; stride < n; stride *= 2)
-            for (int i = 0; i + stride < n; i += 2 * stride)
-                if (auto m = move(i + stride, i, 0, count, true); !m) return unexpected(m.error());
-        int top = 1;
-        while (top < n) top *= 2;
-        for (int stride = top / 2; stride >= 1; stride /= 2)
-            for (int i = 0; i + stride < n; i += 2 * stride)
-                if (auto m = move(i, i + stride, 0, count, false); !m) return unexpected(m.error());
-        return out;
-    }
-    auto chunk = [&](int c, std::int64_t &lo, std::int64_t &hi) {
-        lo = count * c / n;
-        hi = count * (c + 1) / n;
-    };
-    for (int k = 0; k < n - 1; ++k)  // reduce-scatter: chunk (i − k) travels i → i+1, added there
-        for (int i = 0; i < n; ++i) {
-            std::int64_t lo, hi;
-            chunk(((i - k) % n + n) % n, lo, hi);
-            if (auto m = move(i, (i + 1) % n, lo, hi, true); !m) return unexpected(m.error());
-        }
-    for (int k = 0; k < n - 1; ++k)  // all-gather: device i holds chunk (i + 1) summed
-        for (int i = 0; i < n; ++i) {
-            std::int64_t lo, hi;
-            chunk(((i + 1 - k) % n + n) % n, lo, hi);
-            if (auto m = move(i, (i + 1) % n, lo, hi, false); !m) return unexpected(m.error());
-        }
-    return out;
-}
-
-// Each write's sum travels the ring from the participant after its owner, each
-// device adding its partials, and lands in the owner's box.
-Expected<StepOutcome, std::string> HostBackend::reduce_scatter(int step, const plan::Step &s) {
-    auto shift = partial_shift(s);
-    if (!shift) return unexpected(shift.error());
-    const std::vector<int> &p = s.participants;
-    const int n = static_cast<int>(p.size());
-    StepOutcome out;
-    for (const plan::Region &write : s.writes) {
-        const int owner = static_cast<int>(std::find(p.begin(), p.end(), device_of(write)) - p.begin());
-        if (owner == n) return unexpected(std::string("a write lies on a device that is not a participant"));
-        const HostBox dst = box_of(write);
-        // The message in flight: dense, the write's dtype (NCCL's staging buffer).
-        std::vector<std::byte> message(static_cast<size_t>(dst.elements()) * static_cast<size_t>(dtype_bytes(dst.dtype)));
-        const ZRange flat = ZRange::of_shape({dst.elements()});
-        const HostBox msg = host_box(message.data(), flat, flat, dst.dtype);
-        for (int h = 1; h <= n; ++h) {
-            const int dev = p[static_cast<size_t>((owner + h) % n)];
-            const plan::Region *read = read_on(s, dev);
-            if (!read) return unexpected(device_text(dev) + " contributes no partials");
-            if (h > 1) {  // the message arrives from the previous participant
-                auto moved = hop(step, p[static_cast<size_t>((owner + h - 1) % n)], msg, dev, msg, 0, msg.elements(), false);
-                if (!moved) return unexpected(moved.error());
-                out.moved_bytes += *moved;
-            }
-            if (!local(dev)) continue;
-            if (h < n) {
-                add_partials(*read, write.box, *shift, msg, h == 1);
-            } else {
-                copy_box(msg, dst);
-                add_partials(*read, write.box, *shift, dst, false);
-            }
-        }
-    }
-    return out;
-}
-
-// Each participant's piece into its own box of the gathered tensor, then ring: at
-// step k device i passes piece (i − k) to device i+1.
-Expected<StepOutcome, std::string> HostBackend::all_gather(int step, const plan::Step &s) {
-    const std::vector<int> &p = s.participants;
-    const int n = static_cast<int>(p.size());
-    if (s.writes.size() != p.size() || s.reads.size() != p.size())
-        return unexpected(std::string("an all_gather reads one piece and writes the whole box on each participant"));
-    ZRange pieces = s.reads.front().box;
-    for (const plan::Region &r : s.reads) pieces = pieces.bounding(r.box);
-    const ZRange &whole = s.writes.front().box;
-    if (!(whole.shape() == pieces.shape())) return unexpected(std::string("its pieces do not tile the box it gathers"));
-    const ZPoint back = whole.start() - pieces.start();
-    std::vector<const plan::Region *> piece(p.size()), write(p.size());
-    for (size_t i = 0; i < p.size(); ++i) {
-        piece[i] = read_on(s, p[i]);
-        write[i] = write_on(s, p[i]);
-        if (!piece[i] || !write[i] || !(write[i]->box == whole))
-            return unexpected(device_text(p[i]) + " does not contribute a piece and receive the whole box");
-    }
-    auto place = [&](size_t holder, size_t k) {  // piece k's box in holder's write buffer
-        const plan::Buffer &b = plan_->buffers[static_cast<size_t>(write[holder]->buffer)];
-        return host_box(data_[static_cast<size_t>(write[holder]->buffer)], b.region, piece[k]->box.translated(back), b.dtype);
-    };
-    for (size_t i = 0; i < p.size(); ++i)
-        if (local(p[i])) copy_box(box_of(*piece[i]), place(i, i));
-    StepOutcome out;
-    for (int k = 0; k < n - 1; ++k)
-        for (int i = 0; i < n; ++i) {
-            const size_t which = static_cast<size_t>(((i - k) % n + n) % n);
-            const size_t to = static_cast<size_t>((i + 1) % n);
-            const HostBox src = place(static_cast<size_t>(i), which);
-            auto moved = hop(step, p[static_cast<size_t>(i)], src, p[to], place(to, which), 0, src.elements(), false);
-            if (!moved) return unexpected(moved.error());
-            out.moved_bytes += *moved;
-        }
-    return out;
-}
-
-// The root's box along the chain root → next → … (ring), each receiver forwarding
-// what it received.
-Expected<StepOutcome, std::string> HostBackend::broadcast(int step, const plan::Step &s) {
-    if (s.reads.size() != 1) return unexpected(std::string("a broadcast reads one box, on its root"));
-    const int root = device_of(s.reads.front());
-    const std::vector<int> &p = s.participants;
-    const size_t at = static_cast<size_t>(std::find(p.begin(), p.end(), root) - p.begin());
-    if (at == p.size()) return unexpected(std::string("its root is not a participant"));
-    HostBox from = box_of(s.reads.front());
-    int from_dev = root;
-    StepOutcome out;
-    for (size_t h = 1; h < p.size(); ++h) {
-        const int dev = p[(at + h) % p.size()];
-        const plan::Region *write = write_on(s, dev);
-        if (!write) return unexpected(device_text(dev) + " receives nothing");
-        const HostBox to = box_of(*write);
-        if (to.elements() != from.elements()) return unexpected(std::string("a receiver's box differs from the root's"));
-        auto moved = hop(step, from_dev, from, dev, to, 0, to.elements(), false);
-        if (!moved) return unexpected(moved.error());
-        out.moved_bytes += *moved;
-        from = to;
-        from_dev = dev;
-    }
     return out;
 }
 

@@ -8,11 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "launch/backend.h"
+#include "launch/collectives.h"
 #include "launch/cpu_backend.h"
 #include "launch/host_boxes.h"
 
@@ -22,7 +25,7 @@ struct ResolvedOps;
 
 namespace tapestry::launch {
 
-class HostBackend : public Backend {
+class HostBackend : public Backend, protected BoxMemory {
 public:
     explicit HostBackend(const CpuBackendOptions &options);
     ~HostBackend() override;
@@ -38,16 +41,17 @@ public:
     Expected<StepOutcome, std::string> run_collective(int step) override;
 
 protected:
-    // Whether device d's memory is in this process.
-    virtual bool local(int device) const {
+    // BoxMemory (launch/collectives.h): host memory; in one process every device is
+    // local and a hop is a copy (the mpi backend makes hops between ranks messages).
+    bool local(int device) const override {
         (void)device;
         return true;
     }
-    // Elements [lo, hi) of `src` (device `from`) into `dst` (device `to`), added when
-    // `add`. Boxes of devices that are not local have no data. Returns the bytes it
-    // sent to another device (0 when it only received or stayed on one device).
-    virtual Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
-                                              std::int64_t lo, std::int64_t hi, bool add);
+    Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
+                                      std::int64_t lo, std::int64_t hi, bool add) override;
+    HostBox box_in(int buffer, const ZRange &box) const override;
+    void move_here(int step, const HostBox &src, const HostBox &dst, std::int64_t lo, std::int64_t hi, bool add) override;
+    Expected<HostBox, std::string> staging(int step, DType dtype, std::int64_t elements) override;
     // The end of a step that made hops (the mpi backend waits for its sends there).
     virtual Expected<std::monostate, std::string> finish_hops(int step) {
         (void)step;
@@ -59,8 +63,7 @@ protected:
     const plan::Plan *plan_ = nullptr;
     CpuBackendOptions options_;
 
-    HostBox box_of(const plan::Region &r) const;
-    int device_of(const plan::Region &r) const { return plan_->buffers[static_cast<size_t>(r.buffer)].device; }
+    HostBox box_of(const plan::Region &r) const { return box_in(r.buffer, r.box); }
     std::vector<std::byte *> data_;                  // per buffer: its first byte (null: not local)
     std::vector<std::vector<std::byte>> resident_;   // per buffer (resident ones held here)
 
@@ -74,20 +77,13 @@ private:
     Expected<std::monostate, std::string> make_kernels(const plan::Plan &plan);
     Expected<PreparedKernel, std::string> make_kernel(const plan::Plan &plan, const plan::Step &s) const;
     Expected<StepOutcome, std::string> transfer(int step);
-    Expected<StepOutcome, std::string> all_reduce(int step, const plan::Step &s, bool tree);
-    Expected<StepOutcome, std::string> reduce_scatter(int step, const plan::Step &s);
-    Expected<StepOutcome, std::string> all_gather(int step, const plan::Step &s);
-    Expected<StepOutcome, std::string> broadcast(int step, const plan::Step &s);
-    void add_partials(const plan::Region &read, const ZRange &z, const ZPoint &shift, const HostBox &dst, bool first) const;
-    Expected<ZPoint, std::string> partial_shift(const plan::Step &s) const;
-    const plan::Region *read_on(const plan::Step &s, int dev) const;
-    const plan::Region *write_on(const plan::Step &s, int dev) const;
-    std::string device_text(int dev) const;
 
     int threads_ = 1;
     std::vector<std::unique_ptr<std::byte, FreeDeleter>> arenas_;  // per device (local ones)
     std::unique_ptr<cpu::ResolvedOps> ops_;
     std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (local kernel steps)
+    std::mutex staging_mutex_;
+    std::map<int, std::vector<std::vector<std::byte>>> staged_;  // per step: its messages in flight
 };
 
 }  // namespace tapestry::launch

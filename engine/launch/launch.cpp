@@ -28,8 +28,9 @@ std::string step_name(const plan::Plan &plan, int i) {
 
 const std::string &device_name(const plan::Plan &plan, int d) { return plan.devices[static_cast<size_t>(d)].name; }
 
-// The streams a step holds: 2·device (+1 for the communication stream).
-std::vector<int> streams_of(const plan::Step &s) {
+}  // namespace
+
+std::vector<int> step_streams(const plan::Step &s) {
     if (s.kind == plan::StepKind::collective) {
         std::vector<int> out;
         for (int d : s.participants) out.push_back(2 * d + 1);
@@ -41,6 +42,8 @@ std::vector<int> streams_of(const plan::Step &s) {
     }
     return {2 * s.device};
 }
+
+namespace {
 
 std::string stream_text(const plan::Plan &plan, int stream) {
     return "device " + device_name(plan, stream / 2) + (stream % 2 ? "'s communication stream" : "'s compute stream");
@@ -61,7 +64,7 @@ public:
         // kept by the ranks that own what they touch: every dependency comes from
         // a buffer both steps touch, and a buffer is one device's.
         for (size_t i = 0; i < n; ++i) {
-            for (int k : streams_of(plan.steps[i]))
+            for (int k : step_streams(plan.steps[i]))
                 if (backend.owns(k / 2)) {
                     ++needed_[i];
                     work_[static_cast<size_t>(k)].push_back(static_cast<int>(i));
@@ -89,8 +92,14 @@ public:
         for (std::thread &t : threads) t.join();
         // The backend's waits after the run (gathering) outlive this run: no stop flag of ours.
         backend_.set_wait_limits(options_.wait_timeout_seconds, {});
-        for (size_t i = 0; i < measured_.size(); ++i)
-            if (done_[i]) result.steps.push_back(measured_[i]);
+        for (size_t i = 0; i < measured_.size(); ++i) {
+            if (!done_[i]) continue;
+            if (auto t = backend_.device_time(static_cast<int>(i))) {
+                measured_[i].start = t->first;
+                measured_[i].end = t->second;
+            }
+            result.steps.push_back(measured_[i]);
+        }
         result.status = cancelled_ ? "cancelled" : (aborted_ ? "failed" : "ok");
         if (aborted_ && !cancelled_) result.fault = fault_;
         if (cancelled_) result.fault.message = "cancelled";
@@ -340,6 +349,7 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
     const LaunchOptions &opts = options_here;
     LaunchResult result;
     result.backend = backend.name();
+    result.hardware = backend.describe();
     const plan::Prediction predicted = plan::simulate(plan);
     result.predicted_makespan = predicted.makespan;
     Run(plan, backend, opts).run(result);

@@ -58,6 +58,7 @@ struct LaunchFault {
 
 struct LaunchResult {
     std::string backend;
+    std::string hardware;  // Backend::describe(): what it ran on ("cuda: 1 × NVIDIA H200 (sm_90, 139.8 GiB)")
     std::string status;  // "ok", "failed", "cancelled"
     LaunchFault fault;   // when failed
     std::vector<MeasuredStep> steps;  // the steps that finished, in plan order
@@ -82,6 +83,12 @@ Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const B
 Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend &backend,
                                                 const std::map<TensorId, TensorData> &inputs,
                                                 const LaunchOptions &options = {});
+
+// The streams a step holds, numbered 2·device (+1 for the device's communication
+// stream): a kernel or copy its device's compute stream; a send_recv the
+// communication streams of both ends; a collective every participant's. The first
+// is where it runs.
+std::vector<int> step_streams(const plan::Step &s);
 
 // Per device: resident bytes plus the most arena bytes in use at once when each
 // step ran over [start, end) of `times` (one per plan step; a step that did not

@@ -1,0 +1,100 @@
+// A kernel step's operation and operands (launch/step_operands.h).
+#include "launch/step_operands.h"
+
+#include <algorithm>
+
+#include "graph/order.h"
+#include "graph/resolve.h"
+
+namespace tapestry::launch {
+namespace {
+
+std::vector<PortTypes> types_in_port_order(const std::vector<PortTypes> &types, const std::vector<PortSpec> &ports) {
+    std::vector<PortTypes> out;
+    for (const PortSpec &p : ports)
+        for (const PortTypes &t : types)
+            if (t.port == p.name && !t.operands.empty()) out.push_back(t);
+    return out;
+}
+
+std::vector<TensorSelection> in_port_order(const std::vector<PortBinding> &bindings, const std::vector<PortSpec> &ports) {
+    std::vector<TensorSelection> out;
+    for (const PortSpec &p : ports)
+        for (const PortBinding &b : bindings)
+            if (b.name == p.name) out.insert(out.end(), b.selections.begin(), b.selections.end());
+    return out;
+}
+
+}  // namespace
+
+Expected<std::map<OpId, ResolvedPlanOp>, std::string> resolve_plan_ops(const Graph &g, const OpLibrary &lib) {
+    std::map<OpId, ResolvedPlanOp> out;
+    for (const OpPtr &op : g.operations()) {
+        const std::string which = "operation '" + op->id.value + "'";
+        ResolvedPlanOp info;
+        info.op = op.get();
+        info.def = lib.find(op->kind);
+        if (!info.def) return unexpected(which + ": unknown kind '" + op->kind + "'");
+        auto types = operand_types(g, *op);
+        if (!types) return unexpected(which + ": " + types.error().message);
+        info.operands = types_in_port_order(*types, info.def->input_ports());
+        auto rel = lib.derive(op->kind, op->params, *types);
+        if (!rel) return unexpected(which + ": " + rel.error().message);
+        info.relative = std::move(rel).value();
+        auto abs = resolve(g, *op, lib);
+        if (!abs) return unexpected(which + ": " + abs.error().message);
+        info.absolute = std::move(abs).value().signature;
+        info.params = lib.with_defaults(*info.def, op->params);
+        out.emplace(op->id, std::move(info));
+    }
+    return out;
+}
+
+Expected<StepOperands, std::string> bind_kernel_step(const plan::Plan &plan, const plan::Step &s,
+                                                     const std::map<OpId, ResolvedPlanOp> &ops) {
+    const auto it = ops.find(OpId(s.op));
+    if (it == ops.end()) return unexpected("operation '" + s.op + "' is not in the plan's graph");
+    const ResolvedPlanOp &info = it->second;
+    StepOperands out;
+    out.op = &info;
+    out.index = info.absolute.index_space;
+    if (!s.shard.empty()) {
+        const auto sh = std::find_if(info.op->shards.begin(), info.op->shards.end(),
+                                     [&](const Shard &x) { return x.id.value == s.shard; });
+        if (sh == info.op->shards.end()) return unexpected("operation '" + s.op + "' has no shard '" + s.shard + "'");
+        out.index = sh->index;
+    }
+    const ShardSelections sel = derive_shard_selections(plan.graph, *info.op, info.absolute, out.index);
+    auto bind = [&](const TensorSelection &t, const std::vector<plan::Region> &regions,
+                    const char *what) -> Expected<StepOperand, std::string> {
+        const Tensor *tensor = plan.graph.find_tensor(t.tensor);
+        StepOperand o;
+        o.tensor = t.tensor;
+        o.range = t.range;
+        o.dtype = tensor ? tensor->dtype : DType::f32;
+        for (const plan::Region &r : regions) {
+            const plan::Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
+            if (b.tensor != t.tensor || !(r.box == t.range)) continue;
+            if (b.device != s.device) return unexpected(std::string("it ") + what + " a buffer of another device");
+            o.buffer = r.buffer;
+            o.dtype = b.dtype;
+            return o;
+        }
+        if (t.range.empty() && t.range.rank() > 0) return o;  // touches nothing
+        return unexpected("it " + std::string(what) + " no region for " + t.tensor.value + " " + t.range.to_string() +
+                          ", which its shard selects");
+    };
+    for (const TensorSelection &t : in_port_order(sel.inputs, info.def->input_ports())) {
+        auto o = bind(t, s.reads, "reads");
+        if (!o) return unexpected(o.error());
+        out.inputs.push_back(std::move(o).value());
+    }
+    for (const TensorSelection &t : in_port_order(sel.outputs, info.def->output_ports())) {
+        auto o = bind(t, s.writes, "writes");
+        if (!o) return unexpected(o.error());
+        out.outputs.push_back(std::move(o).value());
+    }
+    return out;
+}
+
+}  // namespace tapestry::launch
