@@ -16,7 +16,8 @@ tapestry_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPESTRY_WERROR=ON || e
 
 echo "== build-asan (clang, ASan+UBSan, engine only, fuzzers)"
 CC=clang-14 CXX=clang++-14 tapestry_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTAPESTRY_SANITIZE=ON -DTAPESTRY_ENGINE_ONLY=ON -DTAPESTRY_FUZZ=ON -DTAPESTRY_WERROR=ON || exit 1
+  -DTAPESTRY_SANITIZE=ON -DTAPESTRY_ENGINE_ONLY=ON -DTAPESTRY_FUZZ=ON -DTAPESTRY_WERROR=ON \
+  -DTAPESTRY_WITH_CUDA=OFF || exit 1
 
 exclude=(-LE slow)
 if [ "${TAPESTRY_SLOW:-0}" = "1" ]; then exclude=(); fi
