@@ -12,6 +12,7 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "launch/cpu_backend.h"
+#include "launch/cuda_backend.h"
 #include "launch/records.h"
 #include "plan/plan_file.h"
 #include "plan/simulate.h"
@@ -157,7 +158,17 @@ LaunchOutcome LaunchWorker::execute(const LaunchJob &job, const std::function<bo
             out.error = tr("not launched: %1").arg(qs(inputs.error()));
             return out;
         }
-        std::unique_ptr<launch::Backend> backend = launch::make_cpu_backend();
+        std::unique_ptr<launch::Backend> backend;
+        if (job.backend == QLatin1String("cuda")) {
+            auto made = launch::make_cuda_backend();
+            if (!made) {
+                out.error = tr("not launched: the cuda backend: %1").arg(qs(made.error()));
+                return out;
+            }
+            backend = std::move(made).value();
+        } else {
+            backend = launch::make_cpu_backend();
+        }
         out.backend_description = qs(backend->describe());
         launch::LaunchOptions options;
         options.wait_timeout_seconds = job.wait_timeout_seconds;

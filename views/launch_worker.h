@@ -30,6 +30,7 @@ namespace tapestry::views {
 
 struct LaunchJob {
     std::shared_ptr<const plan::PlanResult> plan;  // the plan shown in the Plan dock
+    QString backend = QStringLiteral("cpu");       // cpu, or cuda (this machine's GPUs)
     QString inputs_dir;                            // a folder of <name>.npy inputs; "" = random inputs
     quint64 seed = 1;                              // random values for every input not read from the folder
     bool oracle = false;                           // also compare the outputs with the oracle

@@ -18,7 +18,9 @@
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
 #include "launch/check.h"
+#include "common/checked_size.h"
 #include "launch/cpu_backend.h"
+#include "launch/cuda_backend.h"
 #include "launch/launch.h"
 #include "launch/mpi_backend.h"
 #include "plan/plan_file.h"
@@ -35,6 +37,7 @@ using nlohmann::ordered_json;
 struct LaunchCommandOptions {
     std::string plan;
     std::string backend = "cpu";
+    bool tf32 = false;
     std::string inputs_dir;
     std::string outputs_dir;
     std::uint64_t seed = 0;
@@ -135,6 +138,14 @@ int launch_command(const LaunchCommandOptions &o) {
         auto made = launch::make_mpi_backend(bo);
         if (made) backend = std::move(made).value();
         else backend_error = "--backend mpi: " + made.error();
+    } else if (o.backend == "cuda") {
+        launch::CudaBackendOptions co;
+        co.max_devices = o.max_devices;
+        co.device_memory = bo.device_memory;
+        co.tf32 = o.tf32;
+        auto made = launch::make_cuda_backend(co);
+        if (made) backend = std::move(made).value();
+        else backend_error = "--backend cuda: " + made.error();
     } else {
         backend = launch::make_cpu_backend(bo);
     }
@@ -285,8 +296,12 @@ int devices_command(bool json) {
     const std::int64_t available = cpu::available_memory();
     const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const bool mpi = launch::mpi_backend_built();
-    std::vector<std::string> not_built{"cuda"};
-    if (!mpi) not_built.insert(not_built.begin(), "mpi");
+    const bool cuda = launch::cuda_backend_built();
+    std::vector<std::string> not_built;
+    if (!mpi) not_built.push_back("mpi");
+    if (!cuda) not_built.push_back("cuda");
+    // The GPUs the cuda backend finds, or why it finds none (no driver: cudaGetDeviceCount's error).
+    auto gpus = launch::cuda_gpus();
     if (json) {
         ordered_json backends = ordered_json::array();
         backends.push_back({{"name", "cpu"},
@@ -295,7 +310,21 @@ int devices_command(bool json) {
                             {"available_memory_bytes", available},
                             {"max_devices", cpu_backend->max_devices()}});
         if (mpi) backends.push_back({{"name", "mpi"}, {"max_devices_per_rank", cpu_backend->max_devices()}});
-        print_json(ordered_json{{"backends", backends}, {"gpus", ordered_json::array()}, {"not_built", not_built}});
+        ordered_json list = ordered_json::array();
+        if (gpus) {
+            backends.push_back({{"name", "cuda"}, {"gpus", gpus->size()}});
+            for (const launch::GpuInfo &g : *gpus)
+                list.push_back({{"ordinal", g.ordinal},
+                                {"name", g.name},
+                                {"memory_bytes", g.memory},
+                                {"free_bytes", g.free},
+                                {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+                                {"multiprocessors", g.multiprocessors},
+                                {"peers", g.peers}});
+        }
+        ordered_json out{{"backends", backends}, {"gpus", list}, {"not_built", not_built}};
+        if (!gpus) out["gpus_unavailable"] = gpus.error();
+        print_json(out);
         return kExitOk;
     }
     std::cout << "backends of this tapestry:\n"
@@ -303,8 +332,24 @@ int devices_command(bool json) {
     if (mpi)
         std::cout << "  mpi: built in; under mpirun -np N each rank owns a block of the plan's devices (up to "
                   << cpu_backend->max_devices() << " a rank)\n";
-    std::cout << "not built into this tapestry: " << (mpi ? "cuda" : "mpi, cuda")
-              << " (no GPU is listed without the cuda backend)\n";
+    if (cuda && gpus) {
+        std::cout << "  cuda: " << gpus->size() << " GPU" << (gpus->size() == 1 ? "" : "s") << "\n";
+        for (const launch::GpuInfo &g : *gpus) {
+            std::cout << "    GPU " << g.ordinal << ": " << g.name << ", " << byte_text(g.memory) << " (" << byte_text(g.free)
+                      << " free), compute capability " << g.cc_major << "." << g.cc_minor << ", " << g.multiprocessors
+                      << " multiprocessors, peers:";
+            if (g.peers.empty()) std::cout << " none";
+            for (int p : g.peers) std::cout << " " << p;
+            std::cout << "\n";
+        }
+    } else if (cuda) {
+        std::cout << "  cuda: built in, but " << gpus.error() << "\n";
+    }
+    if (!not_built.empty()) {
+        std::cout << "not built into this tapestry:";
+        for (const std::string &n : not_built) std::cout << " " << n;
+        std::cout << "\n";
+    }
     return kExitOk;
 }
 
@@ -319,9 +364,10 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
         "prints measured times and memory beside the plan's predictions.");
     cmd->add_option("PLAN", o->plan, "Plan file (*.plan.json)")->required();
     cmd->add_option("--backend", o->backend,
-                    "Where to run it: cpu (every device in this process) or mpi (under mpirun: each rank owns a block "
-                    "of the devices)")
-        ->check(CLI::IsMember({"cpu", "mpi"}))
+                    "Where to run it: cpu (every device in this process), mpi (under mpirun: each rank owns a block "
+                    "of the devices) or cuda (this machine's GPUs; more devices than GPUs run as virtual devices on "
+                    "GPU 0)")
+        ->check(CLI::IsMember({"cpu", "mpi", "cuda"}))
         ->capture_default_str();
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
@@ -331,14 +377,15 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--timeout", o->timeout, "Seconds any wait may take before the launch fails naming it")
         ->check(CLI::Range(0.01, 86400.0))
         ->capture_default_str();
-    cmd->add_option("--max-devices", o->max_devices, "cpu backend: virtual devices it offers")
+    cmd->add_option("--max-devices", o->max_devices, "cpu and cuda backends: virtual devices they offer")
         ->check(CLI::Range(1, 65536))
         ->capture_default_str();
     cmd->add_option("--device-memory", o->device_memory,
-                    "cpu backend: bytes each device may hold, e.g. 2GiB (default: the available memory shared "
-                    "among the plan's devices)");
+                    "cpu and cuda backends: bytes each device may hold, e.g. 2GiB (default: the available (GPU) "
+                    "memory shared among the plan's devices)");
     cmd->add_option("--threads", o->threads, "cpu backend: threads per kernel (default: the cores shared among the devices)")
         ->check(CLI::Range(1, 256));
+    cmd->add_flag("--tf32", o->tf32, "cuda backend: f32 matrix products on TF32 tensor cores (faster, ~1e-3 relative error)");
     cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
     cmd->add_option("--kill-rank", o->kill_rank, "Testing: RANK:STEPS, that rank kills itself after STEPS steps")->group("");
     cmd->add_option("--session", o->session,

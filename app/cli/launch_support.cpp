@@ -17,7 +17,7 @@ Expected<std::string, std::string> keep_launch(const std::string &path, const pl
     // The uncalibrated model of the plan's target, for calibration points: only a
     // launch on the hardware the plan predicts measures it.
     std::optional<cost::Model> model;
-    if (launch::measures_plan_target(p, result.backend)) {
+    if (launch::measures_plan_target(p, result.backend, result.hardware)) {
         auto target = resolve_target(p.target, 2, path, false);
         if (!target) return unexpected("target '" + p.target + "': " + target.error());
         model.emplace(*target, p.cluster);

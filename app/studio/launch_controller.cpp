@@ -23,6 +23,7 @@
 #include "common/checked_size.h"
 #include "dock.h"
 #include "launch/cpu_backend.h"
+#include "launch/cuda_backend.h"
 #include "plan/simulate.h"
 #include "session_controller.h"
 #include "views/graph_document.h"
@@ -223,11 +224,21 @@ views::LaunchDialog *LaunchController::openLaunchDialog() {
                          .arg(p.steps.size())
                          .arg(secondsText(shown->prediction.makespan)),
                      static_cast<int>(p.devices.size()));
-    // The backends this build has: the cpu backend today (describing itself is cheap:
-    // the cores, the instruction set and the memory available).
+    // The backends this build has (describing the cpu backend is cheap: the cores,
+    // the instruction set and the memory available), and the GPUs the cuda backend
+    // finds — asked once, since starting the CUDA runtime takes a moment.
     const launch::CpuBackendOptions options;
     std::unique_ptr<launch::Backend> cpu = launch::make_cpu_backend(options);
-    dialog_->setBackends({views::LaunchBackendInfo{qs(cpu->name()), qs(cpu->describe()), cpu->max_devices()}});
+    std::vector<views::LaunchBackendInfo> backends{{qs(cpu->name()), qs(cpu->describe()), cpu->max_devices()}};
+    if (launch::cuda_backend_built()) {
+        static const views::LaunchBackendInfo cuda = [] {
+            auto made = launch::make_cuda_backend();
+            if (!made) return views::LaunchBackendInfo{QStringLiteral("cuda"), qs(made.error()), 0};
+            return views::LaunchBackendInfo{QStringLiteral("cuda"), qs((*made)->describe()), (*made)->max_devices()};
+        }();
+        backends.push_back(cuda);
+    }
+    dialog_->setBackends(backends);
     dialog_->setRunning(isLaunching());
     dialog_->show();
     dialog_->raise();
@@ -246,6 +257,7 @@ bool LaunchController::startLaunch(const views::LaunchSettings &settings) {
 
     views::LaunchJob job;
     job.plan = shown;
+    if (!settings.backend.isEmpty()) job.backend = settings.backend;
     job.inputs_dir = settings.inputs_dir;
     job.seed = settings.seed;
     job.oracle = settings.oracle;

@@ -1,6 +1,8 @@
 // Launch records and calibration points (launch/records.h).
 #include "launch/records.h"
 
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "plan/plan_file.h"
@@ -8,10 +10,15 @@
 
 namespace tapestry::launch {
 
-bool measures_plan_target(const plan::Plan &plan, const std::string &backend) {
+bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware) {
     // The host target is the CPU this process runs on (docs/targets.md); every
-    // other built-in target is a GPU.
-    return backend == "cpu" && plan.target == "host";
+    // other built-in target is a GPU, measured by the cuda backend on that GPU: the
+    // target's model ("h200" → H200, "h100-sxm" → H100) in the GPU's name.
+    if (backend == "cpu") return plan.target == "host";
+    if (backend != "cuda" || plan.target.empty() || plan.target == "host") return false;
+    std::string model = plan.target.substr(0, plan.target.find('-'));
+    for (char &c : model) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return hardware.find(model) != std::string::npos;
 }
 
 std::optional<cost::KernelWork> step_work(const plan::Step &s) {
@@ -112,7 +119,7 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
     auto recorded = session.record_launch(rec, step_measurements(plan, result));
     if (!recorded) return unexpected("keeping the launch: " + recorded.error().message);
     out.launch_id = recorded->id;
-    if (model && measures_plan_target(plan, result.backend)) {
+    if (model && measures_plan_target(plan, result.backend, result.hardware)) {
         std::vector<store::CalibrationRow> rows;
         for (const cost::CalibrationSample &s : calibration_samples(plan, *model, result))
             rows.push_back(store::CalibrationRow{cost::kernel_class_name(s.kernel_class), s.size, s.predicted,

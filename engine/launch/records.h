@@ -19,9 +19,11 @@
 namespace tapestry::launch {
 
 // Whether a launch on `backend` measures the hardware `plan` was predicted for:
-// the cpu backend measures the host target (plans for `--target host`); a plan
-// for an H100 launched on the CPU measures nothing about an H100.
-bool measures_plan_target(const plan::Plan &plan, const std::string &backend);
+// the cpu backend measures the host target (plans for `--target host`); the cuda
+// backend a GPU target whose model its `hardware` (Backend::describe) names (an
+// h200 plan on an NVIDIA H200); a plan for an H100 launched on the CPU measures
+// nothing about an H100.
+bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware = {});
 
 // The work of a kernel or copy step as the cost model takes it (a copy as
 // Model::copy_seconds counts it); none for transfers and collectives, which the

@@ -31,6 +31,8 @@
 #include <QThread>
 #include <QToolButton>
 #include <QtTest/QtTest>
+
+#include "launch/cuda_backend.h"
 #include <atomic>
 #include <memory>
 
@@ -181,9 +183,16 @@ private slots:
         QPointer<LaunchDialog> dialog = lw.openDialog();
         QVERIFY(dialog);
         QVERIFY(dialog->isVisible());
-        QCOMPARE(dialog->backendList()->count(), 1);
+        // The cpu backend, and with a CUDA build the cuda backend: its GPUs, or why it has none.
+        QCOMPARE(dialog->backendList()->count(), launch::cuda_backend_built() ? 2 : 1);
         QVERIFY2(dialog->backendList()->item(0)->text().startsWith(QStringLiteral("cpu — cpu: ")),
                  qPrintable(dialog->backendList()->item(0)->text()));
+        if (launch::cuda_backend_built()) {
+            const QString cuda = dialog->backendList()->item(1)->text();
+            QVERIFY2(cuda.startsWith(QStringLiteral("cuda — ")), qPrintable(cuda));
+            if (!launch::cuda_gpus()) QVERIFY2(cuda.contains(QStringLiteral("no GPU")), qPrintable(cuda));
+        }
+        QCOMPARE(dialog->backendList()->currentRow(), 0);
         QVERIFY2(dialog->planLabel()->text().contains(QStringLiteral("4 × host")),
                  qPrintable(dialog->planLabel()->text()));
         QVERIFY(dialog->randomInputsButton()->isChecked());

@@ -1,0 +1,374 @@
+// tapestry-gpu-check (docs/gpu.md): the slim program that launches plans on a
+// lent GPU machine, which has none of our Debian packages. It links the engine's
+// index, graph, ops, plan and launch core with the CUDA kernels — no oneDNN, no
+// SQLite, no Qt — and reads a pack made here by tapestry-gpu-pack: plans, their
+// inputs and reference outputs (.npy), tolerances per output. For every case it
+// launches the plan on the cuda backend, compares every output with its
+// reference, and times every step (CUDA events), then the whole plan enqueued
+// without host synchronisation; for every benchmark plan it times the plan on
+// random inputs. Results: one JSON object per line (--out DIR/results.jsonl) and
+// a summary; exit 0 when every case passed.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/npy.h"
+#include "io/random_inputs.h"
+#include "io/tensor_values.h"
+#include "launch/cuda_backend.h"
+#include "launch/cuda_descriptors.h"
+#include "launch/launch.h"
+#include "plan/plan_file.h"
+
+#if TAPESTRY_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#endif
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using namespace tapestry;
+
+namespace {
+
+struct Options {
+    std::string pack;
+    std::string out;
+    std::string only;
+    std::string group;
+    bool describe = false;
+    bool quick = false;
+    bool resume = false;
+    bool no_bench = false;
+    int warmups = 3, repeats = 10;
+    bool tf32 = false;
+};
+
+struct Comparison {
+    bool ok = true;
+    std::string text;  // per output: "y max |err| 1.2e-06 (atol 1e-05, rtol 1e-04)"
+    json detail = json::array();
+};
+
+// Every output against its reference as verify::compare_values does it:
+// |out − ref| ≤ atol + rtol·|ref| element by element (NaN matches NaN, an
+// infinity an equal one), with the case's tolerances (atol already absolute).
+Comparison compare(const std::map<TensorId, TensorData> &outputs, const fs::path &reference, const json &wanted) {
+    Comparison c;
+    if (wanted.empty()) {
+        c.ok = false;
+        c.text = "the case names no outputs";
+    }
+    for (const auto &[id, spec] : wanted.items()) {
+        json d{{"tensor", id}};
+        auto problem = [&](const std::string &why) {
+            c.ok = false;
+            c.text += id + ": " + why + "; ";
+            d["error"] = why;
+            c.detail.push_back(d);
+        };
+        const auto got = outputs.find(TensorId(id));
+        if (got == outputs.end()) {
+            problem("not produced");
+            continue;
+        }
+        auto loaded = read_npy(reference / spec.value("file", id + ".npy"));
+        if (!loaded) {
+            problem("reference unreadable: " + loaded.error());
+            continue;
+        }
+        const TensorData &r = *loaded;
+        const TensorData &o = got->second;
+        const double atol = spec.value("atol", 1e-5), rtol = spec.value("rtol", 1e-4);
+        if (r.element_count() != o.element_count()) {
+            problem(std::to_string(o.element_count()) + " elements, the reference " + std::to_string(r.element_count()));
+            continue;
+        }
+        double worst = 0;
+        std::int64_t bad = 0, first_bad = -1;
+        for (std::int64_t i = 0; i < o.element_count(); ++i) {
+            const double a = o.get(i), b = r.get(i);
+            bool ok;
+            double e = 0;
+            if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) {
+                ok = (std::isnan(a) && std::isnan(b)) || a == b;
+            } else {
+                e = std::abs(a - b);
+                ok = e <= atol + rtol * std::abs(b);
+                worst = std::max(worst, e);
+            }
+            if (!ok && bad++ == 0) first_bad = i;
+        }
+        char line[256];
+        std::snprintf(line, sizeof line, "%s max |err| %.2e (atol %.1e, rtol %.1e)%s", id.c_str(), worst, atol, rtol,
+                      bad ? " FAIL" : "");
+        c.text += std::string(line) + "; ";
+        d["max_abs_error"] = worst;
+        d["atol"] = atol;
+        d["rtol"] = rtol;
+        d["bad_elements"] = bad;
+        if (bad) {
+            c.ok = false;
+            d["first_bad"] = first_bad;
+            d["first_bad_value"] = o.get(first_bad);
+            d["first_bad_reference"] = r.get(first_bad);
+        }
+        c.detail.push_back(d);
+    }
+    return c;
+}
+
+json step_times(const plan::Plan &p, const std::vector<std::pair<double, double>> &times) {
+    json steps = json::array();
+    for (size_t i = 0; i < times.size() && i < p.steps.size(); ++i) {
+        const plan::Step &s = p.steps[i];
+        const double secs = times[i].second - times[i].first;
+        json j{{"step", i},
+               {"kind", plan::step_kind_name(s.kind)},
+               {"op", s.op},
+               {"op_kind", s.op_kind},
+               {"device", s.device},
+               {"measured_s", secs},
+               {"predicted_s", s.predicted}};
+        if (s.kind == plan::StepKind::kernel && s.flops > 0 && secs > 0) j["tflops"] = s.flops / secs / 1e12;
+        steps.push_back(j);
+    }
+    return steps;
+}
+
+int run(const Options &o) {
+    const auto t_start = std::chrono::steady_clock::now();
+    // --resume: the cases already in results.jsonl are not run again (the run before
+    // ended at a kernel fault, which leaves the GPU unusable to its process).
+    std::set<std::string> done;
+    std::ofstream results;
+    if (!o.out.empty()) {
+        fs::create_directories(o.out);
+        const fs::path file = fs::path(o.out) / "results.jsonl";
+        if (o.resume) {
+            std::ifstream old(file);
+            for (std::string line; std::getline(old, line);) {
+                try {
+                    const json j = json::parse(line);
+                    if (j.value("record", "") == "case") done.insert(j.value("name", ""));
+                } catch (const std::exception &) {
+                }
+            }
+        }
+        results.open(file, o.resume ? std::ios::app : std::ios::trunc);
+    }
+    auto emit = [&](const json &j) {
+        if (results) results << j.dump() << "\n";
+        results.flush();
+    };
+    // First: what this machine has.
+    json env{{"record", "environment"}};
+#if TAPESTRY_HAVE_CUDA
+    env["libraries"] = cuda::cuda_library_versions();
+#endif
+    auto gpus = launch::cuda_gpus();
+    if (!gpus) {
+        std::cout << "tapestry-gpu-check: " << gpus.error() << "\n";
+        env["error"] = gpus.error();
+        emit(env);
+        return 1;
+    }
+    env["gpus"] = json::array();
+    for (const launch::GpuInfo &g : *gpus)
+        env["gpus"].push_back({{"name", g.name},
+                               {"memory_bytes", g.memory},
+                               {"cc", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+                               {"sms", g.multiprocessors}});
+    std::cout << env.dump() << "\n";
+    emit(env);
+
+    std::ifstream mf(fs::path(o.pack) / "manifest.json");
+    if (!mf) {
+        std::cerr << "tapestry-gpu-check: " << o.pack << ": no manifest.json\n";
+        return 1;
+    }
+    json manifest;
+    try {
+        manifest = json::parse(mf);
+    } catch (const std::exception &e) {
+        std::cerr << "tapestry-gpu-check: " << o.pack << "/manifest.json: " << e.what() << "\n";
+        return 1;
+    }
+    if (manifest.value("format", "") != "tapestry-gpu-pack") {
+        std::cerr << "tapestry-gpu-check: " << o.pack << "/manifest.json: not a tapestry-gpu-pack\n";
+        return 1;
+    }
+    launch::CudaBackendOptions bo;
+    bo.tf32 = o.tf32;
+    // One backend for every case: the GPUs' handles and caches are made once.
+    auto backend = launch::make_cuda_backend(bo);
+    int passed = 0, failed = 0;
+    std::map<std::string, std::pair<int, int>> by_group;
+    std::vector<std::string> failures;
+    for (const json &c : manifest.value("cases", json::array())) {
+        const std::string name = c.value("name", "?");
+        if (!o.only.empty() && name.find(o.only) == std::string::npos) continue;
+        if (o.quick && !c.value("quick", false)) continue;
+        if (done.count(name)) continue;
+        if (!o.group.empty() && c.value("group", "") != o.group) continue;
+        const std::string group = c.value("group", "");
+        json rec{{"record", "case"}, {"name", name}, {"group", group}};
+        auto fail = [&](const std::string &why) {
+            rec["ok"] = false;
+            rec["error"] = why;
+            ++failed;
+            by_group[group].second++;
+            failures.push_back(name + ": " + why);
+            std::cout << "FAIL " << name << ": " << why << "\n" << std::flush;
+            emit(rec);
+        };
+        // A fault that left the GPU unusable ends this process: exit 3, resume in a new one.
+        auto lost = [&]() {
+            if (auto ok = launch::cuda_devices_usable(); !ok) {
+                std::cout << "the GPU is lost to this process after " << name << ": " << ok.error()
+                          << " — exiting 3 (run again with --resume)\n";
+                return true;
+            }
+            return false;
+        };
+        auto loaded = plan::load_plan((fs::path(o.pack) / c.value("plan", "")).string());
+        if (!loaded) {
+            fail(loaded.error());
+            continue;
+        }
+        const plan::Plan &p = *loaded;
+        rec["devices"] = p.devices.size();
+        if (o.describe) {
+            auto d = launch::describe_cuda_launch(p, static_cast<int>(gpus->size()));
+            std::cout << (d ? launch::descriptors_text(p, *d) : d.error() + "\n");
+        }
+        // The packed inputs, then every input or parameter still missing from the seed
+        // (as tapestry launch --inputs DIR --seed S).
+        std::map<TensorId, TensorData> inputs;
+        if (c.contains("inputs") && c["inputs"].is_string()) {
+            auto read = read_inputs_dir(p.graph, fs::path(o.pack) / c["inputs"].get<std::string>());
+            if (!read) {
+                fail("inputs: " + read.error());
+                continue;
+            }
+            inputs = std::move(read).value();
+        }
+        for (auto &[id, value] : make_random_inputs(p.graph, c.value("seed", std::uint64_t{1})))
+            if (!inputs.count(id)) inputs.emplace(id, std::move(value));
+        if (!backend) {
+            fail(backend.error());
+            continue;
+        }
+        launch::LaunchOptions lo;
+        lo.wait_timeout_seconds = 60;
+        auto result = launch::launch_plan(p, **backend, inputs, lo);
+        if (!result) {
+            fail("not launched: " + result.error());
+            if (lost()) return 3;
+            continue;
+        }
+        if (!result->ok()) {
+            fail("launch " + result->status + ": " + result->fault.message);
+            if (lost()) return 3;
+            continue;
+        }
+        const Comparison cmp = compare(result->outputs, fs::path(o.pack) / c.value("reference", ""),
+                                       c.value("outputs", json::object()));
+        rec["outputs"] = cmp.detail;
+        rec["ok"] = cmp.ok;
+        std::vector<std::pair<double, double>> times(p.steps.size(), {0, 0});
+        for (const launch::MeasuredStep &m : result->steps) times[static_cast<size_t>(m.step)] = {m.start, m.end};
+        rec["launch_wall_s"] = result->wall_seconds;
+        rec["predicted_makespan_s"] = result->predicted_makespan;
+        rec["steps"] = step_times(p, times);
+        auto timed = launch::run_enqueued(**backend, 1, 3);
+        if (timed) rec["enqueued_s"] = timed->seconds;
+        else rec["enqueued_error"] = timed.error();
+        if (!cmp.ok) {
+            fail("outputs differ: " + cmp.text);
+            continue;
+        }
+        ++passed;
+        by_group[group].first++;
+        std::cout << "ok   " << name << " (" << p.devices.size() << " dev): " << cmp.text << "\n" << std::flush;
+        emit(rec);
+    }
+    if (!o.no_bench)
+        for (const json &b : manifest.value("benchmarks", json::array())) {
+            const std::string name = b.value("name", "?");
+            if (!o.only.empty() && name.find(o.only) == std::string::npos) continue;
+            json rec{{"record", "benchmark"}, {"name", name}};
+            auto loaded = plan::load_plan((fs::path(o.pack) / b.value("plan", "")).string());
+            if (!loaded) {
+                rec["error"] = loaded.error();
+                std::cout << "bench " << name << ": " << loaded.error() << "\n";
+                emit(rec);
+                continue;
+            }
+            const plan::Plan &p = *loaded;
+            auto inputs = make_random_inputs(p.graph, b.value("seed", 1));
+            launch::LaunchOptions lo;
+            lo.wait_timeout_seconds = 120;
+            auto result = backend ? launch::launch_plan(p, **backend, inputs, lo)
+                                  : Expected<launch::LaunchResult, std::string>(unexpected(backend.error()));
+            if (!result || !result->ok()) {
+                rec["error"] = !result ? result.error() : result->fault.message;
+                std::cout << "bench " << name << ": " << rec["error"].get<std::string>() << "\n";
+                emit(rec);
+                continue;
+            }
+            auto timed = launch::run_enqueued(**backend, o.warmups, o.repeats);
+            if (!timed) {
+                rec["error"] = timed.error();
+                emit(rec);
+                continue;
+            }
+            rec["devices"] = p.devices.size();
+            rec["median_s"] = timed->seconds;
+            rec["runs_s"] = timed->runs;
+            rec["predicted_makespan_s"] = result->predicted_makespan;
+            rec["steps"] = step_times(p, timed->steps);
+            std::printf("bench %s (%zu dev): median %.3f ms over %d runs (predicted %.3f ms)\n", name.c_str(),
+                        p.devices.size(), timed->seconds * 1e3, o.repeats, result->predicted_makespan * 1e3);
+            emit(rec);
+        }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    json summary{{"record", "summary"}, {"passed", passed}, {"failed", failed}, {"seconds", secs}};
+    for (const auto &[g, pf] : by_group) summary["groups"][g] = {{"passed", pf.first}, {"failed", pf.second}};
+    emit(summary);
+    std::cout << "summary: " << passed << " passed, " << failed << " failed (" << secs << " s)\n";
+    for (const auto &[g, pf] : by_group) std::cout << "  " << g << ": " << pf.first << " passed, " << pf.second << " failed\n";
+    for (const std::string &f : failures) std::cout << "  FAILED " << f << "\n";
+    return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    CLI::App app{"tapestry-gpu-check: launch a pack of plans (tapestry-gpu-pack) on this machine's GPUs, compare "
+                 "with the references, time every step."};
+    Options o;
+    app.add_option("PACK", o.pack, "Pack directory (manifest.json)")->required();
+    app.add_option("--out", o.out, "Write results.jsonl here");
+    app.add_option("--only", o.only, "Only cases and benchmarks whose name contains this");
+    app.add_option("--group", o.group, "Only the cases of this group (kernel, example)");
+    app.add_flag("--quick", o.quick, "Only the pack's quick cases (\"quick\": true)");
+    app.add_flag("--resume", o.resume, "Skip the cases --out's results.jsonl already holds");
+    app.add_flag("--describe", o.describe, "Print each plan's CUDA launch descriptors");
+    app.add_flag("--no-bench", o.no_bench, "Skip the benchmarks");
+    app.add_option("--warmups", o.warmups, "Benchmark warm-up runs")->capture_default_str();
+    app.add_option("--repeats", o.repeats, "Benchmark timed runs")->capture_default_str();
+    app.add_flag("--tf32", o.tf32, "f32 matrix products on TF32 tensor cores");
+    CLI11_PARSE(app, argc, argv);
+    return run(o);
+}

@@ -1,0 +1,615 @@
+// The cuda backend (launch/cuda_backend.h). Every step is enqueued the same way —
+// its waits on other streams' events, a start event, the work, an end event, the
+// streams it holds told to wait for that end — whether the launcher runs it (and
+// waits for its end event before the next) or run_enqueued enqueues the whole
+// plan at once.
+#include "launch/cuda_backend.h"
+
+#if TAPESTRY_HAVE_CUDA
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "common/checked_size.h"
+#include "launch/collectives.h"
+#include "launch/cuda_descriptors.h"
+#include "launch/host_boxes.h"
+#include "launch/step_operands.h"
+#include "runtime/cuda/box_move.h"
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/kernel.h"
+
+namespace tapestry::launch {
+namespace {
+
+std::string err(const std::string &what, cudaError_t e) { return cuda::cuda_error(what.c_str(), e); }
+
+cuda::View view_of(const HostBox &b) {
+    cuda::View v;
+    v.data = b.data;
+    v.dtype = b.dtype;
+    v.shape = ZPoint(b.shape);
+    v.strides = b.strides;
+    return v;
+}
+
+class CudaBackend final : public Backend, private BoxMemory {
+public:
+    CudaBackend(const CudaBackendOptions &options, std::vector<GpuInfo> gpus)
+        : options_(options), gpus_(std::move(gpus)) {}
+    ~CudaBackend() override {
+        release();
+        contexts_.clear();
+    }
+
+    std::string name() const override { return "cuda"; }
+    int max_devices() const override { return gpus_.empty() ? 0 : options_.max_devices; }
+
+    std::int64_t device_capacity(int devices) const override {
+        if (options_.device_memory > 0) return options_.device_memory;
+        if (gpus_.empty()) return 0;
+        // Several plan devices on one GPU share its free memory.
+        const int n = static_cast<int>(gpus_.size());
+        const int per_gpu = devices > n ? devices : 1;
+        std::int64_t least = gpus_.front().free;
+        for (const GpuInfo &g : gpus_) least = std::min(least, g.free);
+        return least / std::max(1, per_gpu);
+    }
+
+    std::string describe() const override {
+        std::map<std::string, int> names;
+        for (const GpuInfo &g : gpus_)
+            names[g.name + " (sm_" + std::to_string(g.cc_major) + std::to_string(g.cc_minor) + ", " + byte_text(g.memory) + ")"]++;
+        std::string out = "cuda:";
+        for (const auto &[n, count] : names) out += " " + std::to_string(count) + " × " + n;
+        if (gpus_.size() == 1) out += "; plans of several devices run as virtual devices on it";
+        return out;
+    }
+
+    Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override {
+        release();
+        plan_ = &plan;
+        auto d = describe_cuda_launch(plan, static_cast<int>(gpus_.size()));
+        if (!d) return unexpected(d.error());
+        desc_ = std::move(d).value();
+        if (auto c = make_contexts(); !c) return c;
+        if (auto m = allocate(); !m) return m;
+        if (auto s = make_streams(); !s) return s;
+        return make_kernels();
+    }
+
+    Expected<std::monostate, std::string> upload(int buffer, std::span<const std::byte> bytes) override {
+        const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+        if (static_cast<std::int64_t>(bytes.size()) != b.bytes)
+            return unexpected(buffer_name(buffer) + ": " + std::to_string(bytes.size()) + " bytes given for its " +
+                              std::to_string(b.bytes));
+        if (bytes.empty()) return std::monostate{};
+        cudaSetDevice(gpu_of_buffer(buffer));
+        if (cudaError_t e = cudaMemcpy(data_[static_cast<size_t>(buffer)], bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
+            e != cudaSuccess)
+            return unexpected(err("copying " + buffer_name(buffer) + " to the GPU", e));
+        return std::monostate{};
+    }
+
+    Expected<std::monostate, std::string> download(int buffer, std::span<std::byte> bytes) const override {
+        const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+        if (static_cast<std::int64_t>(bytes.size()) != b.bytes)
+            return unexpected(buffer_name(buffer) + ": " + std::to_string(bytes.size()) + " bytes asked of its " +
+                              std::to_string(b.bytes));
+        if (bytes.empty()) return std::monostate{};
+        cudaSetDevice(gpu_of_buffer(buffer));
+        if (cudaError_t e = cudaMemcpy(bytes.data(), data_[static_cast<size_t>(buffer)], bytes.size(), cudaMemcpyDeviceToHost);
+            e != cudaSuccess)
+            return unexpected(err("copying " + buffer_name(buffer) + " from the GPU", e));
+        return std::monostate{};
+    }
+
+    Expected<StepOutcome, std::string> run_kernel(int step) override { return run_step(step); }
+    Expected<StepOutcome, std::string> run_copy(int step) override { return run_step(step); }
+    Expected<StepOutcome, std::string> run_send_recv(int step) override { return run_step(step); }
+    Expected<StepOutcome, std::string> run_collective(int step) override { return run_step(step); }
+
+    // The launch's time origin: an event on every GPU, recorded before any step.
+    Expected<std::monostate, std::string> synchronize() override { return record_origin(); }
+
+    std::optional<std::pair<double, double>> device_time(int step) const override {
+        const size_t i = static_cast<size_t>(step);
+        if (i >= start_.size() || !start_[i]) return std::nullopt;
+        const int gpu = desc_.streams[static_cast<size_t>(desc_.steps[i].stream)].gpu;
+        float a = 0, b = 0;
+        if (cudaEventElapsedTime(&a, origin_[static_cast<size_t>(gpu)], start_[i]) != cudaSuccess ||
+            cudaEventElapsedTime(&b, origin_[static_cast<size_t>(gpu)], end_[i]) != cudaSuccess)
+            return std::nullopt;
+        return std::make_pair(a / 1e3, b / 1e3);
+    }
+
+    Expected<EnqueuedRun, std::string> enqueued(int warmups, int repeats) {
+        if (!plan_) return unexpected(std::string("the cuda backend has no plan prepared"));
+        EnqueuedRun out;
+        std::vector<std::vector<std::pair<double, double>>> per_run;
+        for (int r = 0; r < warmups + repeats; ++r) {
+            if (auto o = record_origin(); !o) return unexpected(o.error());
+            for (size_t k = 0; k < streams_.size(); ++k)
+                if (streams_[k]) {
+                    cudaSetDevice(desc_.streams[k].gpu);
+                    cudaStreamWaitEvent(streams_[k], origin_[static_cast<size_t>(desc_.streams[k].gpu)], 0);
+                }
+            for (size_t s = 0; s < plan_->steps.size(); ++s) {
+                auto e = enqueue_step(static_cast<int>(s));
+                if (!e) return unexpected(step_text(static_cast<int>(s)) + ": " + e.error());
+            }
+            for (size_t k = 0; k < streams_.size(); ++k)
+                if (streams_[k]) {
+                    cudaSetDevice(desc_.streams[k].gpu);
+                    if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
+                        return unexpected(err("running the plan (" + stream_text(static_cast<int>(k)) + ")", e));
+                }
+            if (r < warmups) continue;
+            std::vector<std::pair<double, double>> times;
+            double last = 0;
+            for (size_t s = 0; s < plan_->steps.size(); ++s) {
+                auto t = device_time(static_cast<int>(s));
+                if (!t) return unexpected(step_text(static_cast<int>(s)) + ": its events could not be read");
+                times.push_back(*t);
+                last = std::max(last, t->second);
+            }
+            out.runs.push_back(last);
+            per_run.push_back(std::move(times));
+        }
+        if (out.runs.empty()) return out;
+        std::vector<size_t> order(out.runs.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return out.runs[a] < out.runs[b]; });
+        const size_t median = order[order.size() / 2];
+        out.seconds = out.runs[median];
+        out.steps = per_run[median];
+        return out;
+    }
+
+private:
+    struct PreparedKernel {
+        std::unique_ptr<cuda::Kernel> kernel;
+        std::vector<cuda::View> inputs, outputs;
+        void *workspace = nullptr;
+    };
+
+    // ---- names ------------------------------------------------------------------------
+    std::string device_name(int d) const { return plan_->devices[static_cast<size_t>(d)].name; }
+    std::string buffer_name(int b) const {
+        const plan::Buffer &buf = plan_->buffers[static_cast<size_t>(b)];
+        return "buffer " + std::to_string(b) + " (" + (buf.tensor.value.empty() ? "workspace" : buf.tensor.value) +
+               " on " + device_name(buf.device) + ")";
+    }
+    std::string step_text(int s) const {
+        const plan::Step &st = plan_->steps[static_cast<size_t>(s)];
+        return "step " + std::to_string(s) + " (" + plan::step_kind_name(st.kind) + " " + st.op +
+               (st.shard.empty() ? "" : " " + st.shard) + " on " + device_name(st.device) + ")";
+    }
+    std::string stream_text(int k) const {
+        return "device " + device_name(k / 2) + "'s " + (k % 2 ? "communication" : "compute") + " stream";
+    }
+    int gpu_of_buffer(int b) const { return desc_.buffers[static_cast<size_t>(b)].gpu; }
+    int gpu_of_step(int s) const { return desc_.streams[static_cast<size_t>(desc_.steps[static_cast<size_t>(s)].stream)].gpu; }
+
+    // ---- preparation --------------------------------------------------------------------
+    // The GPUs' contexts (handles, caches) outlive a plan: a backend launching plan after plan
+    // creates them once.
+    Expected<std::monostate, std::string> make_contexts() {
+        for (int g = static_cast<int>(contexts_.size()); g < desc_.gpus; ++g) {
+            auto c = cuda::Context::create(gpus_[static_cast<size_t>(g)].ordinal);
+            if (!c) return unexpected(c.error());
+            contexts_.push_back(std::move(c).value());
+        }
+        // Several GPUs in one process: transfers between them read the peer's memory.
+        for (int a = 0; a < desc_.gpus; ++a)
+            for (int b = 0; b < desc_.gpus; ++b) {
+                if (a == b) continue;
+                int can = 0;
+                cudaDeviceCanAccessPeer(&can, gpus_[static_cast<size_t>(a)].ordinal, gpus_[static_cast<size_t>(b)].ordinal);
+                if (!can)
+                    return unexpected("GPU " + std::to_string(a) + " cannot access GPU " + std::to_string(b) +
+                                      "'s memory (no peer access): the plan's transfers between them need it");
+                cudaSetDevice(gpus_[static_cast<size_t>(a)].ordinal);
+                const cudaError_t e = cudaDeviceEnablePeerAccess(gpus_[static_cast<size_t>(b)].ordinal, 0);
+                if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+                    return unexpected(err("enabling peer access from GPU " + std::to_string(a) + " to " + std::to_string(b), e));
+                cudaGetLastError();
+            }
+        return std::monostate{};
+    }
+
+    void *device_alloc(int gpu, std::int64_t bytes, const std::string &what, std::string &error) {
+        if (bytes <= 0) return nullptr;
+        cudaSetDevice(gpus_[static_cast<size_t>(gpu)].ordinal);
+        void *p = nullptr;
+        if (cudaError_t e = cudaMalloc(&p, static_cast<size_t>(bytes)); e != cudaSuccess) {
+            cudaGetLastError();
+            error = err(what + " of " + byte_text(bytes) + " could not be allocated on GPU " + std::to_string(gpu), e);
+            return nullptr;
+        }
+        allocations_.emplace_back(gpu, p);
+        return p;
+    }
+
+    Expected<std::monostate, std::string> allocate() {
+        const size_t n = plan_->devices.size();
+        std::vector<std::byte *> arena(n, nullptr), resident(n, nullptr);
+        std::string error;
+        for (size_t d = 0; d < n; ++d) {
+            const int gpu = desc_.device_gpu[d];
+            arena[d] = static_cast<std::byte *>(device_alloc(gpu, desc_.arena_bytes[d], "device " + device_name(static_cast<int>(d)) + ": its arena", error));
+            if (!error.empty()) return unexpected(error);
+            resident[d] = static_cast<std::byte *>(device_alloc(gpu, desc_.resident_bytes[d], "device " + device_name(static_cast<int>(d)) + ": its resident buffers", error));
+            if (!error.empty()) return unexpected(error);
+        }
+        data_.assign(plan_->buffers.size(), nullptr);
+        for (size_t b = 0; b < plan_->buffers.size(); ++b) {
+            const CudaBufferPlace &p = desc_.buffers[b];
+            const size_t d = static_cast<size_t>(plan_->buffers[b].device);
+            std::byte *base = p.in_arena ? arena[d] : resident[d];
+            if (base && p.bytes > 0) data_[b] = base + p.offset;
+        }
+        // Staging buffers of the collectives that need one (reduce_scatter's messages), made now so
+        // that a run allocates nothing.
+        staging_.clear();
+        for (size_t s = 0; s < plan_->steps.size(); ++s) {
+            const plan::Step &st = plan_->steps[s];
+            if (st.kind != plan::StepKind::collective || st.collective != "reduce_scatter") continue;
+            std::int64_t bytes = 0;
+            for (const plan::Region &w : st.writes)
+                bytes = size_add(bytes, static_cast<std::int64_t>(schedule_align(size_mul(w.box.size(), dtype_bytes(plan_->buffers[static_cast<size_t>(w.buffer)].dtype)))));
+            auto *p = static_cast<std::byte *>(device_alloc(gpu_of_step(static_cast<int>(s)), bytes, step_text(static_cast<int>(s)) + ": its staging buffer", error));
+            if (!error.empty()) return unexpected(error);
+            staging_[static_cast<int>(s)] = Staging{p, bytes, 0};
+        }
+        return std::monostate{};
+    }
+
+    static std::int64_t schedule_align(std::int64_t n) { return (n + 255) / 256 * 256; }
+
+    Expected<std::monostate, std::string> make_streams() {
+        streams_.assign(desc_.streams.size(), nullptr);
+        std::vector<char> used(desc_.streams.size(), 0);
+        for (const CudaStepLaunch &l : desc_.steps) {
+            used[static_cast<size_t>(l.stream)] = 1;
+            for (int h : l.holds) used[static_cast<size_t>(h)] = 1;
+        }
+        for (size_t k = 0; k < streams_.size(); ++k) {
+            if (!used[k]) continue;
+            cudaSetDevice(gpus_[static_cast<size_t>(desc_.streams[k].gpu)].ordinal);
+            if (cudaError_t e = cudaStreamCreateWithFlags(&streams_[k], cudaStreamNonBlocking); e != cudaSuccess)
+                return unexpected(err("creating " + stream_text(static_cast<int>(k)), e));
+        }
+        start_.assign(plan_->steps.size(), nullptr);
+        end_.assign(plan_->steps.size(), nullptr);
+        for (size_t s = 0; s < plan_->steps.size(); ++s) {
+            cudaSetDevice(gpus_[static_cast<size_t>(gpu_of_step(static_cast<int>(s)))].ordinal);
+            if (cudaError_t e = cudaEventCreate(&start_[s]); e != cudaSuccess) return unexpected(err("creating events", e));
+            if (cudaError_t e = cudaEventCreate(&end_[s]); e != cudaSuccess) return unexpected(err("creating events", e));
+        }
+        origin_.assign(static_cast<size_t>(desc_.gpus), nullptr);
+        for (int g = 0; g < desc_.gpus; ++g) {
+            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
+            if (cudaError_t e = cudaEventCreate(&origin_[static_cast<size_t>(g)]); e != cudaSuccess)
+                return unexpected(err("creating events", e));
+        }
+        return std::monostate{};
+    }
+
+    Expected<std::monostate, std::string> make_kernels() {
+        auto ops = resolve_plan_ops(plan_->graph, OpLibrary::standard());
+        if (!ops) return unexpected(ops.error());
+        ops_ = std::move(ops).value();
+        // Each device's workspace: the plan's workspace buffer where it has one.
+        std::vector<std::pair<void *, std::int64_t>> workspace(plan_->devices.size(), {nullptr, 0});
+        for (size_t b = 0; b < plan_->buffers.size(); ++b)
+            if (plan_->buffers[b].kind == plan::BufferKind::workspace)
+                workspace[static_cast<size_t>(plan_->buffers[b].device)] = {data_[b], plan_->buffers[b].bytes};
+        kernels_.clear();
+        kernels_.resize(plan_->steps.size());
+        std::string error;
+        for (size_t i = 0; i < plan_->steps.size(); ++i) {
+            const plan::Step &s = plan_->steps[i];
+            if (s.kind != plan::StepKind::kernel) continue;
+            auto k = make_kernel(s);
+            if (!k) return unexpected(step_text(static_cast<int>(i)) + ": " + k.error());
+            const std::int64_t need = static_cast<std::int64_t>(k->kernel->workspace_bytes());
+            auto &[ws, have] = workspace[static_cast<size_t>(s.device)];
+            if (need > have) {
+                // The kernel needs more scratch than the plan reserved: a larger one, beyond the plan's memory.
+                ws = device_alloc(desc_.device_gpu[static_cast<size_t>(s.device)], need,
+                                  "device " + device_name(s.device) + ": kernel workspace beyond the plan's", error);
+                if (!error.empty()) return unexpected(error);
+                have = need;
+                extra_bytes_ += need;
+            }
+            k->workspace = need > 0 ? ws : nullptr;
+            kernels_[i] = std::make_unique<PreparedKernel>(std::move(k).value());
+        }
+        return std::monostate{};
+    }
+
+    Expected<PreparedKernel, std::string> make_kernel(const plan::Step &s) {
+        auto bound = bind_kernel_step(*plan_, s, ops_);
+        if (!bound) return unexpected(bound.error());
+        const ResolvedPlanOp &op = *bound->op;
+        const cuda::KernelFactory *factory = cuda::find_kernel(op.op->kind);
+        if (!factory) return unexpected("no CUDA kernel for kind '" + op.op->kind + "'");
+        PreparedKernel k;
+        cuda::KernelSpec spec;
+        spec.def = op.def;
+        spec.params = op.params;
+        spec.derivation = op.relative;
+        spec.operands = op.operands;
+        spec.index_range = bound->index;
+        spec.tf32 = options_.tf32;
+        auto view = [&](const StepOperand &o) {
+            cuda::View v;
+            v.dtype = o.dtype;
+            v.shape = o.range.shape();
+            if (o.buffer < 0) {
+                v.strides.assign(static_cast<size_t>(o.range.rank()), 1);
+                return v;
+            }
+            const plan::Buffer &b = plan_->buffers[static_cast<size_t>(o.buffer)];
+            const HostBox hb = host_box(data_[static_cast<size_t>(o.buffer)], b.region, o.range, b.dtype);
+            v.data = hb.data;
+            v.strides = o.range.rank() == 0 ? std::vector<std::int64_t>{} : hb.strides;
+            return v;
+        };
+        for (const StepOperand &o : bound->inputs) {
+            k.inputs.push_back(view(o));
+            spec.input_shapes.push_back(k.inputs.back().shape);
+            spec.input_strides.push_back(k.inputs.back().strides);
+        }
+        for (const StepOperand &o : bound->outputs) {
+            k.outputs.push_back(view(o));
+            spec.output_shapes.push_back(k.outputs.back().shape);
+            spec.output_strides.push_back(k.outputs.back().strides);
+        }
+        cuda::Context &context = *contexts_[static_cast<size_t>(desc_.device_gpu[static_cast<size_t>(s.device)])];
+        cudaSetDevice(context.ordinal());
+        auto made = factory->make(spec, context);
+        if (!made) return unexpected(made.error());
+        k.kernel = std::move(made).value();
+        return k;
+    }
+
+    // ---- running ------------------------------------------------------------------------
+    Expected<std::monostate, std::string> record_origin() {
+        for (int g = 0; g < desc_.gpus; ++g) {
+            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
+            // Every stream of this GPU idle first: the origin comes before anything a step does.
+            for (size_t k = 0; k < streams_.size(); ++k)
+                if (streams_[k] && desc_.streams[k].gpu == g)
+                    if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
+                        return unexpected(err("waiting for " + stream_text(static_cast<int>(k)), e));
+            if (cudaError_t e = cudaEventRecord(origin_[static_cast<size_t>(g)], nullptr); e != cudaSuccess)
+                return unexpected(err("recording the launch's start on GPU " + std::to_string(g), e));
+            if (cudaError_t e = cudaEventSynchronize(origin_[static_cast<size_t>(g)]); e != cudaSuccess)
+                return unexpected(err("recording the launch's start on GPU " + std::to_string(g), e));
+        }
+        return std::monostate{};
+    }
+
+    // Enqueues step s: its waits, start event, work, end event, and the held streams' waits.
+    Expected<StepOutcome, std::string> enqueue_step(int s) {
+        const size_t i = static_cast<size_t>(s);
+        const CudaStepLaunch &l = desc_.steps[i];
+        cudaStream_t stream = streams_[static_cast<size_t>(l.stream)];
+        cudaSetDevice(gpus_[static_cast<size_t>(gpu_of_step(s))].ordinal);
+        for (int w : l.waits)
+            if (cudaError_t e = cudaStreamWaitEvent(stream, end_[static_cast<size_t>(w)], 0); e != cudaSuccess)
+                return unexpected(err("waiting for step " + std::to_string(w), e));
+        if (cudaError_t e = cudaEventRecord(start_[i], stream); e != cudaSuccess) return unexpected(err("recording its start", e));
+        Expected<StepOutcome, std::string> out = StepOutcome{};
+        const plan::Step &st = plan_->steps[i];
+        switch (st.kind) {
+            case plan::StepKind::kernel: {
+                PreparedKernel *k = kernels_[i].get();
+                if (!k) return unexpected(std::string("no kernel was prepared for it"));
+                if (auto r = k->kernel->enqueue(k->inputs, k->outputs, k->workspace, stream); !r)
+                    return unexpected(r.error());
+                break;
+            }
+            case plan::StepKind::copy:
+            case plan::StepKind::send_recv: out = run_transfer(*plan_, s, *this); break;
+            case plan::StepKind::collective:
+                if (auto st_it = staging_.find(s); st_it != staging_.end()) st_it->second.used = 0;
+                out = launch::run_collective(*plan_, s, *this);
+                break;
+        }
+        if (!out) return out;
+        if (!move_error_.empty()) {
+            std::string e;
+            std::swap(e, move_error_);
+            return unexpected(e);
+        }
+        if (cudaError_t e = cudaEventRecord(end_[i], stream); e != cudaSuccess) return unexpected(err("recording its end", e));
+        for (int h : l.holds)
+            if (cudaError_t e = cudaStreamWaitEvent(streams_[static_cast<size_t>(h)], end_[i], 0); e != cudaSuccess)
+                return unexpected(err("holding " + stream_text(h), e));
+        return out;
+    }
+
+    // The launcher's way: enqueue, then wait for the step's end.
+    Expected<StepOutcome, std::string> run_step(int s) {
+        auto out = enqueue_step(s);
+        if (!out) return out;
+        if (cudaError_t e = cudaEventSynchronize(end_[static_cast<size_t>(s)]); e != cudaSuccess)
+            return unexpected(err("it failed on the GPU", e));
+        return out;
+    }
+
+    // ---- BoxMemory: boxes of GPU memory, moved on the running step's stream -------------------
+    HostBox box_in(int buffer, const ZRange &box) const override {
+        const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+        return host_box(data_[static_cast<size_t>(buffer)], b.region, box, b.dtype);
+    }
+    bool local(int device) const override {
+        (void)device;
+        return true;
+    }
+    Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst, std::int64_t lo,
+                                      std::int64_t hi, bool add) override {
+        move_here(step, src, dst, lo, hi, add);
+        if (!move_error_.empty()) return unexpected(move_error_);
+        return from == to ? 0.0 : static_cast<double>(hi - lo) * dtype_bytes(src.dtype);
+    }
+    void move_here(int step, const HostBox &src, const HostBox &dst, std::int64_t lo, std::int64_t hi, bool add) override {
+        if (hi <= lo || (!add && src.data == dst.data)) return;  // a message passed on in place
+        cudaStream_t stream = streams_[static_cast<size_t>(desc_.steps[static_cast<size_t>(step)].stream)];
+        if (auto r = cuda::enqueue_box_move(view_of(src), view_of(dst), lo, hi, add, stream); !r && move_error_.empty())
+            move_error_ = r.error();
+    }
+    Expected<HostBox, std::string> staging(int step, DType dtype, std::int64_t elements) override {
+        auto it = staging_.find(step);
+        const std::int64_t bytes = schedule_align(size_mul(elements, dtype_bytes(dtype)));
+        if (it == staging_.end() || it->second.used + bytes > it->second.bytes)
+            return unexpected(std::string("its staging buffer was not prepared"));
+        std::byte *p = it->second.data + it->second.used;
+        it->second.used += bytes;
+        const ZRange flat = ZRange::of_shape({elements});
+        return host_box(p, flat, flat, dtype);
+    }
+
+    void release() {
+        if (!plan_) return;
+        for (size_t k = 0; k < streams_.size(); ++k)
+            if (streams_[k]) {
+                cudaSetDevice(gpus_[static_cast<size_t>(desc_.streams[k].gpu)].ordinal);
+                cudaStreamSynchronize(streams_[k]);
+            }
+        kernels_.clear();
+        for (cudaEvent_t e : start_)
+            if (e) cudaEventDestroy(e);
+        for (cudaEvent_t e : end_)
+            if (e) cudaEventDestroy(e);
+        for (cudaEvent_t e : origin_)
+            if (e) cudaEventDestroy(e);
+        start_.clear();
+        end_.clear();
+        origin_.clear();
+        for (size_t k = 0; k < streams_.size(); ++k)
+            if (streams_[k]) cudaStreamDestroy(streams_[k]);
+        streams_.clear();
+        for (auto &[gpu, p] : allocations_) {
+            cudaSetDevice(gpus_[static_cast<size_t>(gpu)].ordinal);
+            cudaFree(p);
+        }
+        allocations_.clear();
+        staging_.clear();
+        cudaGetLastError();
+        plan_ = nullptr;
+    }
+
+    struct Staging {
+        std::byte *data = nullptr;
+        std::int64_t bytes = 0, used = 0;
+    };
+
+    CudaBackendOptions options_;
+    std::vector<GpuInfo> gpus_;
+    const plan::Plan *plan_ = nullptr;
+    CudaLaunchDescriptors desc_;
+    std::vector<std::unique_ptr<cuda::Context>> contexts_;  // per GPU used
+    std::vector<std::pair<int, void *>> allocations_;       // (gpu, pointer)
+    std::vector<std::byte *> data_;                         // per buffer
+    std::map<int, Staging> staging_;                        // per collective step that needs one
+    std::vector<cudaStream_t> streams_;                     // per descriptor stream (null: unused)
+    std::vector<cudaEvent_t> start_, end_, origin_;
+    std::map<OpId, ResolvedPlanOp> ops_;
+    std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (kernel steps)
+    std::int64_t extra_bytes_ = 0;
+    // The first failed box move of the step being enqueued (BoxMemory::move_here has no error channel).
+    static thread_local std::string move_error_;
+};
+
+thread_local std::string CudaBackend::move_error_;
+
+}  // namespace
+
+bool cuda_backend_built() { return true; }
+
+Expected<std::vector<GpuInfo>, std::string> cuda_gpus() {
+    int count = 0;
+    if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+        cudaGetLastError();
+        return unexpected(err("no GPU: cudaGetDeviceCount failed", e));
+    }
+    if (count == 0) return unexpected(std::string("no GPU: the CUDA runtime finds no device"));
+    std::vector<GpuInfo> out;
+    for (int i = 0; i < count; ++i) {
+        cudaDeviceProp p{};
+        if (cudaError_t e = cudaGetDeviceProperties(&p, i); e != cudaSuccess)
+            return unexpected(err("GPU " + std::to_string(i) + ": cudaGetDeviceProperties", e));
+        GpuInfo g;
+        g.ordinal = i;
+        g.name = p.name;
+        g.memory = static_cast<std::int64_t>(p.totalGlobalMem);
+        g.cc_major = p.major;
+        g.cc_minor = p.minor;
+        g.multiprocessors = p.multiProcessorCount;
+        size_t free = 0, total = 0;
+        cudaSetDevice(i);
+        if (cudaMemGetInfo(&free, &total) == cudaSuccess) g.free = static_cast<std::int64_t>(free);
+        for (int j = 0; j < count; ++j) {
+            int can = 0;
+            if (j != i && cudaDeviceCanAccessPeer(&can, i, j) == cudaSuccess && can) g.peers.push_back(j);
+        }
+        out.push_back(std::move(g));
+    }
+    cudaGetLastError();
+    return out;
+}
+
+Expected<std::monostate, std::string> cuda_devices_usable() {
+    int count = 0;
+    if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) return unexpected(err("cudaGetDeviceCount", e));
+    for (int i = 0; i < count; ++i) {
+        cudaSetDevice(i);
+        if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+            return unexpected(err("GPU " + std::to_string(i) + " is unusable after a fault in this process", e));
+    }
+    return std::monostate{};
+}
+
+Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBackendOptions &options) {
+    auto gpus = cuda_gpus();
+    if (!gpus) return unexpected(gpus.error());
+    std::vector<GpuInfo> use = std::move(gpus).value();
+    if (options.gpus > 0 && static_cast<int>(use.size()) > options.gpus) use.resize(static_cast<size_t>(options.gpus));
+    return std::unique_ptr<Backend>(new CudaBackend(options, std::move(use)));
+}
+
+Expected<EnqueuedRun, std::string> run_enqueued(Backend &backend, int warmups, int repeats) {
+    auto *cuda = dynamic_cast<CudaBackend *>(&backend);
+    if (!cuda) return unexpected("run_enqueued needs the cuda backend, not " + backend.name());
+    return cuda->enqueued(warmups, repeats);
+}
+
+}  // namespace tapestry::launch
+
+#else  // no CUDA toolkit in this build
+
+namespace tapestry::launch {
+
+namespace {
+const char *kNoCuda = "this build has no CUDA backend (CMake found no CUDA toolkit: install it and rebuild)";
+}
+
+bool cuda_backend_built() { return false; }
+Expected<std::vector<GpuInfo>, std::string> cuda_gpus() { return unexpected(std::string(kNoCuda)); }
+Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBackendOptions &) {
+    return unexpected(std::string(kNoCuda));
+}
+Expected<EnqueuedRun, std::string> run_enqueued(Backend &, int, int) { return unexpected(std::string(kNoCuda)); }
+Expected<std::monostate, std::string> cuda_devices_usable() { return unexpected(std::string(kNoCuda)); }
+
+}  // namespace tapestry::launch
+
+#endif

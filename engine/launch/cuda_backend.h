@@ -1,0 +1,66 @@
+// The `cuda` backend (docs/gpu.md, issue 18): a plan launched on this machine's
+// NVIDIA GPUs. Each plan device gets one arena (a single cudaMalloc, the plan's
+// offsets) and one block for its resident buffers, a CUDA stream per device stream
+// and events for dependencies across streams (launch/cuda_descriptors.h); every
+// step is timed by CUDA events around it. Kernels come from runtime/cuda
+// (cuBLASLt, cuDNN, our own, NVRTC-compiled fused chains). A plan for more devices
+// than GPUs runs on GPU 0 with a stream set per virtual device and
+// device-to-device copies for its transfers and collectives.
+// Built where CMake finds the CUDA toolkit (TAPESTRY_WITH_CUDA); elsewhere, and on
+// machines without a driver or GPU, make_cuda_backend says why.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/expected.h"
+#include "launch/backend.h"
+
+namespace tapestry::launch {
+
+struct CudaBackendOptions {
+    int max_devices = 64;            // plan devices it accepts (virtual devices beyond the GPUs)
+    int gpus = 0;                    // GPUs to use (0: all it finds)
+    std::int64_t device_memory = 0;  // bytes one plan device may hold (0: its GPU's free memory, shared)
+    bool tf32 = false;               // f32 matrix products on TF32 tensor cores
+};
+
+// Whether this build has the cuda backend.
+bool cuda_backend_built();
+
+struct GpuInfo {
+    int ordinal = 0;
+    std::string name;            // "NVIDIA H200"
+    std::int64_t memory = 0;     // total bytes
+    std::int64_t free = 0;       // free bytes now
+    int cc_major = 0, cc_minor = 0;
+    int multiprocessors = 0;
+    std::vector<int> peers;      // GPUs it can access directly (NVLink or PCIe peer access)
+};
+
+// The GPUs the CUDA runtime finds; an error says why there are none (no toolkit in
+// this build, no driver: cudaGetDeviceCount's error, no device).
+Expected<std::vector<GpuInfo>, std::string> cuda_gpus();
+
+// Whether every GPU still works in this process: after a kernel fault (an illegal
+// address, a trap) CUDA's context is lost until the process ends — the error says so.
+Expected<std::monostate, std::string> cuda_devices_usable();
+
+Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBackendOptions &options = {});
+
+// The cuda backend's own measurement of a whole plan: every step enqueued in plan
+// order on its stream with its event waits and no host synchronisation between
+// steps — how a plan runs in production — `repeats` times after `warmups`; the
+// median of the runs' device times (first step's start to the last step's end,
+// CUDA events) and each step's device time in the median run. The backend must
+// have been prepared (launch_plan ran, or prepare and the uploads).
+struct EnqueuedRun {
+    double seconds = 0;                 // median over the repeats
+    std::vector<double> runs;           // every repeat's seconds
+    std::vector<std::pair<double, double>> steps;  // per plan step: [start, end) in the median run
+};
+Expected<EnqueuedRun, std::string> run_enqueued(Backend &cuda_backend, int warmups, int repeats);
+
+}  // namespace tapestry::launch

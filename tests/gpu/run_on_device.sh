@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Runs the GPU checks of issue 18 on a lent GPU machine (docs/gpu.md), in two halves:
+#
+#   tests/gpu/run_on_device.sh pack [--quick]
+#       here (Debian, our packages, no GPU): builds tapestry-gpu-check and
+#       tapestry-gpu-pack, makes the pack of cases (plans, inputs, references),
+#       and gathers into .gpu/ the program with every library `ldd` lists that
+#       the device machine lacks (not libc, libstdc++ or the CUDA libraries,
+#       which it has) — checked against the 64 MiB a device call may carry.
+#
+#   then, through the device tool:  run(command="bash tests/gpu/run_on_device.sh device",
+#                                       carry=[".gpu"], timeout_s=…)
+#   tests/gpu/run_on_device.sh device [--only TEXT] [--no-sanitizer] [--no-torch]
+#       there (nvcc, PyTorch, none of our packages): prints which CUDA, cuBLASLt,
+#       cuDNN, NCCL and NVRTC the image has; runs tapestry-gpu-check on the pack
+#       (every case against its reference, every step timed), the quick cases
+#       again under compute-sanitizer (memcheck), and the PyTorch baselines
+#       (tests/gpu/bench_torch.py); everything it writes lands in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+mode="${1:-}"
+shift || true
+
+pack_here() {
+  local quick=""
+  [ "${1:-}" = "--quick" ] && quick="--quick"
+  cmake --build build --target tapestry-gpu-check tapestry-gpu-pack || exit 1
+  grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu/' >> .git/info/exclude; }
+  rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib
+  build/tests/gpu/tapestry-gpu-pack .gpu/pack $quick || exit 1
+  cp build/app/tapestry-gpu-check .gpu/bin/
+  strip --strip-debug .gpu/bin/tapestry-gpu-check
+  # The libraries the device machine lacks: everything ldd resolves here except the C
+  # and C++ runtimes (it has newer ones) and CUDA's (it has its own, found at run time).
+  ldd build/app/tapestry-gpu-check | awk '/=> \//{print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+      libcuda.so*|libcudart*|libcublas*|libcudnn*|libnvrtc*|libnccl*|libnvJitLink*) ;;
+      *) cp -L "$lib" .gpu/lib/ ;;
+    esac
+  done
+  strip --strip-unneeded .gpu/lib/* 2>/dev/null || true
+  local size
+  size=$(du -sm --apparent-size .gpu | cut -f1)
+  echo "== .gpu: $(ls .gpu/lib | wc -l) libraries, $(find .gpu/pack -name plan.json | wc -l) cases, ${size} MiB"
+  ls .gpu/lib
+  if [ "$size" -gt 60 ]; then echo "run_on_device.sh: .gpu is ${size} MiB, over what a device call carries" >&2; exit 1; fi
+}
+
+# The directories holding the CUDA libraries of the device image (the toolkit's, and
+# PyTorch's pip wheels: nvidia-cublas, nvidia-cudnn-cu13, nvidia-nccl-cu13, …).
+cuda_library_dirs() {
+  find /usr/local/cuda/lib64 /usr/local/cuda/targets /opt /usr/lib /usr/local/lib -maxdepth 8 \
+       \( -name 'libcublasLt.so.13*' -o -name 'libcudnn.so.9*' -o -name 'libnvrtc.so.13*' -o -name 'libnccl.so.2*' \) \
+       2>/dev/null | xargs -r -n1 dirname | sort -u
+}
+
+device_here() {
+  local only="" sanitizer=1 torch=1
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --only) only="$2"; shift ;;
+      --no-sanitizer) sanitizer=0 ;;
+      --no-torch) torch=0 ;;
+    esac
+    shift
+  done
+  local out="${OUT:-/tmp/tapestry-gpu-out}"
+  mkdir -p "$out"
+  {
+    echo "== machine"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1
+    nvcc --version 2>&1 | tail -1
+    echo "== CUDA libraries found"
+    for d in $(cuda_library_dirs); do echo "$d:"; ls "$d" | grep -E 'cublasLt|cudnn\.so|nvrtc\.so|nccl' | sed 's/^/  /'; done
+    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version())" 2>&1
+  } | tee "$out/environment.txt"
+  local libdirs
+  libdirs=$(cuda_library_dirs | paste -sd:)
+  export LD_LIBRARY_PATH="$PWD/.gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
+  # Each part bounded (seconds; TAPESTRY_GPU_*_S), so that a device call's limit still
+  # brings back what ran: the benchmark plans first, then PyTorch's, then every case.
+  local bench_s="${TAPESTRY_GPU_BENCH_S:-120}" torch_s="${TAPESTRY_GPU_TORCH_S:-240}"
+  local cases_s="${TAPESTRY_GPU_CASES_S:-900}" sanitizer_s="${TAPESTRY_GPU_SANITIZER_S:-300}"
+  echo "== tapestry-gpu-check: the benchmark plans"
+  timeout "$bench_s" .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
+  if [ $torch = 1 ]; then
+    echo "== PyTorch baselines (tests/gpu/bench_torch.py)"
+    PYTHONUNBUFFERED=1 timeout "$torch_s" python3 tests/gpu/bench_torch.py --warmup 5 --iters 20 2>&1 | tee "$out/torch.log"
+  fi
+  local check=(.gpu/bin/tapestry-gpu-check .gpu/pack --no-bench --out "$out" --resume)
+  [ -n "$only" ] && check+=(--only "$only")
+  rm -f "$out/results.jsonl"
+  local rc=0 group
+  # The example plans first, then the kernel cases, each with half the time. A kernel
+  # fault leaves the GPU unusable to its process: it exits 3, and a new process goes on
+  # after the cases already recorded (--resume).
+  for group in example kernel; do
+    echo "== tapestry-gpu-check: the $group cases"
+    local deadline=$((SECONDS + cases_s / 2)) grc=3
+    while [ "$grc" = 3 ] && [ $SECONDS -lt $deadline ]; do
+      timeout $((deadline - SECONDS)) "${check[@]}" --group $group 2>&1 | tee -a "$out/check.log"
+      grc=${PIPESTATUS[0]}
+    done
+    [ "$grc" = 0 ] || rc=$grc
+  done
+  grep -E "^(summary|  )" "$out/check.log" | tail -40
+  if [ $sanitizer = 1 ] && command -v compute-sanitizer >/dev/null; then
+    echo "== compute-sanitizer (memcheck) on the quick cases"
+    timeout "$sanitizer_s" compute-sanitizer --tool memcheck --error-exitcode 9 \
+      .gpu/bin/tapestry-gpu-check .gpu/pack --quick --no-bench 2>&1 | tail -30 | tee "$out/sanitizer.log"
+    echo "compute-sanitizer exit: ${PIPESTATUS[0]}" | tee -a "$out/sanitizer.log"
+  fi
+  return "$rc"
+}
+
+case "$mode" in
+  pack) pack_here "$@" ;;
+  device) device_here "$@" ;;
+  *) echo "usage: $0 pack [--quick] | device [--only TEXT] [--no-sanitizer] [--no-torch]" >&2; exit 2 ;;
+esac
