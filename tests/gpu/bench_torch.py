@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch baseline of the GPU benchmark (issue 18, docs/gpu.md).
 
-The block of projects/gpt2_block_bf16.tapestry.json — GPT-2 small, batch 8,
+The block of projects/benchmarks/gpt2_block_bf16.tapestry.json — GPT-2 small, batch 8,
 sequence 1024, width 768, 12 heads, causal, bf16 — in PyTorch eager and under
 torch.compile, forward only, with the project's parameter shapes (Conv1D layout:
 weights [in, out], y = x·W + b, as Hugging Face's GPT-2) and its operation

@@ -75,8 +75,8 @@ constexpr const char *kTarget = "h200";
 // reference that only rounds differently from its project's first is shared.
 constexpr std::int64_t kValueBytesInPack = std::int64_t{1} << 20;
 constexpr std::int64_t kPackLimitBytes = std::int64_t{40} << 20;
-// Projects that are benchmarks, not examples: too big for the pack's references.
-const std::set<std::string> kBenchmarkProjects = {"gpt2_block_bf16"};
+// Projects that are benchmarks, not examples (too big for the pack's references)
+// live in projects/benchmarks/.
 
 // How a case's plan is made, as `tapestry plan` would: passes first (shard,
 // fuse), then a placement rule or a hand baseline on `devices` devices.
@@ -623,8 +623,10 @@ std::vector<PlanRecipe> shard_placement(const Graph &g, int n) {
 std::vector<CaseSpec> example_cases(const fs::path &projects, std::vector<Skipped> &skipped,
                                     std::map<std::string, std::shared_ptr<const Graph>> &benchmarks) {
     std::vector<fs::path> files;
-    for (const fs::directory_entry &e : fs::directory_iterator(projects))
-        if (e.path().filename().string().ends_with(".tapestry.json")) files.push_back(e.path());
+    for (const fs::path &dir : {projects, projects / "benchmarks"})
+        if (fs::is_directory(dir))
+            for (const fs::directory_entry &e : fs::directory_iterator(dir))
+                if (e.path().filename().string().ends_with(".tapestry.json")) files.push_back(e.path());
     std::sort(files.begin(), files.end());
     std::vector<CaseSpec> cases;
     for (const fs::path &file : files) {
@@ -636,7 +638,7 @@ std::vector<CaseSpec> example_cases(const fs::path &projects, std::vector<Skippe
             continue;
         }
         auto g = std::make_shared<const Graph>(std::move(loaded.graph));
-        if (kBenchmarkProjects.count(stem)) {
+        if (file.parent_path().filename() == "benchmarks") {
             benchmarks[stem] = g;
             continue;
         }
