@@ -11,11 +11,11 @@
 #include <thread>
 
 #include "common/checked_size.h"
-#include "graph/resolve.h"
 #include "ops/library.h"
 #include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/memory_budget.h"
-#include "runtime/cpu/program_plan.h"
+#include "runtime/cpu/kernel.h"
+#include "schedule/arena.h"
 
 namespace tapestry::launch {
 
@@ -183,11 +183,9 @@ HostBox HostBackend::box_in(int buffer, const ZRange &box) const {
 // ---- kernels ----------------------------------------------------------------------------
 
 Expected<std::monostate, std::string> HostBackend::make_kernels(const plan::Plan &plan) {
-    cpu::CpuOptions copts;
-    copts.run_shards = true;
-    auto ops = cpu::resolve_operations(plan.graph, OpLibrary::standard(), copts);
+    auto ops = resolve_plan_ops(plan.graph, OpLibrary::standard());
     if (!ops) return unexpected(ops.error());
-    ops_ = std::make_unique<cpu::ResolvedOps>(std::move(ops).value());
+    ops_ = std::move(ops).value();
     kernels_.clear();
     kernels_.resize(plan.steps.size());
     const int restore = cpu::omp_threads();
@@ -209,64 +207,44 @@ Expected<std::monostate, std::string> HostBackend::make_kernels(const plan::Plan
 
 Expected<HostBackend::PreparedKernel, std::string> HostBackend::make_kernel(const plan::Plan &plan,
                                                                             const plan::Step &s) const {
-    const auto it = ops_->index.find(OpId(s.op));
-    if (it == ops_->index.end()) return unexpected("operation '" + s.op + "' is not in the plan's graph");
-    const cpu::ResolvedOp &info = ops_->ops[static_cast<size_t>(it->second)];
-    ZRange index = info.absolute.signature.index_space;
-    if (!s.shard.empty()) {
-        const auto sh = std::find_if(info.op->shards.begin(), info.op->shards.end(),
-                                     [&](const Shard &x) { return x.id.value == s.shard; });
-        if (sh == info.op->shards.end()) return unexpected("operation '" + s.op + "' has no shard '" + s.shard + "'");
-        index = sh->index;
-    }
-    const ShardSelections sel = derive_shard_selections(plan.graph, *info.op, info.absolute.signature, index);
-    // A view of a selection, on the step's region of it.
-    auto view_of = [&](const TensorSelection &t, const std::vector<plan::Region> &regions,
-                       const char *what) -> Expected<cpu::View, std::string> {
-        const Tensor *tensor = plan.graph.find_tensor(t.tensor);
+    auto bound = bind_kernel_step(plan, s, ops_);
+    if (!bound) return unexpected(bound.error());
+    const ResolvedPlanOp &op = *bound->op;
+    const cpu::KernelFactory *factory = cpu::find_kernel(op.op->kind);
+    if (!factory) return unexpected("no CPU kernel for kind '" + op.op->kind + "'");
+    // A view of an operand on the step's region of its buffer.
+    auto view_of = [&](const StepOperand &o) {
         cpu::View v;
-        v.dtype = tensor ? tensor->dtype : DType::f32;
-        v.shape = t.range.shape();
-        for (const plan::Region &r : regions) {
-            const plan::Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
-            if (b.tensor != t.tensor || !(r.box == t.range)) continue;
-            if (b.device != s.device) return unexpected(std::string("it ") + what + " a buffer of another device");
-            const HostBox hb = box_of(r);
-            v.data = hb.data;
-            v.dtype = b.dtype;
-            v.strides = t.range.rank() == 0 ? std::vector<std::int64_t>{} : hb.strides;
+        v.dtype = o.dtype;
+        v.shape = o.range.shape();
+        if (o.buffer < 0) {  // an empty selection: touches nothing
+            v.strides.assign(static_cast<size_t>(o.range.rank()), 1);
             return v;
         }
-        if (t.range.empty() && t.range.rank() > 0) {
-            v.strides.assign(static_cast<size_t>(t.range.rank()), 1);
-            return v;  // touches nothing
-        }
-        return unexpected("it " + std::string(what) + " no region for " + t.tensor.value + " " + t.range.to_string() +
-                          ", which its shard selects");
+        const HostBox hb = box_in(o.buffer, o.range);
+        v.data = hb.data;
+        v.strides = o.range.rank() == 0 ? std::vector<std::int64_t>{} : hb.strides;
+        return v;
     };
     PreparedKernel k;
     cpu::KernelSpec spec;
-    spec.def = info.def;
-    spec.params = info.params;
-    spec.derivation = info.relative;
-    spec.operands = info.operands;
-    spec.index_range = index;
+    spec.def = op.def;
+    spec.params = op.params;
+    spec.derivation = op.relative;
+    spec.operands = op.operands;
+    spec.index_range = bound->index;
     spec.threads = threads_;
-    for (const TensorSelection &t : cpu::selections_in_port_order(sel.inputs, info.def->input_ports())) {
-        auto v = view_of(t, s.reads, "reads");
-        if (!v) return unexpected(v.error());
-        spec.input_shapes.push_back(v->shape);
-        spec.input_strides.push_back(v->strides);
-        k.inputs.push_back(std::move(v).value());
+    for (const StepOperand &o : bound->inputs) {
+        k.inputs.push_back(view_of(o));
+        spec.input_shapes.push_back(k.inputs.back().shape);
+        spec.input_strides.push_back(k.inputs.back().strides);
     }
-    for (const TensorSelection &t : cpu::selections_in_port_order(sel.outputs, info.def->output_ports())) {
-        auto v = view_of(t, s.writes, "writes");
-        if (!v) return unexpected(v.error());
-        spec.output_shapes.push_back(v->shape);
-        spec.output_strides.push_back(v->strides);
-        k.outputs.push_back(std::move(v).value());
+    for (const StepOperand &o : bound->outputs) {
+        k.outputs.push_back(view_of(o));
+        spec.output_shapes.push_back(k.outputs.back().shape);
+        spec.output_strides.push_back(k.outputs.back().strides);
     }
-    auto made = cpu::make_kernel(ops_->factory(info), spec);
+    auto made = cpu::make_kernel(*factory, spec);
     if (!made) return unexpected(made.error());
     k.kernel = std::move(made->kernel);
     return k;

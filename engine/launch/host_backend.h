@@ -18,10 +18,7 @@
 #include "launch/collectives.h"
 #include "launch/cpu_backend.h"
 #include "launch/host_boxes.h"
-
-namespace tapestry::cpu {
-struct ResolvedOps;
-}
+#include "launch/step_operands.h"
 
 namespace tapestry::launch {
 
@@ -80,7 +77,7 @@ private:
 
     int threads_ = 1;
     std::vector<std::unique_ptr<std::byte, FreeDeleter>> arenas_;  // per device (local ones)
-    std::unique_ptr<cpu::ResolvedOps> ops_;
+    std::map<OpId, ResolvedPlanOp> ops_;
     std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (local kernel steps)
     std::mutex staging_mutex_;
     std::map<int, std::vector<std::vector<std::byte>>> staged_;  // per step: its messages in flight

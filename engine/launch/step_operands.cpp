@@ -5,27 +5,9 @@
 
 #include "graph/order.h"
 #include "graph/resolve.h"
+#include "ops/port_order.h"
 
 namespace tapestry::launch {
-namespace {
-
-std::vector<PortTypes> types_in_port_order(const std::vector<PortTypes> &types, const std::vector<PortSpec> &ports) {
-    std::vector<PortTypes> out;
-    for (const PortSpec &p : ports)
-        for (const PortTypes &t : types)
-            if (t.port == p.name && !t.operands.empty()) out.push_back(t);
-    return out;
-}
-
-std::vector<TensorSelection> in_port_order(const std::vector<PortBinding> &bindings, const std::vector<PortSpec> &ports) {
-    std::vector<TensorSelection> out;
-    for (const PortSpec &p : ports)
-        for (const PortBinding &b : bindings)
-            if (b.name == p.name) out.insert(out.end(), b.selections.begin(), b.selections.end());
-    return out;
-}
-
-}  // namespace
 
 Expected<std::map<OpId, ResolvedPlanOp>, std::string> resolve_plan_ops(const Graph &g, const OpLibrary &lib) {
     std::map<OpId, ResolvedPlanOp> out;
@@ -84,12 +66,12 @@ Expected<StepOperands, std::string> bind_kernel_step(const plan::Plan &plan, con
         return unexpected("it " + std::string(what) + " no region for " + t.tensor.value + " " + t.range.to_string() +
                           ", which its shard selects");
     };
-    for (const TensorSelection &t : in_port_order(sel.inputs, info.def->input_ports())) {
+    for (const TensorSelection &t : selections_in_port_order(sel.inputs, info.def->input_ports())) {
         auto o = bind(t, s.reads, "reads");
         if (!o) return unexpected(o.error());
         out.inputs.push_back(std::move(o).value());
     }
-    for (const TensorSelection &t : in_port_order(sel.outputs, info.def->output_ports())) {
+    for (const TensorSelection &t : selections_in_port_order(sel.outputs, info.def->output_ports())) {
         auto o = bind(t, s.writes, "writes");
         if (!o) return unexpected(o.error());
         out.outputs.push_back(std::move(o).value());

@@ -13,20 +13,14 @@
 #include "launch/cuda_backend.h"
 #include "launch/cuda_descriptors.h"
 #include "launch/launch.h"
-#include "plan/planner.h"
-#include "test_projects.h"
+#include "plan_support.h"
 
 using namespace tapestry;
 
 namespace {
 
 Expected<plan::PlanResult, std::string> plan_of(const Graph &g, int n, int baseline) {
-    plan::PlanRequest req;
-    req.target = test::builtin_target_or_stop("h100-sxm");
-    req.devices = n;
-    if (baseline >= 0) req.baseline = static_cast<plan::Baseline>(baseline);
-    else req.placement = "round-robin";
-    return plan::make_plan(g, req);
+    return test::plan_on(g, n, baseline);
 }
 
 // Whether every dependency of the plan happens before its step under the

@@ -14,20 +14,14 @@
 #include "launch/launch.h"
 #include "numeric_certify.h"
 #include "passes/fuse.h"
-#include "plan/planner.h"
-#include "test_projects.h"
+#include "plan_support.h"
 
 using namespace tapestry;
 
 namespace {
 
 Expected<plan::PlanResult, std::string> plan_of(const Graph &g, int n, int baseline) {
-    plan::PlanRequest req;
-    req.target = test::builtin_target_or_stop("h100-sxm");
-    req.devices = n;
-    if (baseline >= 0) req.baseline = static_cast<plan::Baseline>(baseline);
-    else req.placement = "round-robin";
-    return plan::make_plan(g, req);
+    return test::plan_on(g, n, baseline);
 }
 
 // Launches `p` on the GPUs; the check against the reference, or why it did not run.

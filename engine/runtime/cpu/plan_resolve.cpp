@@ -7,27 +7,6 @@
 
 namespace tapestry::cpu {
 
-namespace {
-
-std::vector<PortTypes> types_in_port_order(const std::vector<PortTypes> &types, const std::vector<PortSpec> &ports) {
-    std::vector<PortTypes> out;
-    for (const PortSpec &p : ports)
-        for (const PortTypes &t : types)
-            if (t.port == p.name && !t.operands.empty()) out.push_back(t);
-    return out;
-}
-
-}  // namespace
-
-std::vector<TensorSelection> selections_in_port_order(const std::vector<PortBinding> &bindings,
-                                                      const std::vector<PortSpec> &ports) {
-    std::vector<TensorSelection> out;
-    for (const PortSpec &p : ports)
-        for (const PortBinding &b : bindings)
-            if (b.name == p.name) out.insert(out.end(), b.selections.begin(), b.selections.end());
-    return out;
-}
-
 ProgramPlan plan_tensors(const Graph &g) {
     ProgramPlan plan;
     for (const TensorPtr &t : g.tensors()) {

@@ -20,6 +20,7 @@
 #include "common/expected.h"
 #include "graph/graph.h"
 #include "ops/library.h"
+#include "ops/port_order.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cpu/kernel.h"
 #include "schedule/arena.h"
@@ -100,8 +101,7 @@ inline std::string quoted(const std::string &s) {
 }
 
 // Selections of port bindings flattened in the op's port order (absent ports skipped).
-std::vector<TensorSelection> selections_in_port_order(const std::vector<PortBinding> &bindings,
-                                                      const std::vector<PortSpec> &ports);
+using ::tapestry::selections_in_port_order;
 
 // ---- What the steps hand each other --------------------------------------------------
 
