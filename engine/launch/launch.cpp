@@ -276,6 +276,15 @@ Expected<std::map<TensorId, TensorData>, std::string> read_outputs(const plan::P
         copy_box(host_box(it->second.data(), buf.region, piece.box, buf.dtype),
                  host_box(slot->second.bytes.data(), t->range, piece.box, t->dtype));
     }
+    // An output without elements has no piece (the plan holds no buffer of it), yet
+    // it is an output of the launch all the same: zero elements of its dtype and shape.
+    for (const TensorPtr &t : plan.graph.tensors()) {
+        if (t->role != TensorRole::output || out.count(t->id)) continue;
+        if (!t->range.empty())
+            return unexpected("output '" + t->id.value + "' (" + std::to_string(t->range.size()) +
+                              " elements) has no output piece in the plan");
+        out.emplace(t->id, TensorData(t->dtype, t->shape()));
+    }
     return out;
 }
 

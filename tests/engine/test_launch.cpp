@@ -20,8 +20,10 @@
 #include "launch/host_boxes.h"
 #include "launch/launch.h"
 #include "launch/records.h"
+#include "ops/library.h"
 #include "passes/shard.h"
 #include "plan/planner.h"
+#include "plan_support.h"
 #include "random_graph.h"
 #include "store_support.h"
 #include "test_projects.h"
@@ -36,12 +38,7 @@ Graph load_example(const std::string &name) { return test::example_graph(name); 
 
 // The plan of `g` on n H100s by a baseline (0 … 3) or, with -1, round-robin.
 Expected<plan::PlanResult, std::string> plan_of(const Graph &g, int n, int baseline) {
-    plan::PlanRequest req;
-    req.target = h100();
-    req.devices = n;
-    if (baseline >= 0) req.baseline = static_cast<plan::Baseline>(baseline);
-    else req.placement = "round-robin";
-    return plan::make_plan(g, req);
+    return test::plan_on(g, n, baseline);
 }
 
 bool refused_as_not_fitting(const std::string &error) {
@@ -74,6 +71,37 @@ Launched launch_and_check(const plan::Plan &p, const launch::CpuBackendOptions &
 std::string what(const std::string &name, int n, int b) {
     return name + " on " + std::to_string(n) + " " +
            (b >= 0 ? plan::baseline_name(static_cast<plan::Baseline>(b)) : std::string("round-robin"));
+}
+
+// A project of one slice reading f32 x of `shape` and writing y, planned on one H100.
+plan::Plan one_slice_plan(const Params &params, const std::vector<std::int64_t> &shape) {
+    const OpLibrary &lib = OpLibrary::standard();
+    const std::vector<PortTypes> types = {PortTypes{"x", {OperandType{DType::f32, ZPoint(shape)}}}};
+    auto derived = lib.derive("slice", params, types);
+    if (!derived) qFatal("slice: %s", derived.error().message.c_str());
+    Graph g;
+    g.name = "one_slice";
+    Operation op;
+    op.id = OpId("op");
+    op.name = op.kind = "slice";
+    op.params = params;
+    auto bind = [&g](const char *port, const OperandType &type, TensorRole role) {
+        Tensor t;
+        t.id = TensorId(port);
+        t.name = port;
+        t.dtype = type.dtype;
+        t.range = ZRange::of_shape(type.shape);
+        t.role = role;
+        PortBinding b{port, {{t.id, t.range}}};
+        g.put_tensor(std::move(t));
+        return b;
+    };
+    op.inputs.push_back(bind("x", types[0].operands[0], TensorRole::input));
+    op.outputs.push_back(bind("y", derived->outputs.at(0).operands.at(0), TensorRole::output));
+    g.put_op(std::move(op));
+    auto r = plan_of(g, 1, static_cast<int>(plan::Baseline::dp));
+    if (!r) qFatal("plan: %s", r.error().c_str());
+    return std::move(r).value().plan;
 }
 
 }  // namespace
@@ -509,6 +537,48 @@ private slots:
         auto l = launch::launch_plan(r->plan, *backend, inputs);
         QVERIFY(!l.has_value());
         QVERIFY2(l.error().find(missing) != std::string::npos, l.error().c_str());
+    }
+
+    // ---- single-op regressions the GPU pack maker found (tests/gpu/make_pack.cpp) ----
+    // A slice with ends before starts writes a 0×2 output: the plan has no piece of
+    // it, and the launch returned no value for 'y' at all.
+    void emptyOutputIsReturned() {
+        const plan::Plan p = one_slice_plan(Params{{"starts", std::vector<std::int64_t>{3}}, {"ends", std::vector<std::int64_t>{1}}}, {5, 2});
+        const auto inputs = make_random_inputs(p.graph, 7);
+        auto backend = launch::make_cpu_backend();
+        auto r = launch::launch_plan(p, *backend, inputs);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        QVERIFY2(r->ok(), r->fault.message.c_str());
+        const auto y = r->outputs.find(TensorId("y"));
+        QVERIFY2(y != r->outputs.end(), "the launch returned no value for the empty output 'y'");
+        QCOMPARE(y->second.dtype, DType::f32);
+        QCOMPARE(y->second.shape, (ZPoint{0, 2}));
+        QCOMPARE(y->second.element_count(), std::int64_t{0});
+        auto c = launch::check_outputs(p, inputs, r->outputs);
+        QVERIFY2(c.has_value(), c ? "" : c.error().c_str());
+    }
+
+    // x[:, 1:6:2, :] of a 2×7×3 x: the plan loads only rows 1 … 5 of the middle axis,
+    // and the kernel's copy was refused by oneDNN ("could not construct a memory
+    // descriptor using strides").
+    void sliceOfMiddleAxisLaunches() {
+        const plan::Plan p = one_slice_plan(Params{{"starts", std::vector<std::int64_t>{1}},
+                                                   {"ends", std::vector<std::int64_t>{6}},
+                                                   {"axes", std::vector<std::int64_t>{-2}},
+                                                   {"steps", std::vector<std::int64_t>{2}}},
+                                            {2, 7, 3});
+        const auto inputs = make_random_inputs(p.graph, 7);
+        auto backend = launch::make_cpu_backend();
+        auto r = launch::launch_plan(p, *backend, inputs);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        QVERIFY2(r->ok(), r->fault.message.c_str());
+        const TensorData &x = inputs.at(TensorId("x"));
+        const TensorData &y = r->outputs.at(TensorId("y"));
+        QCOMPARE(y.shape, (ZPoint{2, 3, 3}));
+        for (std::int64_t i = 0; i < 2; ++i)
+            for (std::int64_t j = 0; j < 3; ++j)
+                for (std::int64_t k = 0; k < 3; ++k)
+                    QCOMPARE(y.get((i * 3 + j) * 3 + k), x.get((i * 7 + 1 + 2 * j) * 3 + k));
     }
 };
 

@@ -1,6 +1,7 @@
 // Shared oneDNN helpers (see dnnl_util.h).
 #include "runtime/cpu/dnnl_util.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -114,6 +115,24 @@ Expected<dnnl::memory::desc, std::string> make_md(const ZPoint &shape, const std
     } catch (const dnnl::error &e) {
         return unexpected("memory descriptor " + shape.to_string() + ": " + dnnl_error_text(e));
     }
+}
+
+bool dnnl_describable(const std::vector<std::int64_t> &shape, const std::vector<std::int64_t> &strides) {
+    TAPESTRY_CHECK(shape.size() == strides.size(), "dnnl_describable: strides and shape differ in rank");
+    std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, extent) of the non-unit dims
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 0) return true;  // an empty box: oneDNN checks no strides
+        if (shape[d] != 1) dims.emplace_back(strides[d], shape[d]);
+    }
+    std::sort(dims.begin(), dims.end());
+    // oneDNN's memory_desc_strides_check: the smallest stride first, each at least
+    // the span of the ones before. A zero or negative stride is no layout we give it.
+    std::int64_t span = 1;
+    for (const auto &[stride, extent] : dims) {
+        if (stride <= 0 || stride < span) return false;
+        span = stride * extent;
+    }
+    return true;
 }
 
 Expected<dnnl::memory::desc, std::string> dense_md(const ZPoint &shape, DType t, int rank) {

@@ -51,6 +51,12 @@ Expected<dnnl::memory::desc, std::string> make_md(const ZPoint &shape, const std
 inline Expected<dnnl::memory::desc, std::string> make_md(const View &v, int rank = -1) {
     return make_md(v.shape, v.strides, v.dtype, rank);
 }
+// Whether oneDNN can describe a strided box: its non-unit dims, ordered by
+// stride, must nest (each stride at least the span of the dims inside it) with
+// positive strides. A box read with steps from a tight buffer (x[:, 1:6:2] of
+// the rows 1 … 5 alone) does not nest although no two elements share an address;
+// such a box takes a plain loop instead.
+bool dnnl_describable(const std::vector<std::int64_t> &shape, const std::vector<std::int64_t> &strides);
 // A dense descriptor of a shape.
 Expected<dnnl::memory::desc, std::string> dense_md(const ZPoint &shape, DType t, int rank = -1);
 

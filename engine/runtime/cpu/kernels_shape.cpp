@@ -1,7 +1,8 @@
 // CPU kernels of the shape ops — transpose, slice, reshape and concat — as
 // strided copies derived from the index projections: one oneDNN reorder per piece
-// where the strides allow it, a plain loop otherwise (negative steps, i64); a
-// reshape without a common refinement of its groups copies element by element.
+// where the strides allow it, a plain loop otherwise (negative steps, steps that
+// do not nest, i64); a reshape without a common refinement of its groups copies
+// element by element.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -94,11 +95,12 @@ public:
             const auto t = dnnl_dtype(dtype);
             for (CopyPlan &p : plans) {
                 Piece piece;
-                const bool positive = std::all_of(p.src.begin(), p.src.end(), [](std::int64_t s) { return s > 0; }) &&
-                                      std::all_of(p.dst.begin(), p.dst.end(), [](std::int64_t s) { return s > 0; });
+                // Negative steps, and steps that do not nest (a stepped read of a
+                // tight box of a buffer), are layouts oneDNN cannot describe: a loop.
+                const bool describable = dnnl_describable(p.shape, p.src) && dnnl_describable(p.shape, p.dst);
                 // A single contiguous run is a memcpy; oneDNN is for real reshuffles.
                 const bool contiguous = p.shape.size() <= 1 && (p.shape.empty() || (p.src[0] == 1 && p.dst[0] == 1));
-                if (t && positive && !contiguous && p.shape.size() <= DNNL_MAX_NDIMS && p.elements() > 0) {
+                if (t && describable && !contiguous && p.shape.size() <= DNNL_MAX_NDIMS && p.elements() > 0) {
                     const dnnl::memory::desc smd(dims(p.shape.begin(), p.shape.end()), *t,
                                                  dims(p.src.begin(), p.src.end()));
                     const dnnl::memory::desc dmd(dims(p.shape.begin(), p.shape.end()), *t,
