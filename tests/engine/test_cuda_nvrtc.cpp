@@ -192,8 +192,77 @@ __device__ __forceinline__ void run(const Args &a) {
 
 }  // namespace tapestry_generated
 
+// Every view dense and 16-byte aligned (ElementArgs::dense): 8 elements a thread
+// per step, 16-byte loads and stores.
+namespace tapestry_generated {
+
+__device__ __forceinline__ void load8_f32(const void *p, long long i, float (&v)[8]) {
+    const float4 lo = static_cast<const float4 *>(p)[2 * i], hi = static_cast<const float4 *>(p)[2 * i + 1];
+    v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
+    v[4] = hi.x; v[5] = hi.y; v[6] = hi.z; v[7] = hi.w;
+}
+__device__ __forceinline__ void store8_f32(void *p, long long i, const float (&v)[8]) {
+    static_cast<float4 *>(p)[2 * i] = float4{v[0], v[1], v[2], v[3]};
+    static_cast<float4 *>(p)[2 * i + 1] = float4{v[4], v[5], v[6], v[7]};
+}
+__device__ __forceinline__ void load8_bf16(const void *p, long long i, float (&v)[8]) {
+    const uint4 u = static_cast<const uint4 *>(p)[i];
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        v[2 * j] = el::bf16_to_float(static_cast<unsigned short>(w[j] & 0xffffu));
+        v[2 * j + 1] = el::bf16_to_float(static_cast<unsigned short>(w[j] >> 16));
+    }
+}
+__device__ __forceinline__ void store8_bf16(void *p, long long i, const float (&v)[8]) {
+    unsigned w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        w[j] = el::float_to_bf16(v[2 * j]) | static_cast<unsigned>(el::float_to_bf16(v[2 * j + 1])) << 16;
+    static_cast<uint4 *>(p)[i] = uint4{w[0], w[1], w[2], w[3]};
+}
+__device__ __forceinline__ void load8_f16(const void *p, long long i, float (&v)[8]) {
+    const uint4 u = static_cast<const uint4 *>(p)[i];
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        v[2 * j] = el::f16_to_float(static_cast<unsigned short>(w[j] & 0xffffu));
+        v[2 * j + 1] = el::f16_to_float(static_cast<unsigned short>(w[j] >> 16));
+    }
+}
+__device__ __forceinline__ void store8_f16(void *p, long long i, const float (&v)[8]) {
+    unsigned w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        w[j] = el::float_to_f16(v[2 * j]) | static_cast<unsigned>(el::float_to_f16(v[2 * j + 1])) << 16;
+    static_cast<uint4 *>(p)[i] = uint4{w[0], w[1], w[2], w[3]};
+}
+
+__device__ __forceinline__ void run_dense(const Args &a) {
+    const long long n = a.elements, packs = n / 8;
+    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const long long step = static_cast<long long>(blockDim.x) * gridDim.x;
+    for (long long q = first; q < packs; q += step) {
+        float x0[8];
+        load8_f32(a.in[0], q, x0);
+        float x1[8];
+        load8_f32(a.in[1], q, x1);
+        float x2[8];
+        load8_f32(a.in[2], q, x2);
+        float y[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[j] = chain(x0[j], x1[j], x2[j]);
+        store8_f32(a.out, q, y);
+    }
+    for (long long i = packs * 8 + first; i < n; i += step)
+        store_f32(a.out, i, chain(load_f32(a.in[0], i), load_f32(a.in[1], i), load_f32(a.in[2], i)));
+}
+
+}  // namespace tapestry_generated
+
 extern "C" __global__ void tapestry_elementwise_i32(tapestry_generated::Args a) { tapestry_generated::run<int>(a); }
 extern "C" __global__ void tapestry_elementwise_i64(tapestry_generated::Args a) { tapestry_generated::run<long long>(a); }
+extern "C" __global__ void tapestry_elementwise_dense(tapestry_generated::Args a) { tapestry_generated::run_dense(a); }
 )";
 
 cuda::KernelSpec golden_piece() {
@@ -242,7 +311,8 @@ void TestCudaNvrtc::golden_elementwise_source() {
              std::string("NVRTC elementwise: sub(in0, in1) → gelu{approximate=\"tanh\"} → mul(in2, v) over 24 "
                          "elements, 32-bit indices"));
     QCOMPARE(kernels->front().entries,
-             (std::vector<std::string>{"tapestry_elementwise_i32", "tapestry_elementwise_i64"}));
+             (std::vector<std::string>{"tapestry_elementwise_i32", "tapestry_elementwise_i64",
+                                       "tapestry_elementwise_dense"}));
 }
 
 void TestCudaNvrtc::golden_launch_arguments() {
@@ -260,11 +330,14 @@ void TestCudaNvrtc::golden_launch_arguments() {
     QCOMPARE(words_text(a->words, 30, 2), std::string("0 1"));     // b: broadcast along rows
     QCOMPARE(words_text(a->words, 38, 2), std::string("1 0"));     // s: broadcast along columns
     QVERIFY(a->narrow);
+    QVERIFY(!a->dense);  // strided and broadcast views: the indexed kernels
     QCOMPARE(a->blocks, 1u);
     // Dense views of one shape merge into one dim.
     auto dense = cuda::elementwise_args({{ZPoint{2, 3, 4}, {}}}, cuda::ViewShape{ZPoint{2, 3, 4}, {}});
     QVERIFY(dense);
     QCOMPARE(words_text(dense->words, 2, 3), std::string("24 1 24"));
+    QVERIFY(dense->dense);  // tapestry_elementwise_dense when the pointers are 16-byte aligned
+    QCOMPARE(dense->dense_blocks, 1u);
     // A row kernel over [2, 3, 5] normalizing dims 1…2: 2 rows of 15, cached.
     auto rows = cuda::row_args({{ZPoint{2, 3, 5}, {}}}, cuda::ViewShape{ZPoint{2, 3, 5}, {}}, 1, 2);
     QVERIFY(rows);
@@ -329,6 +402,15 @@ void TestCudaNvrtc::product_heads_leave_the_epilogues_cublaslt_lacks() {
     QCOMPARE(rest->at(1).note,
              std::string("NVRTC elementwise: in0 → add(v, in1) → gelu{approximate=\"none\"} → add(in2, v) "
                          "over 1024 elements, 32-bit indices (when cuBLASLt refuses the product)"));
+    // linear(bias) → add(residual): cuBLASLt adds the residual as its C operand
+    // (D = x·w + bias + r, one pass over y); only the fallback is generated.
+    auto residual_c = cuda::fused_generated_kernels(
+        whole_piece(chain_params("linear;add", {1, 1, 1}, {0}), {x, w, b, residual}));
+    QVERIFY2(residual_c, residual_c ? "" : residual_c.error().c_str());
+    QCOMPARE(residual_c->size(), size_t(1));
+    QCOMPARE(residual_c->front().note,
+             std::string("NVRTC elementwise: in0 → add(v, in1) over 1024 elements, 32-bit indices (when cuBLASLt "
+                         "refuses the product)"));
     // linear → softmax: the product, then the row kernel on its output.
     auto tail = cuda::fused_generated_kernels(whole_piece(chain_params("linear;softmax", {1, 1, 0}, {-1}), {x, w}));
     QVERIFY2(tail, tail ? "" : tail.error().c_str());

@@ -23,7 +23,7 @@
 //     f16 overflow to +-inf, f16 subnormals exact)
 //
 // Accuracy: the functions use the CUDA math library's IEEE-accurate calls (no
-// -use_fast_math: expf 2 ulp, erfcf 4, powf 4, ... ) and forms without
+// -use_fast_math: expf and exp2f 2 ulp, erfcf 4, powf 4, ... ) and forms without
 // cancellation (gelu as x erfc(-x/sqrt2)/2 and x sigmoid(2u)), so results are
 // within a few ulp of the oracle times the function's own condition number.
 //
@@ -97,8 +97,16 @@ TAPESTRY_HD inline float bf16_to_float(unsigned short h) {
 TAPESTRY_HD inline unsigned short float_to_bf16(float f) {
     unsigned int x = float_bits(f);
     if (is_nan(f)) return static_cast<unsigned short>((x >> 16) | 0x40u);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // The hardware conversion rounds to nearest even too (subnormals kept, overflow
+    // to inf): the same bits as below in one instruction; NaN keeps its payload above.
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
     x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
     return static_cast<unsigned short>(x >> 16);
+#endif
 }
 
 TAPESTRY_HD inline float f16_to_float(unsigned short h) {
@@ -136,10 +144,16 @@ TAPESTRY_HD inline float relu(float x) {
 
 TAPESTRY_HD inline float gelu(float x, bool tanh_form = false) {
     if (tanh_form) {
-        // 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3):
-        // no cancellation of 1 + tanh(u) for negative x.
-        const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-        return x / (1.0f + expf(-2.0f * u));
+        // 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): no
+        // cancellation of 1 + tanh(u) for negative x. With z = -2u log2(e) and
+        // t = 2^-|z| in (0, 1], sigmoid(2u) = 1 / (1 + t) for z <= 0 and t / (1 + t)
+        // for z > 0: one exp2f (a single MUFU.EX2 on the GPU, where expf needs a
+        // range reduction) and a reciprocal of a value in [1, 2] (never the slow
+        // path of an IEEE division), so the bf16 kernels run at memory speed.
+        const float z = x * (-2.3022082f + -0.10294324f * (x * x));  // -2 sqrt(2/pi) log2(e) (1 + 0.044715 x^2)
+        const float t = exp2f(-fabsf(z));
+        const float r = 1.0f / (1.0f + t);
+        return x * (z > 0.0f ? t * r : r);
     }
     // 0.5 x (1 + erf(x/sqrt2)) = 0.5 x erfc(-x/sqrt2), exact for negative x too.
     return 0.5f * x * erfcf(x * -0.70710678118654752f);

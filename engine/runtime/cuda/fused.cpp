@@ -1,7 +1,7 @@
 // The `fused` kind on CUDA (ops/fused.h). An elementwise head and its epilogues
 // are one NVRTC-generated kernel (runtime/cuda/nvrtc.h); a matmul or linear head
 // is one cuBLASLt call that applies the longest prefix of epilogues cuBLASLt has
-// (bias, then relu or tanh-GELU), the rest an NVRTC kernel in place on the
+// (bias, a residual add as its C, then relu or tanh-GELU), the rest an NVRTC kernel in place on the
 // output; a conv2d head is cuDNN's convolution with a leading relu fused
 // (conv.h), the rest generated; a product cuBLASLt cannot take in one call is
 // the head's own kernel with every epilogue generated; a normalization tail is the
@@ -11,6 +11,7 @@
 #include "ops/fused.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 
 #include "ops/library.h"
@@ -60,6 +61,7 @@ struct GeneratedPlan {
 struct GemmHead {
     GemmDesc desc;
     int a = 0, w = 1, bias = -1;  // piece inputs
+    int addend = -1;              // a piece input added as cuBLASLt's C (a residual), or -1
 };
 
 struct FusedPlan {
@@ -264,12 +266,17 @@ bool bias_row(const Piece &p, int i, std::int64_t n) {
 }
 
 // The descriptor of one cuBLASLt call computing a matmul/linear head's output
-// view, or why there is none (batch dims that do not merge into one).
-Expected<GemmDesc, std::string> product_desc(const Piece &p) {
+// view, or why there is none (batch dims that do not merge into one). With
+// `addend` (a piece input of y's shape and dtype), the call adds it as its C.
+Expected<GemmDesc, std::string> product_desc(const Piece &p, int addend = -1) {
     const bool linear = p.chain.members.front().kind == "linear";
     const ViewShape &yv = p.output;
     const int rank = std::max(2, yv.shape.rank());
     const Box a = aligned(p.inputs[0], rank), w = aligned(p.inputs[1], rank), y = aligned(yv, rank);
+    const Box c = addend >= 0 ? aligned(p.inputs[static_cast<size_t>(addend)], rank) : y;
+    if (addend >= 0 && (c.shape != y.shape || p.operands[static_cast<size_t>(addend)].dtype != p.out_dtype ||
+                        p.inputs[static_cast<size_t>(addend)].shape.rank() > rank))
+        return unexpected(std::string("the addend is not a view of y's shape and dtype"));
     const auto m = static_cast<size_t>(rank - 2), n = static_cast<size_t>(rank - 1);
     const DType in = p.operands[0].dtype;
     if (p.operands[1].dtype != in || !gemm_dtypes(in, p.out_dtype))
@@ -286,17 +293,20 @@ Expected<GemmDesc, std::string> product_desc(const Piece &p) {
     d.a = {in, a.strides[m], a.strides[n], 0};
     d.w = {in, w.strides[m], w.strides[n], 0};
     d.y = {p.out_dtype, y.strides[m], y.strides[n], 0};
+    d.addend = addend >= 0;
+    d.c = {p.out_dtype, c.strides[m], c.strides[n], 0};
+    if (d.addend && d.c.col_stride != 1 && d.n > 1) return unexpected(std::string("the addend's columns are strided"));
     d.tf32 = p.spec->tf32;
     // Batch dims (y's extent > 1): a's and w's strides, 0 where they broadcast.
     struct Dim {
-        std::int64_t size, a, w, y;
+        std::int64_t size, a, w, y, c;
     };
     std::vector<Dim> dims;
     for (size_t i = 0; i + 2 < static_cast<size_t>(rank); ++i) {
         if (y.shape[i] == 1) continue;
         if (y.shape[i] == 0) return unexpected(std::string("an empty view"));
         dims.push_back({y.shape[i], a.shape[i] == 1 ? 0 : a.strides[i], linear || w.shape[i] == 1 ? 0 : w.strides[i],
-                        y.strides[i]});
+                        y.strides[i], c.strides[i]});
     }
     // Fold batch dims into m while a's and y's rows continue across them and w is shared.
     while (!dims.empty() && dims.back().w == 0 && (d.a.col_stride == 1 || d.k <= 1) &&
@@ -305,10 +315,14 @@ Expected<GemmDesc, std::string> product_desc(const Piece &p) {
         if (d.m == 1) {
             // One row per batch: the batch stride becomes the row stride (cuBLASLt
             // needs a leading dimension of at least a row's length).
-            if (b.a < std::max<std::int64_t>(d.k, 1) || b.y < std::max<std::int64_t>(d.n, 1)) break;
+            if (b.a < std::max<std::int64_t>(d.k, 1) || b.y < std::max<std::int64_t>(d.n, 1) ||
+                (d.addend && b.c < std::max<std::int64_t>(d.n, 1)))
+                break;
             d.a.row_stride = b.a;
             d.y.row_stride = b.y;
-        } else if (b.a != d.a.row_stride * d.m || b.y != d.y.row_stride * d.m) {
+            d.c.row_stride = b.c;
+        } else if (b.a != d.a.row_stride * d.m || b.y != d.y.row_stride * d.m ||
+                   (d.addend && b.c != d.c.row_stride * d.m)) {
             break;
         }
         d.m *= b.size;
@@ -319,8 +333,8 @@ Expected<GemmDesc, std::string> product_desc(const Piece &p) {
     for (const Dim &b : dims) {
         if (!merged.empty()) {
             Dim &o = merged.back();
-            if (o.a == b.a * b.size && o.w == b.w * b.size && o.y == b.y * b.size) {
-                o = {o.size * b.size, b.a, b.w, b.y};
+            if (o.a == b.a * b.size && o.w == b.w * b.size && o.y == b.y * b.size && o.c == b.c * b.size) {
+                o = {o.size * b.size, b.a, b.w, b.y, b.c};
                 continue;
             }
         }
@@ -333,6 +347,7 @@ Expected<GemmDesc, std::string> product_desc(const Piece &p) {
         d.a.batch_stride = merged[0].a;
         d.w.batch_stride = merged[0].w;
         d.y.batch_stride = merged[0].y;
+        d.c.batch_stride = merged[0].c;
     }
     return d;
 }
@@ -396,7 +411,7 @@ Expected<FusedPlan, std::string> plan_fused(const KernelSpec &spec) {
         return plan;
     }
     // The longest prefix cuBLASLt applies: a bias (linear's own, or an add of a
-    // bias row), then relu or tanh-GELU.
+    // bias row), a residual add (its C), then relu or tanh-GELU.
     GemmHead g;
     g.desc = *desc;
     size_t next = 1;
@@ -411,6 +426,16 @@ Expected<FusedPlan, std::string> plan_fused(const KernelSpec &spec) {
                bias_row(p, p.fd.extra_operand[next - 1], g.desc.n)) {
         g.bias = p.fd.extra_operand[next - 1];
         ++next;
+    }
+    // A residual add: cuBLASLt's C (D = a·w + bias + C before the activation), so
+    // y is written once instead of re-read and re-written by a generated kernel.
+    if (pending_bias < 0 && next < p.body_end && p.chain.members[next].kind == "add" &&
+        p.fd.extra_operand[next - 1] >= 0) {
+        if (auto with_c = product_desc(p, p.fd.extra_operand[next - 1])) {
+            g.desc = *with_c;
+            g.addend = p.fd.extra_operand[next - 1];
+            ++next;
+        }
     }
     if (pending_bias < 0 && next < p.body_end) {
         const FusedMember &m = p.chain.members[next];
@@ -436,14 +461,14 @@ Expected<FusedPlan, std::string> plan_fused(const KernelSpec &spec) {
 
 struct LoadedGenerated {
     GeneratedPlan plan;
-    cudaKernel_t narrow = nullptr, wide = nullptr, rows = nullptr;
+    cudaKernel_t narrow = nullptr, wide = nullptr, dense = nullptr, rows = nullptr;
 };
 
 Expected<LoadedGenerated, std::string> load(Context &context, GeneratedPlan plan) {
     LoadedGenerated l;
-    const std::vector<std::string> entries = plan.rows
-                                                 ? std::vector<std::string>{kRowsEntry}
-                                                 : std::vector<std::string>{kElementwiseEntry32, kElementwiseEntry64};
+    const std::vector<std::string> entries =
+        plan.rows ? std::vector<std::string>{kRowsEntry}
+                  : std::vector<std::string>{kElementwiseEntry32, kElementwiseEntry64, kElementwiseEntryDense};
     auto kernels = load_kernels(context, plan.source, entries);
     if (!kernels) return unexpected(fail(kernels.error()));
     if (plan.rows) {
@@ -451,6 +476,7 @@ Expected<LoadedGenerated, std::string> load(Context &context, GeneratedPlan plan
     } else {
         l.narrow = (*kernels)[0];
         l.wide = (*kernels)[1];
+        l.dense = (*kernels)[2];
     }
     l.plan = std::move(plan);
     return l;
@@ -465,7 +491,7 @@ public:
     }
 
     std::optional<GemmPlan> gemm;
-    int gemm_a = 0, gemm_w = 1, gemm_bias = -1;
+    int gemm_a = 0, gemm_w = 1, gemm_bias = -1, gemm_addend = -1;
     std::unique_ptr<Kernel> head;
     int head_inputs = 0;
     std::optional<LoadedGenerated> generated;
@@ -485,9 +511,10 @@ public:
         if (outputs[0].elements() == 0) return std::monostate{};
         if (gemm) {
             const void *bias = gemm_bias >= 0 ? inputs[static_cast<size_t>(gemm_bias)].data : nullptr;
+            const void *addend = gemm_addend >= 0 ? inputs[static_cast<size_t>(gemm_addend)].data : nullptr;
             if (Status s =
                     gemm->enqueue(inputs[static_cast<size_t>(gemm_a)].data, inputs[static_cast<size_t>(gemm_w)].data,
-                                  bias, outputs[0].data, workspace, stream);
+                                  bias, outputs[0].data, workspace, stream, addend);
                 !s)
                 return unexpected(fail(s.error()));
         }
@@ -507,6 +534,12 @@ public:
         }
         std::vector<std::int64_t> words = g.element_args.words;
         set_pointers(words, pointers, outputs[0].data);
+        bool aligned = g.element_args.dense;
+        for (size_t i = 0; i <= pointers.size() && aligned; ++i)
+            aligned = reinterpret_cast<std::uintptr_t>(i < pointers.size() ? pointers[i] : outputs[0].data) % 16 == 0;
+        if (aligned)
+            return launch_generated(generated->dense, g.element_args.dense_blocks, g.element_args.threads, 0, words,
+                                    stream, "fused kernel: launching the generated dense elementwise kernel");
         return launch_generated(g.element_args.narrow ? generated->narrow : generated->wide, g.element_args.blocks,
                                 g.element_args.threads, 0, words, stream,
                                 "fused kernel: launching the generated elementwise kernel");
@@ -559,6 +592,7 @@ Made make_fused(const KernelSpec &spec, Context &context) {
             kernel->gemm_a = plan.gemm->a;
             kernel->gemm_w = plan.gemm->w;
             kernel->gemm_bias = plan.gemm->bias;
+            kernel->gemm_addend = plan.gemm->addend;
         } else {
             // cuBLASLt refused the epilogue or layout: the head's own kernel, every
             // epilogue generated.
@@ -586,7 +620,7 @@ GeneratedKernel listed(const GeneratedPlan &g, const std::string &when) {
     GeneratedKernel k;
     k.source = g.source;
     k.entries = g.rows ? std::vector<std::string>{kRowsEntry}
-                       : std::vector<std::string>{kElementwiseEntry32, kElementwiseEntry64};
+                       : std::vector<std::string>{kElementwiseEntry32, kElementwiseEntry64, kElementwiseEntryDense};
     k.note = g.note + when;
     return k;
 }

@@ -119,6 +119,7 @@ struct GemmPlan::State {
     cublasLtHandle_t handle = nullptr;
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;  // cuBLASLt's A = w, B = a
+    cublasLtMatrixLayout_t layout_c = nullptr;  // desc.addend: C's own layout (else C is D)
     std::optional<cublasLtMatmulAlgo_t> aligned_algo;                                   // for 16-byte aligned pointers
     cublasLtMatmulAlgo_t any_algo{};                                                    // for element-aligned pointers
     std::size_t workspace = 0;
@@ -131,6 +132,7 @@ struct GemmPlan::State {
     State(const State &) = delete;
     State &operator=(const State &) = delete;
     ~State() {
+        if (layout_c) cublasLtMatrixLayoutDestroy(layout_c);
         if (layout_d) cublasLtMatrixLayoutDestroy(layout_d);
         if (layout_b) cublasLtMatrixLayoutDestroy(layout_b);
         if (layout_a) cublasLtMatrixLayoutDestroy(layout_a);
@@ -157,7 +159,16 @@ std::optional<std::string> check_desc(const GemmDesc &d) {
     if (d.y.col_stride != 1 && d.n > 1)
         return "y's columns must be contiguous (column stride " + std::to_string(d.y.col_stride) + ")";
     if (d.batch > 1 && d.y.batch_stride == 0) return "y's batch stride is 0 (every batch would write the same y)";
-    if (d.k == 0 && (d.bias || d.accumulate)) return "an empty contraction (k = 0) with a bias or accumulation";
+    if (d.k == 0 && (d.bias || d.accumulate || d.addend))
+        return "an empty contraction (k = 0) with a bias, an addend or accumulation";
+    if (d.addend) {
+        if (d.accumulate) return std::string("both an addend and accumulation into y");
+        if (d.c.dtype != d.y.dtype)
+            return "the addend is " + std::string(dtype_name(d.c.dtype)) + " but y is " +
+                   std::string(dtype_name(d.y.dtype)) + " (cuBLASLt's C has D's type)";
+        if (d.c.col_stride != 1 && d.n > 1)
+            return "the addend's columns must be contiguous (column stride " + std::to_string(d.c.col_stride) + ")";
+    }
     return std::nullopt;
 }
 
@@ -177,6 +188,11 @@ std::string desc_key(const GemmDesc &d, const Orientation &oa, const Orientation
     put(d.bias);
     put(static_cast<int>(d.epilogue));
     put(d.accumulate);
+    put(d.addend);
+    if (d.addend) {
+        put(d.m <= 1 ? std::max<std::int64_t>(d.n, 1) : d.c.row_stride);
+        put(d.c.batch_stride);
+    }
     put(d.tf32);
     put(alignment);
     put(static_cast<std::int64_t>(max_workspace));
@@ -187,7 +203,8 @@ std::string desc_key(const GemmDesc &d, const Orientation &oa, const Orientation
 // at least `alignment` bytes of alignment; cached per key.
 Expected<GemmCache::Choice, std::string> choose_algo(Context &context, cublasLtHandle_t handle, cublasLtMatmulDesc_t op,
                                                      cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
-                                                     cublasLtMatrixLayout_t ld, const std::string &key,
+                                                     cublasLtMatrixLayout_t lc, cublasLtMatrixLayout_t ld,
+                                                     const std::string &key,
                                                      std::uint32_t alignment, std::size_t max_workspace) {
     GemmCache &cache = context.gemm_cache();
     {
@@ -207,7 +224,7 @@ Expected<GemmCache::Choice, std::string> choose_algo(Context &context, cublasLtH
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, ld, ld, pref, 1, &result, &found);
+        s = cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, lc, ld, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s != CUBLAS_STATUS_SUCCESS) return unexpected(lt_error("cublasLtMatmulAlgoGetHeuristic", s));
     if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
@@ -256,6 +273,10 @@ Expected<GemmPlan, std::string> GemmPlan::make(const GemmDesc &desc, Context &co
     const std::int64_t ldy = d.m <= 1 ? std::max<std::int64_t>(d.n, 1) : d.y.row_stride;
     if (ldy < d.n)
         return unexpected(what + ": y's rows overlap (row stride " + std::to_string(d.y.row_stride) +
+                          " < n = " + std::to_string(d.n) + ")");
+    const std::int64_t ldc = d.m <= 1 ? std::max<std::int64_t>(d.n, 1) : d.c.row_stride;
+    if (d.addend && ldc < d.n)
+        return unexpected(what + ": the addend's rows overlap (row stride " + std::to_string(d.c.row_stride) +
                           " < n = " + std::to_string(d.n) + ")");
 
     state->handle = context.cublaslt();
@@ -307,7 +328,9 @@ Expected<GemmPlan, std::string> GemmPlan::make(const GemmDesc &desc, Context &co
             s = make_layout(state->layout_b, ab, d.k, d.m, oa->ld, d.a.batch_stride);
     }
     if (s == CUBLAS_STATUS_SUCCESS) s = make_layout(state->layout_d, yt, d.n, d.m, ldy, d.y.batch_stride);
+    if (s == CUBLAS_STATUS_SUCCESS && d.addend) s = make_layout(state->layout_c, yt, d.n, d.m, ldc, d.c.batch_stride);
     if (s != CUBLAS_STATUS_SUCCESS) return unexpected(lt_error(what + ": cublasLtMatrixLayoutCreate", s));
+    const cublasLtMatrixLayout_t layout_c = d.addend ? state->layout_c : state->layout_d;
 
     // cuBLAS recommends a 32 MiB workspace on Hopper and 4 MiB on earlier GPUs; the
     // plan reserves what the chosen algorithms ask for, within that.
@@ -317,10 +340,11 @@ Expected<GemmPlan, std::string> GemmPlan::make(const GemmDesc &desc, Context &co
     // (when every batch step keeps that alignment), one for any element-aligned ones.
     auto byte_stride = [](const GemmOperand &o) { return o.batch_stride * dtype_bytes(o.dtype); };
     const bool batches_aligned =
-        d.batch == 1 || (byte_stride(d.a) % 16 == 0 && byte_stride(d.w) % 16 == 0 && byte_stride(d.y) % 16 == 0);
+        d.batch == 1 || (byte_stride(d.a) % 16 == 0 && byte_stride(d.w) % 16 == 0 && byte_stride(d.y) % 16 == 0 &&
+                         (!d.addend || byte_stride(d.c) % 16 == 0));
     GemmPlan plan(state);
     if (batches_aligned && element < 16) {
-        auto c = choose_algo(context, state->handle, state->op, state->layout_a, state->layout_b, state->layout_d,
+        auto c = choose_algo(context, state->handle, state->op, state->layout_a, state->layout_b, layout_c, state->layout_d,
                              desc_key(d, *oa, *ow, ldy, 16, max_workspace), 16, max_workspace);
         if (c) {
             state->aligned_algo = c->algo;
@@ -334,7 +358,7 @@ Expected<GemmPlan, std::string> GemmPlan::make(const GemmDesc &desc, Context &co
         s = cublasLtMatmulDescSetAttribute(state->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &stand_in, sizeof stand_in);
         if (s != CUBLAS_STATUS_SUCCESS) return unexpected(lt_error(what + ": cublasLtMatmulDescSetAttribute", s));
     }
-    auto any = choose_algo(context, state->handle, state->op, state->layout_a, state->layout_b, state->layout_d,
+    auto any = choose_algo(context, state->handle, state->op, state->layout_a, state->layout_b, layout_c, state->layout_d,
                            desc_key(d, *oa, *ow, ldy, element, max_workspace), element, max_workspace);
     if (!any)
         return unexpected(what + " " + types + " " + shape + ", epilogue " + epilogue_text(d.epilogue, d.bias) + ": " +
@@ -344,13 +368,13 @@ Expected<GemmPlan, std::string> GemmPlan::make(const GemmDesc &desc, Context &co
     state->note = "cuBLASLt " + types + (compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? " (TF32)" : "") + " " + shape +
                   (oa->transposed ? ", a transposed" : "") + (ow->transposed ? ", w transposed" : "") +
                   (d.batch > 1 && (d.a.batch_stride == 0 || d.w.batch_stride == 0) ? ", batch-broadcast operand" : "") +
-                  ", epilogue " + epilogue_text(d.epilogue, d.bias) + (d.accumulate ? ", accumulating into y" : "") +
+                  ", epilogue " + epilogue_text(d.epilogue, d.bias) + (d.accumulate ? ", accumulating into y" : "") + (d.addend ? ", adding c" : "") +
                   ", workspace " + mib(state->workspace);
     return plan;
 }
 
-Status GemmPlan::enqueue(const void *a, const void *w, const void *bias, void *y, void *workspace,
-                         cudaStream_t stream) const {
+Status GemmPlan::enqueue(const void *a, const void *w, const void *bias, void *y, void *workspace, cudaStream_t stream,
+                         const void *c) const {
     const State &st = *state_;
     const GemmDesc &d = st.desc;
     if (d.batch == 0 || d.m == 0 || d.n == 0) return std::monostate{};
@@ -368,17 +392,21 @@ Status GemmPlan::enqueue(const void *a, const void *w, const void *bias, void *y
         return std::monostate{};
     }
     if (d.bias && !bias) return unexpected(std::string("cuBLASLt matmul: the plan has a bias but none was given"));
+    if (d.addend && !c) return unexpected(std::string("cuBLASLt matmul: the plan has an addend but none was given"));
     if (st.workspace > 0 && !workspace)
         return unexpected("cuBLASLt matmul: needs a workspace of " + std::to_string(st.workspace) + " bytes, got none");
-    const bool aligned = st.aligned_algo && aligned16(a) && aligned16(w) && aligned16(y) && aligned16(bias);
+    const bool aligned =
+        st.aligned_algo && aligned16(a) && aligned16(w) && aligned16(y) && aligned16(bias) && aligned16(c);
     const cublasLtMatmulAlgo_t *algo = aligned ? &*st.aligned_algo : &st.any_algo;
-    const float alpha = 1.0f, beta = d.accumulate ? 1.0f : 0.0f;
+    const float alpha = 1.0f, beta = d.accumulate || d.addend ? 1.0f : 0.0f;
+    const void *c_data = d.addend ? c : y;
+    const cublasLtMatrixLayout_t layout_c = d.addend ? st.layout_c : st.layout_d;
     std::lock_guard<std::mutex> lock(st.mutex);
     if (d.bias) {
         cublasStatus_t s = cublasLtMatmulDescSetAttribute(st.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
         if (s != CUBLAS_STATUS_SUCCESS) return unexpected(lt_error("cuBLASLt matmul: setting the bias", s));
     }
-    cublasStatus_t s = cublasLtMatmul(st.handle, st.op, &alpha, w, st.layout_a, a, st.layout_b, &beta, y, st.layout_d,
+    cublasStatus_t s = cublasLtMatmul(st.handle, st.op, &alpha, w, st.layout_a, a, st.layout_b, &beta, c_data, layout_c,
                                       y, st.layout_d, algo, workspace, st.workspace, stream);
     if (s != CUBLAS_STATUS_SUCCESS) return unexpected(lt_error("cublasLtMatmul (" + st.note + ")", s));
     return std::monostate{};

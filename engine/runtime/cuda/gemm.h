@@ -42,6 +42,11 @@ struct GemmDesc {
     GemmEpilogue epilogue = GemmEpilogue::none;
     // y = a·w (+ bias) + y before the epilogue, instead of overwriting y (beta = 1).
     bool accumulate = false;
+    // y = a·w (+ bias) + c before the epilogue, c an [m, n] operand read in place
+    // (cuBLASLt's C with beta = 1, D = y): a residual add in the same pass as the
+    // product. c.dtype must be y's; its columns contiguous; not with accumulate.
+    bool addend = false;
+    GemmOperand c;
     // f32 operands may use TF32 tensor cores (opt-in).
     bool tf32 = false;
 };
@@ -62,16 +67,19 @@ public:
     // Errors name the unsupported dtype, layout or the heuristic's refusal.
     static Expected<GemmPlan, std::string> make(const GemmDesc &desc, Context &context);
 
-    // Enqueues the product on `stream`. bias is null unless desc.bias; workspace
+    // Enqueues the product on `stream`. bias is null unless desc.bias, c null unless
+    // desc.addend (element (0, 0) of its batch 0); workspace
     // holds workspace_bytes() bytes (null when 0). Pointers are the operands'
     // element (0, 0) of batch 0. An empty product (m or n or batch 0) enqueues
     // nothing; k == 0 (no bias, no accumulate: make refuses the others) zeroes y.
-    Status enqueue(const void *a, const void *w, const void *bias, void *y, void *workspace, cudaStream_t stream) const;
+    Status enqueue(const void *a, const void *w, const void *bias, void *y, void *workspace, cudaStream_t stream,
+                   const void *c = nullptr) const;
 
     // Device scratch the chosen algorithms need (at most 32 MiB on sm_90, the
     // figure cuBLAS documents for Hopper; 4 MiB elsewhere).
     std::size_t workspace_bytes() const;
-    // "cuBLASLt bf16→bf16 [2x128x512 k=64], epilogue GELU_BIAS (tanh), workspace 4 MiB".
+    // "cuBLASLt bf16→bf16 [2x128x512 k=64], epilogue GELU_BIAS (tanh), workspace 4 MiB"
+    // (", adding c" with an addend).
     std::string note() const;
     const GemmDesc &desc() const;
 

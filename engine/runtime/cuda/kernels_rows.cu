@@ -229,6 +229,149 @@ bool dense_rows(const RowArgs &a) {
            (!a.has_gamma || a.part.stride[2][0] == 1) && (!a.has_beta || a.part.stride[3][0] == 1);
 }
 
+// ---- 16-byte vectors of a dense row ------------------------------------------------
+
+// The elements of T in 16 bytes, and their conversion to and from f32.
+template <DType T>
+constexpr int kPack = T == DType::f32 ? 4 : 8;
+
+template <DType T>
+__device__ __forceinline__ void unpack(const uint4 &u, float (&f)[kPack<T>]) {
+    const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        if constexpr (T == DType::f32) {
+            f[i] = __uint_as_float(w[i]);
+        } else if constexpr (T == DType::bf16) {
+            f[2 * i] = element::bf16_to_float(static_cast<unsigned short>(w[i] & 0xffffu));
+            f[2 * i + 1] = element::bf16_to_float(static_cast<unsigned short>(w[i] >> 16));
+        } else {
+            f[2 * i] = element::f16_to_float(static_cast<unsigned short>(w[i] & 0xffffu));
+            f[2 * i + 1] = element::f16_to_float(static_cast<unsigned short>(w[i] >> 16));
+        }
+    }
+}
+
+template <DType T>
+__device__ __forceinline__ uint4 pack(const float (&f)[kPack<T>]) {
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        if constexpr (T == DType::f32) {
+            w[i] = __float_as_uint(f[i]);
+        } else if constexpr (T == DType::bf16) {
+            w[i] = element::float_to_bf16(f[2 * i]) | static_cast<unsigned>(element::float_to_bf16(f[2 * i + 1])) << 16;
+        } else {
+            w[i] = element::float_to_f16(f[2 * i]) | static_cast<unsigned>(element::float_to_f16(f[2 * i + 1])) << 16;
+        }
+    }
+    return uint4{w[0], w[1], w[2], w[3]};
+}
+
+// rows_cached_kernel with 16-byte loads and stores: a warp per dense row of
+// n = 32·Packs·kPack<T> elements at most (n a multiple of kPack<T>, every row and
+// gamma/beta 16-byte aligned), lane l holding packs l, l + 32, ... — a row of 768
+// bf16 is 3 loads of 16 bytes a lane where the element-wise kernel makes 24.
+template <DType T, RowKind R, int Packs>
+__global__ void rows_vector_kernel(RowArgs a, const std::byte *x, std::byte *y, const std::byte *gamma,
+                                   const std::byte *beta) {
+    constexpr int V = kPack<T>;
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int64_t n = count_of(a.row), rows = count_of(a.outer), per_block = blockDim.x >> 5;
+    const int64_t packs = n / V;
+    for (int64_t r = blockIdx.x * per_block + (threadIdx.x >> 5); r < rows; r += int64_t{gridDim.x} * per_block) {
+        int64_t o[2];
+        offsets_of(a.outer, r, o);
+        const auto *xr = reinterpret_cast<const uint4 *>(x + o[0] * (16 / V));
+        float v[Packs][V];
+#pragma unroll
+        for (int i = 0; i < Packs; ++i) {
+            const int64_t p = lane + 32 * i;
+            if (p < packs) {
+                unpack<T>(xr[p], v[i]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < V; ++j) v[i][j] = R == RowKind::softmax ? -kInf : 0.f;
+            }
+        }
+        if constexpr (R == RowKind::softmax) {
+            float mx = -kInf;
+#pragma unroll
+            for (int i = 0; i < Packs; ++i)
+#pragma unroll
+                for (int j = 0; j < V; ++j) mx = fmaxf(mx, v[i][j]);
+            mx = warp_max(mx);
+            float sum = 0;
+#pragma unroll
+            for (int i = 0; i < Packs; ++i)
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    v[i][j] = lane + 32 * i < packs ? element::exp(v[i][j] - mx) : 0.f;
+                    sum += v[i][j];
+                }
+            const float inv = 1.f / warp_sum(sum);
+#pragma unroll
+            for (int i = 0; i < Packs; ++i)
+#pragma unroll
+                for (int j = 0; j < V; ++j) v[i][j] *= inv;
+        } else {
+            float mean = 0;
+            if constexpr (R == RowKind::layernorm) {
+                float sum = 0;
+#pragma unroll
+                for (int i = 0; i < Packs; ++i)
+#pragma unroll
+                    for (int j = 0; j < V; ++j) sum += v[i][j];
+                mean = warp_sum(sum) / static_cast<float>(n);
+            }
+            float q = 0;
+#pragma unroll
+            for (int i = 0; i < Packs; ++i)
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const float d = lane + 32 * i < packs ? v[i][j] - mean : 0.f;
+                    q += d * d;
+                }
+            const float rstd = 1.f / element::sqrt(warp_sum(q) / static_cast<float>(n) + a.epsilon);
+#pragma unroll
+            for (int i = 0; i < Packs; ++i) {
+                const int64_t p = lane + 32 * i;
+                if (p >= packs) continue;
+                float g[V], b[V];
+                if (a.has_gamma) unpack<T>(reinterpret_cast<const uint4 *>(gamma)[p], g);
+                if (a.has_beta) unpack<T>(reinterpret_cast<const uint4 *>(beta)[p], b);
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    float out = (v[i][j] - mean) * rstd;
+                    if (a.has_gamma) out *= g[j];
+                    if (a.has_beta) out += b[j];
+                    v[i][j] = out;
+                }
+            }
+        }
+        auto *yr = reinterpret_cast<uint4 *>(y + o[1] * (16 / V));
+#pragma unroll
+        for (int i = 0; i < Packs; ++i)
+            if (const int64_t p = lane + 32 * i; p < packs) yr[p] = pack<T>(v[i]);
+    }
+}
+
+// Whether rows_vector_kernel takes a dense-row launch (dense_rows already true):
+// whole 16-byte packs per row, every row start and pointer 16-byte aligned.
+template <DType T>
+bool vector_rows(const RowArgs &a, const std::byte *x, const std::byte *y, const std::byte *gamma,
+                 const std::byte *beta) {
+    constexpr int64_t bytes = T == DType::f32 ? 4 : 2;
+    const int64_t n = a.row.count();
+    if (n % kPack<T> != 0 || n / kPack<T> > 32 * 4) return false;
+    auto aligned = [](const void *p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (!aligned(x) || !aligned(y) || (a.has_gamma && !aligned(gamma)) || (a.has_beta && !aligned(beta))) return false;
+    for (int d = 0; d < a.outer.rank; ++d)
+        if (a.outer.shape[d] > 1 && ((a.outer.stride[0][d] * bytes) % 16 != 0 || (a.outer.stride[1][d] * bytes) % 16 != 0))
+            return false;
+    return true;
+}
+
 template <DType T, RowKind R>
 Status launch_rows_as(const RowArgs &a, const std::byte *x, std::byte *y, const std::byte *gamma, const std::byte *beta,
                       cudaStream_t stream) {
@@ -236,6 +379,19 @@ Status launch_rows_as(const RowArgs &a, const std::byte *x, std::byte *y, const 
     const bool strided_row = a.row.rank > 0 && a.row.stride[0][a.row.rank - 1] != 1;
     const bool adjacent_rows = a.outer.rank > 0 && a.outer.stride[0][a.outer.rank - 1] == 1;
     if constexpr (R == RowKind::softmax || R == RowKind::layernorm || R == RowKind::rmsnorm) {
+        if (dense_rows(a) && vector_rows<T>(a, x, y, gamma, beta)) {
+            const unsigned grid = grid_for(rows, 8);
+            const int64_t packs = n / kPack<T>;
+            if (packs <= 32)
+                rows_vector_kernel<T, R, 1><<<grid, 256, 0, stream>>>(a, x, y, gamma, beta);
+            else if (packs <= 64)
+                rows_vector_kernel<T, R, 2><<<grid, 256, 0, stream>>>(a, x, y, gamma, beta);
+            else if (packs <= 96)
+                rows_vector_kernel<T, R, 3><<<grid, 256, 0, stream>>>(a, x, y, gamma, beta);
+            else
+                rows_vector_kernel<T, R, 4><<<grid, 256, 0, stream>>>(a, x, y, gamma, beta);
+            return launched("row kernel launch");
+        }
         if (dense_rows(a) && n <= 32 * 32) {
             const unsigned grid = grid_for(rows, 8);
             if (n <= 32 * 4)

@@ -9,7 +9,8 @@
 // bf16/f16 through the element math's conversions:
 //   elementwise: y[i] = chain(inputs at i), a grid-stride loop over y's points,
 //     every input broadcast (right-aligned, stride 0) to y's shape; entry points
-//     tapestry_elementwise_i32 (32-bit index math) and tapestry_elementwise_i64;
+//     tapestry_elementwise_i32 (32-bit index math), tapestry_elementwise_i64 and
+//     tapestry_elementwise_dense (every view dense and 16-byte aligned: 16-byte accesses);
 //   rows: one block per normalized slice (a row): the chain evaluated as each
 //     element is loaded (kept in shared memory when the row fits), then softmax,
 //     layernorm or rmsnorm over the row with f32 block reductions; entry point
@@ -75,6 +76,7 @@ std::string describe(const ElementProgram &program);
 // naming a kind, dtype or parameter it cannot generate.
 inline constexpr const char *kElementwiseEntry32 = "tapestry_elementwise_i32";
 inline constexpr const char *kElementwiseEntry64 = "tapestry_elementwise_i64";
+inline constexpr const char *kElementwiseEntryDense = "tapestry_elementwise_dense";
 inline constexpr const char *kRowsEntry = "tapestry_rows";
 Expected<std::string, std::string> elementwise_kernel_source(const ElementProgram &program);
 Expected<std::string, std::string> row_kernel_source(const ElementProgram &program, const RowTail &tail);
@@ -101,6 +103,10 @@ struct ElementArgs {
     std::int64_t elements = 0;
     bool narrow = false;  // every index fits 32 bits: tapestry_elementwise_i32
     unsigned blocks = 0, threads = 0;
+    // Every view one unit-stride run: tapestry_elementwise_dense (8 elements a
+    // thread, 16-byte accesses) when the launch's pointers are 16-byte aligned.
+    bool dense = false;
+    unsigned dense_blocks = 0;
 };
 Expected<ElementArgs, std::string> elementwise_args(const std::vector<ViewShape> &inputs, const ViewShape &output);
 
