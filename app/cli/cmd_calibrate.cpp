@@ -5,10 +5,21 @@
 // and size band, the median of measured / predicted. Prints the table and the
 // error before and after; with --session keeps every launch and its points, so
 // `tapestry plan --target host --session S` predicts from them. docs/launch.md.
+//
+// `tapestry calibrate --gpu-results RESULTS.jsonl --pack PACK`: the same fit for
+// a GPU target from what tapestry-gpu-check measured on a lent machine — each
+// passing case's plan from the pack, its steps' measured durations from the
+// results — with the error in-sample and held out (docs/launch.md,
+// "Calibrating a GPU target from a device run").
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli_support.h"
@@ -19,6 +30,7 @@
 #include "launch/launch.h"
 #include "launch/records.h"
 #include "launch_support.h"
+#include "plan/plan_file.h"
 #include "plan/planner.h"
 #include "run_support.h"
 #include "target_support.h"
@@ -30,6 +42,8 @@ using nlohmann::ordered_json;
 
 struct CalibrateOptions {
     std::vector<std::string> projects;
+    std::string gpu_results;  // tapestry-gpu-check's results.jsonl
+    std::string pack;         // the tapestry-gpu-pack it ran
     std::string target = "host";
     std::vector<int> devices{1, 2, 4};
     std::string session;
@@ -55,7 +69,7 @@ std::string band_text(int band, bool by_flops) {
     return "1e" + std::to_string(band) + "–1e" + std::to_string(band + 1) + (by_flops ? " FLOP" : " B");
 }
 
-int calibrate_command(const CalibrateOptions &o) {
+int calibrate_on_host(const CalibrateOptions &o) {
     auto target = resolve_target(o.target, o.threads, o.session, o.remeasure);
     if (!target) {
         std::cerr << "tapestry: --target " << o.target << ": " << target.error() << "\n";
@@ -175,6 +189,386 @@ int calibrate_command(const CalibrateOptions &o) {
     return failed.empty() && !launched.empty() ? kExitOk : kExitInvalid;
 }
 
+// ---- From a device run: tapestry-gpu-check's results and the pack it ran ----------
+
+namespace fs = std::filesystem;
+
+// A case of the pack as its manifest names it.
+struct PackCase {
+    std::string plan;   // the plan file, relative to the pack
+    std::string group;  // "kernel", "example"
+    int example = -1;   // its number among the pack's example cases (manifest order), from 0
+};
+
+// A passing case as the device ran it: its plan, and a launch rebuilt from the
+// measured step durations.
+struct DeviceCase {
+    std::string name, group;
+    int example = -1;
+    plan::Plan plan;
+    launch::LaunchResult result;
+    double enqueued = -1;  // seconds of the whole plan enqueued without host synchronisation; -1: not measured
+};
+
+struct DeviceRun {
+    std::string gpu;       // "NVIDIA H200"
+    std::string hardware;  // as the cuda backend describes it
+    std::string target;    // the plans' target
+    std::vector<DeviceCase> cases;
+    std::vector<std::string> failed;  // cases that failed on the device: not used
+    int without_result = 0;           // cases of the pack the results do not hold
+};
+
+std::string text_field(const ordered_json &j, const char *key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+Expected<std::map<std::string, PackCase>, std::string> read_manifest(const std::string &pack) {
+    const std::string file = (fs::path(pack) / "manifest.json").string();
+    std::ifstream in(file);
+    if (!in) return unexpected(file + ": cannot be read (is " + pack + " a pack made by tapestry-gpu-pack?)");
+    const ordered_json m = ordered_json::parse(in, nullptr, false);
+    if (m.is_discarded() || !m.is_object()) return unexpected(file + ": not JSON");
+    if (text_field(m, "format") != "tapestry-gpu-pack") return unexpected(file + ": not a tapestry-gpu-pack manifest");
+    const auto cases = m.find("cases");
+    if (cases == m.end() || !cases->is_array()) return unexpected(file + ": cases: not an array");
+    std::map<std::string, PackCase> out;
+    int examples = 0;
+    for (size_t i = 0; i < cases->size(); ++i) {
+        const ordered_json &c = (*cases)[i];
+        PackCase pc;
+        const std::string name = c.is_object() ? text_field(c, "name") : std::string();
+        pc.plan = c.is_object() ? text_field(c, "plan") : std::string();
+        if (name.empty() || pc.plan.empty())
+            return unexpected(file + ": cases[" + std::to_string(i) + "]: a case needs a name and a plan");
+        pc.group = text_field(c, "group");
+        if (pc.group == "example") pc.example = examples++;
+        out[name] = std::move(pc);
+    }
+    return out;
+}
+
+// The GPU's description as the cuda backend gives it (Backend::describe), from an
+// "environment" record; "" when it names no GPU.
+std::string environment_hardware(const ordered_json &env, std::string &gpu) {
+    const auto gpus = env.find("gpus");
+    if (gpus == env.end() || !gpus->is_array() || gpus->empty()) return {};
+    std::map<std::string, int> names;
+    for (const ordered_json &g : *gpus) {
+        if (!g.is_object() || text_field(g, "name").empty()) return {};
+        std::string cc = text_field(g, "cc");
+        cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
+        const auto memory = g.find("memory_bytes");
+        names[text_field(g, "name") + " (sm_" + cc + ", " +
+              human_bytes(memory != g.end() && memory->is_number() ? memory->get<double>() : 0) + ")"]++;
+    }
+    gpu = text_field((*gpus)[0], "name");
+    std::string out = "cuda:";
+    for (const auto &[n, k] : names) out += " " + std::to_string(k) + " × " + n;
+    return out;
+}
+
+// The case's measured step durations, checked against its plan's steps: the same
+// number, each of the same kind and operation. The warm ones where the record has
+// them ("steps_warm": the plan enqueued again after its first launch, whose steps
+// also count loading kernels and choosing algorithms), else the first launch's.
+Expected<std::vector<double>, std::string> measured_durations(const ordered_json &rec, const plan::Plan &p,
+                                                              const std::string &plan_file) {
+    auto steps = rec.find("steps_warm");
+    if (steps == rec.end() || !steps->is_array()) steps = rec.find("steps");
+    if (steps == rec.end() || !steps->is_array()) return unexpected(std::string("no steps array"));
+    if (steps->size() != p.steps.size())
+        return unexpected("has " + plural(static_cast<long long>(steps->size()), "step") + ", its plan " + plan_file + " " +
+                          std::to_string(p.steps.size()) + ": the results of another pack?");
+    std::vector<double> out;
+    for (size_t i = 0; i < steps->size(); ++i) {
+        const ordered_json &s = (*steps)[i];
+        const std::string where = "steps[" + std::to_string(i) + "]";
+        const auto measured = s.is_object() ? s.find("measured_s") : s.end();
+        if (measured == s.end() || !measured->is_number() || measured->get<double>() < 0)
+            return unexpected(where + ": no measured_s (seconds, ≥ 0)");
+        const plan::Step &ps = p.steps[i];
+        if (text_field(s, "kind") != plan::step_kind_name(ps.kind) || text_field(s, "op") != ps.op)
+            return unexpected(where + " is " + text_field(s, "kind") + " '" + text_field(s, "op") + "', step " +
+                              std::to_string(i) + " of its plan " + plan_file + " " + plan::step_kind_name(ps.kind) +
+                              " '" + ps.op + "': the results of another pack?");
+        out.push_back(measured->get<double>());
+    }
+    return out;
+}
+
+// A launch as the cuda backend would have reported it: the steps with their
+// measured durations, placed as the plan's schedule places them (the results keep
+// durations only; calibration reads nothing else).
+launch::LaunchResult rebuilt_launch(const plan::Plan &p, const std::vector<double> &durations, const std::string &hardware,
+                                    const ordered_json &rec) {
+    launch::LaunchResult r;
+    r.backend = "cuda";
+    r.hardware = hardware;
+    r.status = "ok";
+    const plan::Prediction placed = plan::simulate(p, durations);
+    for (size_t i = 0; i < p.steps.size(); ++i)
+        r.steps.push_back(launch::MeasuredStep{static_cast<int>(i), placed.steps[i].start,
+                                               placed.steps[i].start + durations[i], p.steps[i].predicted, 0, 0});
+    const auto wall = rec.find("launch_wall_s");
+    r.wall_seconds = wall != rec.end() && wall->is_number() ? wall->get<double>() : placed.makespan;
+    r.predicted_makespan = plan::simulate(p).makespan;
+    return r;
+}
+
+// One line of the results: the case it holds (none for a case that failed on
+// the device or a record of another kind), or why it is refused.
+Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &rec, const std::string &pack,
+                                                           const std::map<std::string, PackCase> &manifest,
+                                                           DeviceRun &run) {
+    const std::string name = text_field(rec, "name");
+    if (name.empty()) return unexpected(std::string("a case record without a name"));
+    const auto in_pack = manifest.find(name);
+    if (in_pack == manifest.end())
+        return unexpected("case '" + name + "' is not in " + (fs::path(pack) / "manifest.json").string() +
+                          ": the results of another pack?");
+    const auto ok = rec.find("ok");
+    if (ok == rec.end() || !ok->is_boolean()) return unexpected("case '" + name + "': no \"ok\"");
+    if (!ok->get<bool>()) {
+        run.failed.push_back(name);
+        return std::optional<DeviceCase>();
+    }
+    if (run.hardware.empty())
+        return unexpected("case '" + name + "' comes before any environment record naming the GPU that ran it");
+    const std::string plan_file = (fs::path(pack) / in_pack->second.plan).string();
+    auto loaded = plan::load_plan(plan_file);
+    if (!loaded) return unexpected("case '" + name + "': its plan: " + loaded.error());
+    auto durations = measured_durations(rec, *loaded, plan_file);
+    if (!durations) return unexpected("case '" + name + "' " + durations.error());
+    if (run.target.empty()) run.target = loaded->target;
+    if (loaded->target != run.target)
+        return unexpected("case '" + name + "' is a plan for target '" + loaded->target + "', the cases before it for '" +
+                          run.target + "': calibrate one target at a time");
+    if (!launch::measures_plan_target(*loaded, "cuda", run.hardware))
+        return unexpected("case '" + name + "' is a plan for target '" + loaded->target + "', but " + run.gpu +
+                          " ran it: that measures nothing about the target");
+    DeviceCase c{name, in_pack->second.group, in_pack->second.example, std::move(loaded).value(), {}, -1};
+    c.result = rebuilt_launch(c.plan, *durations, run.hardware, rec);
+    const auto enqueued = rec.find("enqueued_s");
+    if (enqueued != rec.end() && enqueued->is_number()) c.enqueued = enqueued->get<double>();
+    return std::optional<DeviceCase>(std::move(c));
+}
+
+// Reads the results line by line; a refusal names the file and line.
+Expected<DeviceRun, std::string> read_device_run(const std::string &results, const std::string &pack) {
+    auto manifest = read_manifest(pack);
+    if (!manifest) return unexpected(manifest.error());
+    std::ifstream in(results);
+    if (!in || fs::is_directory(results)) return unexpected(results + ": cannot be read");
+    DeviceRun run;
+    std::map<std::string, int> seen;  // case → line
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+        const std::string where = results + ":" + std::to_string(++number) + ": ";
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const ordered_json rec = ordered_json::parse(line, nullptr, false);
+        if (rec.is_discarded() || !rec.is_object()) return unexpected(where + "not a JSON object");
+        const std::string kind = text_field(rec, "record");
+        if (kind == "environment") {
+            run.hardware = environment_hardware(rec, run.gpu);
+            if (run.hardware.empty()) return unexpected(where + "an environment record naming no GPU");
+            continue;
+        }
+        if (kind != "case") continue;  // summaries, benchmarks
+        if (auto [at, fresh] = seen.emplace(text_field(rec, "name"), number); !fresh)
+            return unexpected(where + "case '" + at->first + "' again (line " + std::to_string(at->second) + ")");
+        auto c = read_case(rec, pack, *manifest, run);
+        if (!c) return unexpected(where + c.error());
+        if (*c) run.cases.push_back(std::move(**c));
+    }
+    if (in.bad()) return unexpected(results + ": cannot be read");
+    for (const auto &[name, pc] : *manifest) run.without_result += seen.count(name) ? 0 : 1;
+    if (run.cases.empty()) return unexpected(results + ": no passing case to calibrate from");
+    return run;
+}
+
+// Predicted against measured under a calibration: per step (its kernel and copy
+// steps' samples) or per plan (the plan's makespan against the plan enqueued).
+struct Accuracy {
+    int count = 0;
+    double error_before = 0, error_after = 0;  // median |predicted − measured| / measured
+    double tau_before = 0, tau_after = 0;      // Kendall τ-b between predicted and measured
+};
+
+Accuracy step_accuracy(const std::vector<cost::CalibrationSample> &samples, const cost::Calibration &cal) {
+    std::vector<double> before, after, measured;
+    for (const cost::CalibrationSample &s : samples) {
+        before.push_back(s.predicted);
+        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size));
+        measured.push_back(s.measured);
+    }
+    return Accuracy{static_cast<int>(samples.size()), launch::median_relative_error(before, measured),
+                    launch::median_relative_error(after, measured), launch::kendall_tau(before, measured),
+                    launch::kendall_tau(after, measured)};
+}
+
+Accuracy plan_accuracy(const std::vector<const DeviceCase *> &cases, const cost::Target &target,
+                       const cost::Calibration &cal) {
+    std::vector<double> before, after, measured;
+    for (const DeviceCase *c : cases) {
+        if (c->enqueued <= 0) continue;
+        before.push_back(plan::simulate(c->plan).makespan);
+        after.push_back(calibrated_makespan(c->plan, cost::Model(target, c->plan.cluster), cal));
+        measured.push_back(c->enqueued);
+    }
+    return Accuracy{static_cast<int>(measured.size()), launch::median_relative_error(before, measured),
+                    launch::median_relative_error(after, measured), launch::kendall_tau(before, measured),
+                    launch::kendall_tau(after, measured)};
+}
+
+// The fit on every case, and the fit on the kernel cases and the even-numbered
+// example cases judged on the odd-numbered ones.
+struct DeviceFit {
+    cost::Calibration all, train;
+    int train_cases = 0, test_cases = 0;
+    Accuracy steps_in_sample, steps_held_out, plans_in_sample, plans_held_out;
+};
+
+DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
+    DeviceFit f;
+    std::vector<cost::CalibrationSample> test;
+    std::vector<const DeviceCase *> examples, held_out;
+    for (const DeviceCase &c : run.cases) {
+        const bool tested = c.group == "example" && c.example % 2 == 1;
+        const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
+        for (const cost::CalibrationSample &s : samples) {
+            f.all.add(s);
+            if (tested) test.push_back(s);
+            else f.train.add(s);
+        }
+        (tested ? f.test_cases : f.train_cases)++;
+        if (c.group == "example") examples.push_back(&c);
+        if (tested) held_out.push_back(&c);
+    }
+    f.steps_in_sample = step_accuracy(f.all.samples(), f.all);
+    f.steps_held_out = step_accuracy(test, f.train);
+    f.plans_in_sample = plan_accuracy(examples, target, f.all);
+    f.plans_held_out = plan_accuracy(held_out, target, f.train);
+    return f;
+}
+
+ordered_json accuracy_json(const Accuracy &a) {
+    return {{"count", a.count},
+            {"median_error_uncalibrated", a.error_before},
+            {"median_error_calibrated", a.error_after},
+            {"kendall_tau_uncalibrated", a.tau_before},
+            {"kendall_tau_calibrated", a.tau_after}};
+}
+
+std::string accuracy_text(const Accuracy &a) {
+    return percent(a.error_before) + " uncalibrated → " + percent(a.error_after) + " calibrated, Kendall τ " +
+           formatted(a.tau_before, "%.2f") + " → " + formatted(a.tau_after, "%.2f");
+}
+
+std::vector<std::vector<std::string>> table_rows(const cost::Calibration &cal, const cost::Target &target) {
+    std::vector<std::vector<std::string>> rows{{"class", "size", "samples", "measured / predicted"}};
+    for (const auto &[key, value] : cal.table()) {
+        const auto c = static_cast<cost::KernelClass>(key.first);
+        rows.push_back({cost::kernel_class_name(c), band_text(key.second, target.device.efficiency[static_cast<size_t>(c)].by_flops),
+                        std::to_string(value.second), formatted(value.first, "%.2f")});
+    }
+    return rows;
+}
+
+ordered_json table_json(const cost::Calibration &cal) {
+    ordered_json out = ordered_json::array();
+    for (const auto &[key, value] : cal.table())
+        out.push_back({{"kernel_class", cost::kernel_class_name(static_cast<cost::KernelClass>(key.first))},
+                       {"band", key.second}, {"factor", value.first}, {"samples", value.second}});
+    return out;
+}
+
+void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, const DeviceFit &f,
+                           const std::vector<std::string> &unkept) {
+    ordered_json j;
+    j["target"] = run.target;
+    j["gpu"] = run.gpu;
+    j["results"] = o.gpu_results;
+    j["pack"] = o.pack;
+    j["cases_used"] = run.cases.size();
+    j["failed_on_device"] = run.failed;
+    j["pack_cases_without_result"] = run.without_result;
+    j["steps"] = {{"in_sample", accuracy_json(f.steps_in_sample)}, {"held_out", accuracy_json(f.steps_held_out)}};
+    j["steps"]["in_sample"]["fitted_on"] = {{"cases", run.cases.size()}, {"measurements", f.all.samples().size()}};
+    j["steps"]["held_out"]["fitted_on"] = {{"cases", f.train_cases}, {"measurements", f.train.samples().size()}};
+    j["steps"]["held_out"]["cases"] = f.test_cases;
+    j["plans"] = {{"in_sample", accuracy_json(f.plans_in_sample)}, {"held_out", accuracy_json(f.plans_held_out)}};
+    j["table"] = table_json(f.all);
+    if (!o.session.empty()) {
+        j["session"] = o.session;
+        j["not_kept"] = unkept;
+    }
+    print_json(j);
+}
+
+void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const DeviceFit &f, const cost::Target &target,
+                      const std::vector<std::string> &unkept) {
+    std::cout << "calibrate: target " << run.target << " from " << o.gpu_results << " (" << run.gpu << ") on the pack "
+              << o.pack << ": " << plural(static_cast<long long>(run.cases.size()), "passing case") << " used, "
+              << run.failed.size() << " failed on the device and not used";
+    if (run.without_result > 0) std::cout << ", " << run.without_result << " of the pack without a result";
+    std::cout << "\n  per step (kernels and copies), median |predicted − measured| / measured:\n"
+              << "    in-sample: fitted on all " << plural(f.steps_in_sample.count, "measurement")
+              << ", judged on the same: " << accuracy_text(f.steps_in_sample) << "\n"
+              << "    held-out:  fitted on the kernel cases and the even-numbered example cases ("
+              << plural(f.train_cases, "case") << ", " << plural(static_cast<long long>(f.train.samples().size()), "measurement")
+              << "), judged on the odd-numbered example cases (" << plural(f.test_cases, "case") << ", "
+              << plural(f.steps_held_out.count, "measurement") << "): " << accuracy_text(f.steps_held_out) << "\n"
+              << "  per plan (example cases: simulated makespan against the whole plan enqueued):\n"
+              << "    in-sample: " << plural(f.plans_in_sample.count, "plan") << ", " << accuracy_text(f.plans_in_sample) << "\n"
+              << "    held-out:  " << plural(f.plans_held_out.count, "plan") << ", " << accuracy_text(f.plans_held_out) << "\n"
+              << "  the table (fitted on every case):\n";
+    print_table(table_rows(f.all, target), "  ");
+    if (!o.session.empty()) {
+        std::cout << "  kept in " << o.session << ": " << plural(static_cast<long long>(run.cases.size() - unkept.size()), "case")
+                  << " as cuda launches with their calibration points for target " << run.target << "\n";
+        for (const std::string &u : unkept) std::cout << "  NOT KEPT " << u << "\n";
+    }
+}
+
+int calibrate_from_device_run(const CalibrateOptions &o) {
+    auto run = read_device_run(o.gpu_results, o.pack);
+    if (!run) {
+        std::cerr << "tapestry: " << run.error() << "\n";
+        return kExitInvalid;
+    }
+    // The uncalibrated model of the plans' target, as keep_launch takes it.
+    auto target = resolve_target(run->target, 2, o.session, false);
+    if (!target) {
+        std::cerr << "tapestry: target '" << run->target << "' of the pack's plans: " << target.error() << "\n";
+        return kExitInvalid;
+    }
+    const DeviceFit fit = fit_device_run(*run, *target);
+    std::vector<std::string> unkept;
+    if (!o.session.empty()) {
+        ProgressBar bar(!o.json);
+        int done = 0;
+        for (const DeviceCase &c : run->cases) {
+            bar.update("keeping", done++, static_cast<int>(run->cases.size()));
+            if (auto kept = keep_launch(o.session, c.plan, c.result, nullptr); !kept) unkept.push_back(c.name + ": " + kept.error());
+        }
+        bar.clear();
+    }
+    if (o.json) print_device_fit_json(o, *run, fit, unkept);
+    else print_device_fit(o, *run, fit, *target, unkept);
+    return unkept.empty() ? kExitOk : kExitInvalid;
+}
+
+int calibrate_command(const CalibrateOptions &o) {
+    if (!o.gpu_results.empty()) return calibrate_from_device_run(o);
+    if (o.projects.empty()) {
+        std::cerr << "tapestry: calibrate: give PROJECT… (launch on this machine) or --gpu-results with --pack (a device run)\n";
+        return kExitUsage;
+    }
+    return calibrate_on_host(o);
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App &app, std::function<int()> &action) {
@@ -182,17 +576,26 @@ void add_calibrate_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *cmd = app.add_subcommand(
         "calibrate",
         "Launch plans of the projects on the cpu backend for the host target (each device count × round-robin and "
-        "the four baselines), check them, and fit the cost model's calibration from the measured steps; prints the "
-        "table and the error before and after.");
-    cmd->add_option("PROJECT", o->projects, "Project files (*.tapestry.json)")->required();
+        "the four baselines), check them, and fit the cost model's calibration from the measured steps; or fit a GPU "
+        "target from a device run (--gpu-results, --pack). Prints the table and the error before and after.");
+    CLI::Option *projects = cmd->add_option("PROJECT", o->projects, "Project files (*.tapestry.json)");
+    CLI::Option *results = cmd->add_option("--gpu-results", o->gpu_results,
+                                           "Fit the pack's target from tapestry-gpu-check's results.jsonl instead of launching")
+                               ->excludes(projects);
+    CLI::Option *pack = cmd->add_option("--pack", o->pack, "The tapestry-gpu-pack directory the results are of");
+    results->needs(pack);
+    pack->needs(results);
     cmd->add_option("--target", o->target, "The target to calibrate (the cpu backend measures the host)")->capture_default_str();
     cmd->add_option("--devices", o->devices, "Device counts of the plans")->delimiter(',')->check(CLI::Range(1, 64))->capture_default_str();
-    cmd->add_option("--session", o->session, "Keep every launch and its calibration points in this session (and the host's measurement)");
+    cmd->add_option("--session", o->session, "Keep every launch and its calibration points in this session (and the host's measurement; with "
+                    "--gpu-results, each passing case as a cuda launch)");
     cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
     cmd->add_option("--threads", o->threads, "Threads for measuring the host")->check(CLI::Range(1, 256))->capture_default_str();
     cmd->add_flag("--remeasure", o->remeasure, "Measure the host again even if the session has a measurement");
     cmd->add_flag("--json", o->json, "Print the result as JSON");
-    cmd->footer("Exit codes: 0 every plan launched and checked, 1 a project is bad or a launch failed, 2 usage error.");
+    cmd->footer("Exit codes: 0 every plan launched and checked (--gpu-results: the results read and fitted, and kept), "
+                "1 a project is bad or a launch failed (--gpu-results: a bad line, a missing plan, results of another "
+                "pack), 2 usage error.");
     cmd->callback([o, &action] { action = [o] { return calibrate_command(*o); }; });
 }
 

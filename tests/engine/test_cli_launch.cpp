@@ -1,7 +1,11 @@
 // `tapestry launch` and `tapestry devices` from the command line (docs/launch.md):
 // a plan made by `tapestry plan -o` launched on the cpu backend, its report in
 // text and JSON, outputs written, and every refusal and failure with its words
-// and exit code.
+// and exit code; `tapestry calibrate`, on the host and from a device run's
+// results (a small pack and results file written here, with made-up times).
+#include <cmath>
+
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -22,6 +26,88 @@ QString make_plan(const QTemporaryDir &dir, const char *example, const QStringLi
     if (r.code != 0) qFatal("tapestry plan: %s", qPrintable(r.err));
     return out;
 }
+
+// A device run as tapestry-gpu-check leaves it, made up for the tests (TEST DATA:
+// no GPU measured these times): a pack of `cases` (name, group, measured /
+// predicted ratio), every case the same 2-device h200 plan of the MLP, and a
+// results file whose every kernel and copy step took `ratio` × the plan's
+// prediction. Fitting on it is checkable by hand.
+struct DeviceRun {
+    QString pack, results, plan;
+    QJsonArray steps;  // the plan's steps
+};
+
+struct MadeUpCase {
+    QString name, group;
+    double ratio = 1;
+};
+
+// Times on a grid of 2⁻⁴⁰ s (about 1 ps): the launch places the steps by adding
+// them up, and on this grid the sums are exact, so equal times stay equal (Kendall
+// τ counts ties) and a ratio of 2 stays 2 to a millionth.
+double on_grid(double seconds) {
+    return std::ldexp(std::round(std::ldexp(seconds, 40)), -40);
+}
+
+QJsonObject results_line_of(const MadeUpCase &c, const QJsonArray &plan_steps) {
+    QJsonArray steps;
+    for (int i = 0; i < plan_steps.size(); ++i) {
+        const QJsonObject s = plan_steps[i].toObject();
+        const double predicted = s["predicted_seconds"].toDouble();
+        steps.append(QJsonObject{{"step", i},
+                                 {"kind", s["kind"]},
+                                 {"op", s["op"]},
+                                 {"op_kind", s["op_kind"]},
+                                 {"device", s["device"]},
+                                 {"measured_s", on_grid(c.ratio * predicted)},
+                                 {"predicted_s", predicted}});
+    }
+    return QJsonObject{{"record", "case"}, {"name", c.name}, {"group", c.group}, {"ok", true},
+                       {"steps", steps},   {"enqueued_s", 1e-3 * c.ratio}};
+}
+
+QByteArray jsonl(const QList<QJsonObject> &lines) {
+    QByteArray out;
+    for (const QJsonObject &l : lines) out += QJsonDocument(l).toJson(QJsonDocument::Compact) + "\n";
+    return out;
+}
+
+const QJsonObject kH200Environment{{"record", "environment"},
+                                   {"note", "test data: made-up times"},
+                                   {"gpus", QJsonArray{QJsonObject{{"name", "NVIDIA H200"},
+                                                                   {"memory_bytes", 150109880320.0},
+                                                                   {"cc", "9.0"},
+                                                                   {"sms", 132}}}}};
+
+DeviceRun made_up_device_run(const QTemporaryDir &dir, const QList<MadeUpCase> &cases) {
+    DeviceRun run;
+    run.pack = dir.filePath("pack");
+    QDir().mkpath(run.pack + "/cases");
+    run.plan = run.pack + "/cases/mlp.2dev.plan.json";
+    const auto r = cli({"plan", example_project("mlp"), "--target", "h200", "--devices", "2", "-o", run.plan});
+    if (r.code != 0) qFatal("tapestry plan: %s", qPrintable(r.err));
+    QFile f(run.plan);
+    if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(run.plan));
+    run.steps = QJsonDocument::fromJson(f.readAll()).object()["steps"].toArray();
+    QJsonArray manifest_cases;
+    QList<QJsonObject> lines{kH200Environment};
+    for (const MadeUpCase &c : cases) {
+        manifest_cases.append(QJsonObject{{"name", c.name}, {"group", c.group}, {"plan", "cases/mlp.2dev.plan.json"}});
+        lines.append(results_line_of(c, run.steps));
+    }
+    const QJsonObject manifest{{"format", "tapestry-gpu-pack"}, {"version", 1}, {"target", "h200"}, {"cases", manifest_cases}};
+    tapestry::test::write_bytes(run.pack + "/manifest.json", QJsonDocument(manifest).toJson());
+    run.results = dir.filePath("results.jsonl");
+    tapestry::test::write_bytes(run.results, jsonl(lines));
+    return run;
+}
+
+// The four cases the figures below are worked out for: fitted on k0, e0 and e2
+// (ratio 2) every band's factor is 2; e1 (ratio 4) is held out.
+// In an expected message: the temporary directory's path, which differs per run.
+const QString run_dir_marker = "<dir>/pack/";
+
+const QList<MadeUpCase> kFourCases{{"k0", "kernel", 2}, {"e0", "example", 2}, {"e1", "example", 4}, {"e2", "example", 2}};
 
 }  // namespace
 
@@ -125,6 +211,130 @@ private slots:
         const auto h = cli({"calibrate", example_project("attention"), "--target", "h100"});
         QCOMPARE(h.code, 2);
         QVERIFY2(h.err.contains("the cpu backend measures the host only"), qPrintable(h.err));
+    }
+
+    // In-sample, each band holds ratios 2, 2, 4, 2 per step: factor 2 (the median);
+    // errors |p − 2p|/2p = 0.5 thrice and |p − 4p|/4p = 0.75 once before (median
+    // 0.5), 0, 0, 0.5, 0 after (median 0). Held out, e1 alone: 0.75 before,
+    // |2p − 4p|/4p = 0.5 after, and both orders agree with the measured one (τ 1).
+    void calibrateFromADeviceRun() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, kFourCases);
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["target"].toString(), QString("h200"));
+        QCOMPARE(j["gpu"].toString(), QString("NVIDIA H200"));
+        QCOMPARE(j["cases_used"].toInt(), 4);
+        int measured_steps = 0;  // kernels and copies: what calibration counts
+        for (const QJsonValue &s : run.steps)
+            measured_steps += s.toObject()["kind"].toString() == "kernel" || s.toObject()["kind"].toString() == "copy";
+        QVERIFY(measured_steps >= 10);
+        const QJsonObject in = j["steps"].toObject()["in_sample"].toObject();
+        QCOMPARE(in["count"].toInt(), 4 * measured_steps);
+        QVERIFY(std::abs(in["median_error_uncalibrated"].toDouble() - 0.5) < 1e-5);
+        QVERIFY(std::abs(in["median_error_calibrated"].toDouble()) < 1e-5);
+        const QJsonObject out = j["steps"].toObject()["held_out"].toObject();
+        QCOMPARE(out["count"].toInt(), measured_steps);
+        QCOMPARE(out["cases"].toInt(), 1);
+        QCOMPARE(out["fitted_on"].toObject()["cases"].toInt(), 3);
+        QVERIFY(std::abs(out["median_error_uncalibrated"].toDouble() - 0.75) < 1e-5);
+        QVERIFY(std::abs(out["median_error_calibrated"].toDouble() - 0.5) < 1e-5);
+        QVERIFY2(std::abs(out["kendall_tau_uncalibrated"].toDouble() - 1) < 1e-9, qPrintable(r.out));
+        QVERIFY2(std::abs(out["kendall_tau_calibrated"].toDouble() - 1) < 1e-9, qPrintable(r.out));
+        QCOMPARE(j["plans"].toObject()["in_sample"].toObject()["count"].toInt(), 3);  // the example cases
+        QCOMPARE(j["plans"].toObject()["held_out"].toObject()["count"].toInt(), 1);
+        const QJsonArray table = j["table"].toArray();
+        QVERIFY(!table.isEmpty());
+        for (const QJsonValue &row : table)
+            QVERIFY2(std::abs(row.toObject()["factor"].toDouble() - 2) < 1e-5, qPrintable(r.out));
+
+        const auto text = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack});
+        QVERIFY2(text.code == 0, qPrintable(text.err + text.out));
+        QVERIFY2(text.out.contains("calibrate: target h200 from " + run.results + " (NVIDIA H200)"), qPrintable(text.out));
+        QVERIFY2(text.out.contains(QString("in-sample: fitted on all %1 measurements, judged on the same: 50% "
+                                           "uncalibrated → 0% calibrated").arg(4 * measured_steps)),
+                 qPrintable(text.out));
+        QVERIFY2(text.out.contains("judged on the odd-numbered example cases (1 case, ") &&
+                     text.out.contains("75% uncalibrated → 50% calibrated, Kendall τ 1.00 → 1.00"),
+                 qPrintable(text.out));
+        QVERIFY2(text.out.contains("class") && text.out.contains("measured / predicted") && text.out.contains("2.00"),
+                 qPrintable(text.out));
+    }
+
+    // The points are kept for target h200, and `tapestry plan` predicts from them.
+    void calibrateFromADeviceRunKeepsThePoints() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, kFourCases);
+        const QString session = dir.filePath("h200.tapestry-session");
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--session", session, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(j["not_kept"].toArray().isEmpty());
+        const int points = j["steps"].toObject()["in_sample"].toObject()["count"].toInt();
+        const auto p = cli({"plan", example_project("mlp"), "--target", "h200", "--devices", "2", "--session", session});
+        QVERIFY2(p.code == 0, qPrintable(p.err + p.out));
+        QVERIFY2(p.out.contains(QString("calibration: %1 measurements on h200").arg(points)), qPrintable(p.out));
+    }
+
+    void calibrateFromADeviceRunRefusesBadInput_data() {
+        QTest::addColumn<QString>("what");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("malformed line") << "malformed" << 1 << "results.jsonl:4: not a JSON object";
+        QTest::newRow("missing plan") << "missing plan" << 1
+                                      << "results.jsonl:2: case 'k0': its plan: " + run_dir_marker + "cases/mlp.2dev.plan.json: cannot open";
+        QTest::newRow("case of another pack") << "unknown case" << 1
+                                              << "results.jsonl:2: case 'x9' is not in ";
+        QTest::newRow("steps of another pack") << "fewer steps" << 1
+                                               << "results.jsonl:2: case 'k0' has 3 steps, its plan ";
+        QTest::newRow("another GPU") << "h100" << 1
+                                     << "results.jsonl:2: case 'k0' is a plan for target 'h200', but NVIDIA H100 80GB "
+                                        "HBM3 ran it: that measures nothing about the target";
+        QTest::newRow("unreadable") << "unreadable" << 1 << "nowhere.jsonl: cannot be read";
+        QTest::newRow("no pack") << "no pack" << 2 << "--gpu-results requires --pack";
+        QTest::newRow("projects too") << "projects too" << 2 << "excludes";
+    }
+    void calibrateFromADeviceRunRefusesBadInput() {
+        QFETCH(QString, what);
+        QFETCH(int, code);
+        QFETCH(QString, message);
+        QTemporaryDir dir;
+        DeviceRun run = made_up_device_run(dir, {{"k0", "kernel", 2}, {"e0", "example", 2}});
+        QList<QJsonObject> lines{kH200Environment, results_line_of({"k0", "kernel", 2}, run.steps),
+                                 results_line_of({"e0", "example", 2}, run.steps)};
+        QStringList args{"calibrate", "--gpu-results", run.results, "--pack", run.pack};
+        QByteArray bytes = jsonl(lines);
+        if (what == "malformed") {
+            bytes += "{\"record\": \"case\", \"name\": \n";
+        } else if (what == "missing plan") {
+            QFile::remove(run.plan);
+        } else if (what == "unknown case") {
+            lines[1]["name"] = "x9";
+            bytes = jsonl(lines);
+        } else if (what == "fewer steps") {
+            QJsonObject c = lines[1];
+            QJsonArray steps = c["steps"].toArray();
+            while (steps.size() > 3) steps.removeLast();
+            c["steps"] = steps;
+            lines[1] = c;
+            bytes = jsonl(lines);
+        } else if (what == "h100") {
+            QJsonObject env = kH200Environment;
+            env["gpus"] = QJsonArray{QJsonObject{{"name", "NVIDIA H100 80GB HBM3"}, {"memory_bytes", 85e9}, {"cc", "9.0"}}};
+            lines[0] = env;
+            bytes = jsonl(lines);
+        } else if (what == "unreadable") {
+            args[2] = dir.filePath("nowhere.jsonl");
+        } else if (what == "no pack") {
+            args = QStringList{"calibrate", "--gpu-results", run.results};
+        } else if (what == "projects too") {
+            args.insert(1, example_project("mlp"));
+        }
+        tapestry::test::write_bytes(run.results, bytes);
+        const auto r = cli(args);
+        QCOMPARE(r.code, code);
+        for (const QString &part : message.split(run_dir_marker)) QVERIFY2(r.err.contains(part), qPrintable(r.err));
     }
 
     void devicesListsTheCpuBackend() {
