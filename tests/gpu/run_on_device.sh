@@ -75,7 +75,7 @@ device_here() {
     for d in $(cuda_library_dirs); do echo "$d:"; ls "$d" | grep -E 'cublasLt|cudnn\.so|nvrtc\.so|nccl' | sed 's/^/  /'; done
     python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version())" 2>&1
   } | tee "$out/environment.txt"
-  local libdirs
+  local libdirs torch_path="${LD_LIBRARY_PATH:-}"
   libdirs=$(cuda_library_dirs | paste -sd:)
   export LD_LIBRARY_PATH="$PWD/.gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
   # Each part bounded (seconds; TAPESTRY_GPU_*_S), so that a device call's limit still
@@ -86,7 +86,8 @@ device_here() {
   timeout "$bench_s" .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
   if [ $torch = 1 ]; then
     echo "== PyTorch baselines (tests/gpu/bench_torch.py)"
-    PYTHONUNBUFFERED=1 timeout "$torch_s" python3 tests/gpu/bench_torch.py --warmup 5 --iters 20 2>&1 | tee "$out/torch.log"
+    # PyTorch with its own libraries: the image's cuDNN ahead of its bundled one is refused.
+    LD_LIBRARY_PATH="$torch_path" PYTHONUNBUFFERED=1 timeout "$torch_s" python3 tests/gpu/bench_torch.py --warmup 5 --iters 20 2>&1 | tee "$out/torch.log"
   fi
   local check=(.gpu/bin/tapestry-gpu-check .gpu/pack --no-bench --out "$out" --resume)
   [ -n "$only" ] && check+=(--only "$only")
