@@ -133,6 +133,7 @@ void LaunchDialog::setBackends(const std::vector<LaunchBackendInfo> &backends) {
     backends_->clear();
     for (const LaunchBackendInfo &b : backends) {
         auto *item = new QListWidgetItem(QStringLiteral("%1 — %2").arg(b.name, b.description), backends_);
+        item->setToolTip(item->text());  // a long description (why there is no GPU) is clipped in the list
         item->setData(Qt::UserRole, b.name);
         if (b.name == picked || backends_->count() == 1) backends_->setCurrentItem(item);
     }

@@ -539,6 +539,12 @@ Expected<std::vector<GpuInfo>, std::string> cuda_gpus() {
     int count = 0;
     if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
         cudaGetLastError();
+        // The two answers a machine without a usable GPU gives, said plainly first.
+        if (e == cudaErrorInsufficientDriver)
+            return unexpected(std::string("no GPU: no CUDA driver on this machine, or one older than this build's CUDA "
+                                          "runtime (cudaGetDeviceCount: cudaErrorInsufficientDriver)"));
+        if (e == cudaErrorNoDevice)
+            return unexpected(std::string("no GPU: the CUDA driver finds no device (cudaGetDeviceCount: cudaErrorNoDevice)"));
         return unexpected(err("no GPU: cudaGetDeviceCount failed", e));
     }
     if (count == 0) return unexpected(std::string("no GPU: the CUDA runtime finds no device"));

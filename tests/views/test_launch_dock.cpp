@@ -11,7 +11,8 @@
 // settings); a plan shown again — in this window or after the session is opened
 // anew — lists its earlier launches, found in the session by content.
 //
-// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-launch.png.
+// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-launch.png and
+// studio-launch-dialog.png.
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -193,6 +194,10 @@ private slots:
             if (!launch::cuda_gpus()) QVERIFY2(cuda.contains(QStringLiteral("no GPU")), qPrintable(cuda));
         }
         QCOMPARE(dialog->backendList()->currentRow(), 0);
+        if (const QString shots = screenshotDir(); !shots.isEmpty()) {
+            QTest::qWait(100);
+            QVERIFY(dialog->grab().save(QDir(shots).filePath(QStringLiteral("studio-launch-dialog.png"))));
+        }
         QVERIFY2(dialog->planLabel()->text().contains(QStringLiteral("4 × host")),
                  qPrintable(dialog->planLabel()->text()));
         QVERIFY(dialog->randomInputsButton()->isChecked());
