@@ -282,8 +282,19 @@ int run(const Options &o) {
             if (lost()) return 3;
             continue;
         }
-        const Comparison cmp = compare(result->outputs, fs::path(o.pack) / c.value("reference", ""),
-                                       c.value("outputs", json::object()));
+        Comparison cmp = compare(result->outputs, fs::path(o.pack) / c.value("reference", ""),
+                                 c.value("outputs", json::object()));
+        // Kernel cases: the double-precision oracle too.
+        if (c.contains("oracle") && c["oracle"].is_string()) {
+            json wanted = json::object();
+            const json outputs = c.value("outputs", json::object());
+            for (const auto &[id, spec] : outputs.items())
+                if (spec.contains("oracle")) wanted[id] = spec["oracle"];
+            const Comparison vs = compare(result->outputs, fs::path(o.pack) / c["oracle"].get<std::string>(), wanted);
+            cmp.ok = cmp.ok && vs.ok;
+            cmp.text += "vs oracle: " + vs.text;
+            rec["outputs_vs_oracle"] = vs.detail;
+        }
         rec["outputs"] = cmp.detail;
         rec["ok"] = cmp.ok;
         std::vector<std::pair<double, double>> times(p.steps.size(), {0, 0});

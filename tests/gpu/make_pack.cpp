@@ -23,6 +23,9 @@
 // id in "outputs": read_npy("reference"/file) (bf16 references are f32 files) and
 // verify::compare_values(actual, reference, atol, rtol) — atol already absolute.
 // "cpu_check" says how the same launch did on the cpu backend here ("pass").
+// Kernel cases also have "oracle" (a folder) and per output "oracle": {file, atol,
+// rtol, scale}: the double-precision oracle's values (as f32) and the tolerance
+// check.h gives the oracle comparison; the checker compares with both.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -49,6 +52,7 @@
 #include "launch/cpu_backend.h"
 #include "launch/launch.h"
 #include "op_cases.h"
+#include "ops/evaluate.h"
 #include "ops/library.h"
 #include "passes/pipeline_builder.h"
 #include "plan/plan_file.h"
@@ -200,6 +204,30 @@ Expected<std::map<TensorId, TensorData>, std::string> reference_outputs(const Gr
     auto run = (*program)->run(inputs);
     if (!run) return unexpected("reference run: " + run.error());
     return std::move(run->outputs);
+}
+
+// The double-precision oracle's outputs of the plan's graph (ops/evaluate.h), as
+// `tapestry launch --oracle` computes them, kept as f32 (their rounding, ~6e-8
+// relative, is far below any tolerance the checks use): the kernel cases' second
+// reference, so the GPU's kernels are held to the oracle and not only to the CPU's.
+Expected<std::map<TensorId, TensorData>, std::string> oracle_outputs(const Graph &g,
+                                                                     const std::map<TensorId, TensorData> &inputs) {
+    auto ref_inputs = verify::oracle_inputs(g, inputs);
+    if (!ref_inputs) return unexpected("oracle: " + ref_inputs.error());
+    EvaluationOptions eval;
+    eval.run_shards = false;
+    auto values = evaluate_reference(g, *ref_inputs, OpLibrary::standard(), eval);
+    if (!values) return unexpected("oracle: " + values.error());
+    std::map<TensorId, TensorData> out;
+    for (const TensorPtr &t : g.tensors()) {
+        if (t->role != TensorRole::output) continue;
+        auto v = values->find(t->id);
+        if (v == values->end()) return unexpected("oracle: no value for output '" + t->id.value + "'");
+        TensorData d(dtype_is_float(t->dtype) ? DType::f32 : t->dtype, t->shape());
+        for (std::int64_t i = 0; i < d.element_count(); ++i) d.set(i, v->second.data[static_cast<size_t>(i)]);
+        out.emplace(t->id, std::move(d));
+    }
+    return out;
 }
 
 // The tolerance check.h applies to an output against this reference: its options
@@ -452,6 +480,14 @@ std::string cpu_check(const fs::path &root, const plan::Plan &p, const std::map<
         const verify::OutputComparison c =
             verify::compare_values(mine->second, *ref, o["atol"].get<double>(), o["rtol"].get<double>());
         if (!c.pass) return "output '" + id + "' differs: max |error| " + std::to_string(c.max_abs_error);
+        if (o.contains("oracle")) {
+            const ordered_json &q = o["oracle"];
+            auto oracle = read_npy(root / entry["oracle"].get<std::string>() / q["file"].get<std::string>());
+            if (!oracle) return oracle.error();
+            const verify::OutputComparison v =
+                verify::compare_values(mine->second, *oracle, q["atol"].get<double>(), q["rtol"].get<double>());
+            if (!v.pass) return "output '" + id + "' differs from the oracle: max |error| " + std::to_string(v.max_abs_error);
+        }
     }
     return "pass";
 }
@@ -483,6 +519,16 @@ Expected<ordered_json, std::string> write_case(PackWriter &pack, std::map<std::s
     if (std::string e = write_reference_part(pack, shared, p.graph, c, *reference, dir / "reference", entry);
         !e.empty())
         return unexpected(e);
+    if (c.group == "kernel") {  // small graphs: the oracle too ("oracle", and per output its file and tolerance)
+        auto oracle = oracle_outputs(p.graph, inputs);
+        if (!oracle) return unexpected(oracle.error());
+        auto files = write_reference(p.graph, *oracle, dir / "oracle");
+        if (!files) return unexpected(files.error());
+        entry["oracle"] = pack.keep(dir / "oracle");
+        for (const TensorPtr &t : p.graph.tensors())
+            if (t->role == TensorRole::output)
+                entry["outputs"][t->id.value]["oracle"] = output_tolerance(*t, oracle->at(t->id), files->at(t->id));
+    }
     if (check_on_cpu) entry["cpu_check"] = cpu_check(pack.root(), p, inputs, entry);
     return entry;
 }
