@@ -13,20 +13,11 @@ Expected<std::map<OpId, ResolvedPlanOp>, std::string> resolve_plan_ops(const Gra
     std::map<OpId, ResolvedPlanOp> out;
     for (const OpPtr &op : g.operations()) {
         const std::string which = "operation '" + op->id.value + "'";
+        auto resolved = resolve_operation(g, *op, lib);
+        if (!resolved) return unexpected(which + ": " + resolved.error());
         ResolvedPlanOp info;
+        static_cast<OpResolution &>(info) = std::move(resolved).value();
         info.op = op.get();
-        info.def = lib.find(op->kind);
-        if (!info.def) return unexpected(which + ": unknown kind '" + op->kind + "'");
-        auto types = operand_types(g, *op);
-        if (!types) return unexpected(which + ": " + types.error().message);
-        info.operands = types_in_port_order(*types, info.def->input_ports());
-        auto rel = lib.derive(op->kind, op->params, *types);
-        if (!rel) return unexpected(which + ": " + rel.error().message);
-        info.relative = std::move(rel).value();
-        auto abs = resolve(g, *op, lib);
-        if (!abs) return unexpected(which + ": " + abs.error().message);
-        info.absolute = std::move(abs).value().signature;
-        info.params = lib.with_defaults(*info.def, op->params);
         out.emplace(op->id, std::move(info));
     }
     return out;
@@ -39,14 +30,14 @@ Expected<StepOperands, std::string> bind_kernel_step(const plan::Plan &plan, con
     const ResolvedPlanOp &info = it->second;
     StepOperands out;
     out.op = &info;
-    out.index = info.absolute.index_space;
+    out.index = info.absolute.signature.index_space;
     if (!s.shard.empty()) {
         const auto sh = std::find_if(info.op->shards.begin(), info.op->shards.end(),
                                      [&](const Shard &x) { return x.id.value == s.shard; });
         if (sh == info.op->shards.end()) return unexpected("operation '" + s.op + "' has no shard '" + s.shard + "'");
         out.index = sh->index;
     }
-    const ShardSelections sel = derive_shard_selections(plan.graph, *info.op, info.absolute, out.index);
+    const ShardSelections sel = derive_shard_selections(plan.graph, *info.op, info.absolute.signature, out.index);
     auto bind = [&](const TensorSelection &t, const std::vector<plan::Region> &regions,
                     const char *what) -> Expected<StepOperand, std::string> {
         const Tensor *tensor = plan.graph.find_tensor(t.tensor);

@@ -14,17 +14,13 @@
 #include "common/expected.h"
 #include "graph/signature.h"
 #include "ops/library.h"
+#include "ops/port_order.h"
 #include "plan/plan.h"
 
 namespace tapestry::launch {
 
-struct ResolvedPlanOp {
+struct ResolvedPlanOp : OpResolution {
     const Operation *op = nullptr;
-    const OpDef *def = nullptr;
-    Params params;                    // defaults filled in
-    Derivation relative;              // zero-origin operands
-    Signature absolute;               // projections in tensor coordinates
-    std::vector<PortTypes> operands;  // input types, port order
 };
 
 // Every operation of the plan's graph, by id; fails naming the operation.

@@ -25,21 +25,17 @@ Expected<ResolvedOps, std::string> resolve_operations(const Graph &g, const OpLi
     const auto order = dependency_order(g).order;  // validation has refused cycles
     for (const Operation *op : order) {
         const std::string which = "operation " + quoted(op->id.value);
+        const KernelFactory *factory = find_kernel(op->kind);
+        if (!lib.find(op->kind) || !factory) return unexpected(which + ": no CPU kernel for kind " + quoted(op->kind));
+        auto resolved = resolve_operation(g, *op, lib);
+        if (!resolved) return unexpected(which + ": " + resolved.error());
         ResolvedOp info;
         info.op = op;
-        info.def = lib.find(op->kind);
-        const KernelFactory *factory = find_kernel(op->kind);
-        if (!info.def || !factory) return unexpected(which + ": no CPU kernel for kind " + quoted(op->kind));
-        auto types = operand_types(g, *op);
-        if (!types) return unexpected(which + ": " + types.error().message);
-        info.operands = types_in_port_order(*types, info.def->input_ports());
-        auto rel = lib.derive(op->kind, op->params, *types);
-        if (!rel) return unexpected(which + ": " + rel.error().message);
-        info.relative = std::move(rel).value();
-        auto abs = resolve(g, *op, lib);
-        if (!abs) return unexpected(which + ": " + abs.error().message);
-        info.absolute = std::move(abs).value();
-        info.params = lib.with_defaults(*info.def, op->params);
+        info.def = resolved->def;
+        info.operands = std::move(resolved->operands);
+        info.relative = std::move(resolved->relative);
+        info.absolute = std::move(resolved->absolute);
+        info.params = std::move(resolved->params);
         info.order = static_cast<int>(out.ops.size());
         out.index[op->id] = info.order;
         out.factories.push_back(factory);
