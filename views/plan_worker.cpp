@@ -66,6 +66,7 @@ HostOutcome PlanWorker::measure(int threads, const cpu::ProbeProgress &progress)
             f.memory_bandwidth = m->memory_bandwidth;
             f.memory_bytes = m->memory_bytes;
             f.launch_overhead = m->launch_overhead;
+            f.cores = m->threads;
             f.note = "oneDNN " + m->isa + ", " + std::to_string(m->threads) +
                      " threads: 1024³ GEMM, 256 MiB copy, one-element primitive";
             out.target = cost::measured_target(*base, f);

@@ -27,6 +27,7 @@ Expected<cost::Target, std::string> measure_host_target(int threads, bool progre
     f.memory_bandwidth = m->memory_bandwidth;
     f.memory_bytes = m->memory_bytes;
     f.launch_overhead = m->launch_overhead;
+    f.cores = m->threads;
     f.note = "oneDNN " + m->isa + ", " + std::to_string(m->threads) + " threads: 1024³ GEMM, 256 MiB copy, one-element primitive";
     return cost::measured_target(*base, f);
 }

@@ -114,7 +114,9 @@ double Model::curve_size(const KernelWork &w) const {
 }
 
 double Model::device_share() const {
-    return target_.kind == "cpu" ? 1.0 / std::max(1, shape_.devices()) : 1.0;
+    if (target_.kind != "cpu") return 1.0;
+    if (shape_.shared_cores > 0) return static_cast<double>(shape_.threads_per_device()) / shape_.shared_cores;
+    return 1.0 / std::max(1, shape_.devices());
 }
 
 double Model::roofline_seconds(const KernelWork &w) const {
@@ -141,7 +143,9 @@ const Link &Model::link_between(int a, int b) const {
 }
 
 double Model::transfer_seconds(double bytes, int from, int to) const {
-    if (from == to) return copy_seconds(bytes);
+    // Devices sharing one machine's memory (a cpu target): a transfer is a copy
+    // from one device's memory into the other's, on the cores they share.
+    if (from == to || (shape_.shared_cores > 0 && shape_.node_of(from) == shape_.node_of(to))) return copy_seconds(bytes);
     const Link &l = link_between(from, to);
     return l.latency.value + bytes / l.effective_bandwidth();
 }

@@ -83,9 +83,11 @@ public:
 
     // The size a class's efficiency curve is indexed by (FLOPs or bytes).
     double curve_size(const KernelWork &w) const;
-    // The share of the target's compute and memory bandwidth one device has: 1 for
-    // a GPU; 1/n for the n devices of a CPU target, which are workers sharing one
-    // machine's cores and memory (its figures are measured with all threads).
+    // The share of the target's compute and memory bandwidth one kernel has: 1 for
+    // a GPU; for a CPU target, whose devices are workers sharing one machine's
+    // cores (its figures are measured with all of them), the cores one device's
+    // kernel runs on (ClusterShape::threads_per_device) out of them — 1/n for n
+    // devices when the core count is not known.
     double device_share() const;
     // max(flops / (peak(dtype)·share), bytes / (bandwidth·share)): the bound, without efficiency.
     double roofline_seconds(const KernelWork &w) const;
@@ -95,7 +97,8 @@ public:
     double copy_seconds(double bytes) const;
     // The link between two devices of the cluster (intra-node or inter-node).
     const Link &link_between(int a, int b) const;
-    // One point-to-point transfer: α + S/β of the link it crosses.
+    // One point-to-point transfer: α + S/β of the link it crosses; a copy
+    // (copy_seconds) between devices sharing one machine's memory (shared_cores).
     double transfer_seconds(double bytes, int from, int to) const;
     // The faster of ring and tree (as NCCL's tuner picks; tree only for
     // all-reduce, as in NCCL) on these devices; a

@@ -215,6 +215,9 @@ Expected<Target, std::string> parse_target(const std::string &text, const std::s
         t.device.memory_bandwidth = device_figure("memory_bandwidth");
         t.device.launch_overhead = device_figure("launch_overhead");
         t.device.power = r.figure(*dev, "power", "device", false);
+        t.device.cores = r.figure(*dev, "cores", "device", false);
+        if (!r.failed() && t.device.cores.present && (t.device.cores.value < 1 || t.device.cores.value > 65536))
+            r.fail("device.cores.value", "expected a core count from 1 to 65536");
         if (const json *ws = r.member(*dev, "workspace", "device", false)) {
             if (!ws->is_object()) r.fail("device.workspace", "expected an object of kernel classes");
             else
@@ -320,6 +323,7 @@ Expected<Target, std::string> parse_target(const std::string &text, const std::s
     check_source("device.memory_bandwidth", t.device.memory_bandwidth.source);
     check_source("device.launch_overhead", t.device.launch_overhead.source);
     check_source("device.power", t.device.power.source);
+    check_source("device.cores", t.device.cores.source);
     for (int c = 0; c < kKernelClasses; ++c) {
         check_source(std::string("device.efficiency.") + kClassNames[c], t.device.efficiency[static_cast<size_t>(c)].source);
         check_source(std::string("device.workspace.") + kClassNames[c], t.device.workspace[static_cast<size_t>(c)].source);
@@ -358,6 +362,7 @@ std::string target_json(const Target &t) {
     if (t.device.memory_bandwidth.present) dev["memory_bandwidth"] = figure_json(t.device.memory_bandwidth);
     if (t.device.launch_overhead.present) dev["launch_overhead"] = figure_json(t.device.launch_overhead);
     if (t.device.power.present) dev["power"] = figure_json(t.device.power);
+    if (t.device.cores.present) dev["cores"] = figure_json(t.device.cores);
     json eff;
     for (int c = 0; c < kKernelClasses; ++c) {
         const EfficiencyCurve &e = t.device.efficiency[static_cast<size_t>(c)];
@@ -446,6 +451,7 @@ Target measured_target(Target t, const HostFigures &f) {
     set(t.device.memory_bandwidth, f.memory_bandwidth);
     set(t.device.memory_bytes, f.memory_bytes);
     set(t.device.launch_overhead, f.launch_overhead);
+    set(t.device.cores, f.cores);
     // The host's shared-memory link moves data at the measured copy bandwidth.
     for (Link &l : t.links)
         if (l.link_class == "host_shared_memory" && f.memory_bandwidth > 0) set(l.bandwidth, f.memory_bandwidth / 2);
@@ -453,6 +459,14 @@ Target measured_target(Target t, const HostFigures &f) {
     t.sources["measured"] = Source{"measured on this machine", "", "measurement", f.note};
     t.origin = "measured";
     return t;
+}
+
+int ClusterShape::threads_per_device() const {
+    return shared_cores > 0 ? std::max(1, shared_cores / std::max(1, devices())) : 0;
+}
+
+int ClusterShape::concurrent_steps() const {
+    return shared_cores > 0 ? std::max(1, shared_cores / threads_per_device()) : 0;
 }
 
 std::string ClusterShape::device_name(int d) const {
@@ -481,6 +495,7 @@ Expected<ClusterShape, std::string> cluster_shape(const Target &t, int devices, 
     const Cluster &base = nodes > 1 && multi ? *multi : *single;
     s.intra_node = base.intra_node;
     s.inter_node = base.inter_node;
+    if (t.kind == "cpu" && t.device.cores.present) s.shared_cores = static_cast<int>(t.device.cores.value);
     if (nodes > 1 && s.inter_node.empty())
         return unexpected("target '" + t.name + "' has no inter-node link, so it cannot span " + std::to_string(nodes) +
                           " nodes");

@@ -72,6 +72,9 @@ struct Device {
     // Watts: the board's power limit (TDP), where the vendor publishes one. The
     // search's energy objective takes it (absent: no energy predictions).
     Figure power;
+    // A cpu target: the cores its figures were measured with, which its virtual
+    // devices share (cluster_shape divides them among the devices).
+    Figure cores;
     std::array<EfficiencyCurve, kKernelClasses> efficiency;
     // Workspace a kernel of the class may use (bytes), when the device's library
     // takes one: cuBLASLt's workspace for gemm, cuDNN's for convolution. A backend
@@ -118,6 +121,7 @@ Expected<Target, std::string> builtin_target(const std::string &name);
 struct HostFigures {
     double f32_flops = 0, bf16_flops = 0, memory_bandwidth = 0, memory_bytes = 0, launch_overhead = 0;
     std::string note;  // how and when it was measured, e.g. "avx512_core_bf16, 2 threads, 2026-11-25"
+    int cores = 0;     // the threads the figures were measured with (0: not known)
 };
 Target measured_target(Target base, const HostFigures &figures);
 
@@ -129,7 +133,14 @@ struct ClusterShape {
     int devices_per_node = 1;
     std::string intra_node;  // link names
     std::string inter_node;
+    // A cpu target's devices are workers sharing one machine's cores: how many
+    // (0: each device is hardware of its own, as a GPU). A kernel then runs on
+    // threads_per_device() of them and at most concurrent_steps() steps run at
+    // once — as the cpu backend runs them (docs/launch.md).
+    int shared_cores = 0;
     int devices() const { return nodes * devices_per_node; }
+    int threads_per_device() const;  // max(1, shared_cores / devices); 0 when not shared
+    int concurrent_steps() const;    // max(1, shared_cores / threads_per_device); 0: no limit
     std::string device_name(int d) const;  // "1:3"
     int node_of(int d) const { return d / devices_per_node; }
 };

@@ -100,6 +100,21 @@ public:
         return std::monostate{};
     }
 
+    // How many of this process's steps may run at once after prepare(), 0: no
+    // limit. A backend whose devices share the machine's cores (the cpu backend)
+    // gives its cores over the threads one kernel runs on; the launcher then
+    // admits steps in plan order into that many slots, so a kernel always has its
+    // cores to itself and plan::simulate predicts the same schedule
+    // (ClusterShape::concurrent_steps).
+    virtual int concurrent_steps() const { return 0; }
+    // Whether the launcher uses each device's memory in plan order: steps admitted
+    // in plan order, and a step that begins an arena buffer's lifetime on a device
+    // admitted only after every earlier step that ends one there has finished
+    // (plan::memory_events). Then every device's measured peak is the plan order's,
+    // which plan::simulate predicts for a plan of devices sharing a machine. The
+    // host backends do; a GPU backend, whose streams overlap, does not.
+    virtual bool orders_memory() const { return false; }
+
     // A backend that times steps on the device itself (the cuda backend: CUDA
     // events around each step) gives a finished step's [start, end) in seconds
     // since synchronize(); the launcher then reports these instead of its own

@@ -18,6 +18,9 @@ public:
     explicit CpuBackend(const CpuBackendOptions &options) : HostBackend(options) {}
 
     std::string name() const override { return "cpu"; }
+    // Every device is in this process, on the machine's cores: as many steps at
+    // once as the cores hold kernels of threads_for() threads.
+    int concurrent_steps() const override { return std::max(1, machine_cores() / kernel_threads()); }
     std::string describe() const override {
         const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
         const std::int64_t available = cpu::available_memory();

@@ -34,9 +34,9 @@ std::string buffer_name(const plan::Plan &plan, int b) {
            " on " + plan.devices[static_cast<size_t>(buf.device)].name + ")";
 }
 
-int cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
-
 }  // namespace
+
+int HostBackend::machine_cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 HostBackend::HostBackend(const CpuBackendOptions &options) : options_(options) {}
 HostBackend::~HostBackend() = default;
@@ -48,7 +48,7 @@ std::int64_t HostBackend::device_capacity(int devices) const {
 }
 
 int HostBackend::threads_for(int local_devices) const {
-    return options_.kernel_threads > 0 ? options_.kernel_threads : std::max(1, cores() / std::max(1, local_devices));
+    return options_.kernel_threads > 0 ? options_.kernel_threads : std::max(1, machine_cores() / std::max(1, local_devices));
 }
 
 Expected<std::monostate, std::string> HostBackend::prepare(const plan::Plan &plan) {
@@ -152,6 +152,9 @@ Expected<std::monostate, std::string> HostBackend::allocate(const plan::Plan &pl
         const std::size_t size = schedule::align_up(static_cast<std::size_t>(dev.arena_bytes));
         auto *p = static_cast<std::byte *>(std::aligned_alloc(schedule::kArenaAlign, size));
         if (!p) return unexpected("device " + dev.name + ": its arena of " + byte_text(dev.arena_bytes) + " could not be allocated");
+        // Touched now, so that no step pays for the arena's first page faults: a
+        // device's memory is there before the plan runs, as a GPU's is.
+        std::memset(p, 0, size);
         arenas_.emplace_back(p);
     }
     data_.assign(plan.buffers.size(), nullptr);

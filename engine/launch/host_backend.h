@@ -28,6 +28,7 @@ public:
     ~HostBackend() override;
 
     int max_devices() const override { return options_.max_devices; }
+    bool orders_memory() const override { return true; }
     std::int64_t device_capacity(int devices) const override;
     Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override;
     Expected<std::monostate, std::string> upload(int buffer, std::span<const std::byte> bytes) override;
@@ -56,6 +57,9 @@ protected:
     }
     // Kernel threads for a plan of `devices` devices of which `local_devices` are here.
     int threads_for(int local_devices) const;
+    // The threads each kernel of the prepared plan runs on.
+    int kernel_threads() const { return threads_; }
+    static int machine_cores();
 
     const plan::Plan *plan_ = nullptr;
     CpuBackendOptions options_;

@@ -69,6 +69,28 @@ public:
                     ++needed_[i];
                     work_[static_cast<size_t>(k)].push_back(static_cast<int>(i));
                 }
+            if (needed_[i] > 0) {
+                ticket_.push_back(static_cast<int>(admission_.size()));
+                admission_.push_back(static_cast<int>(i));
+            } else {
+                ticket_.push_back(-1);
+            }
+        }
+        slots_ = backend.concurrent_steps();
+        ordered_ = slots_ > 0 || backend.orders_memory();
+        if (backend.orders_memory()) {
+            // Per step and device of this process it allocates on: how many earlier
+            // steps free there (every step touching a device's buffers holds one of
+            // its streams, so runs where the device is).
+            memory_ = plan::memory_events(plan);
+            std::vector<int> frees(plan.devices.size(), 0);
+            frees_before_.resize(n);
+            for (size_t i = 0; i < n; ++i) {
+                for (int d : memory_.allocates[i])
+                    if (backend.owns(d)) frees_before_[i].emplace_back(d, frees[static_cast<size_t>(d)]);
+                for (int d : memory_.frees[i]) ++frees[static_cast<size_t>(d)];
+            }
+            freed_.assign(plan.devices.size(), 0);
         }
     }
 
@@ -176,16 +198,47 @@ private:
                 if (!wait(lock, stream, s, finished, blame_ends)) return;
                 continue;
             }
+            if (ordered_) {
+                // Admitted in plan order (into one of the slots, on shared cores);
+                // beginning a buffer's lifetime only once the earlier ones ended there.
+                // A later free cannot have run yet, so counting the frees suffices.
+                auto memory_free = [&] {
+                    if (frees_before_.empty()) return true;
+                    for (const auto &[d, count] : frees_before_[static_cast<size_t>(s)])
+                        if (freed_[static_cast<size_t>(d)] < count) return false;
+                    return true;
+                };
+                auto admitted = [&] {
+                    return admitted_ == ticket_[static_cast<size_t>(s)] && (slots_ <= 0 || running_ < slots_) &&
+                           memory_free();
+                };
+                auto blame_slot = [&] {
+                    if (admitted_ < ticket_[static_cast<size_t>(s)])
+                        return "the steps before it in plan order have not started (" +
+                               step_name(plan_, admission_[static_cast<size_t>(admitted_)]) + " is next)";
+                    if (!memory_free())
+                        return std::string("the earlier steps that end buffers' lifetimes on its device have not finished");
+                    return "all " + std::to_string(slots_) + " of the machine's step slots stayed busy";
+                };
+                if (!wait(lock, stream, s, admitted, blame_slot)) return;
+                ++admitted_;
+                ++running_;
+                cv_.notify_all();
+            }
             if (options_.cancelled && options_.cancelled()) {
                 cancelled_ = true;
                 fail(s, step.device, "cancelled");
                 return;
             }
-            lock.unlock();
+            // Timed from its admission (under the lock): the measured starts keep plan order.
             const double start = now();
+            lock.unlock();
             Expected<StepOutcome, std::string> r = execute(s, step);
             const double end = now();
             lock.lock();
+            if (ordered_) --running_;
+            if (!frees_before_.empty())
+                for (int d : memory_.frees[static_cast<size_t>(s)]) ++freed_[static_cast<size_t>(d)];
             if (!r) {
                 fail(s, step.device,
                      step_name(plan_, s) + " on device " + device_name(plan_, step.device) + " (rank " +
@@ -224,6 +277,18 @@ private:
     std::condition_variable cv_;
     std::vector<int> arrived_;
     std::vector<char> done_;
+    // Shared cores (Backend::concurrent_steps): the steps this process runs in plan
+    // order, each step's place among them (-1: not here), how many have been
+    // admitted and how many are running.
+    int slots_ = 0;
+    bool ordered_ = false;
+    std::vector<int> admission_, ticket_;
+    int admitted_ = 0, running_ = 0;
+    // Memory in plan order (Backend::orders_memory): per step, (device, frees
+    // before it there) for each device it allocates on; per device, frees done.
+    plan::MemoryEvents memory_;
+    std::vector<std::vector<std::pair<int, int>>> frees_before_;
+    std::vector<int> freed_;
     std::vector<MeasuredStep> measured_;
     int finished_ = 0;
     bool aborted_ = false, cancelled_ = false;

@@ -21,11 +21,13 @@ bool measures_plan_target(const plan::Plan &plan, const std::string &backend, co
     return hardware.find(model) != std::string::npos;
 }
 
-std::optional<cost::KernelWork> step_work(const plan::Step &s) {
+std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::Step &s) {
     if (s.kind == plan::StepKind::kernel)
         return cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype,
                                 s.flops, s.bytes};
-    if (s.kind == plan::StepKind::copy) return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
+    const bool shared_copy = s.kind == plan::StepKind::send_recv && plan.cluster.shared_cores > 0 &&
+                             plan.cluster.node_of(s.device) == plan.cluster.node_of(s.peer);
+    if (s.kind == plan::StepKind::copy || shared_copy) return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
     return std::nullopt;
 }
 
@@ -34,7 +36,7 @@ std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Mod
     std::vector<double> out;
     out.reserve(plan.steps.size());
     for (const plan::Step &s : plan.steps) {
-        const auto w = step_work(s);
+        const auto w = step_work(plan, s);
         out.push_back(w ? model.kernel_seconds(*w) * calibration.factor(w->kernel_class, model.curve_size(*w)) : s.predicted);
     }
     return out;
@@ -44,7 +46,7 @@ std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan,
                                                          const LaunchResult &result) {
     std::vector<cost::CalibrationSample> out;
     for (const MeasuredStep &m : result.steps) {
-        const auto w = step_work(plan.steps[static_cast<size_t>(m.step)]);
+        const auto w = step_work(plan, plan.steps[static_cast<size_t>(m.step)]);
         if (!w) continue;
         const double measured = m.end - m.start;
         const double predicted = model.kernel_seconds(*w);

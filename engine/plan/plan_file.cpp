@@ -159,6 +159,7 @@ std::string plan_json(const Plan &plan, const Prediction *prediction) {
                           {"devices_per_node", plan.cluster.devices_per_node},
                           {"intra_node", plan.cluster.intra_node},
                           {"inter_node", plan.cluster.inter_node}};
+    if (plan.cluster.shared_cores > 0) doc["cluster"]["shared_cores"] = plan.cluster.shared_cores;
     json devices = json::array();
     for (const Device &d : plan.devices)
         devices.push_back(json{{"name", d.name}, {"node", d.node}, {"arena_bytes", d.arena_bytes},
@@ -256,6 +257,7 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
         plan.cluster.devices_per_node = static_cast<int>(r.integer(*c, "devices_per_node", "cluster", 1, 1 << 10));
         plan.cluster.intra_node = r.str(*c, "intra_node", "cluster");
         plan.cluster.inter_node = r.str(*c, "inter_node", "cluster", false);
+        plan.cluster.shared_cores = static_cast<int>(r.integer(*c, "shared_cores", "cluster", 1, 1 << 16, false, 0));
     }
     if (const json *g = r.at(doc, "graph", "")) {
         LoadResult loaded = parse_project(g->dump(), "graph");

@@ -1,14 +1,33 @@
 // Streams are in-order queues and the plan order is a topological order, so one
 // pass in plan order is the event-driven schedule: each step starts at the latest
-// of its dependencies' ends and its streams' free times.
+// of its dependencies' ends and its streams' free times — and, on a machine whose
+// cores the devices share, of the previous step's start and the earliest end among
+// the steps holding the slots.
 #include "plan/simulate.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <queue>
 
 #include "common/checked_size.h"
 
 namespace tapestry::plan {
+
+MemoryEvents memory_events(const Plan &plan) {
+    MemoryEvents m;
+    m.allocates.resize(plan.steps.size());
+    m.frees.resize(plan.steps.size());
+    auto note = [](std::vector<int> &devices, int d) {
+        if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    };
+    for (const Buffer &b : plan.buffers) {
+        if (!b.in_arena() || b.first < 0 || b.last < 0) continue;
+        if (static_cast<size_t>(b.first) < m.allocates.size()) note(m.allocates[static_cast<size_t>(b.first)], b.device);
+        if (static_cast<size_t>(b.last) < m.frees.size()) note(m.frees[static_cast<size_t>(b.last)], b.device);
+    }
+    return m;
+}
 
 Prediction simulate(const Plan &plan) {
     std::vector<double> d;
@@ -23,11 +42,27 @@ Prediction simulate(const Plan &plan, const std::vector<double> &durations) {
     p.steps.resize(plan.steps.size());
     p.devices.resize(n);
     std::vector<double> compute_free(n, 0), comm_free(n, 0);
+    // Shared cores: the ends of the steps holding the slots (earliest first), and
+    // the last admitted step's start.
+    const int slots = plan.cluster.concurrent_steps();
+    std::priority_queue<double, std::vector<double>, std::greater<>> held;
+    double admitted = 0;
+    // … and memory in plan order: per device, the latest end of a step that freed there.
+    const MemoryEvents memory = slots > 0 ? memory_events(plan) : MemoryEvents{};
+    std::vector<double> freed(n, 0);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
         const Step &s = plan.steps[i];
         const double dur = i < durations.size() ? durations[i] : s.predicted;
         double start = 0;
         for (int d : s.deps) start = std::max(start, p.steps[static_cast<size_t>(d)].end);
+        if (slots > 0) {
+            start = std::max(start, admitted);
+            for (int d : memory.allocates[i]) start = std::max(start, freed[static_cast<size_t>(d)]);
+            if (static_cast<int>(held.size()) >= slots) {
+                start = std::max(start, held.top());
+                held.pop();
+            }
+        }
         auto streams = [&](auto &&f) {
             if (s.kind == StepKind::collective) {
                 for (int d : s.participants) f(comm_free[static_cast<size_t>(d)], static_cast<size_t>(d));
@@ -41,6 +76,11 @@ Prediction simulate(const Plan &plan, const std::vector<double> &durations) {
         streams([&](double &free, size_t) { start = std::max(start, free); });
         const double end = start + dur;
         p.steps[i] = StepTime{start, end};
+        if (slots > 0) {
+            admitted = start;
+            held.push(end);
+            for (int d : memory.frees[i]) freed[static_cast<size_t>(d)] = std::max(freed[static_cast<size_t>(d)], end);
+        }
         streams([&](double &free, size_t d) {
             free = end;
             DeviceLoad &load = p.devices[d];

@@ -5,6 +5,16 @@
 // of every participant). Gives the makespan, per-device busy, communication and
 // idle time, and memory over time from buffer lifetimes. Every figure is a
 // prediction.
+//
+// When the devices share one machine's cores (a cpu target: cluster
+// shared_cores), at most ClusterShape::concurrent_steps() steps run at once and
+// they are admitted in plan order: a step starts no earlier than the step before
+// it in plan order, and when one of the slots is free — the cpu backend's rule.
+// Its memory is then used in plan order too: a step that begins an arena
+// buffer's lifetime on a device starts after every earlier step that ends one
+// there (memory_events) — so every device's peak is the plan order's, whatever
+// the durations, and a host backend that keeps the same two rules measures the
+// same peak.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +51,13 @@ struct Prediction {
     std::int64_t peak = 0;    // the largest device peak
     int peak_device = 0;
 };
+
+// Per step, the devices where it is the first step of an arena buffer's
+// lifetime (it allocates there) and where it is the last (it frees there).
+struct MemoryEvents {
+    std::vector<std::vector<int>> allocates, frees;
+};
+MemoryEvents memory_events(const Plan &plan);
 
 // With each step's Step::predicted as its duration.
 Prediction simulate(const Plan &plan);

@@ -5,12 +5,14 @@
 //               ratio of medians of the two wall times. Target ≤ 1.05.
 //   accuracy  — the GPT-2 block planned for the measured host target on 1, 2 and
 //               4 devices × round-robin and the four baselines, each launched
-//               twice: the first launches fit the calibration table, the second
-//               are predicted with and without it. Per step (kernels and copies):
-//               median |predicted − measured| / measured, target ≤ 15% after
-//               calibration; per plan: Kendall τ between predicted and measured
-//               step time (makespan vs wall), target ≥ 0.8.
-//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE]
+//               1 + N times (--rounds): the first launch fits the calibration
+//               table, the median of the other N (per step, and the wall time)
+//               is compared with the predictions with and without it. Per step
+//               (kernels and copies): median |predicted − measured| / measured,
+//               target ≤ 15% after calibration; per plan: Kendall τ between
+//               predicted and measured step time (makespan vs wall), target ≥ 0.8.
+//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE] [--steps]
+//   (--steps: the overhead part also prints each launched step's median time)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -54,7 +56,7 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-int overhead(int rounds) {
+int overhead(int rounds, bool per_step) {
     std::printf("overhead: 1-device plan launched (cpu backend) vs tapestry run's executor (cpu::Program, 2 threads), "
                 "same inputs, alternating, %d rounds; wall = first step's start to last step's end\n", rounds);
     int worse = 0;
@@ -76,6 +78,7 @@ int overhead(int rounds) {
         auto backend = launch::make_cpu_backend(bo);
         const auto run_inputs = make_random_inputs(g, 1);
         std::vector<double> run_ms, launch_ms, run_call_ms, launch_call_ms;
+        std::vector<std::vector<double>> step_ms(r->plan.steps.size());
         for (int k = 0; k < rounds + 1; ++k) {  // round 0 warms both up
             // `tapestry run` compiles its program (oneDNN primitives) and runs it; a
             // launch prepares its kernels and runs: both whole calls are timed.
@@ -92,6 +95,7 @@ int overhead(int rounds) {
             launch_ms.push_back(b->wall_seconds * 1e3);
             run_call_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
             launch_call_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+            for (const launch::MeasuredStep &m : b->steps) step_ms[static_cast<size_t>(m.step)].push_back((m.end - m.start) * 1e3);
         }
         // The whole call is what a user waits for: the launch's covers preparing its
         // kernels, allocating its arenas and loading the inputs; run's its compile
@@ -101,20 +105,41 @@ int overhead(int rounds) {
         std::printf("  %-10s whole call: run %8.2f ms  launch %8.2f ms  launch/run %.3f %-7s   steps only: run %8.2f ms  launch %8.2f ms  (%.3f)\n",
                     name, median(run_call_ms), median(launch_call_ms), ratio, ratio <= 1.05 ? "met" : "NOT met",
                     median(run_ms), median(launch_ms), median(launch_ms) / median(run_ms));
+        if (per_step)
+            for (size_t i = 0; i < step_ms.size(); ++i) {
+                const plan::Step &s = r->plan.steps[i];
+                std::printf("      step %3zu %-8s %-14s %9.3f ms\n", i, plan::step_kind_name(s.kind), (s.shard.empty() ? s.op : s.shard).c_str(),
+                            median(step_ms[i]));
+            }
     }
     std::printf("  target: a launch within 5%% of run on every example (whole call): %s\n", worse ? "NOT met" : "met");
     return 0;
 }
 
-int accuracy(const std::string &project) {
+// The launches' median: each step's duration (as [0, median)) and the wall time.
+launch::LaunchResult median_launch(const std::vector<launch::LaunchResult> &runs) {
+    launch::LaunchResult out = runs.front();
+    std::vector<double> walls;
+    for (const launch::LaunchResult &r : runs) walls.push_back(r.wall_seconds);
+    out.wall_seconds = median(walls);
+    for (size_t k = 0; k < out.steps.size(); ++k) {
+        std::vector<double> d;
+        for (const launch::LaunchResult &r : runs) d.push_back(r.steps[k].end - r.steps[k].start);
+        out.steps[k].start = 0;
+        out.steps[k].end = median(d);
+    }
+    return out;
+}
+
+int accuracy(const std::string &project, bool per_step, int rounds) {
     auto base = cost::builtin_target("host");
     auto m = cpu::measure_host(2);
     if (!base || !m) return std::fprintf(stderr, "measuring the host failed\n"), 1;
-    cost::HostFigures f{m->gemm_f32_flops, m->gemm_bf16_flops, m->memory_bandwidth, m->memory_bytes, m->launch_overhead, "bench"};
+    cost::HostFigures f{m->gemm_f32_flops, m->gemm_bf16_flops, m->memory_bandwidth, m->memory_bytes, m->launch_overhead, "bench", m->threads};
     const cost::Target host = cost::measured_target(*base, f);
     std::printf("accuracy: %s for the measured host (%.0f GFLOP/s f32, %.1f GB/s, launch %.1f µs), each plan launched "
-                "twice: the first launches fit the calibration, the second are compared\n",
-                project.c_str(), m->gemm_f32_flops / 1e9, m->memory_bandwidth / 1e9, m->launch_overhead * 1e6);
+                "1 + %d times: the first launch fits the calibration, the median of the others is compared\n",
+                project.c_str(), m->gemm_f32_flops / 1e9, m->memory_bandwidth / 1e9, m->launch_overhead * 1e6, rounds);
     const Graph g = load(project);
     struct Pair {
         std::string what;
@@ -136,14 +161,17 @@ int accuracy(const std::string &project) {
             if (n == 1 && b >= 0) continue;  // on one device every baseline is the same plan
             const auto inputs = make_random_inputs(r->plan.graph, 1);
             Pair p{what, r->plan, {}, {}};
-            for (launch::LaunchResult *out : {&p.fit, &p.test}) {
+            std::vector<launch::LaunchResult> tests;
+            for (int k = 0; k <= rounds; ++k) {
                 auto backend = launch::make_cpu_backend();
                 auto l = launch::launch_plan(p.plan, *backend, inputs);
                 if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", what.c_str()), 1;
                 auto c = launch::check_outputs(p.plan, inputs, l->outputs);
                 if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", what.c_str()), 1;
-                *out = std::move(l).value();
+                if (k == 0) p.fit = std::move(l).value();
+                else tests.push_back(std::move(l).value());
             }
+            p.test = median_launch(tests);
             plans.push_back(std::move(p));
         }
     cost::Calibration cal;
@@ -165,10 +193,19 @@ int accuracy(const std::string &project) {
         std::printf("  %-14s %4zu steps  predicted %9s  calibrated %9s  measured %9s\n", p.what.c_str(),
                     p.plan.steps.size(), plan::seconds_text(plan_pred.back()).c_str(),
                     plan::seconds_text(plan_cal.back()).c_str(), plan::seconds_text(plan_meas.back()).c_str());
+        if (per_step)
+            for (size_t k = 0; k < p.test.steps.size(); ++k) {
+                const launch::MeasuredStep &second = p.test.steps[k], &first = p.fit.steps[k];
+                const plan::Step &s = p.plan.steps[static_cast<size_t>(second.step)];
+                std::printf("      step %3d %-10s %-22s dev %d  fit %9s  median %9s  predicted %9s\n", second.step,
+                            plan::step_kind_name(s.kind), (s.shard.empty() ? s.op : s.shard).c_str(), s.device,
+                            plan::seconds_text(first.end - first.start).c_str(), plan::seconds_text(second.end - second.start).c_str(),
+                            plan::seconds_text(s.predicted).c_str());
+            }
     }
     const double e0 = launch::median_relative_error(before, measured), e1 = launch::median_relative_error(after, measured);
     const double t0 = launch::kendall_tau(plan_pred, plan_meas), t1 = launch::kendall_tau(plan_cal, plan_meas);
-    std::printf("  %zu plans, %zu measured kernel and copy steps (second launches; the table fitted on the first, %d points)\n",
+    std::printf("  %zu plans, %zu measured kernel and copy steps (medians of the test launches; the table fitted on the first launches, %d points)\n",
                 plans.size(), measured.size(), static_cast<int>(cal.samples().size()));
     std::printf("  per step: median |predicted - measured| / measured %.1f%% uncalibrated, %.1f%% calibrated; target <= 15%%: %s\n",
                 e0 * 100, e1 * 100, e1 <= 0.15 ? "met" : "NOT met");
@@ -184,14 +221,16 @@ int accuracy(const std::string &project) {
 int main(int argc, char **argv) {
     std::string part = "all", project = source_dir() + "/projects/gpt2_block.tapestry.json";
     int rounds = 5;
+    bool per_step = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
-        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE]\n"), 2;
+        else if (!std::strcmp(argv[i], "--steps")) per_step = true;
+        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE] [--steps]\n"), 2;
     }
     int rc = 0;
-    if (part == "overhead" || part == "all") rc |= overhead(rounds);
-    if (part == "accuracy" || part == "all") rc |= accuracy(project);
+    if (part == "overhead" || part == "all") rc |= overhead(rounds, per_step);
+    if (part == "accuracy" || part == "all") rc |= accuracy(project, per_step, rounds);
     return rc;
 }

@@ -40,6 +40,10 @@ Graph load_example(const std::string &name) { return test::example_graph(name); 
 Expected<plan::PlanResult, std::string> plan_of(const Graph &g, int n, int baseline) {
     return test::plan_on(g, n, baseline);
 }
+// The same on n devices of the host (test::host_fixture: 2 shared cores).
+Expected<plan::PlanResult, std::string> host_plan_of(const Graph &g, int n, int baseline) {
+    return test::plan_on(g, n, baseline, test::host_fixture());
+}
 
 bool refused_as_not_fitting(const std::string &error) {
     for (const char *why : {"cannot be split", "has no linear", "cannot split", "does not divide"})
@@ -146,7 +150,7 @@ private slots:
             const Graph g = load_example(name);
             for (int n : {1, 2, 4})
                 for (int b = -1; b < 4; ++b) {
-                    auto r = plan_of(g, n, b);
+                    auto r = host_plan_of(g, n, b);
                     if (!r) {
                         QVERIFY2(refused_as_not_fitting(r.error()), (what(name, n, b) + ": " + r.error()).c_str());
                         ++refused;
@@ -164,7 +168,9 @@ private slots:
                             QVERIFY(l.result.steps[static_cast<size_t>(d)].end <= m.start);
                     }
                     // Predicted peak memory per device equals the measured one: the
-                    // same buffers, the same lifetimes, measured times.
+                    // same buffers, the same lifetimes in the same order (the
+                    // backend uses memory in plan order, as the host target's
+                    // simulation predicts), measured times.
                     for (const launch::DeviceMeasurement &m : l.result.devices)
                         if (m.peak_bytes != m.predicted_peak_bytes) {
                             ++peak_differs;
@@ -183,6 +189,7 @@ private slots:
               "%d devices whose measured peak differs from the predicted one",
               launched, refused, qPrintable(seen), peak_differs);
         QVERIFY(launched >= 45);
+        QCOMPARE(peak_differs, 0);
         QVERIFY(collectives["all_reduce"] > 0);
         QVERIFY(collectives["broadcast"] > 0);
     }
@@ -334,6 +341,32 @@ private slots:
                       static_cast<long long>(m.peak_bytes), static_cast<long long>(m.predicted_peak_bytes));
             }
         }
+    }
+
+    // The cpu backend's devices share the machine's cores: steps are admitted in
+    // plan order, at most Backend::concurrent_steps() at once — the schedule
+    // plan::simulate predicts for a host target (ClusterShape::concurrent_steps).
+    void sharedCoresAdmitStepsInPlanOrder() {
+        auto r = plan_of(load_example("gpt2_block"), 4, static_cast<int>(plan::Baseline::dp_tp));
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        auto backend = launch::make_cpu_backend();
+        const auto inputs = make_random_inputs(r->plan.graph, 3);
+        auto l = launch::launch_plan(r->plan, *backend, inputs);
+        QVERIFY2(l.has_value() && l->ok(), l ? l->fault.message.c_str() : l.error().c_str());
+        const int limit = backend->concurrent_steps();
+        QVERIFY(limit >= 1);
+        QCOMPARE(l->steps.size(), r->plan.steps.size());
+        std::vector<std::pair<double, int>> events;
+        for (size_t i = 0; i < l->steps.size(); ++i) {
+            QCOMPARE(l->steps[i].step, static_cast<int>(i));
+            if (i > 0) QVERIFY(l->steps[i].start >= l->steps[i - 1].start);
+            events.emplace_back(l->steps[i].start, 1);
+            events.emplace_back(l->steps[i].end, -1);
+        }
+        std::sort(events.begin(), events.end());  // an end before a start at the same instant
+        int running = 0, most = 0;
+        for (const auto &[t, d] : events) most = std::max(most, running += d);
+        QVERIFY2(most <= limit, (std::to_string(most) + " steps ran at once, " + std::to_string(limit) + " slots").c_str());
     }
 
     // ---- accuracy measures ----

@@ -119,6 +119,43 @@ private slots:
         QVERIFY(close(four.roofline_seconds(copy), 4 * 1e9 / 2e10));
         QCOMPARE(model_of(h100(), 8).device_share(), 1.0);
     }
+    // Measured with 2 threads, the host's devices share 2 cores: a kernel runs on
+    // max(1, 2 / devices) of them, and at most 2 / that many steps run at once.
+    void hostDevicesShareTheMeasuredCores() {
+        auto base = cost::builtin_target("host");
+        QVERIFY(base.has_value());
+        cost::HostFigures f{1e11, 0, 2e10, 8e9, 3e-6, "test figures", 2};
+        const cost::Target t = cost::measured_target(*base, f);
+        QCOMPARE(t.device.cores.value, 2.0);
+        auto back = cost::parse_target(cost::target_json(t), "host");
+        QVERIFY(back.has_value());
+        QCOMPARE(back->device.cores.value, 2.0);
+        const cost::Model one = model_of(t, 1), two = model_of(t, 2), four = model_of(t, 4);
+        QCOMPARE(one.shape().shared_cores, 2);
+        QCOMPARE(one.shape().threads_per_device(), 2);
+        QCOMPARE(one.shape().concurrent_steps(), 1);
+        QCOMPARE(four.shape().threads_per_device(), 1);
+        QCOMPARE(four.shape().concurrent_steps(), 2);
+        QCOMPARE(one.device_share(), 1.0);
+        QCOMPARE(two.device_share(), 0.5);
+        QCOMPARE(four.device_share(), 0.5);  // one core of two, not a quarter of the machine
+        // A transfer between them is a copy in the machine's memory.
+        QVERIFY(close(four.transfer_seconds(1e6, 0, 3), four.copy_seconds(1e6)));
+        // A GPU target's devices share nothing.
+        QCOMPARE(model_of(h100(), 8).shape().shared_cores, 0);
+        QCOMPARE(model_of(h100(), 8).shape().concurrent_steps(), 0);
+        // A core count that is not one is refused by name.
+        std::string text = cost::target_json(t);
+        const std::string key = "\"cores\": {";
+        const size_t at = text.find(key);
+        QVERIFY(at != std::string::npos);
+        const size_t value = text.find("\"value\": 2", at), end = text.find_first_of(",\n}", value);
+        QVERIFY(value != std::string::npos && end != std::string::npos);
+        text.replace(value, end - value, "\"value\": 0");
+        auto bad = cost::parse_target(text, "host.json");
+        QVERIFY(!bad);
+        QVERIFY2(bad.error().find("device.cores.value") != std::string::npos, bad.error().c_str());
+    }
 
     // ---- the cost model, by hand ----
     void rooflineByHand() {
@@ -263,6 +300,43 @@ private slots:
         QVERIFY(close(pr.makespan, 5e-3));         // k3 ends at 1 + 4
         QVERIFY(close(pr.devices[0].compute, 5e-3));
         QVERIFY(close(pr.devices[1].communication, 0.5e-3));
+    }
+    // Devices sharing 2 cores: at most 2 steps at once, admitted in plan order.
+    void sharedCoresScheduleByHand() {
+        plan::Plan p;
+        p.graph = test::parse(tiny_mlp());
+        p.cluster = cost::ClusterShape{"host", 1, 4, "shm", ""};
+        for (int d = 0; d < 4; ++d) p.devices.push_back(plan::Device{"0:" + std::to_string(d), 0, {}, 0, 0});
+        auto kernel = [](int dev, std::vector<int> deps) {
+            plan::Step s;
+            s.kind = plan::StepKind::kernel;
+            s.device = dev;
+            s.deps = std::move(deps);
+            return s;
+        };
+        // k0 on 0:0 3 ms; k1 on 0:1 1 ms; k2 on 0:2 1 ms; k3 on 0:3 1 ms, after k1; k4 on 0:1 1 ms.
+        p.steps = {kernel(0, {}), kernel(1, {}), kernel(2, {}), kernel(3, {1}), kernel(1, {})};
+        const std::vector<double> d{3e-3, 1e-3, 1e-3, 1e-3, 1e-3};
+        const plan::Prediction apart = plan::simulate(p, d);  // shared_cores 0: every device its own
+        QVERIFY(close(apart.steps[2].start, 0));
+        QVERIFY(close(apart.makespan, 3e-3));
+        p.cluster.shared_cores = 2;  // one thread per device, two steps at once
+        const plan::Prediction shared = plan::simulate(p, d);
+        QVERIFY(close(shared.steps[0].start, 0));
+        QVERIFY(close(shared.steps[1].start, 0));
+        QVERIFY(close(shared.steps[2].start, 1e-3));  // waits for k1's slot
+        QVERIFY(close(shared.steps[3].start, 2e-3));  // k2's slot; k1 is done
+        QVERIFY(close(shared.steps[4].start, 3e-3));  // admitted after k3, when k0 and k3 free their slots
+        QVERIFY(close(shared.makespan, 4e-3));
+        // The plan file keeps the shared cores.
+        p.cluster.shared_cores = 0;
+        const plan::PlanResult r = planned(test::parse(tiny_mlp()), 2, plan::Baseline::dp);
+        plan::Plan q = r.plan;
+        q.cluster.shared_cores = 2;
+        auto back = plan::parse_plan(plan::plan_json(q), "q.json");
+        QVERIFY2(back.has_value(), back ? "" : back.error().c_str());
+        QCOMPARE(back->cluster.shared_cores, 2);
+        QCOMPARE(plan::plan_json(*back), plan::plan_json(q));
     }
     void peakMemoryOfASmallPlanByHand() {
         const Graph g = test::parse(tiny_mlp());
