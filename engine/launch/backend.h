@@ -60,6 +60,23 @@ public:
     // parameters are written before the plan runs, outputs read after it.
     virtual Expected<std::monostate, std::string> upload(int buffer, std::span<const std::byte> bytes) = 0;
     virtual Expected<std::monostate, std::string> download(int buffer, std::span<std::byte> bytes) const = 0;
+    // A resident input or parameter buffer holding its whole tensor, offered where
+    // its values lie (dense row-major), unchanged until the launch ends. A backend
+    // whose devices address host memory may read them there instead of a copy, as
+    // `tapestry run` does (true) — when no step writes the buffer and no other
+    // device holds a box of the tensor, so no two devices share memory. Otherwise
+    // false, and the launcher uploads.
+    virtual bool read_in_place(int buffer, std::span<const std::byte> bytes) {
+        (void)buffer;
+        (void)bytes;
+        return false;
+    }
+    // A resident buffer's memory, when the backend's devices address host memory
+    // (the launcher then copies a box of an input straight into it); null otherwise.
+    virtual std::byte *host_memory(int buffer) {
+        (void)buffer;
+        return nullptr;
+    }
 
     // Runs step `step` of the plan to completion on the calling thread. Steps the
     // plan lets run at once (no dependency path between them) may be run from

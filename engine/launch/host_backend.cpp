@@ -22,9 +22,72 @@ namespace tapestry::launch {
 struct HostBackend::PreparedKernel {
     std::unique_ptr<cpu::Kernel> kernel;
     std::vector<cpu::View> inputs, outputs;
+    // Per input view: its buffer (−1: none) and byte offset in it — an input or
+    // parameter is placed after the kernels are made, so its views are re-aimed.
+    std::vector<std::pair<int, std::int64_t>> input_at;
 };
 
 void HostBackend::FreeDeleter::operator()(std::byte *p) const { std::free(p); }
+
+// ---- arenas kept between launches ---------------------------------------------------
+//
+// A fresh arena costs its first page faults (tens of ms for 100 MiB on a VM); the
+// arenas of a finished launch are kept for the next one in this process, as a GPU
+// runtime's caching allocator keeps device memory: at most 1 GiB and at most an
+// eighth of the memory available, the oldest given back first.
+
+namespace {
+std::mutex &kept_mutex() {
+    static std::mutex m;
+    return m;
+}
+}  // namespace
+
+std::vector<HostBackend::Arena> &HostBackend::kept_arenas() {
+    static std::vector<Arena> kept;
+    return kept;
+}
+
+HostBackend::Arena HostBackend::take_arena(std::size_t size) {
+    {
+        std::lock_guard lock(kept_mutex());
+        std::vector<Arena> &kept = kept_arenas();
+        size_t best = kept.size();
+        for (size_t i = 0; i < kept.size(); ++i)
+            if (kept[i].size >= size && kept[i].size <= 2 * size && (best == kept.size() || kept[i].size < kept[best].size))
+                best = i;
+        if (best < kept.size()) {
+            Arena a = std::move(kept[best]);
+            kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(best));
+            return a;
+        }
+    }
+    Arena a;
+    a.memory.reset(static_cast<std::byte *>(std::aligned_alloc(schedule::kArenaAlign, size)));
+    a.size = a.memory ? size : 0;
+    return a;
+}
+
+void HostBackend::keep_arena(Arena arena) {
+    if (!arena.memory) return;
+    const std::int64_t available = cpu::available_memory();
+    const std::size_t cap =
+        std::min<std::size_t>(std::size_t{1} << 30, available > 0 ? static_cast<std::size_t>(available / 8) : 0);
+    std::lock_guard lock(kept_mutex());
+    std::vector<Arena> &kept = kept_arenas();
+    kept.push_back(std::move(arena));
+    std::size_t total = 0;
+    for (const Arena &a : kept) total += a.size;
+    while (!kept.empty() && total > cap) {
+        total -= kept.front().size;
+        kept.erase(kept.begin());
+    }
+}
+
+void HostBackend::return_arenas() {
+    for (Arena &a : arenas_) keep_arena(std::move(a));
+    arenas_.clear();
+}
 
 namespace {
 
@@ -39,7 +102,7 @@ std::string buffer_name(const plan::Plan &plan, int b) {
 int HostBackend::machine_cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 HostBackend::HostBackend(const CpuBackendOptions &options) : options_(options) {}
-HostBackend::~HostBackend() = default;
+HostBackend::~HostBackend() { return_arenas(); }
 
 std::int64_t HostBackend::device_capacity(int devices) const {
     if (options_.device_memory > 0) return options_.device_memory;
@@ -60,8 +123,35 @@ Expected<std::monostate, std::string> HostBackend::prepare(const plan::Plan &pla
     return make_kernels(plan);
 }
 
+std::byte *HostBackend::host_memory(int buffer) {
+    const size_t b = static_cast<size_t>(buffer);
+    if (b < loading_.size() && loading_[b]) {
+        const std::int64_t bytes = plan_->buffers[b].bytes;
+        loaded_[b].reset(new std::byte[static_cast<size_t>(std::max<std::int64_t>(1, bytes))]);
+        data_[b] = loaded_[b].get();
+        loading_[b] = 0;
+    }
+    return data_[b];
+}
+
+bool HostBackend::read_in_place(int buffer, std::span<const std::byte> bytes) {
+    const size_t b = static_cast<size_t>(buffer);
+    if (b >= loading_.size() || !loading_[b] || static_cast<std::int64_t>(bytes.size()) != plan_->buffers[b].bytes)
+        return false;
+    const plan::Buffer &buf = plan_->buffers[b];
+    for (size_t o = 0; o < plan_->buffers.size(); ++o)
+        if (o != b && plan_->buffers[o].tensor == buf.tensor) return false;  // another box of it, elsewhere
+    for (const plan::Step &s : plan_->steps)
+        for (const plan::Region &r : s.writes)
+            if (r.buffer == buffer) return false;
+    data_[b] = const_cast<std::byte *>(bytes.data());  // read only: no step writes it
+    loading_[b] = 0;
+    return true;
+}
+
 Expected<std::monostate, std::string> HostBackend::upload(int buffer, std::span<const std::byte> bytes) {
     const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
+    host_memory(buffer);
     if (!data_[static_cast<size_t>(buffer)] && b.bytes > 0)
         return unexpected(buffer_name(*plan_, buffer) + " is not held by this process");
     if (static_cast<std::int64_t>(bytes.size()) != b.bytes)
@@ -85,6 +175,9 @@ Expected<std::monostate, std::string> HostBackend::download(int buffer, std::spa
 Expected<StepOutcome, std::string> HostBackend::run_kernel(int step) {
     PreparedKernel *k = kernels_[static_cast<size_t>(step)].get();
     if (!k || !k->kernel) return unexpected(std::string("no kernel was prepared for it"));
+    for (size_t i = 0; i < k->input_at.size(); ++i)
+        if (const auto [b, off] = k->input_at[i]; b >= 0 && data_[static_cast<size_t>(b)])
+            k->inputs[i].data = data_[static_cast<size_t>(b)] + off;
     thread_local int omp = -1;
     if (omp != threads_) {
         cpu::set_omp_threads(threads_);
@@ -142,23 +235,24 @@ Expected<std::monostate, std::string> HostBackend::allocate(const plan::Plan &pl
     if (available > 0 && total > available)
         return unexpected("the plan's devices need " + byte_text(total) + " together here, but only " +
                           byte_text(available) + " is available");
-    arenas_.clear();
+    return_arenas();
     for (int d = 0; d < static_cast<int>(plan.devices.size()); ++d) {
         const plan::Device &dev = plan.devices[static_cast<size_t>(d)];
         if (!local(d) || dev.arena_bytes <= 0) {
             arenas_.emplace_back();
             continue;
         }
-        const std::size_t size = schedule::align_up(static_cast<std::size_t>(dev.arena_bytes));
-        auto *p = static_cast<std::byte *>(std::aligned_alloc(schedule::kArenaAlign, size));
-        if (!p) return unexpected("device " + dev.name + ": its arena of " + byte_text(dev.arena_bytes) + " could not be allocated");
-        // Touched now, so that no step pays for the arena's first page faults: a
-        // device's memory is there before the plan runs, as a GPU's is.
-        std::memset(p, 0, size);
-        arenas_.emplace_back(p);
+        Arena a = take_arena(schedule::align_up(static_cast<std::size_t>(dev.arena_bytes)));
+        if (!a.memory)
+            return unexpected("device " + dev.name + ": its arena of " + byte_text(dev.arena_bytes) + " could not be allocated");
+        arenas_.push_back(std::move(a));
     }
     data_.assign(plan.buffers.size(), nullptr);
     resident_.assign(plan.buffers.size(), {});
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> used(plan.devices.size());  // arena byte ranges
+    loaded_.clear();
+    loaded_.resize(plan.buffers.size());
+    loading_.assign(plan.buffers.size(), 0);
     for (size_t b = 0; b < plan.buffers.size(); ++b) {
         const plan::Buffer &buf = plan.buffers[b];
         if (buf.device < 0 || buf.device >= static_cast<int>(plan.devices.size()))
@@ -170,10 +264,31 @@ Expected<std::monostate, std::string> HostBackend::allocate(const plan::Plan &pl
                                   " (" + std::to_string(buf.bytes) + " bytes) lies outside its device's arena of " +
                                   std::to_string(arena) + " bytes");
             if (local(buf.device)) data_[b] = arenas_[static_cast<size_t>(buf.device)].get() + buf.offset;
+            if (local(buf.device) && buf.kind != plan::BufferKind::workspace && buf.bytes > 0)
+                used[static_cast<size_t>(buf.device)].emplace_back(buf.offset, buf.offset + buf.bytes);
         } else if (local(buf.device)) {
+            if (buf.kind == plan::BufferKind::input || buf.kind == plan::BufferKind::parameter) {
+                loading_[b] = 1;  // placed when loaded
+                continue;
+            }
             resident_[b].resize(static_cast<size_t>(buf.bytes));
             data_[b] = resident_[b].data();
         }
+    }
+    // The arena pages the plan's buffers use are touched now (a byte each), so
+    // that no step pays for their first page faults — a device's memory is there
+    // before the plan runs, as a GPU's is; a workspace the CPU kernels never use is
+    // left alone.
+    constexpr std::int64_t kPage = 4096;
+    for (size_t d = 0; d < used.size(); ++d) {
+        auto &ranges = used[d];
+        std::sort(ranges.begin(), ranges.end());
+        std::int64_t next = 0;  // the first byte not yet touched
+        for (const auto &[lo, hi] : ranges)
+            for (std::int64_t at = std::max(lo, next); at < hi; at = (at / kPage + 1) * kPage) {
+                *static_cast<volatile std::byte *>(arenas_[d].get() + at) = std::byte{0};
+                next = (at / kPage + 1) * kPage;
+            }
     }
     return std::monostate{};
 }
@@ -239,6 +354,9 @@ Expected<HostBackend::PreparedKernel, std::string> HostBackend::make_kernel(cons
     spec.threads = threads_;
     for (const StepOperand &o : bound->inputs) {
         k.inputs.push_back(view_of(o));
+        k.input_at.emplace_back(o.buffer, o.buffer >= 0 ? box_offset(plan.buffers[static_cast<size_t>(o.buffer)].region, o.range) *
+                                                              dtype_bytes(o.dtype)
+                                                        : 0);
         spec.input_shapes.push_back(k.inputs.back().shape);
         spec.input_strides.push_back(k.inputs.back().strides);
     }

@@ -33,6 +33,8 @@ public:
     Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override;
     Expected<std::monostate, std::string> upload(int buffer, std::span<const std::byte> bytes) override;
     Expected<std::monostate, std::string> download(int buffer, std::span<std::byte> bytes) const override;
+    bool read_in_place(int buffer, std::span<const std::byte> bytes) override;
+    std::byte *host_memory(int buffer) override;
     Expected<StepOutcome, std::string> run_kernel(int step) override;
     Expected<StepOutcome, std::string> run_copy(int step) override { return transfer(step); }
     Expected<StepOutcome, std::string> run_send_recv(int step) override { return transfer(step); }
@@ -67,12 +69,26 @@ protected:
     HostBox box_of(const plan::Region &r) const { return box_in(r.buffer, r.box); }
     std::vector<std::byte *> data_;                  // per buffer: its first byte (null: not local)
     std::vector<std::vector<std::byte>> resident_;   // per buffer (resident ones held here)
+    // Inputs and parameters: allocated when loaded (not zero-filled first), or
+    // read in place (read_in_place); `loading_` marks those not yet placed.
+    std::vector<std::unique_ptr<std::byte[]>> loaded_;
+    std::vector<char> loading_;
 
 private:
     struct PreparedKernel;
     struct FreeDeleter {
         void operator()(std::byte *p) const;
     };
+    struct Arena {
+        std::unique_ptr<std::byte, FreeDeleter> memory;
+        std::size_t size = 0;
+        std::byte *get() const { return memory.get(); }
+    };
+    // Arenas of earlier launches in this process, reused without page faults.
+    static std::vector<Arena> &kept_arenas();
+    static Arena take_arena(std::size_t size);
+    static void keep_arena(Arena arena);
+    void return_arenas();
 
     Expected<std::monostate, std::string> allocate(const plan::Plan &plan);
     Expected<std::monostate, std::string> make_kernels(const plan::Plan &plan);
@@ -80,7 +96,7 @@ private:
     Expected<StepOutcome, std::string> transfer(int step);
 
     int threads_ = 1;
-    std::vector<std::unique_ptr<std::byte, FreeDeleter>> arenas_;  // per device (local ones)
+    std::vector<Arena> arenas_;  // per device (local ones)
     std::map<OpId, ResolvedPlanOp> ops_;
     std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (local kernel steps)
     std::mutex staging_mutex_;

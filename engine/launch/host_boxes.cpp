@@ -125,6 +125,15 @@ HostBox HostBox::slice0(std::int64_t index) const {
     return out;
 }
 
+std::int64_t box_offset(const ZRange &region, const ZRange &box) {
+    std::int64_t stride = 1, offset = 0;
+    for (int d = region.rank() - 1; d >= 0; --d) {
+        offset += (box.start()[d] - region.start()[d]) * stride;
+        stride *= region.extent(d);
+    }
+    return offset;
+}
+
 HostBox host_box(std::byte *base, const ZRange &region, const ZRange &box, DType dtype) {
     TAPESTRY_CHECK(region.rank() == box.rank() && (box.empty() || region.contains(box)),
                    "host_box: the box lies outside the buffer's region");

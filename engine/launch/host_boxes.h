@@ -29,6 +29,8 @@ struct HostBox {
 // at `base` (null: a buffer this process does not hold — shape and strides only).
 // Requires region.contains(box).
 HostBox host_box(std::byte *base, const ZRange &region, const ZRange &box, DType dtype);
+// Elements from the region's first element to the box's, row-major.
+std::int64_t box_offset(const ZRange &region, const ZRange &box);
 
 // dst[i] = src[i] for the flat row-major elements [lo, hi) of two boxes of the same
 // element count; converts between dtypes when they differ.

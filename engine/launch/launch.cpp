@@ -313,8 +313,15 @@ Expected<std::monostate, std::string> load_inputs(const plan::Plan &plan, Backen
             return unexpected(std::string(role_name(t->role)) + " '" + t->id.value + "': its value is " +
                               std::string(dtype_name(value->dtype)) + " " + value->shape.to_string() + ", the tensor " +
                               std::string(dtype_name(t->dtype)) + " " + t->shape().to_string());
-        std::vector<std::byte> bytes(static_cast<size_t>(buf.bytes));
+        // The whole tensor read where it lies, or its box copied straight into the
+        // device's host memory, or uploaded.
+        if (buf.region == t->range && backend.read_in_place(static_cast<int>(b), value->bytes)) continue;
         auto *src = const_cast<std::byte *>(value->bytes.data());  // read only
+        if (std::byte *dst = backend.host_memory(static_cast<int>(b))) {
+            copy_box(host_box(src, t->range, buf.region, t->dtype), host_box(dst, buf.region, buf.region, t->dtype));
+            continue;
+        }
+        std::vector<std::byte> bytes(static_cast<size_t>(buf.bytes));
         copy_box(host_box(src, t->range, buf.region, t->dtype), host_box(bytes.data(), buf.region, buf.region, t->dtype));
         if (auto up = backend.upload(static_cast<int>(b), bytes); !up)
             return unexpected("loading " + t->id.value + " on device " + device_name(plan, buf.device) + ": " + up.error());

@@ -58,7 +58,7 @@ double median(std::vector<double> v) {
 
 int overhead(int rounds, bool per_step) {
     std::printf("overhead: 1-device plan launched (cpu backend) vs tapestry run's executor (cpu::Program, 2 threads), "
-                "same inputs, alternating, %d rounds; wall = first step's start to last step's end\n", rounds);
+                "same inputs, alternating, at least %d rounds and 3 s; wall = first step's start to last step's end\n", rounds);
     int worse = 0;
     for (const char *name : {"mlp", "mlp_bf16", "gpt2_block", "attention", "convnet"}) {
         const Graph g = load(source_dir() + "/projects/" + name + ".tapestry.json");
@@ -79,7 +79,11 @@ int overhead(int rounds, bool per_step) {
         const auto run_inputs = make_random_inputs(g, 1);
         std::vector<double> run_ms, launch_ms, run_call_ms, launch_call_ms;
         std::vector<std::vector<double>> step_ms(r->plan.steps.size());
-        for (int k = 0; k < rounds + 1; ++k) {  // round 0 warms both up
+        // Round 0 warms both up; then at least `rounds` rounds and at least 3 s of
+        // them, so that the small examples (a few ms a call) are timed many times.
+        const auto began = std::chrono::steady_clock::now();
+        for (int k = 0; k < rounds + 1 || (std::chrono::steady_clock::now() - began < std::chrono::seconds(3) && k < 500);
+             ++k) {
             // `tapestry run` compiles its program (oneDNN primitives) and runs it; a
             // launch prepares its kernels and runs: both whole calls are timed.
             const auto t0 = std::chrono::steady_clock::now();
