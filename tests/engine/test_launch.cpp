@@ -369,6 +369,35 @@ private slots:
         QVERIFY2(most <= limit, (std::to_string(most) + " steps ran at once, " + std::to_string(limit) + " slots").c_str());
     }
 
+    // A whole input or parameter held by one device is read where it lies (as
+    // `tapestry run` reads it); one held by several devices is copied into each,
+    // so no two devices share memory — and an arena is reused by the next launch.
+    void inputsAreReadInPlaceOnlyWhereOneDeviceHoldsThem() {
+        for (int n : {1, 2}) {
+            auto r = plan_of(load_example("mlp"), n, static_cast<int>(plan::Baseline::dp));
+            QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+            auto backend = launch::make_cpu_backend();
+            QVERIFY(backend->prepare(r->plan).has_value());
+            int parameters = 0;
+            for (size_t b = 0; b < r->plan.buffers.size(); ++b) {
+                const plan::Buffer &buf = r->plan.buffers[b];
+                if (buf.kind != plan::BufferKind::parameter) continue;
+                ++parameters;
+                const std::vector<std::byte> values(static_cast<size_t>(buf.bytes));
+                QCOMPARE(backend->read_in_place(static_cast<int>(b), values), n == 1);
+                if (n == 1) QCOMPARE(backend->host_memory(static_cast<int>(b)), const_cast<std::byte *>(values.data()));
+            }
+            QVERIFY(parameters > 0);
+        }
+        // Launched twice in a row (the second on the first's arenas), both equal the reference.
+        auto r = plan_of(load_example("mlp"), 2, static_cast<int>(plan::Baseline::tp));
+        QVERIFY(r.has_value());
+        for (int k = 0; k < 2; ++k) {
+            const Launched l = launch_and_check(r->plan);
+            QVERIFY2(l.result.ok() && l.check.pass(), l.check.summary().c_str());
+        }
+    }
+
     // ---- accuracy measures ----
     void medianErrorAndKendallTau() {
         const std::vector<double> up{1, 2, 3, 4}, down{4, 3, 2, 1};
