@@ -24,6 +24,7 @@
 #include "dock.h"
 #include "launch/cpu_backend.h"
 #include "launch/cuda_backend.h"
+#include "optimize_controller.h"
 #include "plan/simulate.h"
 #include "session_controller.h"
 #include "views/graph_document.h"
@@ -618,6 +619,16 @@ void LaunchController::updateReplanButton() {
     if (devices <= 1) {
         replan_button_->setEnabled(false);
         replan_button_->setToolTip(tr("The plan ran on one device: no device is left to plan on"));
+    } else if (optimizer_ && optimizer_->isSearching()) {
+        replan_button_->setEnabled(false);
+        replan_button_->setToolTip(tr("The Optimize dock is searching: re-plan when it ends"));
+    } else if (optimizer_) {
+        replan_button_->setEnabled(true);
+        replan_button_->setToolTip(
+            tr("Search again on %1 devices of %2 (the Optimize dock's objectives and constraints), then open the "
+               "fastest plan of the front in the Plan dock")
+                .arg(devices - 1)
+                .arg(QString::fromStdString(p.target)));
     } else if (!launched_settings_) {
         replan_button_->setEnabled(false);
         replan_button_->setToolTip(
@@ -636,9 +647,41 @@ void LaunchController::updateReplanButton() {
     }
 }
 
+void LaunchController::setOptimizer(OptimizeController *optimizer) {
+    if (optimizer_) disconnect(optimizer_, nullptr, this, nullptr);
+    optimizer_ = optimizer;
+    if (!optimizer_) {
+        updateReplanButton();
+        return;
+    }
+    connect(optimizer_, &OptimizeController::searchFinished, this, &LaunchController::updateReplanButton);
+    connect(optimizer_, &OptimizeController::replanOpened, this, [this](const QString &key, const QString &error) {
+        if (error.isEmpty())
+            status_->showMessage(tr("Re-planned: the fastest plan of the search's front is in the Plan dock (%1)").arg(key),
+                                 15000);
+        else
+            status_->showMessage(tr("Re-plan without the failed device: %1").arg(error), 15000);
+    });
+    updateReplanButton();
+}
+
 bool LaunchController::replanWithoutFailedDevice() {
-    if (!replan_button_->isVisible() || !replan_button_->isEnabled() || !launched_settings_) return false;
+    if (!replan_button_->isVisible() || !replan_button_->isEnabled()) return false;
     const int survivors = static_cast<int>(launched_->plan.devices.size()) - 1;
+    const QString failed = deviceName(launched_->plan, outcome_.result.fault.device);
+    QString why_not_searched;
+    if (optimizer_) {
+        if (optimizer_->replanOn(QString::fromStdString(launched_->plan.target), survivors)) {
+            status_->showMessage(tr("Searching again on %1 devices, without %2…").arg(survivors).arg(failed));
+            updateReplanButton();
+            return true;
+        }
+        why_not_searched = optimizer_->lastError();
+    }
+    if (!launched_settings_) {
+        status_->showMessage(tr("Cannot re-plan without %1: %2").arg(failed, why_not_searched), 15000);
+        return false;
+    }
     const bool started = plans_->replanWithDevices(*launched_settings_, survivors);
     if (started)
         status_->showMessage(tr("Planning again on %1 devices, without %2…")

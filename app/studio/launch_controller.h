@@ -43,6 +43,7 @@ class PlanGantt;
 namespace tapestry::studio {
 
 class SessionController;
+class OptimizeController;
 
 class LaunchController : public QObject {
     Q_OBJECT
@@ -84,9 +85,14 @@ public:
     // "Re-plan without <device>": shown after a launch that failed on a device.
     QPushButton *replanButton() const { return replan_button_; }
 
-    // Asks the Plan dock to plan the last launch's plan again without the device its
-    // fault names (see PlanController::replanWithDevices); false when it cannot.
+    // Plans the last launch's graph again without the device its fault names:
+    // through the Optimize dock's search on one device fewer, opening its fastest
+    // feasible plan (OptimizeController::replanOn); without a search (none given,
+    // or its target not listed there), by the Plan dock's rule or baseline of the
+    // launched plan (PlanController::replanWithDevices). False when neither starts.
     bool replanWithoutFailedDevice();
+    // The Optimize dock re-plans go through (null: the Plan dock's rule only).
+    void setOptimizer(OptimizeController *optimizer);
 
 signals:
     // A launch ended: "ok", "failed", "cancelled" (launch::LaunchResult::status) or
@@ -117,6 +123,7 @@ private:
     views::GraphDocument *doc_;
     SessionController *session_;
     PlanController *plans_;
+    OptimizeController *optimizer_ = nullptr;
     QStatusBar *status_;
     QWidget *window_;
     views::LaunchWorker *worker_ = nullptr;

@@ -117,6 +117,7 @@ void MainWindow::createControllers() {
     launch_ = new LaunchController(doc_, session_, plan_, status, this);
     plan_->addLaunchAction(launch_->launchAction());
     optimize_ = new OptimizeController(doc_, session_, plan_, status, this);
+    launch_->setOptimizer(optimize_);  // a lost device is re-planned through the search
     project_ = new ProjectController(doc_, canvas_, status, this);
     project_->setSave([this] { return save(); });
     editing_->setNewDocument([this] { project_->newProject(); });

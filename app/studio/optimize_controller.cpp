@@ -518,6 +518,10 @@ void OptimizeController::onUpdated(const views::SearchUpdate &update) {
 void OptimizeController::onFinished(const views::SearchOutcome &outcome) {
     if (outcome.job == abandoned_job_) {
         // Of a document no longer shown: kept in the session (if one is open), not drawn.
+        if (replan_pending_) {
+            replan_pending_ = false;
+            emit replanOpened(QString(), tr("the graph changed while it searched"));
+        }
         updateActions();
         status_->showMessage(
             tr("The search of the previous graph stopped (%1 plans evaluated)").arg(outcome.evaluations), 8000);
@@ -532,6 +536,10 @@ void OptimizeController::onFinished(const views::SearchOutcome &outcome) {
         fail(outcome.error);
         emit searchFinished(false);
         listRuns();
+        if (replan_pending_) {
+            replan_pending_ = false;
+            emit replanOpened(QString(), outcome.error);
+        }
         return;
     }
     chart_->setFront(outcome.front);
@@ -551,6 +559,46 @@ void OptimizeController::onFinished(const views::SearchOutcome &outcome) {
     status_->showMessage(message, 15000);
     listRuns();
     emit searchFinished(true);
+    if (replan_pending_) {
+        replan_pending_ = false;
+        // The fastest plan on the front that meets every constraint.
+        const views::ParetoPoint *best = nullptr;
+        for (const views::ParetoPoint *p : chart_->frontPoints())
+            if (p && p->figures.violation == 0 && (!best || p->figures.makespan < best->figures.makespan)) best = p;
+        if (!best) {
+            const QString why = tr("the search found no plan on %1 devices that meets the constraints").arg(devices_box_->value());
+            status_->showMessage(tr("Re-plan: %1").arg(why), 15000);
+            emit replanOpened(QString(), why);
+        } else if (openPoint(best->key)) {
+            emit replanOpened(best->key, QString());
+        } else {
+            emit replanOpened(QString(), setup_error_);
+        }
+    }
+}
+
+// ---- re-planning after a lost device --------------------------------------------------
+
+bool OptimizeController::replanOn(const QString &target, int devices) {
+    if (isSearching()) {
+        last_error_ = tr("a search is running: stop it first");
+        return false;
+    }
+    if (!selectTarget(target)) {
+        last_error_ = tr("the Optimize dock does not list the target '%1'").arg(target);
+        return false;
+    }
+    devices_box_->setValue(devices);
+    nodes_box_->setValue(0);  // auto: as the target's clusters suggest
+    replan_pending_ = true;
+    last_error_ = tr("the search could not start");
+    if (!startSearch()) {
+        replan_pending_ = false;
+        return false;
+    }
+    dock_->show();
+    dock_->raise();
+    return true;
 }
 
 // ---- plans of points, comparison ------------------------------------------------------

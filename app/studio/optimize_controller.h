@@ -103,6 +103,15 @@ public:
     bool exportFront(const QString &path);
     QString exportChart(const QString &path);
 
+    // Re-plans after a launch lost a device (the launch dock's offer): searches
+    // again with the dock's settings on `devices` devices of `target` (nodes as
+    // the target suggests) and, when the search ends, opens the fastest feasible
+    // plan of its front in the Plan dock (see replanOpened). False, with the reason
+    // in lastError(), when a search runs, the target is not listed or the search
+    // cannot start.
+    bool replanOn(const QString &target, int devices);
+    bool isReplanning() const { return replan_pending_; }
+
     // The runs of the session's project as listed, and the one the chart shows (0:
     // a search of this window not kept, or none).
     const std::vector<store::SearchRunRecord> &runs() const { return runs_; }
@@ -117,6 +126,8 @@ signals:
     void frontExported(const QString &path, const QString &error);
     void runsListed(int count, const QString &error);
     void runShown(qint64 run, const QString &error);
+    // A re-plan's search ended: the point opened (its key), or why none was.
+    void replanOpened(const QString &key, const QString &error);
 
 private:
     void createActions();
@@ -191,6 +202,7 @@ private:
     QStringList compare_keys_;
     QString last_error_;
     bool dock_sized_ = false;
+    bool replan_pending_ = false;  // replanOn: open the fastest feasible point when the search ends
 };
 
 }  // namespace tapestry::studio

@@ -40,11 +40,14 @@
 #include "app/studio/dock.h"
 #include "app/studio/launch_controller.h"
 #include "app/studio/main_window.h"
+#include "app/studio/optimize_controller.h"
 #include "app/studio/plan_controller.h"
 #include "store/session.h"
 #include "studio_support.h"
 #include "views/launch_dialog.h"
 #include "views/launch_scatter.h"
+#include "views/optimize_worker.h"
+#include "views/pareto_chart.h"
 #include "views/launch_worker.h"
 #include "views/plan_gantt.h"
 
@@ -378,10 +381,75 @@ private slots:
         QCOMPARE(measuredBars(*lc->gantt()) > 0, !r.steps.empty());
     }
 
-    // Issue 17: after a fault on a device, the studio offers a plan for the survivors.
+    // Issue 17: after a fault on a device, the studio offers a plan for the
+    // survivors — through the search: the Optimize dock searches again on one
+    // device fewer and its fastest feasible plan opens in the Plan dock.
     void replanWithoutTheFailedDevice() {
         LaunchWindow lw;
         QVERIFY(lw.open());
+        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
+        const std::shared_ptr<const plan::PlanResult> failed_plan = lw.plans()->result();
+        const int step = kernelStepOn(failed_plan->plan, 2);
+        QVERIFY(step >= 0);
+        LaunchController *lc = lw.launches();
+        QVERIFY(lc->replanButton()->isHidden());
+        lc->setFailStepForTests(step);
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
+        QPushButton *replan = lc->replanButton();
+        const QString device = QString::fromStdString(failed_plan->plan.devices[2].name);
+        QVERIFY(replan->isVisible());
+        QVERIFY(replan->isEnabled());
+        QCOMPARE(replan->text(), QStringLiteral("Re-plan without %1").arg(device));
+        QVERIFY2(replan->toolTip().contains(QStringLiteral("Search again on 3 devices of h100-sxm")),
+                 qPrintable(replan->toolTip()));
+
+        OptimizeController *oc = lw.w.optimizer();
+        oc->budgetBox()->setValue(2);  // seconds: a short search
+        oc->evaluationsBox()->setValue(0);
+        oc->devicesBox()->setValue(7);  // what the dock said before: the re-plan sets its own
+        QVERIFY(oc->selectTarget(QStringLiteral("a100-80gb")));
+        PlanController *pc = lw.plans();
+        QSignalSpy opened(oc, &OptimizeController::replanOpened);
+        QSignalSpy planned(oc, &OptimizeController::pointOpened);
+        QTest::mouseClick(replan, Qt::LeftButton);
+        QVERIFY(oc->isSearching());
+        QVERIFY(oc->isReplanning());
+        QVERIFY2(!replan->isEnabled(), "one re-plan at a time");
+        QCOMPARE(oc->devicesBox()->value(), 3);
+        QVERIFY2(oc->targetBox()->currentText().contains(QStringLiteral("h100-sxm")),
+                 qPrintable(oc->targetBox()->currentText()));
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QVERIFY2(opened.front().at(1).toString().isEmpty(), qPrintable(opened.front().at(1).toString()));
+        const QString key = opened.front().at(0).toString();
+        QVERIFY(!key.isEmpty());
+        // The point opened is the fastest feasible one on the front.
+        const views::ParetoPoint *best = oc->chart()->point(key);
+        QVERIFY(best);
+        for (const views::ParetoPoint *p : oc->chart()->frontPoints())
+            if (p->figures.violation == 0) QVERIFY(best->figures.makespan <= p->figures.makespan);
+        QVERIFY(planned.count() > 0 || planned.wait(kTimeoutMs));
+        QVERIFY2(planned.front().at(1).toString().isEmpty(), qPrintable(planned.front().at(1).toString()));
+        const std::shared_ptr<const plan::PlanResult> survivors = pc->result();
+        QVERIFY(survivors && survivors != failed_plan);
+        QCOMPARE(survivors->plan.devices.size(), size_t{3});
+        QCOMPARE(survivors->plan.target, std::string("h100-sxm"));
+        QVERIFY(replan->isEnabled() || replan->isHidden());
+        // The survivors' plan is launchable, and runs.
+        lc->setFailStepForTests(-1);
+        dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+        QVERIFY(replan->isHidden());
+    }
+
+    // Without a search to go through, the Plan dock plans the survivors by the
+    // launched plan's own baseline.
+    void replanByTheBaselineWithoutASearch() {
+        LaunchWindow lw;
+        QVERIFY(lw.open());
+        lw.launches()->setOptimizer(nullptr);
         QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
         const std::shared_ptr<const plan::PlanResult> failed_plan = lw.plans()->result();
         const int step = kernelStepOn(failed_plan->plan, 2);
@@ -453,6 +521,7 @@ private slots:
     void replanRefusalShowsInThePlanDock() {
         LaunchWindow lw;
         QVERIFY(lw.open());
+        lw.launches()->setOptimizer(nullptr);  // the Plan dock's path
         PlanController *pc = lw.plans();
         pc->nodesBox()->setValue(2);
         QVERIFY(pc->selectTarget(QStringLiteral("h100-sxm")));
