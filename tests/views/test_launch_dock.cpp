@@ -60,6 +60,15 @@ namespace {
 
 constexpr int kTimeoutMs = 180000;
 
+// The first kernel step on `device` (-1: none).
+int kernelStepOn(const plan::Plan &p, int device) {
+    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s)
+        if (p.steps[static_cast<size_t>(s)].kind == plan::StepKind::kernel &&
+            p.steps[static_cast<size_t>(s)].device == device)
+            return s;
+    return -1;
+}
+
 // A window showing the MLP example (in a new session at `session`, or from its
 // file), planned on 4 devices of `target` in the Plan dock.
 struct LaunchWindow {
@@ -106,6 +115,24 @@ struct LaunchWindow {
         return finished.front().front().toString();
     }
 
+    // Plans the MLP on 4 × h100-sxm by dp and launches it with a fault injected in
+    // a kernel step of device 2; the plan, once the launch failed there and the
+    // Re-plan button offers itself (null otherwise).
+    std::shared_ptr<const plan::PlanResult> failOnDevice2() {
+        if (!plan(QStringLiteral("h100-sxm"), QStringLiteral("dp"))) return nullptr;
+        std::shared_ptr<const plan::PlanResult> p = plans()->result();
+        const int step = kernelStepOn(p->plan, 2);
+        QPushButton *replan = launches()->replanButton();
+        if (step < 0 || !replan->isHidden()) return nullptr;
+        launches()->setFailStepForTests(step);
+        LaunchDialog *dialog = openDialog();
+        if (!dialog || launch(dialog) != QStringLiteral("failed")) return nullptr;
+        const QString device = QString::fromStdString(p->plan.devices[2].name);
+        if (!replan->isVisible() || !replan->isEnabled() || replan->text() != QStringLiteral("Re-plan without %1").arg(device))
+            return nullptr;
+        return p;
+    }
+
     // Plans, then waits for the Launch dock to have read the plan's history from
     // the session; the launches it lists (-1: none came).
     int planAndReadHistory(const QString &target, const QString &baseline, int devices = 4) {
@@ -118,15 +145,6 @@ struct LaunchWindow {
     store::Session *session() const { return w.sessions()->session(); }
     qint64 project() const { return w.sessions()->projectId(); }
 };
-
-// The first kernel step on `device` (-1: none).
-int kernelStepOn(const plan::Plan &p, int device) {
-    for (int s = 0; s < static_cast<int>(p.steps.size()); ++s)
-        if (p.steps[static_cast<size_t>(s)].kind == plan::StepKind::kernel &&
-            p.steps[static_cast<size_t>(s)].device == device)
-            return s;
-    return -1;
-}
 
 // Holds every launch started afterwards at its first progress report until
 // release(): a launch this small can otherwise end before a click lands.
@@ -387,21 +405,11 @@ private slots:
     void replanWithoutTheFailedDevice() {
         LaunchWindow lw;
         QVERIFY(lw.open());
-        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
-        const std::shared_ptr<const plan::PlanResult> failed_plan = lw.plans()->result();
-        const int step = kernelStepOn(failed_plan->plan, 2);
-        QVERIFY(step >= 0);
+        const std::shared_ptr<const plan::PlanResult> failed_plan = lw.failOnDevice2();
+        QVERIFY(failed_plan);
         LaunchController *lc = lw.launches();
-        QVERIFY(lc->replanButton()->isHidden());
-        lc->setFailStepForTests(step);
-        QPointer<LaunchDialog> dialog = lw.openDialog();
-        QVERIFY(dialog);
-        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
         QPushButton *replan = lc->replanButton();
-        const QString device = QString::fromStdString(failed_plan->plan.devices[2].name);
-        QVERIFY(replan->isVisible());
-        QVERIFY(replan->isEnabled());
-        QCOMPARE(replan->text(), QStringLiteral("Re-plan without %1").arg(device));
+        QPointer<LaunchDialog> dialog;
         QVERIFY2(replan->toolTip().contains(QStringLiteral("Search again on 3 devices of h100-sxm")),
                  qPrintable(replan->toolTip()));
 
@@ -450,21 +458,11 @@ private slots:
         LaunchWindow lw;
         QVERIFY(lw.open());
         lw.launches()->setOptimizer(nullptr);
-        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
-        const std::shared_ptr<const plan::PlanResult> failed_plan = lw.plans()->result();
-        const int step = kernelStepOn(failed_plan->plan, 2);
-        QVERIFY(step >= 0);
+        const std::shared_ptr<const plan::PlanResult> failed_plan = lw.failOnDevice2();
+        QVERIFY(failed_plan);
         LaunchController *lc = lw.launches();
-        QVERIFY(lc->replanButton()->isHidden());
-        lc->setFailStepForTests(step);
-        QPointer<LaunchDialog> dialog = lw.openDialog();
-        QVERIFY(dialog);
-        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
         QPushButton *replan = lc->replanButton();
-        const QString device = QString::fromStdString(failed_plan->plan.devices[2].name);
-        QVERIFY(replan->isVisible());
-        QVERIFY(replan->isEnabled());
-        QCOMPARE(replan->text(), QStringLiteral("Re-plan without %1").arg(device));
+        QPointer<LaunchDialog> dialog;
         QVERIFY2(replan->toolTip().contains(QStringLiteral("baseline (dp) on 3 devices instead of 4")),
                  qPrintable(replan->toolTip()));
 
