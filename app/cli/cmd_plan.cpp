@@ -173,6 +173,10 @@ int plan_command(const PlanOptions &o) {
         j["per_device"] = devs;
         j["stage_certificate"] = result->stages.back().certificate.badge();
         j["plan_certificate"] = result->certificate.badge();
+        if (p.cluster.shared_cores > 0)
+            j["shared_cores"] = ordered_json{{"cores", p.cluster.shared_cores},
+                                     {"threads_per_kernel", p.cluster.threads_per_device()},
+                                     {"steps_at_once", p.cluster.concurrent_steps()}};
         if (!o.out.empty()) j["plan_file"] = o.out;
         print_json(j);
     } else {
@@ -182,6 +186,12 @@ int plan_command(const PlanOptions &o) {
                                        : "placement " + o.placement)
                   << ": " << p.steps.size() << " steps\n";
         for (const Stage &s : result->stages) std::cout << "  " << s.pass << ": " << s.summary << "\n";
+        if (const int cores = p.cluster.shared_cores; cores > 0) {
+            const int threads = p.cluster.threads_per_device(), at_once = p.cluster.concurrent_steps();
+            std::cout << "  cores: the " << p.devices.size() << " devices share " << cores << (cores == 1 ? " core" : " cores")
+                      << ": " << threads << (threads == 1 ? " thread" : " threads") << " a kernel, at most " << at_once
+                      << (at_once == 1 ? " step" : " steps") << " at once, in plan order\n";
+        }
         std::cout << "  predicted: " << plan::plan_summary(*result, capacity) << "\n";
         std::cout << "  " << plan::calibration_summary(*result) << "\n";
         std::vector<std::vector<std::string>> rows{

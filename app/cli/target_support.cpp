@@ -79,6 +79,8 @@ Expected<cost::Target, std::string> resolve_target(const std::string &name, int 
         for (const store::TargetRecord &r : *kept)
             if (r.name == wanted) {
                 auto parsed = cost::parse_target(r.target_json, session + " (target " + r.name + ")");
+                // A host measured before targets kept their core count is measured again.
+                if (parsed && r.origin == "measured" && parsed->kind == "cpu" && !parsed->device.cores.present) break;
                 if (parsed) parsed->origin = "session";
                 return parsed;
             }

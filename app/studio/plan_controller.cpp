@@ -83,6 +83,8 @@ SessionTargets readTargets(const store::Session &session) {
         cost::Target t = std::move(parsed).value();
         t.origin = "session";
         if (r.origin == "measured" && t.name == "host") {
+            // Measured before targets kept their core count: measured again on first use.
+            if (!t.device.cores.present) continue;
             out.host = std::move(t);
             out.host_when = localTimeText(r.updated_at);
         } else if (r.origin == "user") {

@@ -151,6 +151,9 @@ private slots:
         r = cli({"plan", project("mlp"), "--target", "host", "--devices", "2", "--baseline", "dp", "--session", session});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         QVERIFY(r.out.contains("This machine's CPU"));
+        // Measured with 2 threads (the default): the 2 devices share 2 cores, a thread each.
+        QVERIFY2(r.out.contains("cores: the 2 devices share 2 cores: 1 thread a kernel, at most 2 steps at once"),
+                 qPrintable(r.out));
     }
 };
 
