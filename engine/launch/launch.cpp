@@ -145,9 +145,13 @@ private:
 
     // Waits (mutex_ held through `lock`) until ready() holds, the launch aborts, it
     // is cancelled or the timeout passes; false unless ready.
+    // A wait for admission behind an earlier step (ordered_) may last twice the
+    // timeout (`patience` 2): the earlier step's own wait, which began about as
+    // early, ends first and names what really holds the launch up.
     template <typename Ready, typename Blame>
-    bool wait(std::unique_lock<std::mutex> &lock, int stream, int step, Ready ready, Blame blame) {
-        const auto deadline = Clock::now() + std::chrono::duration<double>(options_.wait_timeout_seconds);
+    bool wait(std::unique_lock<std::mutex> &lock, int stream, int step, Ready ready, Blame blame, double patience = 1) {
+        const double limit = options_.wait_timeout_seconds * patience;
+        const auto deadline = Clock::now() + std::chrono::duration<double>(limit);
         while (!ready()) {
             if (aborted_) return false;
             if (options_.cancelled && options_.cancelled()) {
@@ -161,7 +165,7 @@ private:
             }
             if (Clock::now() >= deadline) {
                 char secs[32];
-                std::snprintf(secs, sizeof secs, "%g", options_.wait_timeout_seconds);
+                std::snprintf(secs, sizeof secs, "%g", limit);
                 fail(step, stream / 2,
                      stream_text(plan_, stream) + " (rank " + std::to_string(options_.rank) + ") waited over " + secs +
                          " s at " + step_name(plan_, step) + ": " + blame());
@@ -220,7 +224,7 @@ private:
                         return std::string("the earlier steps that end buffers' lifetimes on its device have not finished");
                     return "all " + std::to_string(slots_) + " of the machine's step slots stayed busy";
                 };
-                if (!wait(lock, stream, s, admitted, blame_slot)) return;
+                if (!wait(lock, stream, s, admitted, blame_slot, 2)) return;
                 ++admitted_;
                 ++running_;
                 cv_.notify_all();

@@ -25,7 +25,9 @@ namespace tapestry::launch {
 
 struct LaunchOptions {
     // The longest any worker waits — for a dependency, or for the other ends of a
-    // transfer or collective — before the launch is failed naming what it waited for.
+    // transfer or collective — before the launch is failed naming what it waited for
+    // (twice that for a host backend's admission behind an earlier step in plan
+    // order, so that the earlier step's own wait names the cause).
     double wait_timeout_seconds = 120;
     std::function<bool()> cancelled;                    // polled while waiting and between steps
     std::function<void(int done, int total)> progress;  // called from worker threads
