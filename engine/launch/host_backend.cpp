@@ -138,12 +138,7 @@ bool HostBackend::read_in_place(int buffer, std::span<const std::byte> bytes) {
     const size_t b = static_cast<size_t>(buffer);
     if (b >= loading_.size() || !loading_[b] || static_cast<std::int64_t>(bytes.size()) != plan_->buffers[b].bytes)
         return false;
-    const plan::Buffer &buf = plan_->buffers[b];
-    for (size_t o = 0; o < plan_->buffers.size(); ++o)
-        if (o != b && plan_->buffers[o].tensor == buf.tensor) return false;  // another box of it, elsewhere
-    for (const plan::Step &s : plan_->steps)
-        for (const plan::Region &r : s.writes)
-            if (r.buffer == buffer) return false;
+    if (!readable_in_place_[b]) return false;
     data_[b] = const_cast<std::byte *>(bytes.data());  // read only: no step writes it
     loading_[b] = 0;
     return true;
@@ -253,6 +248,14 @@ Expected<std::monostate, std::string> HostBackend::allocate(const plan::Plan &pl
     loaded_.clear();
     loaded_.resize(plan.buffers.size());
     loading_.assign(plan.buffers.size(), 0);
+    std::map<TensorId, int> boxes;  // buffers per tensor
+    for (const plan::Buffer &buf : plan.buffers) ++boxes[buf.tensor];
+    readable_in_place_.assign(plan.buffers.size(), 0);
+    for (size_t b = 0; b < plan.buffers.size(); ++b) readable_in_place_[b] = boxes[plan.buffers[b].tensor] == 1;
+    for (const plan::Step &s : plan.steps)
+        for (const plan::Region &r : s.writes)
+            if (r.buffer >= 0 && static_cast<size_t>(r.buffer) < plan.buffers.size())
+                readable_in_place_[static_cast<size_t>(r.buffer)] = 0;
     for (size_t b = 0; b < plan.buffers.size(); ++b) {
         const plan::Buffer &buf = plan.buffers[b];
         if (buf.device < 0 || buf.device >= static_cast<int>(plan.devices.size()))

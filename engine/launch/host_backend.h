@@ -73,6 +73,8 @@ protected:
     // read in place (read_in_place); `loading_` marks those not yet placed.
     std::vector<std::unique_ptr<std::byte[]>> loaded_;
     std::vector<char> loading_;
+    // Per buffer: the only buffer of its tensor, and written by no step (read_in_place).
+    std::vector<char> readable_in_place_;
 
 private:
     struct PreparedKernel;
