@@ -69,6 +69,25 @@ std::string band_text(int band, bool by_flops) {
     return "1e" + std::to_string(band) + "–1e" + std::to_string(band + 1) + (by_flops ? " FLOP" : " B");
 }
 
+// The calibration table: a row per class and size band (kernel "every"), then a
+// row per kernel that has points in it.
+std::vector<std::vector<std::string>> table_rows(const cost::Calibration &cal, const cost::Target &target) {
+    std::vector<std::vector<std::string>> rows{{"class", "size", "kernel", "samples", "measured / predicted"}};
+    for (const cost::CalibrationEntry &e : cal.table())
+        rows.push_back({cost::kernel_class_name(e.kernel_class),
+                        band_text(e.band, target.device.efficiency[static_cast<size_t>(e.kernel_class)].by_flops),
+                        e.kernel.empty() ? "every" : e.kernel, std::to_string(e.samples), formatted(e.factor, "%.2f")});
+    return rows;
+}
+
+ordered_json table_json(const cost::Calibration &cal) {
+    ordered_json out = ordered_json::array();
+    for (const cost::CalibrationEntry &e : cal.table())
+        out.push_back({{"kernel_class", cost::kernel_class_name(e.kernel_class)}, {"band", e.band},
+                       {"kernel", e.kernel}, {"factor", e.factor}, {"samples", e.samples}});
+    return out;
+}
+
 int calibrate_on_host(const CalibrateOptions &o) {
     auto target = resolve_target(o.target, o.threads, o.session, o.remeasure);
     if (!target) {
@@ -145,7 +164,6 @@ int calibrate_on_host(const CalibrateOptions &o) {
     const double plan_before = launch::median_relative_error(predicted, measured);
     const double plan_after = launch::median_relative_error(calibrated, measured);
 
-    const auto table = cal.table();
     if (o.json) {
         ordered_json j;
         j["target"] = target->name;
@@ -156,10 +174,7 @@ int calibrate_on_host(const CalibrateOptions &o) {
                       {"median_error_calibrated", err.median_after}, {"in_sample", true}};
         j["plans"] = {{"kendall_tau_uncalibrated", tau_before}, {"kendall_tau_calibrated", tau_after},
                       {"median_error_uncalibrated", plan_before}, {"median_error_calibrated", plan_after}};
-        j["table"] = ordered_json::array();
-        for (const auto &[key, value] : table)
-            j["table"].push_back({{"kernel_class", cost::kernel_class_name(static_cast<cost::KernelClass>(key.first))},
-                                  {"band", key.second}, {"factor", value.first}, {"samples", value.second}});
+        j["table"] = table_json(cal);
         if (!o.session.empty()) j["session"] = o.session;
         print_json(j);
         return failed.empty() && !launched.empty() ? kExitOk : kExitInvalid;
@@ -177,14 +192,7 @@ int calibrate_on_host(const CalibrateOptions &o) {
               << "  per plan (step time): median error " << percent(plan_before) << " → " << percent(plan_after)
               << ", Kendall τ between predicted and measured " << formatted(tau_before, "%.2f") << " → "
               << formatted(tau_after, "%.2f") << "\n";
-    std::vector<std::vector<std::string>> rows{{"class", "size", "samples", "measured / predicted"}};
-    for (const auto &[key, value] : table) {
-        const auto c = static_cast<cost::KernelClass>(key.first);
-        rows.push_back({cost::kernel_class_name(c),
-                        band_text(key.second, target->device.efficiency[static_cast<size_t>(c)].by_flops),
-                        std::to_string(value.second), formatted(value.first, "%.2f")});
-    }
-    print_table(rows, "  ");
+    print_table(table_rows(cal, *target), "  ");
     if (!o.session.empty()) std::cout << "  kept in " << o.session << ": every launch, its steps and its points\n";
     return failed.empty() && !launched.empty() ? kExitOk : kExitInvalid;
 }
@@ -400,7 +408,7 @@ Accuracy step_accuracy(const std::vector<cost::CalibrationSample> &samples, cons
     std::vector<double> before, after, measured;
     for (const cost::CalibrationSample &s : samples) {
         before.push_back(s.predicted);
-        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size));
+        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel));
         measured.push_back(s.measured);
     }
     return Accuracy{static_cast<int>(samples.size()), launch::median_relative_error(before, measured),
@@ -464,24 +472,6 @@ ordered_json accuracy_json(const Accuracy &a) {
 std::string accuracy_text(const Accuracy &a) {
     return percent(a.error_before) + " uncalibrated → " + percent(a.error_after) + " calibrated, Kendall τ " +
            formatted(a.tau_before, "%.2f") + " → " + formatted(a.tau_after, "%.2f");
-}
-
-std::vector<std::vector<std::string>> table_rows(const cost::Calibration &cal, const cost::Target &target) {
-    std::vector<std::vector<std::string>> rows{{"class", "size", "samples", "measured / predicted"}};
-    for (const auto &[key, value] : cal.table()) {
-        const auto c = static_cast<cost::KernelClass>(key.first);
-        rows.push_back({cost::kernel_class_name(c), band_text(key.second, target.device.efficiency[static_cast<size_t>(c)].by_flops),
-                        std::to_string(value.second), formatted(value.first, "%.2f")});
-    }
-    return rows;
-}
-
-ordered_json table_json(const cost::Calibration &cal) {
-    ordered_json out = ordered_json::array();
-    for (const auto &[key, value] : cal.table())
-        out.push_back({{"kernel_class", cost::kernel_class_name(static_cast<cost::KernelClass>(key.first))},
-                       {"band", key.second}, {"factor", value.first}, {"samples", value.second}});
-    return out;
 }
 
 void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, const DeviceFit &f,

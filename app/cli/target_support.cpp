@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "launch/records.h"
 #include "run_support.h"
 #include "runtime/cpu/host_probe.h"
 
@@ -45,16 +46,12 @@ Expected<std::vector<store::TargetRecord>, std::string> session_targets(const st
 // The measurements a session keeps of a target's kernels (launches add them).
 Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(const std::string &session,
                                                                                  const std::string &target) {
-    std::vector<cost::CalibrationSample> out;
-    if (session.empty() || !fs::exists(session)) return out;
+    if (session.empty() || !fs::exists(session)) return std::vector<cost::CalibrationSample>{};
     auto s = store::Session::open(session, store::OpenMode::read_only);
     if (!s) return unexpected(s.error().message);
     auto rows = (*s)->calibration(target);
     if (!rows) return unexpected(rows.error().message);
-    for (const store::CalibrationRow &r : *rows)
-        if (const auto c = cost::parse_kernel_class(r.kernel_class))
-            out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds});
-    return out;
+    return launch::calibration_samples(*rows);
 }
 
 // Saves a target into a session (origin "measured" or "user").

@@ -32,6 +32,7 @@
 #include "canvas_controller.h"
 #include "common/checked_size.h"
 #include "dock.h"
+#include "launch/records.h"
 #include "plan/plan_file.h"
 #include "session_controller.h"
 #include "store/session.h"
@@ -597,9 +598,7 @@ bool PlanController::startPlan() {
             showError(tr("Reading the calibration of %1: %2").arg(qs(target->name), qs(rows.error().message)));
             return false;
         }
-        for (const store::CalibrationRow &r : *rows)
-            if (const auto c = cost::parse_kernel_class(r.kernel_class))
-                job.request.calibration.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds});
+        job.request.calibration = launch::calibration_samples(*rows);
     }
     const int shown = doc_->shownStage();
     job.request.source.project =

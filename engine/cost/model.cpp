@@ -56,7 +56,16 @@ int Calibration::band(double size) {
 }
 
 void Calibration::add(const CalibrationSample &s) {
-    if (s.predicted > 0 && s.measured > 0) samples_.push_back(s);
+    if (!(s.predicted > 0 && s.measured > 0)) return;
+    samples_.push_back(s);
+    const double r = s.measured / s.predicted;
+    auto insert = [&](Key key) {
+        std::vector<double> &v = ratios_[std::move(key)];
+        v.insert(std::upper_bound(v.begin(), v.end(), r), r);
+    };
+    const int c = static_cast<int>(s.kernel_class), b = band(s.size);
+    insert(Key{c, b, std::string()});
+    if (!s.kernel.empty()) insert(Key{c, b, s.kernel});
 }
 
 namespace {
@@ -66,24 +75,31 @@ double median(std::vector<double> v) {
     const size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
+double median_of_sorted(const std::vector<double> &v) {
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
 }  // namespace
 
-std::map<std::pair<int, int>, std::pair<double, int>> Calibration::table() const {
-    std::map<std::pair<int, int>, std::vector<double>> ratios;
-    for (const CalibrationSample &s : samples_)
-        ratios[{static_cast<int>(s.kernel_class), band(s.size)}].push_back(s.measured / s.predicted);
-    std::map<std::pair<int, int>, std::pair<double, int>> out;
-    for (auto &[key, r] : ratios) out[key] = {median(r), static_cast<int>(r.size())};
+std::vector<CalibrationEntry> Calibration::table() const {
+    std::vector<CalibrationEntry> out;
+    out.reserve(ratios_.size());
+    // The map's order: per (class, band) the band's row ("" sorts first), then its kernels.
+    for (const auto &[key, r] : ratios_)
+        out.push_back(CalibrationEntry{static_cast<KernelClass>(std::get<0>(key)), std::get<1>(key), std::get<2>(key),
+                                       median_of_sorted(r), static_cast<int>(r.size())});
     return out;
 }
 
-double Calibration::factor(KernelClass c, double size) const {
-    if (samples_.empty()) return 1.0;
-    std::vector<double> r;
-    const int b = band(size);
-    for (const CalibrationSample &s : samples_)
-        if (s.kernel_class == c && band(s.size) == b) r.push_back(s.measured / s.predicted);
-    return r.empty() ? 1.0 : median(r);
+double Calibration::factor(KernelClass c, double size, std::string_view kernel) const {
+    if (ratios_.empty()) return 1.0;
+    const int cls = static_cast<int>(c), b = band(size);
+    if (!kernel.empty())
+        if (auto it = ratios_.find(std::tuple<int, int, std::string_view>{cls, b, kernel}); it != ratios_.end())
+            return median_of_sorted(it->second);
+    if (auto it = ratios_.find(std::tuple<int, int, std::string_view>{cls, b, std::string_view()}); it != ratios_.end())
+        return median_of_sorted(it->second);
+    return 1.0;
 }
 
 CalibrationError Calibration::error() const {
@@ -92,7 +108,7 @@ CalibrationError Calibration::error() const {
     std::vector<double> before, after;
     for (const CalibrationSample &s : samples_) {
         before.push_back(std::abs(s.predicted - s.measured) / s.measured);
-        const double p = s.predicted * factor(s.kernel_class, s.size);
+        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel);
         after.push_back(std::abs(p - s.measured) / s.measured);
     }
     e.median_before = median(before);
@@ -131,7 +147,7 @@ double Model::kernel_seconds(const KernelWork &w) const {
     const double size = curve_size(w);
     const double eff = std::max(1e-6, target_.device.efficiency[static_cast<size_t>(w.kernel_class)].at(size));
     const double t = roofline_seconds(w) / eff + target_.device.launch_overhead.value;
-    return t * calibration_.factor(w.kernel_class, size);
+    return t * calibration_.factor(w.kernel_class, size, w.kernel);
 }
 
 double Model::copy_seconds(double bytes) const {

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <map>
+#include <string_view>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,9 @@ struct KernelWork {
     DType dtype = DType::f32;
     double flops = 0;
     double bytes = 0;  // read + written
+    // The kernel: the op's kind ("layer_norm", "add", "fused", …); empty for copies
+    // and wherever it is not known. Calibration is finer by it (Calibration::factor).
+    std::string kernel = {};
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
@@ -43,12 +48,22 @@ double ring_broadcast_seconds(double bytes, int n, double alpha, double beta);  
 double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta);      // 2·S/β + 2⌈log2 n⌉α
 
 // Measured against predicted, per kernel class and size band (the decade of the
-// size the class's efficiency curve is indexed by).
+// size the class's efficiency curve is indexed by), and within them per kernel.
 struct CalibrationSample {
     KernelClass kernel_class = KernelClass::elementwise;
     double size = 0;  // FLOPs or bytes, as the curve
     double predicted = 0;
     double measured = 0;
+    std::string kernel = {};  // KernelWork::kernel ("" unknown: counts for its band only)
+};
+// A row of the calibration table: the factor of a class's size band, of every
+// kernel in it (kernel "") or of one kernel.
+struct CalibrationEntry {
+    KernelClass kernel_class = KernelClass::elementwise;
+    int band = 0;
+    std::string kernel;  // "" for the whole band
+    double factor = 1;   // median of measured / predicted
+    int samples = 0;
 };
 struct CalibrationError {
     int samples = 0;
@@ -59,17 +74,22 @@ class Calibration {
 public:
     void add(const CalibrationSample &s);
     const std::vector<CalibrationSample> &samples() const { return samples_; }
-    // The factor predictions of this class and size are scaled by: the median of
-    // measured/predicted in its band, 1 where the band has no sample.
-    double factor(KernelClass c, double size) const;
+    // The factor predictions of this class, size and kernel are scaled by: the
+    // median of measured/predicted of that kernel in the class's size band where it
+    // has samples there (kernels of one class differ: a layer norm is not a
+    // residual add), else of the whole band; 1 where the band has no sample.
+    double factor(KernelClass c, double size, std::string_view kernel = {}) const;
     static int band(double size);  // ⌊log10 size⌋
-    // The table: (class, band) → (factor, samples).
-    std::map<std::pair<int, int>, std::pair<double, int>> table() const;
+    // The table, by class, band and kernel: each band's row (kernel "") first,
+    // then its kernels' rows.
+    std::vector<CalibrationEntry> table() const;
     CalibrationError error() const;
     bool empty() const { return samples_.empty(); }
 
 private:
+    using Key = std::tuple<int, int, std::string>;  // class, band, kernel ("" the band)
     std::vector<CalibrationSample> samples_;
+    std::map<Key, std::vector<double>, std::less<>> ratios_;  // each sorted ascending
 };
 
 class Model {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -55,6 +56,8 @@ public:
         : plan_(plan), backend_(backend), options_(options) {
         const size_t n = plan.steps.size();
         work_.resize(plan.devices.size() * 2);
+        wakes_ = std::vector<std::condition_variable>(work_.size());
+        ready_.resize(work_.size());
         needed_.resize(n);
         arrived_.assign(n, 0);
         done_.assign(n, 0);
@@ -139,12 +142,22 @@ private:
         fault_.device = device;
         fault_.rank = options_.rank;
         fault_.message = message;
-        cv_.notify_all();
+        for (std::condition_variable &cv : wakes_) cv.notify_one();
         if (tell && !cancelled_) backend_.announce_fault(message);
     }
 
+    // Wakes the streams whose wait is now over (mutex_ held): only those, so that a
+    // finished step does not wake every stream of every device onto cores that run
+    // kernels (8 streams for 4 devices on 2 cores).
+    void wake() {
+        for (size_t k = 0; k < ready_.size(); ++k)
+            if (ready_[k] && ready_[k]()) wakes_[k].notify_one();
+    }
+
     // Waits (mutex_ held through `lock`) until ready() holds, the launch aborts, it
-    // is cancelled or the timeout passes; false unless ready.
+    // is cancelled or the timeout passes; false unless ready. While it waits, its
+    // stream's ready() is where wake() looks; every 20 ms it looks itself (a
+    // cancel, a fault on another rank).
     // A wait for admission behind an earlier step (ordered_) may last twice the
     // timeout (`patience` 2): the earlier step's own wait, which began about as
     // early, ends first and names what really holds the launch up.
@@ -152,6 +165,12 @@ private:
     bool wait(std::unique_lock<std::mutex> &lock, int stream, int step, Ready ready, Blame blame, double patience = 1) {
         const double limit = options_.wait_timeout_seconds * patience;
         const auto deadline = Clock::now() + std::chrono::duration<double>(limit);
+        std::function<bool()> &waiting = ready_[static_cast<size_t>(stream)];
+        waiting = ready;
+        struct Done {
+            std::function<bool()> &f;
+            ~Done() { f = nullptr; }
+        } done{waiting};
         while (!ready()) {
             if (aborted_) return false;
             if (options_.cancelled && options_.cancelled()) {
@@ -171,7 +190,7 @@ private:
                          " s at " + step_name(plan_, step) + ": " + blame());
                 return false;
             }
-            cv_.wait_for(lock, std::chrono::milliseconds(20));
+            wakes_[static_cast<size_t>(stream)].wait_for(lock, std::chrono::milliseconds(20));
         }
         return !aborted_;
     }
@@ -227,7 +246,7 @@ private:
                 if (!wait(lock, stream, s, admitted, blame_slot, 2)) return;
                 ++admitted_;
                 ++running_;
-                cv_.notify_all();
+                wake();
             }
             if (options_.cancelled && options_.cancelled()) {
                 cancelled_ = true;
@@ -252,7 +271,7 @@ private:
             measured_[static_cast<size_t>(s)] = MeasuredStep{s, start, end, step.predicted, r->moved_bytes, options_.rank};
             done_[static_cast<size_t>(s)] = 1;
             const int finished = ++finished_;
-            cv_.notify_all();
+            wake();
             if (options_.progress) {
                 lock.unlock();
                 options_.progress(finished, static_cast<int>(plan_.steps.size()));
@@ -278,7 +297,9 @@ private:
     std::vector<std::vector<int>> work_;  // per stream: its steps, plan order
     std::vector<int> needed_;             // per step: the streams it holds
     std::mutex mutex_;
-    std::condition_variable cv_;
+    // Per stream: what wakes it, and while it waits, what it waits for.
+    std::vector<std::condition_variable> wakes_;
+    std::vector<std::function<bool()>> ready_;
     std::vector<int> arrived_;
     std::vector<char> done_;
     // Shared cores (Backend::concurrent_steps): the steps this process runs in plan

@@ -24,7 +24,7 @@ bool measures_plan_target(const plan::Plan &plan, const std::string &backend, co
 std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::Step &s) {
     if (s.kind == plan::StepKind::kernel)
         return cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype,
-                                s.flops, s.bytes};
+                                s.flops, s.bytes, s.op_kind};
     const bool shared_copy = s.kind == plan::StepKind::send_recv && plan.cluster.shared_cores > 0 &&
                              plan.cluster.node_of(s.device) == plan.cluster.node_of(s.peer);
     if (s.kind == plan::StepKind::copy || shared_copy) return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
@@ -37,7 +37,8 @@ std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Mod
     out.reserve(plan.steps.size());
     for (const plan::Step &s : plan.steps) {
         const auto w = step_work(plan, s);
-        out.push_back(w ? model.kernel_seconds(*w) * calibration.factor(w->kernel_class, model.curve_size(*w)) : s.predicted);
+        out.push_back(w ? model.kernel_seconds(*w) * calibration.factor(w->kernel_class, model.curve_size(*w), w->kernel)
+                        : s.predicted);
     }
     return out;
 }
@@ -51,8 +52,17 @@ std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan,
         const double measured = m.end - m.start;
         const double predicted = model.kernel_seconds(*w);
         if (measured <= 0 || predicted <= 0) continue;
-        out.push_back(cost::CalibrationSample{w->kernel_class, model.curve_size(*w), predicted, measured});
+        out.push_back(cost::CalibrationSample{w->kernel_class, model.curve_size(*w), predicted, measured, w->kernel});
     }
+    return out;
+}
+
+std::vector<cost::CalibrationSample> calibration_samples(const std::vector<store::CalibrationRow> &rows) {
+    std::vector<cost::CalibrationSample> out;
+    out.reserve(rows.size());
+    for (const store::CalibrationRow &r : rows)
+        if (const auto c = cost::parse_kernel_class(r.kernel_class))
+            out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds, r.kernel});
     return out;
 }
 
@@ -125,7 +135,7 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
         std::vector<store::CalibrationRow> rows;
         for (const cost::CalibrationSample &s : calibration_samples(plan, *model, result))
             rows.push_back(store::CalibrationRow{cost::kernel_class_name(s.kernel_class), s.size, s.predicted,
-                                                 s.measured, out.launch_id, {}});
+                                                 s.measured, out.launch_id, {}, s.kernel});
         if (!rows.empty()) {
             auto added = session.add_calibration(plan.target, rows);
             if (!added) return unexpected("keeping the calibration points: " + added.error().message);

@@ -43,6 +43,9 @@ std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Mod
 // the plan's target and cluster, without calibration) and the measured seconds.
 std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan, const cost::Model &model,
                                                          const LaunchResult &result);
+// The calibration points a session keeps, as samples (a point of a kernel class
+// this build does not know is left out).
+std::vector<cost::CalibrationSample> calibration_samples(const std::vector<store::CalibrationRow> &rows);
 
 // The measured steps as the session keeps them.
 std::vector<store::StepMeasurement> step_measurements(const plan::Plan &plan, const LaunchResult &result);

@@ -813,7 +813,7 @@ void predict_steps(Plan &plan, const cost::Model &model) {
         switch (s.kind) {
             case StepKind::kernel: {
                 const auto kc = cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise);
-                s.predicted = model.kernel_seconds(cost::KernelWork{kc, s.dtype, s.flops, s.bytes});
+                s.predicted = model.kernel_seconds(cost::KernelWork{kc, s.dtype, s.flops, s.bytes, s.op_kind});
                 break;
             }
             case StepKind::copy: s.predicted = model.copy_seconds(s.bytes); break;

@@ -1,6 +1,6 @@
 // The migration list is the schema's history: v1 is the first released layout,
 // v2 adds pass stages, v3 hardware targets, compiled plans and what searches and
-// launches record. docs/sessions.md describes every table and the path for the
+// launches record, v4 the kernel of a calibration point. docs/sessions.md describes every table and the path for the
 // tables later capabilities add.
 #include "store/schema.h"
 
@@ -169,10 +169,18 @@ CREATE INDEX calibration_by_target ON calibration(target, kernel_class, size);
 CREATE INDEX calibration_by_launch ON calibration(launch_id);
 )sql";
 
+// v4: a calibration point names its kernel (the op's kind: "layer_norm", "add", …),
+// so kernels of one class and size band are calibrated apart. Points kept before
+// have none ('') and count for their band only (cost::Calibration::factor).
+constexpr std::string_view kSchemaV4 = R"sql(
+ALTER TABLE calibration ADD COLUMN kernel TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4},
 };
 
 }  // namespace

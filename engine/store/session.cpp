@@ -1359,7 +1359,7 @@ Expected<std::vector<StepMeasurement>, StoreError> Session::step_measurements(La
 Status Session::add_calibration(std::string_view target, const std::vector<CalibrationRow> &rows) {
     std::lock_guard lock(impl_->mutex);
     if (auto e = impl_->require_writer()) return unexpected(*e);
-    if (auto e = impl_->require_schema(3, "calibration")) return unexpected(*e);
+    if (auto e = impl_->require_schema(4, "calibration points")) return unexpected(*e);
     if (target.empty()) return unexpected(make_error("invalid", "calibration needs a target name"));
     for (const CalibrationRow &row : rows)
         if (row.kernel_class.empty())
@@ -1372,10 +1372,10 @@ Status Session::add_calibration(std::string_view target, const std::vector<Calib
             return unexpected(impl_->no_row("launch", *row.launch_id));
         Stmt s = impl_->prepare(
             "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, measured_seconds, launch_id, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))");
+            "created_at, kernel) VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?)");
         if (!s.ok()) return unexpected(impl_->sql_error("cannot save calibration"));
         s.bind(1, target).bind_static(2, row.kernel_class).bind(3, row.size).bind(4, row.predicted_seconds);
-        s.bind(5, row.measured_seconds).bind(6, row.launch_id);
+        s.bind(5, row.measured_seconds).bind(6, row.launch_id).bind(7, row.kernel);
         if (s.step() != SQLITE_DONE)
             return unexpected(impl_->sql_error("cannot save a calibration point of " + std::string(target)));
     }
@@ -1386,15 +1386,17 @@ Status Session::add_calibration(std::string_view target, const std::vector<Calib
 Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::string_view target) const {
     std::lock_guard lock(impl_->mutex);
     if (impl_->schema < 3) return std::vector<CalibrationRow>{};
-    Stmt s = impl_->prepare(
-        "SELECT kernel_class, size, predicted_seconds, measured_seconds, launch_id, created_at FROM calibration "
-        "WHERE target = ? ORDER BY kernel_class, size, id");
+    // A file read at schema 3 (read-only, not migrated) has no kernels.
+    const std::string sql = std::string("SELECT kernel_class, size, predicted_seconds, measured_seconds, launch_id, ") +
+                            "created_at, " + (impl_->schema >= 4 ? "kernel" : "''") +
+                            " FROM calibration WHERE target = ? ORDER BY kernel_class, size, id";
+    Stmt s = impl_->prepare(sql.c_str());
     if (!s.ok()) return unexpected(impl_->sql_error("cannot read calibration"));
     s.bind(1, target);
     std::vector<CalibrationRow> out;
     int rc = 0;
     while ((rc = s.step()) == SQLITE_ROW) {
-        CalibrationRow row{s.text(0), s.real(1), s.real(2), s.real(3), std::nullopt, s.text(5)};
+        CalibrationRow row{s.text(0), s.real(1), s.real(2), s.real(3), std::nullopt, s.text(5), s.text(6)};
         if (!s.is_null(4)) row.launch_id = s.i64(4);
         out.push_back(std::move(row));
     }

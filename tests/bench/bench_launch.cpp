@@ -187,7 +187,7 @@ int accuracy(const std::string &project, bool per_step, int rounds) {
         const cost::Model model(host, p.plan.cluster);
         for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
             before.push_back(s.predicted);
-            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size));
+            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel));
             measured.push_back(s.measured);
         }
         const std::vector<double> durations = launch::calibrated_durations(p.plan, model, cal);

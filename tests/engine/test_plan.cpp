@@ -273,6 +273,38 @@ private slots:
         QCOMPARE(e.samples, 3);
         QVERIFY(e.median_before > 0.4 && e.median_after < 0.11);
     }
+    void calibrationIsFinerByKernel() {
+        // Two kernels of one class and band run at different fractions of the
+        // prediction: each gets its own factor, an unknown kernel the band's.
+        cost::Calibration c;
+        for (double m : {0.5, 0.6, 0.55}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layer_norm"});
+        for (double m : {1.8, 2.0}) c.add({cost::KernelClass::elementwise, 3e6, 1.0, m, "add"});
+        c.add({cost::KernelClass::elementwise, 4e6, 1.0, 1.2});  // a point without a kernel
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm"), 0.55));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "add"), 1.9));
+        // The band's median over all six points: (0.6 + 1.2) / 2.
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "gelu"), 0.9));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6), 0.9));
+        QCOMPARE(c.factor(cost::KernelClass::elementwise, 5e7, "add"), 1.0);  // another band: none
+        QCOMPARE(c.factor(cost::KernelClass::reduction, 5e6, "add"), 1.0);    // another class: none
+        const std::vector<cost::CalibrationEntry> t = c.table();
+        QCOMPARE(t.size(), size_t(3));
+        QCOMPARE(t[0].kernel, std::string());  // the band's row first, then its kernels by name
+        QCOMPARE(t[0].samples, 6);
+        QCOMPARE(t[1].kernel, std::string("add"));
+        QCOMPARE(t[1].samples, 2);
+        QCOMPARE(t[2].kernel, std::string("layer_norm"));
+        QVERIFY(close(t[2].factor, 0.55));
+        // The error after calibration is the per-kernel fit's: every point within 10%.
+        QVERIFY(c.error().median_after < 0.1);
+        // The model applies the factor of the work's kernel.
+        cost::Model m = model_of(h100(), 1);
+        const cost::KernelWork ln{cost::KernelClass::elementwise, DType::f32, 2e6, 2e6, "layer_norm"};  // band 6 either way
+        const double raw = m.kernel_seconds(ln);
+        for (const cost::CalibrationSample &s : c.samples()) m.calibration().add(s);
+        QVERIFY(raw > 0);
+        QVERIFY(close(m.kernel_seconds(ln) / raw, 0.55));
+    }
 
     // ---- simulation ----
     void twoDeviceScheduleByHand() {

@@ -623,8 +623,8 @@ private slots:
 
         auto s = open_ok(path);
         QVERIFY(s);
-        QCOMPARE(s->schema_version(), 3);
-        QCOMPARE(raw_int(path, "PRAGMA user_version"), std::int64_t{3});
+        QCOMPARE(s->schema_version(), current_schema_version());
+        QCOMPARE(raw_int(path, "PRAGMA user_version"), std::int64_t{current_schema_version()});
         const ProjectId p = s->projects()->front().id;
         QCOMPARE(s->versions(p)->size(), size_t{2});
         QCOMPARE(graph_difference(*s->load_version(saved.id), g), QString());
@@ -637,7 +637,7 @@ private slots:
         QCOMPARE(s->stages(saved.id)->size(), size_t{1});
         // Migrations are an ordered history.
         for (size_t i = 0; i < migrations().size(); ++i) QCOMPARE(migrations()[i].version, static_cast<int>(i + 1));
-        QCOMPARE(current_schema_version(), 3);
+        QCOMPARE(current_schema_version(), 4);
     }
 
     void migration_from_schema_2() {
@@ -675,8 +675,8 @@ private slots:
 
         auto s = open_ok(path);
         QVERIFY(s);
-        QCOMPARE(s->schema_version(), 3);
-        QCOMPARE(raw_int(path, "PRAGMA user_version"), std::int64_t{3});
+        QCOMPARE(s->schema_version(), current_schema_version());
+        QCOMPARE(raw_int(path, "PRAGMA user_version"), std::int64_t{current_schema_version()});
         for (const std::string &table : tables_of_schema(3)) {
             const std::string sql =
                 "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '" + table + "'";
@@ -695,6 +695,42 @@ private slots:
         auto plan = s->save_plan(plan_on(saved.id, stage.id), kPlanJson);
         QVERIFY2(plan, message_of(plan).toUtf8().constData());
         QCOMPARE(s->plans(p, saved.id)->size(), size_t{1});
+    }
+
+    // v4 gives a calibration point its kernel: points kept at v3 read as having
+    // none, whether the file is read as it is or migrated; new points keep theirs.
+    void migration_from_schema_3_keeps_calibration() {
+        const QString path = fresh_path();
+        {
+            auto old = create_session_at_version(path.toStdString(), 3);
+            QVERIFY2(old, old ? "" : old.error().message.c_str());
+            QCOMPARE(message_of((*old)->add_calibration("host", {CalibrationRow{"gemm", 1e9, 0.01, 0.02, std::nullopt, {}, "matmul"}})),
+                     "session " + path + " is at schema 3; calibration points need schema 4");
+        }
+        // What a v3 Tapestry wrote.
+        QVERIFY(raw_exec(path, "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, "
+                               "measured_seconds, launch_id, created_at) VALUES ('host', 'elementwise', 2e6, 1e-3, 2e-3, "
+                               "NULL, '2026-11-20T10:00:00Z')"));
+        {
+            auto reader = open_ok(path, OpenMode::read_only);
+            QVERIFY(reader);
+            QCOMPARE(reader->schema_version(), 3);
+            auto rows = reader->calibration("host");
+            QVERIFY(rows);
+            QCOMPARE(rows->size(), size_t{1});
+            QCOMPARE(rows->front().kernel, std::string());
+            QCOMPARE(rows->front().measured_seconds, 2e-3);
+        }
+        auto s = open_ok(path);
+        QVERIFY(s);
+        QCOMPARE(s->schema_version(), 4);
+        QVERIFY(s->add_calibration("host", {CalibrationRow{"elementwise", 3e6, 1e-3, 0.5e-3, std::nullopt, {}, "layer_norm"}}));
+        auto rows = s->calibration("host");
+        QVERIFY(rows);
+        QCOMPARE(rows->size(), size_t{2});
+        QCOMPARE((*rows)[0].kernel, std::string());
+        QCOMPARE((*rows)[1].kernel, std::string("layer_norm"));
+        QCOMPARE((*rows)[1].size, 3e6);
     }
 
     // The step to v3 is one transaction: a v2 file on which it fails half-way
@@ -729,7 +765,7 @@ private slots:
         auto s = Session::open(path.toStdString());
         QCOMPARE(QString::fromStdString(s.error().message),
                  "session " + path +
-                     " was written by a newer Tapestry (schema version 99; this build reads up to 3); it was left "
+                     " was written by a newer Tapestry (schema version 99; this build reads up to 4); it was left "
                      "unchanged");
     }
 
