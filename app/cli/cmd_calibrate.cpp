@@ -69,14 +69,20 @@ std::string band_text(int band, bool by_flops) {
     return "1e" + std::to_string(band) + "–1e" + std::to_string(band + 1) + (by_flops ? " FLOP" : " B");
 }
 
-// The calibration table: a row per class and size band (kernel "every"), then a
-// row per kernel that has points in it.
+// The calibration table as printed: per class and size band its own row (every
+// kernel, every thread count), then the finest rows (a kernel on a thread count;
+// "—" threads: a GPU's, or not known). The JSON has the groups in between too.
 std::vector<std::vector<std::string>> table_rows(const cost::Calibration &cal, const cost::Target &target) {
-    std::vector<std::vector<std::string>> rows{{"class", "size", "kernel", "samples", "measured / predicted"}};
-    for (const cost::CalibrationEntry &e : cal.table())
+    std::vector<std::vector<std::string>> rows{{"class", "size", "kernel", "threads", "samples", "measured / predicted"}};
+    for (const cost::CalibrationEntry &e : cal.table()) {
+        const bool band_row = e.threads < 0 && e.kernel.empty();
+        if (!band_row && (e.threads < 0 || e.kernel.empty())) continue;
         rows.push_back({cost::kernel_class_name(e.kernel_class),
                         band_text(e.band, target.device.efficiency[static_cast<size_t>(e.kernel_class)].by_flops),
-                        e.kernel.empty() ? "every" : e.kernel, std::to_string(e.samples), formatted(e.factor, "%.2f")});
+                        band_row ? "every" : e.kernel,
+                        band_row ? "every" : e.threads > 0 ? std::to_string(e.threads) : "—", std::to_string(e.samples),
+                        formatted(e.factor, "%.2f")});
+    }
     return rows;
 }
 
@@ -84,7 +90,7 @@ ordered_json table_json(const cost::Calibration &cal) {
     ordered_json out = ordered_json::array();
     for (const cost::CalibrationEntry &e : cal.table())
         out.push_back({{"kernel_class", cost::kernel_class_name(e.kernel_class)}, {"band", e.band},
-                       {"kernel", e.kernel}, {"factor", e.factor}, {"samples", e.samples}});
+                       {"kernel", e.kernel}, {"threads", e.threads}, {"factor", e.factor}, {"samples", e.samples}});
     return out;
 }
 
@@ -408,7 +414,7 @@ Accuracy step_accuracy(const std::vector<cost::CalibrationSample> &samples, cons
     std::vector<double> before, after, measured;
     for (const cost::CalibrationSample &s : samples) {
         before.push_back(s.predicted);
-        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel));
+        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads));
         measured.push_back(s.measured);
     }
     return Accuracy{static_cast<int>(samples.size()), launch::median_relative_error(before, measured),

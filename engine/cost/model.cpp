@@ -64,8 +64,12 @@ void Calibration::add(const CalibrationSample &s) {
         v.insert(std::upper_bound(v.begin(), v.end(), r), r);
     };
     const int c = static_cast<int>(s.kernel_class), b = band(s.size);
-    insert(Key{c, b, std::string()});
-    if (!s.kernel.empty()) insert(Key{c, b, s.kernel});
+    insert(Key{c, b, -1, std::string()});
+    insert(Key{c, b, s.threads, std::string()});
+    if (!s.kernel.empty()) {
+        insert(Key{c, b, -1, s.kernel});
+        insert(Key{c, b, s.threads, s.kernel});
+    }
 }
 
 namespace {
@@ -87,18 +91,21 @@ std::vector<CalibrationEntry> Calibration::table() const {
     // The map's order: per (class, band) the band's row ("" sorts first), then its kernels.
     for (const auto &[key, r] : ratios_)
         out.push_back(CalibrationEntry{static_cast<KernelClass>(std::get<0>(key)), std::get<1>(key), std::get<2>(key),
-                                       median_of_sorted(r), static_cast<int>(r.size())});
+                                       std::get<3>(key), median_of_sorted(r), static_cast<int>(r.size())});
     return out;
 }
 
-double Calibration::factor(KernelClass c, double size, std::string_view kernel) const {
+double Calibration::factor(KernelClass c, double size, std::string_view kernel, int threads) const {
     if (ratios_.empty()) return 1.0;
     const int cls = static_cast<int>(c), b = band(size);
-    if (!kernel.empty())
-        if (auto it = ratios_.find(std::tuple<int, int, std::string_view>{cls, b, kernel}); it != ratios_.end())
+    using Probe = std::tuple<int, int, int, std::string_view>;
+    // Finest first; a probe with threads -1 or kernel "" is a coarser group itself.
+    // A finer group counts from kMinGroupSamples points (one launch's noise is not
+    // a kernel's character); the band from one.
+    for (const Probe &p : {Probe{cls, b, threads, kernel}, Probe{cls, b, -1, kernel}, Probe{cls, b, threads, {}}})
+        if (auto it = ratios_.find(p); it != ratios_.end() && it->second.size() >= kMinGroupSamples)
             return median_of_sorted(it->second);
-    if (auto it = ratios_.find(std::tuple<int, int, std::string_view>{cls, b, std::string_view()}); it != ratios_.end())
-        return median_of_sorted(it->second);
+    if (auto it = ratios_.find(Probe{cls, b, -1, {}}); it != ratios_.end()) return median_of_sorted(it->second);
     return 1.0;
 }
 
@@ -108,7 +115,7 @@ CalibrationError Calibration::error() const {
     std::vector<double> before, after;
     for (const CalibrationSample &s : samples_) {
         before.push_back(std::abs(s.predicted - s.measured) / s.measured);
-        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel);
+        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel, s.threads);
         after.push_back(std::abs(p - s.measured) / s.measured);
     }
     e.median_before = median(before);
@@ -135,6 +142,10 @@ double Model::device_share() const {
     return 1.0 / std::max(1, shape_.devices());
 }
 
+int Model::kernel_threads() const {
+    return target_.kind == "cpu" ? shape_.threads_per_device() : 0;
+}
+
 double Model::roofline_seconds(const KernelWork &w) const {
     const double peak = target_.peak_flops(w.dtype) * device_share();
     const double bw = target_.device.memory_bandwidth.value * device_share();
@@ -147,7 +158,7 @@ double Model::kernel_seconds(const KernelWork &w) const {
     const double size = curve_size(w);
     const double eff = std::max(1e-6, target_.device.efficiency[static_cast<size_t>(w.kernel_class)].at(size));
     const double t = roofline_seconds(w) / eff + target_.device.launch_overhead.value;
-    return t * calibration_.factor(w.kernel_class, size, w.kernel);
+    return t * calibration_.factor(w.kernel_class, size, w.kernel, kernel_threads());
 }
 
 double Model::copy_seconds(double bytes) const {

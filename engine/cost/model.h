@@ -55,13 +55,15 @@ struct CalibrationSample {
     double predicted = 0;
     double measured = 0;
     std::string kernel = {};  // KernelWork::kernel ("" unknown: counts for its band only)
+    int threads = 0;          // the threads a kernel ran on (Model::kernel_threads; 0 a GPU's)
 };
 // A row of the calibration table: the factor of a class's size band, of every
-// kernel in it (kernel "") or of one kernel.
+// kernel in it or of one kernel, on every thread count or on one.
 struct CalibrationEntry {
     KernelClass kernel_class = KernelClass::elementwise;
     int band = 0;
-    std::string kernel;  // "" for the whole band
+    int threads = -1;    // -1 for every thread count
+    std::string kernel;  // "" for every kernel
     double factor = 1;   // median of measured / predicted
     int samples = 0;
 };
@@ -74,20 +76,24 @@ class Calibration {
 public:
     void add(const CalibrationSample &s);
     const std::vector<CalibrationSample> &samples() const { return samples_; }
-    // The factor predictions of this class, size and kernel are scaled by: the
-    // median of measured/predicted of that kernel in the class's size band where it
-    // has samples there (kernels of one class differ: a layer norm is not a
-    // residual add), else of the whole band; 1 where the band has no sample.
-    double factor(KernelClass c, double size, std::string_view kernel = {}) const;
+    // The factor predictions of this class, size, kernel and thread count are
+    // scaled by: the median of measured/predicted in the class's size band of the
+    // finest group with samples — that kernel on those threads, that kernel on any,
+    // any kernel on those threads, the whole band (kernels of one class differ: a
+    // layer norm is not a residual add; nor is a kernel on one core half of it on
+    // two) —, a group finer than the band only from kMinGroupSamples points; 1
+    // where the band has no sample. `threads` -1: not known.
+    double factor(KernelClass c, double size, std::string_view kernel = {}, int threads = -1) const;
     static int band(double size);  // ⌊log10 size⌋
-    // The table, by class, band and kernel: each band's row (kernel "") first,
-    // then its kernels' rows.
+    static constexpr size_t kMinGroupSamples = 3;
+    // The table, by class, band, threads and kernel: each band's row (every thread
+    // count, every kernel) first.
     std::vector<CalibrationEntry> table() const;
     CalibrationError error() const;
     bool empty() const { return samples_.empty(); }
 
 private:
-    using Key = std::tuple<int, int, std::string>;  // class, band, kernel ("" the band)
+    using Key = std::tuple<int, int, int, std::string>;  // class, band, threads (-1 any), kernel ("" any)
     std::vector<CalibrationSample> samples_;
     std::map<Key, std::vector<double>, std::less<>> ratios_;  // each sorted ascending
 };
@@ -109,6 +115,10 @@ public:
     // kernel runs on (ClusterShape::threads_per_device) out of them — 1/n for n
     // devices when the core count is not known.
     double device_share() const;
+    // The threads one kernel runs on, as calibration tells them apart: a cpu
+    // target's ClusterShape::threads_per_device (0 where the cores are not known);
+    // 0 for a GPU.
+    int kernel_threads() const;
     // max(flops / (peak(dtype)·share), bytes / (bandwidth·share)): the bound, without efficiency.
     double roofline_seconds(const KernelWork &w) const;
     // roofline / efficiency(class, size) + launch overhead, times the calibration factor.

@@ -169,11 +169,13 @@ CREATE INDEX calibration_by_target ON calibration(target, kernel_class, size);
 CREATE INDEX calibration_by_launch ON calibration(launch_id);
 )sql";
 
-// v4: a calibration point names its kernel (the op's kind: "layer_norm", "add", …),
-// so kernels of one class and size band are calibrated apart. Points kept before
-// have none ('') and count for their band only (cost::Calibration::factor).
+// v4: a calibration point names its kernel (the op's kind: "layer_norm", "add", …)
+// and the threads it ran on, so kernels of one class and size band are calibrated
+// apart. Points kept before have neither ('', 0) and count for their band only
+// (cost::Calibration::factor).
 constexpr std::string_view kSchemaV4 = R"sql(
 ALTER TABLE calibration ADD COLUMN kernel TEXT NOT NULL DEFAULT '';
+ALTER TABLE calibration ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 constexpr Migration kMigrations[] = {

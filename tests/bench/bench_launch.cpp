@@ -5,13 +5,15 @@
 //               ratio of medians of the two wall times. Target ≤ 1.05.
 //   accuracy  — the GPT-2 block planned for the measured host target on 1, 2 and
 //               4 devices × round-robin and the four baselines, each launched
-//               1 + N times (--rounds): the first launch fits the calibration
+//               F + N times (--fits, default 3; --rounds, default 5; the process's
+//               very first launch, which warms it, comes before and is not
+//               counted): every step of the first F launches fits the calibration
 //               table, the median of the other N (per step, and the wall time)
 //               is compared with the predictions with and without it. Per step
 //               (kernels and copies): median |predicted − measured| / measured,
 //               target ≤ 15% after calibration; per plan: Kendall τ between
 //               predicted and measured step time (makespan vs wall), target ≥ 0.8.
-//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE] [--steps]
+//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits F] [--project FILE] [--steps]
 //   (--steps: the overhead part also prints each launched step's median time)
 #include <algorithm>
 #include <chrono>
@@ -135,20 +137,23 @@ launch::LaunchResult median_launch(const std::vector<launch::LaunchResult> &runs
     return out;
 }
 
-int accuracy(const std::string &project, bool per_step, int rounds) {
+int accuracy(const std::string &project, bool per_step, int fits, int rounds) {
     auto base = cost::builtin_target("host");
     auto m = cpu::measure_host(2);
     if (!base || !m) return std::fprintf(stderr, "measuring the host failed\n"), 1;
     cost::HostFigures f{m->gemm_f32_flops, m->gemm_bf16_flops, m->memory_bandwidth, m->memory_bytes, m->launch_overhead, "bench", m->threads};
     const cost::Target host = cost::measured_target(*base, f);
     std::printf("accuracy: %s for the measured host (%.0f GFLOP/s f32, %.1f GB/s, launch %.1f µs), each plan launched "
-                "1 + %d times: the first launch fits the calibration, the median of the others is compared\n",
-                project.c_str(), m->gemm_f32_flops / 1e9, m->memory_bandwidth / 1e9, m->launch_overhead * 1e6, rounds);
+                "%d + %d times: the first %d launches fit the calibration (every step's points), the median of the others "
+                "is compared\n",
+                project.c_str(), m->gemm_f32_flops / 1e9, m->memory_bandwidth / 1e9, m->launch_overhead * 1e6, fits, rounds,
+                fits);
     const Graph g = load(project);
     struct Pair {
         std::string what;
         plan::Plan plan;
-        launch::LaunchResult fit, test;
+        std::vector<launch::LaunchResult> fits;
+        launch::LaunchResult test;
     };
     std::vector<Pair> plans;
     for (int n : {1, 2, 4})
@@ -166,13 +171,17 @@ int accuracy(const std::string &project, bool per_step, int rounds) {
             const auto inputs = make_random_inputs(r->plan.graph, 1);
             Pair p{what, r->plan, {}, {}};
             std::vector<launch::LaunchResult> tests;
-            for (int k = 0; k <= rounds; ++k) {
+            // The process's first launch also pays for warming it (the allocator's
+            // pages, the kernels' first runs: 2–4× a later launch's attention step);
+            // it is not counted, so that no plan's fit is a cold process's.
+            for (int k = plans.empty() ? -1 : 0; k < fits + rounds; ++k) {
                 auto backend = launch::make_cpu_backend();
                 auto l = launch::launch_plan(p.plan, *backend, inputs);
                 if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", what.c_str()), 1;
                 auto c = launch::check_outputs(p.plan, inputs, l->outputs);
                 if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", what.c_str()), 1;
-                if (k == 0) p.fit = std::move(l).value();
+                if (k < 0) continue;
+                if (k < fits) p.fits.push_back(std::move(l).value());
                 else tests.push_back(std::move(l).value());
             }
             p.test = median_launch(tests);
@@ -180,14 +189,15 @@ int accuracy(const std::string &project, bool per_step, int rounds) {
         }
     cost::Calibration cal;
     for (const Pair &p : plans)
-        for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, cost::Model(host, p.plan.cluster), p.fit))
-            cal.add(s);
+        for (const launch::LaunchResult &fit : p.fits)
+            for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, cost::Model(host, p.plan.cluster), fit))
+                cal.add(s);
     std::vector<double> before, after, measured, plan_pred, plan_cal, plan_meas;
     for (const Pair &p : plans) {
         const cost::Model model(host, p.plan.cluster);
         for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
             before.push_back(s.predicted);
-            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel));
+            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads));
             measured.push_back(s.measured);
         }
         const std::vector<double> durations = launch::calibrated_durations(p.plan, model, cal);
@@ -205,7 +215,7 @@ int accuracy(const std::string &project, bool per_step, int rounds) {
                     plan::seconds_text(replayed).c_str());
         if (per_step)
             for (size_t k = 0; k < p.test.steps.size(); ++k) {
-                const launch::MeasuredStep &second = p.test.steps[k], &first = p.fit.steps[k];
+                const launch::MeasuredStep &second = p.test.steps[k], &first = p.fits.front().steps[k];
                 const plan::Step &s = p.plan.steps[static_cast<size_t>(second.step)];
                 std::printf("      step %3d %-10s %-22s dev %d  fit %9s  median %9s  predicted %9s\n", second.step,
                             plan::step_kind_name(s.kind), (s.shard.empty() ? s.op : s.shard).c_str(), s.device,
@@ -230,17 +240,18 @@ int accuracy(const std::string &project, bool per_step, int rounds) {
 
 int main(int argc, char **argv) {
     std::string part = "all", project = source_dir() + "/projects/gpt2_block.tapestry.json";
-    int rounds = 5;
+    int rounds = 5, fits = 3;
     bool per_step = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--fits") && i + 1 < argc) fits = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
         else if (!std::strcmp(argv[i], "--steps")) per_step = true;
-        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--project FILE] [--steps]\n"), 2;
+        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits N] [--project FILE] [--steps]\n"), 2;
     }
     int rc = 0;
     if (part == "overhead" || part == "all") rc |= overhead(rounds, per_step);
-    if (part == "accuracy" || part == "all") rc |= accuracy(project, per_step, rounds);
+    if (part == "accuracy" || part == "all") rc |= accuracy(project, per_step, fits, rounds);
     return rc;
 }

@@ -273,37 +273,61 @@ private slots:
         QCOMPARE(e.samples, 3);
         QVERIFY(e.median_before > 0.4 && e.median_after < 0.11);
     }
-    void calibrationIsFinerByKernel() {
+    void calibrationIsFinerByKernelAndThreads() {
         // Two kernels of one class and band run at different fractions of the
         // prediction: each gets its own factor, an unknown kernel the band's.
         cost::Calibration c;
-        for (double m : {0.5, 0.6, 0.55}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layer_norm"});
-        for (double m : {1.8, 2.0}) c.add({cost::KernelClass::elementwise, 3e6, 1.0, m, "add"});
-        c.add({cost::KernelClass::elementwise, 4e6, 1.0, 1.2});  // a point without a kernel
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm"), 0.55));
+        for (double m : {0.5, 0.6, 0.55}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layer_norm", 1});
+        for (double m : {1.8, 2.0, 1.9}) c.add({cost::KernelClass::elementwise, 3e6, 1.0, m, "add", 1});
+        c.add({cost::KernelClass::elementwise, 4e6, 1.0, 0.2});  // a point without a kernel (threads 0)
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 1), 0.55));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "add", 1), 1.9));
+        // That kernel on threads it has no point on: the kernel's points on any.
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "add", 2), 1.9));
         QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "add"), 1.9));
-        // The band's median over all six points: (0.6 + 1.2) / 2.
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "gelu"), 0.9));
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6), 0.9));
-        QCOMPARE(c.factor(cost::KernelClass::elementwise, 5e7, "add"), 1.0);  // another band: none
-        QCOMPARE(c.factor(cost::KernelClass::reduction, 5e6, "add"), 1.0);    // another class: none
+        // A kernel without points, on 1 thread: the median of the band's six points on 1 thread.
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "gelu", 1), 1.2));
+        // On threads the band has no point on: the whole band's seven points.
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "gelu", 4), 0.6));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6), 0.6));
+        QCOMPARE(c.factor(cost::KernelClass::elementwise, 5e7, "add", 1), 1.0);  // another band: none
+        QCOMPARE(c.factor(cost::KernelClass::reduction, 5e6, "add", 1), 1.0);    // another class: none
+        // One point of a kernel on 2 threads is not yet its own group (one launch's
+        // noise): the kernel's points on any threads, median of 0.5 0.55 0.6 0.8.
+        c.add({cost::KernelClass::elementwise, 2e6, 1.0, 0.8, "layer_norm", 2});
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 2), 0.575));
+        // From three it is, calibrated apart from the kernel on 1 thread.
+        for (double m : {0.85, 0.9}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layer_norm", 2});
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 2), 0.85));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 1), 0.55));
+        // The table: the band's row (every thread count, every kernel) first.
         const std::vector<cost::CalibrationEntry> t = c.table();
-        QCOMPARE(t.size(), size_t(3));
-        QCOMPARE(t[0].kernel, std::string());  // the band's row first, then its kernels by name
-        QCOMPARE(t[0].samples, 6);
-        QCOMPARE(t[1].kernel, std::string("add"));
-        QCOMPARE(t[1].samples, 2);
-        QCOMPARE(t[2].kernel, std::string("layer_norm"));
-        QVERIFY(close(t[2].factor, 0.55));
-        // The error after calibration is the per-kernel fit's: every point within 10%.
+        QVERIFY(!t.empty());
+        QCOMPARE(t[0].threads, -1);
+        QCOMPARE(t[0].kernel, std::string());
+        QCOMPARE(t[0].samples, 10);
+        const auto row = [&](int threads, const std::string &kernel) {
+            for (const cost::CalibrationEntry &e : t)
+                if (e.threads == threads && e.kernel == kernel) return e;
+            return cost::CalibrationEntry{};
+        };
+        QCOMPARE(row(1, "layer_norm").samples, 3);
+        QVERIFY(close(row(1, "layer_norm").factor, 0.55));
+        QCOMPARE(row(-1, "layer_norm").samples, 6);
+        QCOMPARE(row(1, "").samples, 6);
+        QCOMPARE(row(0, "").samples, 1);
+        QCOMPARE(row(2, "add").samples, 0);  // no such row
+        // After calibration most points are within 10% (the kernel-less one is not).
         QVERIFY(c.error().median_after < 0.1);
-        // The model applies the factor of the work's kernel.
+        // The model applies the factor of the work's kernel (a GPU: threads 0).
         cost::Model m = model_of(h100(), 1);
+        QCOMPARE(m.kernel_threads(), 0);
         const cost::KernelWork ln{cost::KernelClass::elementwise, DType::f32, 2e6, 2e6, "layer_norm"};  // band 6 either way
         const double raw = m.kernel_seconds(ln);
-        for (const cost::CalibrationSample &s : c.samples()) m.calibration().add(s);
         QVERIFY(raw > 0);
-        QVERIFY(close(m.kernel_seconds(ln) / raw, 0.55));
+        for (int k = 0; k < 3; ++k) m.calibration().add({cost::KernelClass::elementwise, 2e6, 1.0, 0.5, "layer_norm", 0});
+        m.calibration().add({cost::KernelClass::elementwise, 2e6, 1.0, 2.0, "add", 0});
+        QVERIFY(close(m.kernel_seconds(ln) / raw, 0.5));
     }
 
     // ---- simulation ----

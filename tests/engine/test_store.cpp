@@ -704,7 +704,7 @@ private slots:
         {
             auto old = create_session_at_version(path.toStdString(), 3);
             QVERIFY2(old, old ? "" : old.error().message.c_str());
-            QCOMPARE(message_of((*old)->add_calibration("host", {CalibrationRow{"gemm", 1e9, 0.01, 0.02, std::nullopt, {}, "matmul"}})),
+            QCOMPARE(message_of((*old)->add_calibration("host", {CalibrationRow{"gemm", 1e9, 0.01, 0.02, std::nullopt, {}, "matmul", 1}})),
                      "session " + path + " is at schema 3; calibration points need schema 4");
         }
         // What a v3 Tapestry wrote.
@@ -719,17 +719,20 @@ private slots:
             QVERIFY(rows);
             QCOMPARE(rows->size(), size_t{1});
             QCOMPARE(rows->front().kernel, std::string());
+            QCOMPARE(rows->front().threads, 0);
             QCOMPARE(rows->front().measured_seconds, 2e-3);
         }
         auto s = open_ok(path);
         QVERIFY(s);
         QCOMPARE(s->schema_version(), 4);
-        QVERIFY(s->add_calibration("host", {CalibrationRow{"elementwise", 3e6, 1e-3, 0.5e-3, std::nullopt, {}, "layer_norm"}}));
+        QVERIFY(s->add_calibration("host", {CalibrationRow{"elementwise", 3e6, 1e-3, 0.5e-3, std::nullopt, {}, "layer_norm", 2}}));
         auto rows = s->calibration("host");
         QVERIFY(rows);
         QCOMPARE(rows->size(), size_t{2});
         QCOMPARE((*rows)[0].kernel, std::string());
+        QCOMPARE((*rows)[0].threads, 0);
         QCOMPARE((*rows)[1].kernel, std::string("layer_norm"));
+        QCOMPARE((*rows)[1].threads, 2);
         QCOMPARE((*rows)[1].size, 3e6);
     }
 
