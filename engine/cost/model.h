@@ -23,7 +23,7 @@ struct KernelWork {
     DType dtype = DType::f32;
     double flops = 0;
     double bytes = 0;  // read + written
-    // The kernel: the op's kind ("layer_norm", "add", "fused", …); empty for copies
+    // The kernel: the op's kind ("layernorm", "add", "fused", …); empty for copies
     // and wherever it is not known. Calibration is finer by it (Calibration::factor).
     std::string kernel = {};
 };

@@ -169,7 +169,7 @@ CREATE INDEX calibration_by_target ON calibration(target, kernel_class, size);
 CREATE INDEX calibration_by_launch ON calibration(launch_id);
 )sql";
 
-// v4: a calibration point names its kernel (the op's kind: "layer_norm", "add", …)
+// v4: a calibration point names its kernel (the op's kind: "layernorm", "add", …)
 // and the threads it ran on, so kernels of one class and size band are calibrated
 // apart. Points kept before have neither ('', 0) and count for their band only
 // (cost::Calibration::factor).

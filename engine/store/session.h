@@ -134,7 +134,7 @@ struct CalibrationRow {
     double measured_seconds = 0;
     std::optional<LaunchId> launch_id;  // the launch it came from; none: a probe (measuring the host)
     std::string created_at;             // ISO 8601 UTC, assigned by add_calibration
-    std::string kernel = {};            // the op's kind ("layer_norm", …); "" none (schema v4)
+    std::string kernel = {};            // the op's kind ("layernorm", …); "" none (schema v4)
     int threads = 0;                    // the threads a kernel ran on; 0 a GPU's or not known (schema v4)
 };
 

@@ -7,13 +7,14 @@
 //               4 devices × round-robin and the four baselines, each launched
 //               F + N times (--fits, default 3; --rounds, default 5; the process's
 //               very first launch, which warms it, comes before and is not
-//               counted): every step of the first F launches fits the calibration
-//               table, the median of the other N (per step, and the wall time)
+//               counted), and up to K plans of a search's front for 4 devices
+//               (--front, default 6) likewise: every step of the first F launches
+//               fits the calibration table, the median of the other N (per step, and the wall time)
 //               is compared with the predictions with and without it. Per step
 //               (kernels and copies): median |predicted − measured| / measured,
 //               target ≤ 15% after calibration; per plan: Kendall τ between
 //               predicted and measured step time (makespan vs wall), target ≥ 0.8.
-//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits F] [--project FILE] [--steps]
+//   bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits F] [--front K] [--project FILE] [--steps]
 //   (--steps: the overhead part also prints each launched step's median time)
 #include <algorithm>
 #include <chrono>
@@ -34,6 +35,7 @@
 #include "plan/planner.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cpu/host_probe.h"
+#include "search/optimizer.h"
 
 using namespace tapestry;
 
@@ -137,7 +139,7 @@ launch::LaunchResult median_launch(const std::vector<launch::LaunchResult> &runs
     return out;
 }
 
-int accuracy(const std::string &project, bool per_step, int fits, int rounds) {
+int accuracy(const std::string &project, bool per_step, int fits, int rounds, int front_points) {
     auto base = cost::builtin_target("host");
     auto m = cpu::measure_host(2);
     if (!base || !m) return std::fprintf(stderr, "measuring the host failed\n"), 1;
@@ -156,8 +158,30 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds) {
         launch::LaunchResult test;
     };
     std::vector<Pair> plans;
+    // Launches a plan F + N times (the process's very first launch once more before,
+    // uncounted: it also warms the process — the allocator's pages, the kernels'
+    // first runs take 2–4× their later time), each checked against its reference.
+    auto launch_all = [&](const std::string &what, const plan::Plan &plan) -> bool {
+        const auto inputs = make_random_inputs(plan.graph, 1);
+        Pair p{what, plan, {}, {}};
+        std::vector<launch::LaunchResult> tests;
+        for (int k = plans.empty() ? -1 : 0; k < fits + rounds; ++k) {
+            auto backend = launch::make_cpu_backend();
+            auto l = launch::launch_plan(p.plan, *backend, inputs);
+            if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", what.c_str()), false;
+            auto c = launch::check_outputs(p.plan, inputs, l->outputs);
+            if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", what.c_str()), false;
+            if (k < 0) continue;
+            if (k < fits) p.fits.push_back(std::move(l).value());
+            else tests.push_back(std::move(l).value());
+        }
+        p.test = median_launch(tests);
+        plans.push_back(std::move(p));
+        return true;
+    };
     for (int n : {1, 2, 4})
         for (int b = -1; b < 4; ++b) {
+            if (n == 1 && b >= 0) continue;  // on one device every baseline is the same plan
             plan::PlanRequest req;
             req.target = host;
             req.devices = n;
@@ -167,26 +191,51 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds) {
             if (!r) continue;
             const std::string what = std::to_string(n) + " " +
                                      (b >= 0 ? plan::baseline_name(static_cast<plan::Baseline>(b)) : std::string("round-robin"));
-            if (n == 1 && b >= 0) continue;  // on one device every baseline is the same plan
-            const auto inputs = make_random_inputs(r->plan.graph, 1);
-            Pair p{what, r->plan, {}, {}};
-            std::vector<launch::LaunchResult> tests;
-            // The process's first launch also pays for warming it (the allocator's
-            // pages, the kernels' first runs: 2–4× a later launch's attention step);
-            // it is not counted, so that no plan's fit is a cold process's.
-            for (int k = plans.empty() ? -1 : 0; k < fits + rounds; ++k) {
-                auto backend = launch::make_cpu_backend();
-                auto l = launch::launch_plan(p.plan, *backend, inputs);
-                if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", what.c_str()), 1;
-                auto c = launch::check_outputs(p.plan, inputs, l->outputs);
-                if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", what.c_str()), 1;
-                if (k < 0) continue;
-                if (k < fits) p.fits.push_back(std::move(l).value());
-                else tests.push_back(std::move(l).value());
-            }
-            p.test = median_launch(tests);
-            plans.push_back(std::move(p));
+            if (!launch_all(what, r->plan)) return 1;
         }
+    // Front points: a seeded search of the block for this host on 4 devices (time,
+    // memory per device, devices), the front's plans by step time, every one not
+    // already launched (the same predicted time, peak and devices as a plan above)
+    // up to --front of them, spread over the front.
+    if (front_points > 0) {
+        auto shape = cost::cluster_shape(host, 4, 0);
+        auto space = search::Space::of(g, 4);
+        if (!shape || !space) return std::fprintf(stderr, "no search space for the front points\n"), 1;
+        const search::Evaluator ev(g, *space, host, *shape,
+                                   {search::Objective::time, search::Objective::memory, search::Objective::devices}, {});
+        search::SearchOptions so;
+        so.max_evaluations = 1500;
+        so.budget_seconds = 0;
+        so.seed = 7;
+        auto found = search::optimize(ev, so);
+        if (!found) return std::fprintf(stderr, "search: %s\n", found.error().c_str()), 1;
+        std::vector<search::Scored> front = found->front;
+        std::sort(front.begin(), front.end(), [](const search::Scored &a, const search::Scored &b) {
+            return a.evaluation.figures.makespan < b.evaluation.figures.makespan;
+        });
+        std::vector<plan::Plan> fresh;
+        for (const search::Scored &sc : front) {
+            auto made = ev.materialize(sc.candidate, false);
+            if (!made) continue;
+            const plan::Prediction pr = plan::simulate(made->plan);
+            const bool seen = std::any_of(plans.begin(), plans.end(), [&](const Pair &q) {
+                const plan::Prediction qp = plan::simulate(q.plan);
+                return q.plan.devices.size() == made->plan.devices.size() && std::abs(qp.makespan - pr.makespan) <= 1e-9 * pr.makespan &&
+                       qp.peak == pr.peak;
+            });
+            if (!seen) fresh.push_back(std::move(made->plan));
+        }
+        const size_t take = std::min(fresh.size(), static_cast<size_t>(front_points));
+        for (size_t i = 0; i < take; ++i) {
+            // Evenly over the front, fastest and slowest included.
+            const size_t at = take == 1 ? 0 : i * (fresh.size() - 1) / (take - 1);
+            const plan::Plan &fp = fresh[at];
+            if (!launch_all("front " + std::to_string(fp.devices.size()) + "d #" + std::to_string(at), fp)) return 1;
+        }
+        std::printf("  front points: a search of %ld evaluations (seed 7, 4 devices) gave %zu plans, %zu not among the "
+                    "baselines; %zu launched\n",
+                    found->evaluations, front.size(), fresh.size(), take);
+    }
     cost::Calibration cal;
     for (const Pair &p : plans)
         for (const launch::LaunchResult &fit : p.fits)
@@ -240,18 +289,19 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds) {
 
 int main(int argc, char **argv) {
     std::string part = "all", project = source_dir() + "/projects/gpt2_block.tapestry.json";
-    int rounds = 5, fits = 3;
+    int rounds = 5, fits = 3, front_points = 6;
     bool per_step = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--fits") && i + 1 < argc) fits = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--front") && i + 1 < argc) front_points = std::max(0, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
         else if (!std::strcmp(argv[i], "--steps")) per_step = true;
-        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits N] [--project FILE] [--steps]\n"), 2;
+        else return std::fprintf(stderr, "usage: bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits N] [--front K] [--project FILE] [--steps]\n"), 2;
     }
     int rc = 0;
     if (part == "overhead" || part == "all") rc |= overhead(rounds, per_step);
-    if (part == "accuracy" || part == "all") rc |= accuracy(project, per_step, fits, rounds);
+    if (part == "accuracy" || part == "all") rc |= accuracy(project, per_step, fits, rounds, front_points);
     return rc;
 }

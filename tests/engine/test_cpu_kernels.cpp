@@ -715,6 +715,24 @@ private slots:
         m.index_range = ZRange(ZPoint{0, 4}, ZPoint{3, 9});
         r = test::check_kernel(m);
         QVERIFY2(r.ok, r.message.c_str());
+        // A layer norm over its last dim split along it (a GPT layer norm by
+        // features, as the search picks it): whole rows read, a contiguous part
+        // written (the row loop's second fast path), with and without gamma/beta,
+        // on parts of every size up to one element.
+        for (const auto &[lo, hi] : {std::pair{0, 37}, std::pair{37, 74}, std::pair{70, 74}, std::pair{5, 6}}) {
+            KernelCase n = make_case("layernorm", {}, {in("x", {2, 3, 74}), in("gamma", {74}), in("beta", {74})});
+            n.index_range = ZRange(ZPoint{0, 1, lo}, ZPoint{2, 3, hi});
+            r = test::check_kernel(n);
+            QVERIFY2(r.ok, r.message.c_str());
+            KernelCase plain = make_case("layernorm", {}, {in("x", {2, 3, 74})});
+            plain.index_range = n.index_range;
+            r = test::check_kernel(plain);
+            QVERIFY2(r.ok, r.message.c_str());
+            KernelCase sm = make_case("softmax", {}, {in("x", {3, 74})});
+            sm.index_range = ZRange(ZPoint{0, lo}, ZPoint{3, hi});
+            r = test::check_kernel(sm);
+            QVERIFY2(r.ok, r.message.c_str());
+        }
     }
 
     // Attention sharded on each of B, H, Sq and Ev, and across heads with part of Ev (holes in y).

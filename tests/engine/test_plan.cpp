@@ -277,10 +277,10 @@ private slots:
         // Two kernels of one class and band run at different fractions of the
         // prediction: each gets its own factor, an unknown kernel the band's.
         cost::Calibration c;
-        for (double m : {0.5, 0.6, 0.55}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layer_norm", 1});
+        for (double m : {0.5, 0.6, 0.55}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layernorm", 1});
         for (double m : {1.8, 2.0, 1.9}) c.add({cost::KernelClass::elementwise, 3e6, 1.0, m, "add", 1});
         c.add({cost::KernelClass::elementwise, 4e6, 1.0, 0.2});  // a point without a kernel (threads 0)
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 1), 0.55));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layernorm", 1), 0.55));
         QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "add", 1), 1.9));
         // That kernel on threads it has no point on: the kernel's points on any.
         QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "add", 2), 1.9));
@@ -294,12 +294,12 @@ private slots:
         QCOMPARE(c.factor(cost::KernelClass::reduction, 5e6, "add", 1), 1.0);    // another class: none
         // One point of a kernel on 2 threads is not yet its own group (one launch's
         // noise): the kernel's points on any threads, median of 0.5 0.55 0.6 0.8.
-        c.add({cost::KernelClass::elementwise, 2e6, 1.0, 0.8, "layer_norm", 2});
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 2), 0.575));
+        c.add({cost::KernelClass::elementwise, 2e6, 1.0, 0.8, "layernorm", 2});
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layernorm", 2), 0.575));
         // From three it is, calibrated apart from the kernel on 1 thread.
-        for (double m : {0.85, 0.9}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layer_norm", 2});
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 2), 0.85));
-        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layer_norm", 1), 0.55));
+        for (double m : {0.85, 0.9}) c.add({cost::KernelClass::elementwise, 2e6, 1.0, m, "layernorm", 2});
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layernorm", 2), 0.85));
+        QVERIFY(close(c.factor(cost::KernelClass::elementwise, 5e6, "layernorm", 1), 0.55));
         // The table: the band's row (every thread count, every kernel) first.
         const std::vector<cost::CalibrationEntry> t = c.table();
         QVERIFY(!t.empty());
@@ -311,9 +311,9 @@ private slots:
                 if (e.threads == threads && e.kernel == kernel) return e;
             return cost::CalibrationEntry{};
         };
-        QCOMPARE(row(1, "layer_norm").samples, 3);
-        QVERIFY(close(row(1, "layer_norm").factor, 0.55));
-        QCOMPARE(row(-1, "layer_norm").samples, 6);
+        QCOMPARE(row(1, "layernorm").samples, 3);
+        QVERIFY(close(row(1, "layernorm").factor, 0.55));
+        QCOMPARE(row(-1, "layernorm").samples, 6);
         QCOMPARE(row(1, "").samples, 6);
         QCOMPARE(row(0, "").samples, 1);
         QCOMPARE(row(2, "add").samples, 0);  // no such row
@@ -322,10 +322,10 @@ private slots:
         // The model applies the factor of the work's kernel (a GPU: threads 0).
         cost::Model m = model_of(h100(), 1);
         QCOMPARE(m.kernel_threads(), 0);
-        const cost::KernelWork ln{cost::KernelClass::elementwise, DType::f32, 2e6, 2e6, "layer_norm"};  // band 6 either way
+        const cost::KernelWork ln{cost::KernelClass::elementwise, DType::f32, 2e6, 2e6, "layernorm"};  // band 6 either way
         const double raw = m.kernel_seconds(ln);
         QVERIFY(raw > 0);
-        for (int k = 0; k < 3; ++k) m.calibration().add({cost::KernelClass::elementwise, 2e6, 1.0, 0.5, "layer_norm", 0});
+        for (int k = 0; k < 3; ++k) m.calibration().add({cost::KernelClass::elementwise, 2e6, 1.0, 0.5, "layernorm", 0});
         m.calibration().add({cost::KernelClass::elementwise, 2e6, 1.0, 2.0, "add", 0});
         QVERIFY(close(m.kernel_seconds(ln) / raw, 0.5));
     }

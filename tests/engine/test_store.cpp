@@ -725,13 +725,13 @@ private slots:
         auto s = open_ok(path);
         QVERIFY(s);
         QCOMPARE(s->schema_version(), 4);
-        QVERIFY(s->add_calibration("host", {CalibrationRow{"elementwise", 3e6, 1e-3, 0.5e-3, std::nullopt, {}, "layer_norm", 2}}));
+        QVERIFY(s->add_calibration("host", {CalibrationRow{"elementwise", 3e6, 1e-3, 0.5e-3, std::nullopt, {}, "layernorm", 2}}));
         auto rows = s->calibration("host");
         QVERIFY(rows);
         QCOMPARE(rows->size(), size_t{2});
         QCOMPARE((*rows)[0].kernel, std::string());
         QCOMPARE((*rows)[0].threads, 0);
-        QCOMPARE((*rows)[1].kernel, std::string("layer_norm"));
+        QCOMPARE((*rows)[1].kernel, std::string("layernorm"));
         QCOMPARE((*rows)[1].threads, 2);
         QCOMPARE((*rows)[1].size, 3e6);
     }

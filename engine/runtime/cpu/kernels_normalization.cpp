@@ -2,7 +2,8 @@
 // (oneDNN layer_normalization over one merged trailing dim), rmsnorm (a plain
 // loop) and batchnorm (a per-channel scale/shift loop). Shards that split a
 // normalized axis still read whole rows; they go through the plain row loop,
-// which writes only the shard's part of each row.
+// which writes only the shard's part of each row (vectorized where the row is
+// contiguous and the part one run of it).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -128,6 +129,23 @@ public:
             expect *= row_shape[a];
         }
         k->contiguous_ = contiguous;
+        // Second fast path: one normalized dim, its row of x contiguous, of which
+        // the shard writes a contiguous part (the normalized dim split: a layer norm
+        // split along its features) — the same vectorized loops, the part written.
+        int live = -1, lives = 0;
+        for (size_t a = 0; a < row_shape.size(); ++a)
+            if (row_shape[a] != 1) {
+                live = static_cast<int>(a);
+                ++lives;
+            }
+        if (!contiguous && lives == 1) {
+            const size_t a = static_cast<size_t>(live);
+            if (row_x[a] == 1 && part_y[a] == 1 && (!has_gamma || g_st[a] == 1) && (!has_beta || b_st[a] == 1)) {
+                k->part_row_ = true;
+                k->part_offset_ = part_base;
+                k->part_length_ = part_shape[a];
+            }
+        }
         return std::unique_ptr<Kernel>(std::move(k));
     }
 
@@ -156,7 +174,11 @@ private:
     void row(const float *x, float *y, const float *g, const float *b) const {
         const std::int64_t n = static_cast<std::int64_t>(row_offsets_.size());
         if (contiguous_) {
-            row_contiguous(x, y, g, b, n);
+            row_contiguous(x, n, 0, y, g, b, n);
+            return;
+        }
+        if (part_row_) {
+            row_contiguous(x, n, part_offset_, y, g, b, part_length_);
             return;
         }
         const double inv_n = 1.0 / static_cast<double>(n);
@@ -190,18 +212,29 @@ private:
         }
     }
 
-    // One dense row, read and written whole: simple loops the compiler vectorizes.
-    void row_contiguous(const float *x, float *y, const float *g, const float *b, std::int64_t n) const {
+    // One dense row x[0, n) read whole, of which the part x[at, at + m) is
+    // normalized into y[0, m) (the whole row: at 0, m n): simple loops the compiler
+    // vectorizes. gamma and beta are the part's.
+    void row_contiguous(const float *x_row, std::int64_t n, std::int64_t at, float *y, const float *g, const float *b,
+                        std::int64_t m) const {
+        const float *x = x_row + at;
         if (op_ == RowOp::softmax) {
             float mx = -std::numeric_limits<float>::infinity();
-            for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-            float sum = 0;
-            for (std::int64_t i = 0; i < n; ++i) {
-                y[i] = std::exp(x[i] - mx);
-                sum += y[i];
+            for (std::int64_t i = 0; i < n; ++i) mx = std::max(mx, x_row[i]);
+            if (m == n) {
+                float sum = 0;
+                for (std::int64_t i = 0; i < n; ++i) {
+                    y[i] = std::exp(x[i] - mx);
+                    sum += y[i];
+                }
+                const float inv = 1.0f / sum;
+                for (std::int64_t i = 0; i < n; ++i) y[i] *= inv;
+                return;
             }
+            float sum = 0;
+            for (std::int64_t i = 0; i < n; ++i) sum += std::exp(x_row[i] - mx);
             const float inv = 1.0f / sum;
-            for (std::int64_t i = 0; i < n; ++i) y[i] *= inv;
+            for (std::int64_t i = 0; i < m; ++i) y[i] = std::exp(x[i] - mx) * inv;
             return;
         }
         // Four partial sums: stable enough in float for rows of realistic length, and vectorizable.
@@ -210,27 +243,27 @@ private:
             float s[4] = {0, 0, 0, 0};
             std::int64_t i = 0;
             for (; i + 4 <= n; i += 4)
-                for (int l = 0; l < 4; ++l) s[l] += x[i + l];
-            for (; i < n; ++i) s[0] += x[i];
+                for (int l = 0; l < 4; ++l) s[l] += x_row[i + l];
+            for (; i < n; ++i) s[0] += x_row[i];
             mean = (s[0] + s[1] + s[2] + s[3]) / static_cast<float>(n);
         }
         float q[4] = {0, 0, 0, 0};
         std::int64_t i = 0;
         for (; i + 4 <= n; i += 4)
             for (int l = 0; l < 4; ++l) {
-                const float d = x[i + l] - mean;
+                const float d = x_row[i + l] - mean;
                 q[l] += d * d;
             }
-        for (; i < n; ++i) q[0] += (x[i] - mean) * (x[i] - mean);
+        for (; i < n; ++i) q[0] += (x_row[i] - mean) * (x_row[i] - mean);
         const float rstd = 1.0f / std::sqrt((q[0] + q[1] + q[2] + q[3]) / static_cast<float>(n) + epsilon_);
         if (g && b)
-            for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * g[j] + b[j];
+            for (std::int64_t j = 0; j < m; ++j) y[j] = (x[j] - mean) * rstd * g[j] + b[j];
         else if (g)
-            for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * g[j];
+            for (std::int64_t j = 0; j < m; ++j) y[j] = (x[j] - mean) * rstd * g[j];
         else if (b)
-            for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd + b[j];
+            for (std::int64_t j = 0; j < m; ++j) y[j] = (x[j] - mean) * rstd + b[j];
         else
-            for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd;
+            for (std::int64_t j = 0; j < m; ++j) y[j] = (x[j] - mean) * rstd;
     }
 
     RowOp op_ = RowOp::softmax;
@@ -239,6 +272,8 @@ private:
     bool has_gamma_ = false, has_beta_ = false;
     int gamma_index_ = -1, beta_index_ = -1;
     bool contiguous_ = false;
+    bool part_row_ = false;  // the second fast path: part_length_ elements from part_offset_ of a dense row
+    std::int64_t part_offset_ = 0, part_length_ = 0;
     Strides x_strides_, y_strides_;
     std::vector<std::int64_t> outer_shape_;
     Strides outer_x_, outer_y_;
