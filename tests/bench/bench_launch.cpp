@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -195,8 +197,8 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         }
     // Front points: a seeded search of the block for this host on 4 devices (time,
     // memory per device, devices), the front's plans by step time, every one not
-    // already launched (the same predicted time, peak and devices as a plan above)
-    // up to --front of them, spread over the front.
+    // already launched (the same predicted time, peak and devices as a plan above),
+    // up to --front of them spread over the front's step times.
     if (front_points > 0) {
         auto shape = cost::cluster_shape(host, 4, 0);
         auto space = search::Space::of(g, 4);
@@ -225,13 +227,28 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
             });
             if (!seen) fresh.push_back(std::move(made->plan));
         }
-        const size_t take = std::min(fresh.size(), static_cast<size_t>(front_points));
-        for (size_t i = 0; i < take; ++i) {
-            // Evenly over the front, fastest and slowest included.
-            const size_t at = take == 1 ? 0 : i * (fresh.size() - 1) / (take - 1);
-            const plan::Plan &fp = fresh[at];
-            if (!launch_all("front " + std::to_string(fp.devices.size()) + "d #" + std::to_string(at), fp)) return 1;
+        // Spread over the front's step times: the fastest, then each time the plan
+        // whose predicted time is farthest (in ratio) from every plan picked — plans
+        // a few percent apart differ by less than this machine's noise, and their
+        // order says nothing about the model.
+        std::vector<double> times;
+        for (const plan::Plan &fp : fresh) times.push_back(plan::simulate(fp).makespan);
+        std::vector<size_t> picked;
+        while (picked.size() < std::min(fresh.size(), static_cast<size_t>(front_points))) {
+            size_t best = 0;
+            double farthest = -1;
+            for (size_t i = 0; i < fresh.size(); ++i) {
+                double nearest = std::numeric_limits<double>::infinity();
+                for (size_t j : picked) nearest = std::min(nearest, std::abs(std::log(times[i] / times[j])));
+                if (picked.empty()) nearest = -std::log(times[i]);  // the fastest first
+                if (nearest > farthest) farthest = nearest, best = i;
+            }
+            picked.push_back(best);
         }
+        std::sort(picked.begin(), picked.end());
+        for (size_t at : picked)
+            if (!launch_all("front " + std::to_string(fresh[at].devices.size()) + "d #" + std::to_string(at), fresh[at])) return 1;
+        const size_t take = picked.size();
         std::printf("  front points: a search of %ld evaluations (seed 7, 4 devices) gave %zu plans, %zu not among the "
                     "baselines; %zu launched\n",
                     found->evaluations, front.size(), fresh.size(), take);
