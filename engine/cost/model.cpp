@@ -18,6 +18,12 @@ const char *collective_name(Collective c) {
     return "?";
 }
 
+std::optional<Collective> parse_collective(std::string_view name) {
+    for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::broadcast})
+        if (name == collective_name(c)) return c;
+    return std::nullopt;
+}
+
 const char *algorithm_name(Algorithm a) {
     return a == Algorithm::ring ? "ring" : "tree";
 }
@@ -46,6 +52,20 @@ double log2_ceil(int n) {
 double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta) {
     if (n <= 1) return 0;
     return 2.0 * bytes / beta + 2.0 * log2_ceil(n) * alpha;
+}
+
+double collective_moved_bytes(Collective c, double bytes, int n) {
+    if (n <= 1) return 0;
+    return (c == Collective::all_reduce ? 2.0 : 1.0) * (n - 1) * bytes;
+}
+
+std::optional<KernelWork> shared_collective_work(const ClusterShape &shape, Collective c, double bytes,
+                                                 const std::vector<int> &devices) {
+    if (shape.shared_cores <= 0 || devices.size() < 2) return std::nullopt;
+    for (int d : devices)
+        if (shape.node_of(d) != shape.node_of(devices.front())) return std::nullopt;
+    const double moved = collective_moved_bytes(c, bytes, static_cast<int>(devices.size()));
+    return KernelWork{KernelClass::copy, DType::f32, 0, 2 * moved, collective_name(c)};
 }
 
 
@@ -181,6 +201,10 @@ CollectiveTime Model::collective_seconds(Collective c, double bytes, const std::
     CollectiveTime out;
     const int n = static_cast<int>(devices.size());
     if (n <= 1) return out;
+    if (const auto w = shared_collective_work(shape_, c, bytes, devices)) {
+        out.seconds = kernel_seconds(*w);
+        return out;
+    }
     bool cross = false;
     for (int d : devices) cross = cross || shape_.node_of(d) != shape_.node_of(devices.front());
     out.crosses_nodes = cross;

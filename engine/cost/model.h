@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <string>
@@ -30,6 +31,7 @@ struct KernelWork {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
 const char *collective_name(Collective c);  // "all_reduce", …
+std::optional<Collective> parse_collective(std::string_view name);  // collective_name's inverse
 enum class Algorithm { ring, tree };
 const char *algorithm_name(Algorithm a);  // "ring", "tree"
 
@@ -46,6 +48,18 @@ double ring_all_reduce_seconds(double bytes, int n, double alpha, double beta); 
 double ring_all_gather_seconds(double bytes, int n, double alpha, double beta);      // (n−1)/n·S/β + (n−1)α
 double ring_broadcast_seconds(double bytes, int n, double alpha, double beta);       // S/β + (n−1)α (pipelined)
 double tree_all_reduce_seconds(double bytes, int n, double alpha, double beta);      // 2·S/β + 2⌈log2 n⌉α
+// The bytes a ring collective moves between its n devices in all, S as above:
+// all-reduce 2(n−1)·S (a reduce-scatter, then an all-gather), the others (n−1)·S.
+double collective_moved_bytes(Collective c, double bytes, int n);
+
+struct ClusterShape;
+struct KernelWork;
+// A collective among devices sharing one machine's cores and memory
+// (ClusterShape::shared_cores, all on one node) is no link's traffic but copies
+// on those cores: the bytes it moves, copied (class copy, kernel its name, so
+// calibration learns it apart). nullopt for any other collective.
+std::optional<KernelWork> shared_collective_work(const ClusterShape &shape, Collective c, double bytes,
+                                                 const std::vector<int> &devices);
 
 // Measured against predicted, per kernel class and size band (the decade of the
 // size the class's efficiency curve is indexed by), and within them per kernel.
@@ -130,7 +144,8 @@ public:
     // One point-to-point transfer: α + S/β of the link it crosses; a copy
     // (copy_seconds) between devices sharing one machine's memory (shared_cores).
     double transfer_seconds(double bytes, int from, int to) const;
-    // The faster of ring and tree (as NCCL's tuner picks; tree only for
+    // Among devices sharing a machine (shared_collective_work): the copies, on
+    // the ring. Otherwise the faster of ring and tree (as NCCL's tuner picks; tree only for
     // all-reduce, as in NCCL) on these devices; a
     // collective that spans nodes runs at the slower of the intra-node link and
     // the node's inter-node links together (one NIC per device), with the

@@ -28,6 +28,9 @@ std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::St
     const bool shared_copy = s.kind == plan::StepKind::send_recv && plan.cluster.shared_cores > 0 &&
                              plan.cluster.node_of(s.device) == plan.cluster.node_of(s.peer);
     if (s.kind == plan::StepKind::copy || shared_copy) return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
+    if (s.kind == plan::StepKind::collective)
+        if (const auto c = cost::parse_collective(s.collective))
+            return cost::shared_collective_work(plan.cluster, *c, s.bytes, s.participants);
     return std::nullopt;
 }
 

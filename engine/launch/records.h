@@ -26,10 +26,10 @@ namespace tapestry::launch {
 bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware = {});
 
 // The work of a kernel or copy step as the cost model takes it (a copy as
-// Model::copy_seconds counts it), and of a transfer between devices that share
-// one machine's memory (the plan's cluster has shared_cores: then it is a copy);
-// none for other transfers and for collectives, which the α–β model times and
-// no calibration scales.
+// Model::copy_seconds counts it), and of a transfer or a collective between
+// devices that share one machine's memory (the plan's cluster has shared_cores:
+// then they are copies, cost::shared_collective_work); none for other transfers
+// and collectives, which the α–β model times and no calibration scales.
 std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::Step &step);
 
 // Each step's duration with its kernel or copy work predicted by `model` and

@@ -822,10 +822,7 @@ void predict_steps(Plan &plan, const cost::Model &model) {
                 s.crosses_nodes = model.shape().node_of(s.device) != model.shape().node_of(s.peer);
                 break;
             case StepKind::collective: {
-                cost::Collective c = cost::Collective::all_reduce;
-                if (s.collective == "all_gather") c = cost::Collective::all_gather;
-                else if (s.collective == "reduce_scatter") c = cost::Collective::reduce_scatter;
-                else if (s.collective == "broadcast") c = cost::Collective::broadcast;
+                const cost::Collective c = cost::parse_collective(s.collective).value_or(cost::Collective::all_reduce);
                 const cost::CollectiveTime t = model.collective_seconds(c, s.bytes, s.participants);
                 s.predicted = t.seconds;
                 s.algorithm = cost::algorithm_name(t.algorithm);

@@ -141,6 +141,27 @@ private slots:
         QCOMPARE(four.device_share(), 0.5);  // one core of two, not a quarter of the machine
         // A transfer between them is a copy in the machine's memory.
         QVERIFY(close(four.transfer_seconds(1e6, 0, 3), four.copy_seconds(1e6)));
+        // So is a collective: the bytes its ring moves, copied (an all-reduce of
+        // S on 4 devices moves 2·3·S; an all-gather 3·S), on the ring, calibrated
+        // as its own kernel of class copy.
+        const double S = 6e6;
+        QCOMPARE(cost::collective_moved_bytes(cost::Collective::all_reduce, S, 4), 6 * S);
+        QCOMPARE(cost::collective_moved_bytes(cost::Collective::all_gather, S, 4), 3 * S);
+        QCOMPARE(cost::collective_moved_bytes(cost::Collective::broadcast, S, 1), 0.0);
+        const cost::CollectiveTime ar = four.collective_seconds(cost::Collective::all_reduce, S, {0, 1, 2, 3});
+        QCOMPARE(ar.algorithm, cost::Algorithm::ring);
+        QVERIFY(!ar.crosses_nodes);
+        QVERIFY(close(ar.seconds, four.copy_seconds(6 * S)));
+        const auto w = cost::shared_collective_work(four.shape(), cost::Collective::all_reduce, S, {0, 1, 2, 3});
+        QVERIFY(w.has_value());
+        QCOMPARE(w->kernel_class, cost::KernelClass::copy);
+        QCOMPARE(w->kernel, std::string("all_reduce"));
+        QCOMPARE(w->bytes, 12 * S);
+        QVERIFY(close(four.collective_seconds(cost::Collective::all_gather, S, {1, 3}).seconds, four.copy_seconds(S)));
+        // On GPUs a collective stays the links' α–β time.
+        QVERIFY(!cost::shared_collective_work(model_of(h100(), 8).shape(), cost::Collective::all_reduce, S, {0, 1}));
+        QCOMPARE(cost::parse_collective("reduce_scatter"), std::optional{cost::Collective::reduce_scatter});
+        QVERIFY(!cost::parse_collective("all_to_all"));
         // A GPU target's devices share nothing.
         QCOMPARE(model_of(h100(), 8).shape().shared_cores, 0);
         QCOMPARE(model_of(h100(), 8).shape().concurrent_steps(), 0);
