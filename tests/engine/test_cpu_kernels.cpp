@@ -735,6 +735,32 @@ private slots:
         }
     }
 
+    // A binary op on a window of wider rows (a residual add split along its
+    // features, as the search picks it): strided views, which go through the
+    // vectorized row loop rather than oneDNN's reference code; with a broadcast
+    // operand too, and in bf16.
+    void binary_shards_of_wider_rows() {
+        for (const auto &[lo, hi] : {std::pair{0, 48}, std::pair{48, 96}, std::pair{7, 8}}) {
+            for (const char *kind : {"add", "sub", "mul"}) {
+                KernelCase c = make_case(kind, {}, {in("a", {2, 5, 96}), in("b", {2, 5, 96})});
+                c.index_range = ZRange(ZPoint{0, 1, lo}, ZPoint{2, 5, hi});
+                auto r = test::check_kernel(c);
+                QVERIFY2(r.ok, (std::string(kind) + ": " + r.message).c_str());
+            }
+            KernelCase bias = make_case("add", {}, {in("a", {3, 96}), in("b", {96})});
+            bias.index_range = ZRange(ZPoint{0, lo}, ZPoint{3, hi});
+            auto r = test::check_kernel(bias);
+            QVERIFY2(r.ok, r.message.c_str());
+            KernelCase half = make_case("add", {}, {in("a", {2, 5, 96}), in("b", {2, 5, 96})});
+            half.index_range = ZRange(ZPoint{0, 0, lo}, ZPoint{2, 5, hi});
+            half.dtype = DType::bf16;
+            half.rtol = 1e-2;
+            half.atol = 2e-3;
+            r = test::check_kernel(half);
+            QVERIFY2(r.ok, r.message.c_str());
+        }
+    }
+
     // Attention sharded on each of B, H, Sq and Ev, and across heads with part of Ev (holes in y).
     void attention_shards_data() {
         QTest::addColumn<int>("b0");

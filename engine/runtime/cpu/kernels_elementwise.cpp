@@ -1,7 +1,7 @@
 // CPU kernels of the elementwise kinds: unary activations through oneDNN eltwise
 // (dense views) or a plain strided loop (what oneDNN lacks or computes too
 // coarsely: erf, log, selu, softplus, softsign, hard_sigmoid; strided views; f16), binary
-// add/sub/mul/div through oneDNN binary with NumPy broadcasting (or the loop when
+// add/sub/mul/div through oneDNN binary with NumPy broadcasting on dense views (or the loop when
 // oneDNN cannot take the shapes), and cast between any dtypes.
 #include <algorithm>
 #include <bit>
@@ -416,7 +416,12 @@ public:
             int src0 = -1;
             if (full(as)) src0 = 0;
             else if (full(bs) && k->op_ != Binary::sub && k->op_ != Binary::div) src0 = 1;  // commutative
-            if (k->dtype_ != DType::f16 && src0 >= 0 && binary_algorithm(kind)) {
+            // oneDNN's binary runs its vector code on dense operands only; a strided
+            // view (a shard's window of wider rows: a residual add split along its
+            // features reads x 384 of every 768) sends it to its reference code,
+            // ~60× slower than the loop below, which vectorizes every contiguous row.
+            const bool dense = is_dense(as, ast) && is_dense(bs, bst) && is_dense(out, yst);
+            if (k->dtype_ != DType::f16 && src0 >= 0 && dense && binary_algorithm(kind)) {
                 const ZPoint &s0 = src0 == 0 ? as : bs;
                 const ZPoint &s1 = src0 == 0 ? bs : as;
                 auto md0 = make_md(s0, src0 == 0 ? ast : bst, k->dtype_, out.rank());
