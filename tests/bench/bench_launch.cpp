@@ -15,7 +15,8 @@
 //               target ≤ 15% after calibration; per plan: Kendall τ between
 //               predicted and measured step time (makespan vs wall), target ≥ 0.8.
 //   bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits F] [--front K] [--project FILE] [--steps]
-//   (--steps: the overhead part also prints each launched step's median time)
+//   (--steps: each launched step's median time; in the accuracy part beside its
+//   first fitting launch's, its prediction and its calibrated prediction)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -283,10 +284,11 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
             for (size_t k = 0; k < p.test.steps.size(); ++k) {
                 const launch::MeasuredStep &second = p.test.steps[k], &first = p.fits.front().steps[k];
                 const plan::Step &s = p.plan.steps[static_cast<size_t>(second.step)];
-                std::printf("      step %3d %-10s %-22s dev %d  fit %9s  median %9s  predicted %9s\n", second.step,
-                            plan::step_kind_name(s.kind), (s.shard.empty() ? s.op : s.shard).c_str(), s.device,
+                std::printf("      step %3d %-10s %-22s dev %d  fit %9s  median %9s  predicted %9s  calibrated %9s\n",
+                            second.step, plan::step_kind_name(s.kind), (s.shard.empty() ? s.op : s.shard).c_str(), s.device,
                             plan::seconds_text(first.end - first.start).c_str(), plan::seconds_text(second.end - second.start).c_str(),
-                            plan::seconds_text(s.predicted).c_str());
+                            plan::seconds_text(s.predicted).c_str(),
+                            plan::seconds_text(durations[static_cast<size_t>(second.step)]).c_str());
             }
     }
     const double e0 = launch::median_relative_error(before, measured), e1 = launch::median_relative_error(after, measured);
