@@ -11,8 +11,8 @@
 // settings); a plan shown again — in this window or after the session is opened
 // anew — lists its earlier launches, found in the session by content.
 //
-// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-launch.png and
-// studio-launch-dialog.png.
+// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-launch.png,
+// studio-replan.png and studio-launch-dialog.png.
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -444,6 +444,18 @@ private slots:
         QCOMPARE(survivors->plan.devices.size(), size_t{3});
         QCOMPARE(survivors->plan.target, std::string("h100-sxm"));
         QVERIFY(replan->isEnabled() || replan->isHidden());
+        if (const QString shots = screenshotDir(); !shots.isEmpty()) {
+            // The search's front for the survivors beside the plan it opened, the
+            // failed launch still in the Launch dock.
+            for (const char *name : {"paletteDock", "minimapDock"})
+                if (auto *dock = lw.w.findChild<QDockWidget *>(QString::fromLatin1(name))) dock->close();
+            oc->optimizeDock()->show();
+            oc->optimizeDock()->raise();
+            lw.w.resizeDocks({pc->planDock(), oc->optimizeDock()}, {640, 960}, Qt::Horizontal);
+            lw.w.resizeDocks({oc->optimizeDock()}, {520}, Qt::Vertical);
+            QTest::qWait(300);
+            QVERIFY(lw.w.grab().save(QDir(shots).filePath(QStringLiteral("studio-replan.png"))));
+        }
         // The survivors' plan is launchable, and runs.
         lc->setFailStepForTests(-1);
         dialog = lw.openDialog();
