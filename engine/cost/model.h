@@ -108,8 +108,18 @@ public:
 
 private:
     using Key = std::tuple<int, int, int, std::string>;  // class, band, threads (-1 any), kernel ("" any)
+    // Orders keys and looks them up by a string_view kernel without a copy (one
+    // comparison of plain tuples: libstdc++'s tuple<…, string> < tuple<…,
+    // string_view> does not compile under clang).
+    struct KeyLess {
+        using is_transparent = void;
+        template <typename A> static std::tuple<int, int, int, std::string_view> view(const A &k) {
+            return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)};
+        }
+        template <typename A, typename B> bool operator()(const A &a, const B &b) const { return view(a) < view(b); }
+    };
     std::vector<CalibrationSample> samples_;
-    std::map<Key, std::vector<double>, std::less<>> ratios_;  // each sorted ascending
+    std::map<Key, std::vector<double>, KeyLess> ratios_;  // each sorted ascending
 };
 
 class Model {
