@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "cli_support.h"
 #include "io/random_inputs.h"
@@ -71,17 +72,23 @@ std::string band_text(int band, bool by_flops) {
 
 // The calibration table as printed: per class and size band its own row (every
 // kernel, every thread count), then the finest rows (a kernel on a thread count;
-// "—" threads: a GPU's, or not known). The JSON has the groups in between too.
+// "—" threads: a GPU's, or not known), by kernel; a row of fewer points than
+// a group needs to count says so. The JSON has the groups in between too.
 std::vector<std::vector<std::string>> table_rows(const cost::Calibration &cal, const cost::Target &target) {
     std::vector<std::vector<std::string>> rows{{"class", "size", "kernel", "threads", "samples", "measured / predicted"}};
-    for (const cost::CalibrationEntry &e : cal.table()) {
+    std::vector<cost::CalibrationEntry> entries = cal.table();
+    std::stable_sort(entries.begin(), entries.end(), [](const cost::CalibrationEntry &a, const cost::CalibrationEntry &b) {
+        return std::tie(a.kernel_class, a.band, a.kernel, a.threads) < std::tie(b.kernel_class, b.band, b.kernel, b.threads);
+    });
+    for (const cost::CalibrationEntry &e : entries) {
         const bool band_row = e.threads < 0 && e.kernel.empty();
         if (!band_row && (e.threads < 0 || e.kernel.empty())) continue;
+        const bool counts = band_row || e.samples >= static_cast<int>(cost::Calibration::kMinGroupSamples);
         rows.push_back({cost::kernel_class_name(e.kernel_class),
                         band_text(e.band, target.device.efficiency[static_cast<size_t>(e.kernel_class)].by_flops),
                         band_row ? "every" : e.kernel,
-                        band_row ? "every" : e.threads > 0 ? std::to_string(e.threads) : "—", std::to_string(e.samples),
-                        formatted(e.factor, "%.2f")});
+                        band_row ? "every" : e.threads > 0 ? std::to_string(e.threads) : "—",
+                        std::to_string(e.samples) + (counts ? "" : " (too few to count)"), formatted(e.factor, "%.2f")});
     }
     return rows;
 }
@@ -90,7 +97,9 @@ ordered_json table_json(const cost::Calibration &cal) {
     ordered_json out = ordered_json::array();
     for (const cost::CalibrationEntry &e : cal.table())
         out.push_back({{"kernel_class", cost::kernel_class_name(e.kernel_class)}, {"band", e.band},
-                       {"kernel", e.kernel}, {"threads", e.threads}, {"factor", e.factor}, {"samples", e.samples}});
+                       {"kernel", e.kernel}, {"threads", e.threads}, {"factor", e.factor}, {"samples", e.samples},
+                       {"counts", (e.threads < 0 && e.kernel.empty()) ||
+                                      e.samples >= static_cast<int>(cost::Calibration::kMinGroupSamples)}});
     return out;
 }
 

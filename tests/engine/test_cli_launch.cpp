@@ -203,6 +203,22 @@ private slots:
         const int points = j["steps"].toObject()["measurements"].toInt();
         QVERIFY(points > 10);
         QVERIFY(!j["table"].toArray().isEmpty());
+        // The table has each band's row and rows per kernel and thread count: the
+        // attention example's linears ran on 2 threads (one device) and on 1 (two).
+        bool band_row = false, linear_on_1 = false, linear_on_2 = false;
+        for (const QJsonValue &v : j["table"].toArray()) {
+            const QJsonObject row = v.toObject();
+            if (row["kernel"].toString().isEmpty() && row["threads"].toInt() == -1) {
+                band_row = true;
+                QVERIFY(row["counts"].toBool());
+            }
+            if (row["kernel"].toString() == "linear") {
+                linear_on_1 = linear_on_1 || row["threads"].toInt() == 1;
+                linear_on_2 = linear_on_2 || row["threads"].toInt() == 2;
+                QCOMPARE(row["counts"].toBool(), row["samples"].toInt() >= 3);
+            }
+        }
+        QVERIFY2(band_row && linear_on_1 && linear_on_2, qPrintable(r.out));
         // The plan command predicts from what the launches measured.
         const auto p = cli({"plan", example_project("attention"), "--target", "host", "--devices", "2", "--session", session});
         QVERIFY2(p.code == 0, qPrintable(p.err + p.out));
