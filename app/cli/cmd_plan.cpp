@@ -186,12 +186,7 @@ int plan_command(const PlanOptions &o) {
                                        : "placement " + o.placement)
                   << ": " << p.steps.size() << " steps\n";
         for (const Stage &s : result->stages) std::cout << "  " << s.pass << ": " << s.summary << "\n";
-        if (const int cores = p.cluster.shared_cores; cores > 0) {
-            const int threads = p.cluster.threads_per_device(), at_once = p.cluster.concurrent_steps();
-            std::cout << "  cores: the " << p.devices.size() << " devices share " << cores << (cores == 1 ? " core" : " cores")
-                      << ": " << threads << (threads == 1 ? " thread" : " threads") << " a kernel, at most " << at_once
-                      << (at_once == 1 ? " step" : " steps") << " at once, in plan order\n";
-        }
+        if (const std::string cores = plan::cores_summary(p); !cores.empty()) std::cout << "  " << cores << "\n";
         std::cout << "  predicted: " << plan::plan_summary(*result, capacity) << "\n";
         std::cout << "  " << plan::calibration_summary(*result) << "\n";
         std::vector<std::vector<std::string>> rows{

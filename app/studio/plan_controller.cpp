@@ -797,6 +797,8 @@ void PlanController::showSummary() {
     if (!views::sameGraph(doc_->shownGraph(), planned_))
         text += tr(" — planned for another graph than the canvas shows: plan again");
     text += QLatin1Char('\n') + qs(plan::calibration_summary(*result_));
+    if (const std::string cores = plan::cores_summary(result_->plan); !cores.empty())
+        text += QLatin1Char('\n') + qs(cores);
     summary_->setTextFormat(Qt::PlainText);
     summary_->setText(text);
 }

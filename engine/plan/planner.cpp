@@ -88,4 +88,13 @@ std::string calibration_summary(const PlanResult &r) {
     return buf;
 }
 
+std::string cores_summary(const Plan &p) {
+    const int cores = p.cluster.shared_cores;
+    if (cores <= 0) return {};
+    const int threads = p.cluster.threads_per_device(), at_once = p.cluster.concurrent_steps();
+    return "cores: the " + std::to_string(p.devices.size()) + " devices share " + std::to_string(cores) +
+           (cores == 1 ? " core" : " cores") + ": " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+           " a kernel, at most " + std::to_string(at_once) + (at_once == 1 ? " step" : " steps") + " at once, in plan order";
+}
+
 }  // namespace tapestry::plan

@@ -198,6 +198,10 @@ private slots:
         // The host, measured on first use: its launch on the cpu backend measures the
         // target it was predicted for. tp: kernels, copies and all-reduces.
         QVERIFY2(lw.plan(QStringLiteral("host"), QStringLiteral("tp")), qPrintable(lw.plans()->lastError()));
+        // The Plan dock says how the host's devices share its cores, as `tapestry plan` does.
+        QVERIFY2(lw.plans()->summaryLabel()->text().contains(QStringLiteral("cores: the 4 devices share ")) &&
+                     lw.plans()->summaryLabel()->text().contains(QStringLiteral("at once, in plan order")),
+                 qPrintable(lw.plans()->summaryLabel()->text()));
         const std::shared_ptr<const plan::PlanResult> shown = lw.plans()->result();
         QVERIFY(shown);
         QVERIFY(lc->launchAction()->isEnabled());
