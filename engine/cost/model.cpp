@@ -93,22 +93,21 @@ void Calibration::add(const CalibrationSample &s) {
 }
 
 namespace {
-double median(std::vector<double> v) {
+double median_of_sorted(const std::vector<double> &v) {
     if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
     const size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
-double median_of_sorted(const std::vector<double> &v) {
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return median_of_sorted(v);
 }
 }  // namespace
 
 std::vector<CalibrationEntry> Calibration::table() const {
     std::vector<CalibrationEntry> out;
     out.reserve(ratios_.size());
-    // The map's order: per (class, band) the band's row ("" sorts first), then its kernels.
+    // The map's order: per (class, band) the band's own row (threads -1, kernel "") first.
     for (const auto &[key, r] : ratios_)
         out.push_back(CalibrationEntry{static_cast<KernelClass>(std::get<0>(key)), std::get<1>(key), std::get<2>(key),
                                        std::get<3>(key), median_of_sorted(r), static_cast<int>(r.size())});

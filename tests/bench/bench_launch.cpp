@@ -216,24 +216,27 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         std::sort(front.begin(), front.end(), [](const search::Scored &a, const search::Scored &b) {
             return a.evaluation.figures.makespan < b.evaluation.figures.makespan;
         });
+        // The launched plans' predictions, simulated once.
+        std::vector<plan::Prediction> launched;
+        for (const Pair &q : plans) launched.push_back(plan::simulate(q.plan));
         std::vector<plan::Plan> fresh;
+        std::vector<double> times;  // per fresh plan: its predicted step time
         for (const search::Scored &sc : front) {
             auto made = ev.materialize(sc.candidate, false);
             if (!made) continue;
             const plan::Prediction pr = plan::simulate(made->plan);
-            const bool seen = std::any_of(plans.begin(), plans.end(), [&](const Pair &q) {
-                const plan::Prediction qp = plan::simulate(q.plan);
-                return q.plan.devices.size() == made->plan.devices.size() && std::abs(qp.makespan - pr.makespan) <= 1e-9 * pr.makespan &&
-                       qp.peak == pr.peak;
-            });
-            if (!seen) fresh.push_back(std::move(made->plan));
+            bool seen = false;
+            for (size_t k = 0; k < plans.size() && !seen; ++k)
+                seen = plans[k].plan.devices.size() == made->plan.devices.size() &&
+                       std::abs(launched[k].makespan - pr.makespan) <= 1e-9 * pr.makespan && launched[k].peak == pr.peak;
+            if (seen) continue;
+            fresh.push_back(std::move(made->plan));
+            times.push_back(pr.makespan);
         }
         // Spread over the front's step times: the fastest, then each time the plan
         // whose predicted time is farthest (in ratio) from every plan picked — plans
         // a few percent apart differ by less than this machine's noise, and their
         // order says nothing about the model.
-        std::vector<double> times;
-        for (const plan::Plan &fp : fresh) times.push_back(plan::simulate(fp).makespan);
         std::vector<size_t> picked;
         while (picked.size() < std::min(fresh.size(), static_cast<size_t>(front_points))) {
             size_t best = 0;
