@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "graph/resolve.h"
 #include "index/index_set.h"
@@ -112,13 +113,39 @@ std::vector<Flow> cross_device(const std::vector<Piece> &writers, const std::vec
 struct Writers {
     std::vector<Piece> pieces;
 };
-std::optional<Writers> writers_of(const Graph &g, const Tensor &t, const SignatureSource &lib, bool placed) {
+
+// resolve() once per operation version within one walk over a graph: a producer is
+// resolved for every tensor its consumers read, a consumer for each of its inputs.
+// An entry holds its operation, so no later version can take its address.
+class Resolved {
+public:
+    Resolved(const Graph &g, const SignatureSource &lib) : g_(g), lib_(lib) {}
+    const Derivation *of(const OpPtr &op) {
+        auto it = memo_.find(op.get());
+        if (it == memo_.end()) {
+            auto d = resolve(g_, *op, lib_);
+            it = memo_.emplace(op.get(), Entry{op, d ? std::optional<Derivation>(std::move(d).value()) : std::nullopt}).first;
+        }
+        return it->second.derivation ? &*it->second.derivation : nullptr;
+    }
+
+private:
+    struct Entry {
+        OpPtr op;
+        std::optional<Derivation> derivation;
+    };
+    const Graph &g_;
+    const SignatureSource &lib_;
+    std::unordered_map<const Operation *, Entry> memo_;
+};
+
+std::optional<Writers> writers_of(const Graph &g, const Tensor &t, Resolved &resolved, bool placed) {
     const std::vector<OpId> producers = g.producers(t.id);
     if (producers.empty()) return std::nullopt;
     Writers w;
     for (const OpId &id : producers) {
         const OpPtr p = g.op_ptr(id);
-        auto d = resolve(g, *p, lib);
+        const Derivation *d = resolved.of(p);
         if (!d) return std::nullopt;
         std::vector<Piece> pieces = pieces_touching(*p, d->signature, t.id, t.range.rank(), true, placed);
         w.pieces.insert(w.pieces.end(), std::make_move_iterator(pieces.begin()), std::make_move_iterator(pieces.end()));
@@ -207,6 +234,7 @@ std::string shard_device(const Operation &op, size_t k) {
 std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib) {
     std::vector<Transfer> out;
     const bool placed = every_piece_placed(g);
+    Resolved resolved(g, lib);
     for (const OpPtr &move : g.operations()) {
         if (move->kind != "move") continue;
         const PortBinding *x = move->input("x");
@@ -215,14 +243,14 @@ std::vector<Transfer> data_movement(const Graph &g, const SignatureSource &lib) 
         const Tensor *t = g.find_tensor(x->selections[0].tensor);
         const Tensor *moved = g.find_tensor(y->selections[0].tensor);
         if (!t || !moved) continue;
-        auto writers = writers_of(g, *t, lib, placed);
+        auto writers = writers_of(g, *t, resolved, placed);
         if (!writers) continue;
         const std::string collective = move->params.get_string("collective", "");
         // A y element at e is the x element at e − y.start + x.start.
         const ZPoint shift = x->selections[0].range.start() - y->selections[0].range.start();
         for (const OpId &cid : g.consumers(moved->id)) {
             const OpPtr c = g.op_ptr(cid);
-            auto d = resolve(g, *c, lib);
+            const Derivation *d = resolved.of(c);
             if (!d) continue;
             std::vector<Piece> readers =
                 pieces_touching(*c, d->signature, moved->id, moved->range.rank(), false, placed);
@@ -249,6 +277,7 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
     std::vector<OpId> inserted;
     std::vector<OpId> order;
     const bool all_placed = every_piece_placed(rw.graph());
+    Resolved resolved(rw.graph(), lib);
     for (const OpPtr &op : rw.graph().operations())
         if (op->kind != "move") order.push_back(op->id);
     for (const OpId &cid : order) {
@@ -264,9 +293,9 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                 continue;
             // What a move writes is already moved: its transfers follow its consumers' devices.
             if (producers.size() == 1 && rw.graph().find_op(producers.front())->kind == "move") continue;
-            auto writers = writers_of(rw.graph(), *t, lib, all_placed);
+            auto writers = writers_of(rw.graph(), *t, resolved, all_placed);
             if (!writers) continue;
-            auto d = resolve(rw.graph(), *c, lib);
+            const Derivation *d = resolved.of(c);
             if (!d) continue;
             const std::vector<Piece> readers = pieces_touching(*c, d->signature, tid, t->range.rank(), false, all_placed);
             if (cross_device(writers->pieces, readers).empty()) continue;

@@ -98,24 +98,35 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
     };
     std::vector<std::vector<int>> deps(steps.size());
     std::vector<int> d;  // one buffer for every step's candidates
+    // Step i is in d for step j when marked[i] == j: each candidate enters once, and
+    // one already in needs no box test. (On a 64-device stack a step met the same
+    // earlier step through hundreds of accesses; sorting the repeats was most of the
+    // plan compiler's time.)
+    std::vector<int> marked(steps.size(), -1);
     for (size_t j = 0; j < steps.size(); ++j) {
         d.clear();
+        const int me = static_cast<int>(j);
+        auto add = [&](int i) {
+            if (marked[static_cast<size_t>(i)] == me) return;
+            marked[static_cast<size_t>(i)] = me;
+            d.push_back(i);
+        };
         for (const Access &b : steps[j]) {
             const Accesses &earlier = list(b.resource);
             for (const Seen &s : b.write ? earlier.all : earlier.writes) {
+                if (marked[static_cast<size_t>(s.step)] == me) continue;
                 const Access &a = *s.access;
                 const bool hit = a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
                                                             : boxes_meet(*a.box, *b.box);
-                if (hit) d.push_back(s.step);
+                if (hit) add(s.step);
             }
             // Bytes shared with another buffer: a write waits for every earlier access
             // of it. A read needs nothing more: the write it reads came first and waited.
             if (b.write && static_cast<size_t>(b.resource) < aliases.size())
                 for (int other : aliases[static_cast<size_t>(b.resource)])
-                    for (const Seen &s : list(other).all) d.push_back(s.step);
+                    for (const Seen &s : list(other).all) add(s.step);
         }
         std::sort(d.begin(), d.end());
-        d.erase(std::unique(d.begin(), d.end()), d.end());
         deps[j].assign(d.begin(), d.end());
         for (const Access &b : steps[j]) {
             Accesses &mine = list(b.resource);
