@@ -30,7 +30,9 @@ echo "== all suites"
 (cd build && ctest --output-on-failure -j"$(nproc)" "${exclude[@]}")
 rc=$?
 
+if [ $rc -ne 0 ]; then tapestry_failure_digest build; fi
 if [ $asan_rc -ne 0 ]; then
+  tapestry_failure_digest build-asan
   echo "test.sh: the sanitizer/fuzz run above (build-asan) failed" >&2
   exit $asan_rc
 fi

@@ -45,3 +45,27 @@ tapestry_build() {
   fi
   cmake --build "$dir" -j"$(nproc)"
 }
+
+# After a failed ctest run in build dir $1: what a truncated CI log must still
+# show at its end — the failed tests, the sanitizer's and libFuzzer's verdict
+# lines, and each fuzzer reproducer (crash-/leak-/oom-/timeout-) with its bytes in
+# base64 when small, so a CI failure can be replayed here:
+#   base64 -d > unit && build-asan/tests/fuzz/<fuzzer> unit
+tapestry_failure_digest() {
+  local dir=$1
+  local failed="$dir/Testing/Temporary/LastTestsFailed.log"
+  local log="$dir/Testing/Temporary/LastTest.log"
+  echo "== digest of the failures in $dir"
+  [ -f "$failed" ] && sed 's/^/failed: /' "$failed"
+  if [ -f "$log" ]; then
+    grep -a -E '==[0-9]+==ERROR|^SUMMARY:|libFuzzer: |runtime error:|Test unit written to|^fuzz_[a-z_]+: ' "$log" |
+      head -n 40
+  fi
+  local unit
+  for unit in "$dir"/tests/fuzz/crash-* "$dir"/tests/fuzz/leak-* "$dir"/tests/fuzz/oom-* \
+              "$dir"/tests/fuzz/timeout-* "$dir"/tests/fuzz/slow-unit-*; do
+    [ -f "$unit" ] || continue
+    echo "reproducer $unit ($(stat -c %s "$unit") bytes)"
+    if [ "$(stat -c %s "$unit")" -le 8192 ]; then base64 -w 0 "$unit"; echo; fi
+  done
+}
