@@ -225,26 +225,50 @@ views::LaunchDialog *LaunchController::openLaunchDialog() {
                          .arg(p.steps.size())
                          .arg(secondsText(shown->prediction.makespan)),
                      static_cast<int>(p.devices.size()));
-    // The backends this build has (describing the cpu backend is cheap: the cores,
-    // the instruction set and the memory available), and the GPUs the cuda backend
-    // finds — asked once, since starting the CUDA runtime takes a moment.
-    const launch::CpuBackendOptions options;
-    std::unique_ptr<launch::Backend> cpu = launch::make_cpu_backend(options);
-    std::vector<views::LaunchBackendInfo> backends{{qs(cpu->name()), qs(cpu->describe()), cpu->max_devices()}};
-    if (launch::cuda_backend_built()) {
-        static const views::LaunchBackendInfo cuda = [] {
-            auto made = launch::make_cuda_backend();
-            if (!made) return views::LaunchBackendInfo{QStringLiteral("cuda"), qs(made.error()), 0};
-            return views::LaunchBackendInfo{QStringLiteral("cuda"), qs((*made)->describe()), (*made)->max_devices()};
-        }();
-        backends.push_back(cuda);
-    }
-    dialog_->setBackends(backends);
+    showBackends();
     dialog_->setRunning(isLaunching());
     dialog_->show();
     dialog_->raise();
     dialog_->activateWindow();
     return dialog_;
+}
+
+// The backends this build has: the cpu backend (describing it is cheap: the cores,
+// the instruction set and the memory available), and the GPUs the cuda backend
+// finds. Starting the CUDA runtime takes a moment (seconds on some drivers), so it
+// is asked once, off the GUI thread: until it answers, the cuda row says it is
+// looking and offers no devices.
+void LaunchController::showBackends() {
+    if (!dialog_) return;
+    const launch::CpuBackendOptions options;
+    std::unique_ptr<launch::Backend> cpu = launch::make_cpu_backend(options);
+    std::vector<views::LaunchBackendInfo> backends{{qs(cpu->name()), qs(cpu->describe()), cpu->max_devices()}};
+    if (launch::cuda_backend_built()) {
+        if (cuda_info_) {
+            backends.push_back(*cuda_info_);
+        } else {
+            backends.push_back(views::LaunchBackendInfo{QStringLiteral("cuda"), tr("looking for GPUs…"), 0});
+            probeCuda();
+        }
+    }
+    dialog_->setBackends(backends);
+}
+
+void LaunchController::probeCuda() {
+    if (cuda_probe_) return;  // one probe at a time; its answer is kept
+    cuda_probe_ = new QFutureWatcher<views::LaunchBackendInfo>(this);
+    connect(cuda_probe_, &QFutureWatcher<views::LaunchBackendInfo>::finished, this, [this] {
+        cuda_info_ = cuda_probe_->result();
+        cuda_probe_->deleteLater();
+        cuda_probe_ = nullptr;
+        showBackends();
+        emit backendsProbed();
+    });
+    cuda_probe_->setFuture(QtConcurrent::run([] {
+        auto made = launch::make_cuda_backend();
+        if (!made) return views::LaunchBackendInfo{QStringLiteral("cuda"), qs(made.error()), 0};
+        return views::LaunchBackendInfo{QStringLiteral("cuda"), qs((*made)->describe()), (*made)->max_devices()};
+    }));
 }
 
 bool LaunchController::startLaunch(const views::LaunchSettings &settings) {

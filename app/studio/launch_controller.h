@@ -14,6 +14,7 @@
 // baseline planned in the Plan dock on one device fewer.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QObject>
 #include <QPointer>
 #include <QString>
@@ -100,6 +101,8 @@ signals:
     void launchFinished(const QString &status);
     // The history table was read back from the session for the plan shown.
     void historyLoaded(int launches);
+    // The cuda backend answered the probe the launch dialog started (its row is filled in).
+    void backendsProbed();
 
 private:
     void createActions();
@@ -109,6 +112,8 @@ private:
     void onFinished(quint64 job, const views::LaunchOutcome &outcome);
     void onRecorded(quint64 job, const views::LaunchOutcome &outcome);
     void lookUpHistory();
+    void showBackends();
+    void probeCuda();
     void setHistory(std::vector<store::LaunchRecord> records, store::LaunchId current);
     void updateReplanButton();
     void showOutcome();
@@ -164,6 +169,10 @@ private:
     store::PlanId saved_plan_id_ = 0;
     std::weak_ptr<store::Session> saved_in_;
     int fail_step_ = -1;
+    // The cuda backend's answer (its GPUs, or why it has none), once asked off the
+    // GUI thread; the probe under way.
+    std::optional<views::LaunchBackendInfo> cuda_info_;
+    QFutureWatcher<views::LaunchBackendInfo> *cuda_probe_ = nullptr;
     bool dock_sized_ = false;
     bool tables_fitted_ = false;  // the tables got the width of the device table's columns
 };

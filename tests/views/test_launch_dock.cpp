@@ -214,9 +214,13 @@ private slots:
         QVERIFY2(dialog->backendList()->item(0)->text().startsWith(QStringLiteral("cpu — cpu: ")),
                  qPrintable(dialog->backendList()->item(0)->text()));
         if (launch::cuda_backend_built()) {
-            const QString cuda = dialog->backendList()->item(1)->text();
-            QVERIFY2(cuda.startsWith(QStringLiteral("cuda — ")), qPrintable(cuda));
-            if (!launch::cuda_gpus()) QVERIFY2(cuda.contains(QStringLiteral("no GPU")), qPrintable(cuda));
+            // The GPUs are looked for off the GUI thread: the row says so until the
+            // probe answers, then holds the answer.
+            const auto cudaRow = [&] { return dialog->backendList()->item(1)->text(); };
+            QVERIFY2(cudaRow().startsWith(QStringLiteral("cuda — ")), qPrintable(cudaRow()));
+            QTRY_VERIFY_WITH_TIMEOUT(!cudaRow().contains(QStringLiteral("looking for GPUs")), 20000);
+            QVERIFY2(cudaRow().startsWith(QStringLiteral("cuda — ")), qPrintable(cudaRow()));
+            if (!launch::cuda_gpus()) QVERIFY2(cudaRow().contains(QStringLiteral("no GPU")), qPrintable(cudaRow()));
         }
         QCOMPARE(dialog->backendList()->currentRow(), 0);
         if (const QString shots = screenshotDir(); !shots.isEmpty()) {
