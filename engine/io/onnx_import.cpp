@@ -5,7 +5,14 @@
 // no exception leaves this file.
 #include "io/onnx_import.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -1183,6 +1190,92 @@ void check_model(const onnx::ModelProto &model) {
     check_references(model.graph());
 }
 
+// ONNX's shape inference then its version converter on `prepared`, in a child
+// process (fork; the child only runs libonnx and protobuf, writes the converted
+// model or the converter's message to a pipe and leaves with _exit). The parent
+// reads it within kConversionSeconds; a child that crashes, is killed or runs out
+// of time is an error naming what happened.
+constexpr int kConversionSeconds = 60;
+
+Expected<onnx::ModelProto, std::string> isolated_conversion(onnx::ModelProto &prepared) {
+    (void)onnx::OpSchemaRegistry::Instance();  // the schemas built once, in the parent
+    int fds[2];
+    if (::pipe(fds) != 0) return unexpected(std::string("cannot make a pipe: ") + std::strerror(errno));
+    const pid_t child = ::fork();
+    if (child < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return unexpected(std::string("cannot start the conversion process: ") + std::strerror(errno));
+    }
+    if (child == 0) {
+        ::close(fds[0]);
+        // A fault ends the child by its signal, whatever handlers the host process
+        // set (a test framework's, a sanitizer's): the parent names the signal.
+        for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
+        std::string out;
+        try {
+            try {
+                onnx::shape_inference::InferShapes(prepared);
+            } catch (const std::exception &) {
+                // The converter then says which shape it lacks.
+            }
+            out = "+" + onnx::version_conversion::ConvertVersion(prepared, kMinOpset).SerializeAsString();
+        } catch (const std::exception &e) {
+            out = std::string("-") + e.what();
+        } catch (...) {
+            out = "-an unknown exception";
+        }
+        size_t at = 0;
+        while (at < out.size()) {
+            const ssize_t n = ::write(fds[1], out.data() + at, out.size() - at);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) ::_exit(3);
+            at += static_cast<size_t>(n);
+        }
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string in;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kConversionSeconds);
+    bool timed_out = false;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd p{fds[0], POLLIN, 0};
+        const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) {
+            timed_out = ready == 0;
+            break;
+        }
+        char buf[65536];
+        const ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        in.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    if (timed_out) ::kill(child, SIGKILL);
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return unexpected("it did not finish within " + std::to_string(kConversionSeconds) + " s");
+    if (WIFSIGNALED(status))
+        return unexpected("libonnx crashed on this model (signal " + std::to_string(WTERMSIG(status)) + ", " +
+                          strsignal(WTERMSIG(status)) + "); the model is malformed for its opset");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || in.empty())
+        return unexpected("the conversion process ended without an answer (exit code " +
+                          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+    if (in[0] == '-') return unexpected(in.substr(1));
+    onnx::ModelProto converted;
+    if (!converted.ParseFromArray(in.data() + 1, static_cast<int>(in.size() - 1)))
+        return unexpected(std::string("the converted model cannot be read back"));
+    return converted;
+}
+
 // An older model whose operators changed is taken to opset 13 by ONNX's version
 // converter, as a user would do by hand, with a clear error when it cannot be.
 void Importer::convert_to_opset_13(onnx::ModelProto &model, int opset, const std::vector<std::string> &changed) {
@@ -1198,20 +1291,16 @@ void Importer::convert_to_opset_13(onnx::ModelProto &model, int opset, const std
     for (onnx::ValueInfoProto &vi : *prepared.mutable_graph()->mutable_input())
         if (!initialized.count(vi.name()) && vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
             static_dims(vi, "input " + quoted(vi.name()));
-    try {
-        onnx::shape_inference::InferShapes(prepared);
-    } catch (const std::exception &) {
-        // The converter then says which shape it lacks.
-    }
-    onnx::ModelProto converted;
-    try {
-        converted = onnx::version_conversion::ConvertVersion(prepared, kMinOpset);
-    } catch (const std::exception &e) {
-        throw ImportFailure{why + ": ONNX's version converter cannot take it to opset 13 (" + std::string(e.what()) +
-                                ")" + kConvertHint,
+    // libonnx 1.12's shape inference of old operator versions and its conversion
+    // adapters index shapes without checking their rank (Gemm 6 on a rank-1 input
+    // crashes both; the ONNX import fuzzer found them): they run in a child process,
+    // so a crash there is an error about this model, not the end of the studio.
+    auto converted = isolated_conversion(prepared);
+    if (!converted)
+        throw ImportFailure{why + ": ONNX's version converter cannot take it to opset 13 (" + converted.error() + ")" +
+                                kConvertHint,
                             {"opset " + std::to_string(opset)}};
-    }
-    model.Swap(&converted);
+    model.Swap(&*converted);
     converted_from_ = opset;
     // Operators the conversion brought in must be supported too.
     for (int i = 0; i < model.graph().node_size(); ++i) {

@@ -913,6 +913,17 @@ private slots:
                                           << "undefined_output.onnx: the model is not valid ONNX: graph output '1' is not "
                                              "defined by any input, initializer or node"
                                           << QStringList{};
+        // Found by fuzz_onnx_import: libonnx 1.12 crashed (SIGSEGV) in the shape
+        // inference and in the adapter of an opset-6 Gemm with malformed shapes. The
+        // conversion runs in a child process, so the crash is this model's error.
+        for (const char *name : {"gemm6_crashes_inference", "gemm6_crashes_converter"})
+            QTest::newRow(name) << d + "/" + name + ".onnx"
+                                << QString(name) + ".onnx: opset 6 of the default ONNX domain, in which Gemm (node #0) "
+                                                   "differs from opset 13: ONNX's version converter cannot take it to "
+                                                   "opset 13 (libonnx crashed on this model (signal 11, Segmentation "
+                                                   "fault); the model is malformed for its opset); convert the model, "
+                                                   "e.g. with onnx.version_converter.convert_version(model, 17)"
+                                << QStringList{"opset 6"};
         QTest::newRow("unsupported-ops")
             << d + "/unsupported_ops.onnx"
             << "unsupported_ops.onnx: 2 operators are not supported: Hardmax (hm), LpNormalization (node #2)"
