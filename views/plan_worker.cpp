@@ -5,6 +5,8 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
+#include "launch/records.h"
+
 namespace tapestry::views {
 
 PlanWorker::PlanWorker(QObject *parent) : QObject(parent) {
@@ -27,6 +29,17 @@ PlanOutcome PlanWorker::execute(const PlanJob &job, const std::function<bool()> 
     try {
         plan::PlanRequest request = job.request;
         request.cancelled = cancelled;
+        if (job.session && request.target.kind == "cpu") {
+            auto wake = launch::session_wake(*job.session, request.target.name);
+            if (!wake) {
+                out.error = tr("Reading the launches of %1: %2")
+                                .arg(QString::fromStdString(request.target.name), QString::fromStdString(wake.error()));
+                out.milliseconds = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+                return out;
+            }
+            request.wake = wake->seconds;
+            request.wake_launches = wake->launches;
+        }
         auto result = plan::make_plan(job.graph, request);
         if (cancelled && cancelled()) {
             out.cancelled = true;

@@ -16,6 +16,7 @@
 #include "cost/target.h"
 #include "graph/graph.h"
 #include "plan/planner.h"
+#include "store/session.h"
 #include "runtime/cpu/host_probe.h"
 
 namespace tapestry::views {
@@ -23,6 +24,9 @@ namespace tapestry::views {
 struct PlanJob {
     Graph graph;                // what the canvas shows: the document, or a stage of it
     plan::PlanRequest request;  // target, devices, nodes, placement or baseline, source
+    // The session whose launches of the target fit the shared-core wake
+    // (launch::session_wake: plans read back, so off the GUI thread); none: no wake.
+    std::shared_ptr<store::Session> session;
 };
 
 struct PlanOutcome {

@@ -56,10 +56,6 @@ struct CalibrateOptions {
 
 // A plan's makespan simulated with its kernel and copy steps scaled by `cal`
 // (transfers and collectives as predicted).
-double calibrated_makespan(const plan::Plan &p, const cost::Model &model, const cost::Calibration &cal) {
-    return plan::simulate(p, launch::calibrated_durations(p, model, cal)).makespan;
-}
-
 std::string percent(double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", v * 100);
@@ -118,6 +114,7 @@ int calibrate_on_host(const CalibrateOptions &o) {
         std::string what;
         double predicted = 0, calibrated = 0, measured = 0;
         plan::Plan plan;
+        launch::LaunchResult result;
     };
     std::vector<Launched> launched;
     std::vector<cost::CalibrationSample> samples;
@@ -168,16 +165,21 @@ int calibrate_on_host(const CalibrateOptions &o) {
                     auto kept = keep_launch(o.session, r->plan, *result, &*check);
                     if (!kept) failed.push_back(what + ": " + kept.error());
                 }
-                launched.push_back(Launched{what, r->prediction.makespan, 0, result->wall_seconds, std::move(r->plan)});
+                launched.push_back(
+                    Launched{what, r->prediction.makespan, 0, result->wall_seconds, std::move(r->plan), std::move(*result)});
             }
     }
     bar.clear();
     cost::Calibration cal;
     for (const cost::CalibrationSample &s : samples) cal.add(s);
     const cost::CalibrationError err = cal.error();
+    std::vector<launch::LaunchOfPlan> of_plans;
+    for (const Launched &l : launched) of_plans.push_back({&l.plan, &l.result});
+    const launch::WakeFit wake = launch::fit_wake(of_plans);
+    cal.set_wake(wake.seconds, wake.launches);
     std::vector<double> predicted, calibrated, measured;
     for (Launched &l : launched) {
-        l.calibrated = calibrated_makespan(l.plan, cost::Model(*target, l.plan.cluster), cal);
+        l.calibrated = launch::calibrated_prediction(l.plan, cost::Model(*target, l.plan.cluster), cal).makespan;
         predicted.push_back(l.predicted);
         calibrated.push_back(l.calibrated);
         measured.push_back(l.measured);
@@ -196,6 +198,8 @@ int calibrate_on_host(const CalibrateOptions &o) {
                       {"median_error_calibrated", err.median_after}, {"in_sample", true}};
         j["plans"] = {{"kendall_tau_uncalibrated", tau_before}, {"kendall_tau_calibrated", tau_after},
                       {"median_error_uncalibrated", plan_before}, {"median_error_calibrated", plan_after}};
+        j["wake"] = {{"seconds", wake.seconds}, {"launches", wake.launches},
+                     {"median_error_replayed_without", wake.error_before}, {"median_error_replayed_with", wake.error_after}};
         j["table"] = table_json(cal);
         if (!o.session.empty()) j["session"] = o.session;
         print_json(j);
@@ -214,6 +218,11 @@ int calibrate_on_host(const CalibrateOptions &o) {
               << "  per plan (step time): median error " << percent(plan_before) << " → " << percent(plan_after)
               << ", Kendall τ between predicted and measured " << formatted(tau_before, "%.2f") << " → "
               << formatted(tau_after, "%.2f") << "\n";
+    if (wake.launches > 0)
+        std::cout << "  wake (a step waiting for a core starts this long after its release): "
+                  << plan::seconds_text(wake.seconds) << ", fitted on " << wake.launches
+                  << (wake.launches == 1 ? " launch" : " launches") << " of devices sharing the cores (their own steps replayed against their walls: median error "
+                  << percent(wake.error_before) << " → " << percent(wake.error_after) << ")\n";
     print_table(table_rows(cal, *target), "  ");
     if (!o.session.empty()) std::cout << "  kept in " << o.session << ": every launch, its steps and its points\n";
     return failed.empty() && !launched.empty() ? kExitOk : kExitInvalid;
@@ -444,7 +453,7 @@ Accuracy plan_accuracy(const std::vector<const DeviceCase *> &cases, const cost:
     for (const DeviceCase *c : cases) {
         if (c->enqueued <= 0) continue;
         before.push_back(plan::simulate(c->plan).makespan);
-        after.push_back(calibrated_makespan(c->plan, cost::Model(target, c->plan.cluster), cal));
+        after.push_back(launch::calibrated_prediction(c->plan, cost::Model(target, c->plan.cluster), cal).makespan);
         measured.push_back(c->enqueued);
     }
     return Accuracy{static_cast<int>(measured.size()), launch::median_relative_error(before, measured),

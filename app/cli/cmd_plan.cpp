@@ -91,6 +91,13 @@ int plan_command(const PlanOptions &o) {
         return kExitInvalid;
     }
     request.calibration = std::move(calibration).value();
+    auto wake = session_wake(o.session, target->name);
+    if (!wake) {
+        std::cerr << "tapestry: --session: " << o.session << ": " << wake.error() << "\n";
+        return kExitInvalid;
+    }
+    request.wake = wake->seconds;
+    request.wake_launches = wake->launches;
     Loaded loaded = load(o.project);
     for (const Issue &i : loaded.issues) report_issue(o.project, i);
     if (!loaded.graph) return kExitInvalid;

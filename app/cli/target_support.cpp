@@ -54,6 +54,13 @@ Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(
     return launch::calibration_samples(*rows);
 }
 
+Expected<launch::WakeFit, std::string> session_wake(const std::string &session, const std::string &target) {
+    if (session.empty() || !fs::exists(session)) return launch::WakeFit{};
+    auto s = store::Session::open(session, store::OpenMode::read_only);
+    if (!s) return unexpected(s.error().message);
+    return launch::session_wake(**s, target);
+}
+
 // Saves a target into a session (origin "measured" or "user").
 std::string keep_in_session(const std::string &session, const cost::Target &t, const std::string &origin) {
     auto s = store::Session::open(session, store::OpenMode::read_write, std::chrono::seconds(10));

@@ -10,6 +10,7 @@
 #include "common/expected.h"
 #include "cost/model.h"
 #include "cost/target.h"
+#include "launch/records.h"
 #include "store/session.h"
 
 namespace tapestry::cli {
@@ -22,6 +23,9 @@ Expected<std::vector<store::TargetRecord>, std::string> session_targets(const st
 // The measurements a session keeps of a target's kernels (launches add them).
 Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(const std::string &session,
                                                                                  const std::string &target);
+// The shared-core wake fitted on the launches a session keeps of a target
+// (launch::session_wake); none (0 launches) without a session.
+Expected<launch::WakeFit, std::string> session_wake(const std::string &session, const std::string &target);
 // Saves a target into a session (origin "measured" or "user"); "" or the error.
 std::string keep_in_session(const std::string &session, const cost::Target &t, const std::string &origin);
 // A target by name: a file, a target the session keeps, or a built-in one (a

@@ -599,6 +599,7 @@ bool PlanController::startPlan() {
             return false;
         }
         job.request.calibration = launch::calibration_samples(*rows);
+        job.session = session_->sharedSession();  // its launches fit the wake, in the worker
     }
     const int shown = doc_->shownStage();
     job.request.source.project =

@@ -104,7 +104,17 @@ public:
     // count, every kernel) first.
     std::vector<CalibrationEntry> table() const;
     CalibrationError error() const;
-    bool empty() const { return samples_.empty(); }
+    bool empty() const { return samples_.empty() && wake_launches_ == 0; }
+
+    // The shared-core hand-off (ClusterShape::wake) fitted on whole launches
+    // (launch::fit_wake), and how many launches it was fitted on (0: none, and the
+    // plans it calibrates keep a wake of 0).
+    void set_wake(double seconds, int launches) {
+        wake_ = seconds;
+        wake_launches_ = launches;
+    }
+    double wake() const { return wake_; }
+    int wake_launches() const { return wake_launches_; }
 
 private:
     using Key = std::tuple<int, int, int, std::string>;  // class, band, threads (-1 any), kernel ("" any)
@@ -120,6 +130,8 @@ private:
     };
     std::vector<CalibrationSample> samples_;
     std::map<Key, std::vector<double>, KeyLess> ratios_;  // each sorted ascending
+    double wake_ = 0;
+    int wake_launches_ = 0;
 };
 
 class Model {

@@ -138,6 +138,11 @@ struct ClusterShape {
     // threads_per_device() of them and at most concurrent_steps() steps run at
     // once — as the cpu backend runs them (docs/launch.md).
     int shared_cores = 0;
+    // With shared cores: the seconds from a core's release to the start of a step
+    // that waited for one — the launcher waking that step's worker and the OS
+    // giving it the core (25 µs typically, milliseconds now and then on 2 cores).
+    // Learned from launches (launch::fit_wake); 0 until then. A prediction.
+    double wake = 0;
     int devices() const { return nodes * devices_per_node; }
     int threads_per_device() const;  // max(1, shared_cores / devices); 0 when not shared
     int concurrent_steps() const;    // max(1, shared_cores / threads_per_device); 0: no limit

@@ -1,10 +1,14 @@
 // Launch records and calibration points (launch/records.h).
 #include "launch/records.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "launch/accuracy.h"
 #include "plan/plan_file.h"
 #include "plan/simulate.h"
 
@@ -45,6 +49,100 @@ std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Mod
                         : s.predicted);
     }
     return out;
+}
+
+plan::Prediction calibrated_prediction(const plan::Plan &plan, const cost::Model &model,
+                                       const cost::Calibration &calibration) {
+    const std::vector<double> durations = calibrated_durations(plan, model, calibration);
+    if (plan.cluster.shared_cores <= 0 || calibration.wake_launches() == 0) return plan::simulate(plan, durations);
+    plan::Plan woken = plan;
+    woken.cluster.wake = calibration.wake();
+    return plan::simulate(woken, durations);
+}
+
+WakeFit fit_wake(const std::vector<LaunchOfPlan> &launches) {
+    struct Replay {
+        plan::Plan plan;  // a copy whose wake is varied
+        std::vector<double> durations;
+        double wall = 0;
+    };
+    std::vector<Replay> replays;
+    for (const LaunchOfPlan &l : launches) {
+        if (!l.plan || !l.result || l.plan->cluster.shared_cores <= 0 || l.result->wall_seconds <= 0) continue;
+        if (l.result->steps.size() != l.plan->steps.size()) continue;  // a launch that did not finish
+        Replay r{*l.plan, std::vector<double>(l.plan->steps.size(), 0), l.result->wall_seconds};
+        for (const MeasuredStep &m : l.result->steps)
+            if (m.step >= 0 && static_cast<size_t>(m.step) < r.durations.size())
+                r.durations[static_cast<size_t>(m.step)] = std::max(0.0, m.end - m.start);
+        replays.push_back(std::move(r));
+    }
+    WakeFit fit;
+    fit.launches = static_cast<int>(replays.size());
+    if (replays.empty()) return fit;
+    // The mean |log(replay / wall)| over the launches for one wake: smooth where
+    // the median is flat, and an over- and an under-estimate by one factor weigh alike.
+    auto cost_of = [&](double wake, double *median_error) {
+        std::vector<double> sim, wall;
+        double sum = 0;
+        for (Replay &r : replays) {
+            r.plan.cluster.wake = wake;
+            const double m = plan::simulate(r.plan, r.durations).makespan;
+            sim.push_back(m);
+            wall.push_back(r.wall);
+            sum += m > 0 ? std::abs(std::log(m / r.wall)) : 1;
+        }
+        if (median_error) *median_error = median_relative_error(sim, wall);
+        return sum / static_cast<double>(replays.size());
+    };
+    double best = cost_of(0, &fit.error_before), best_wake = 0;
+    fit.error_after = fit.error_before;
+    // 1 µs to 10 ms, 40 steps a decade.
+    for (double wake = 1e-6; wake <= 1e-2; wake *= std::pow(10.0, 1.0 / 40)) {
+        double error = 0;
+        const double c = cost_of(wake, &error);
+        if (c < best) {
+            best = c;
+            best_wake = wake;
+            fit.error_after = error;
+        }
+    }
+    fit.seconds = best_wake;
+    return fit;
+}
+
+Expected<WakeFit, std::string> session_wake(const store::Session &session, const std::string &target, int limit) {
+    auto records = session.calibrating_launches(target, limit);
+    if (!records) return unexpected("reading the launches of " + target + ": " + records.error().message);
+    std::vector<plan::Plan> plans;
+    std::vector<LaunchResult> results;
+    plans.reserve(records->size());
+    results.reserve(records->size());
+    std::map<store::PlanId, size_t> parsed;  // plan id → index in plans
+    std::vector<std::pair<size_t, size_t>> pairs;
+    for (const store::LaunchRecord &r : *records) {
+        auto at = parsed.find(r.plan_id);
+        if (at == parsed.end()) {
+            auto text = session.load_plan_json(r.plan_id);
+            if (!text) return unexpected("reading plan " + std::to_string(r.plan_id) + ": " + text.error().message);
+            auto p = plan::parse_plan(*text, "plan " + std::to_string(r.plan_id));
+            if (!p) return unexpected(p.error());
+            if (p->cluster.shared_cores <= 0) continue;  // devices with cores of their own: no wake to learn
+            at = parsed.emplace(r.plan_id, plans.size()).first;
+            plans.push_back(std::move(p).value());
+        }
+        auto steps = session.step_measurements(r.id);
+        if (!steps) return unexpected("reading launch " + std::to_string(r.id) + ": " + steps.error().message);
+        LaunchResult l;
+        for (const store::StepMeasurement &m : *steps) l.steps.push_back(MeasuredStep{m.step, m.start_seconds, m.end_seconds});
+        const auto j = nlohmann::json::parse(r.measurements_json, nullptr, false);
+        if (j.is_object() && j.contains("wall_seconds") && j["wall_seconds"].is_number())
+            l.wall_seconds = j["wall_seconds"].get<double>();
+        results.push_back(std::move(l));
+        pairs.emplace_back(at->second, results.size() - 1);
+    }
+    std::vector<LaunchOfPlan> launches;
+    for (const auto &[p, l] : pairs) launches.push_back({&plans[p], &results[l]});
+    return fit_wake(launches);
 }
 
 std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan, const cost::Model &model,

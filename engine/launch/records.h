@@ -37,6 +37,30 @@ std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::St
 // plan::simulate(plan, calibrated_durations(…)) is the calibrated prediction.
 std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Model &model,
                                          const cost::Calibration &calibration);
+// The plan simulated with calibrated_durations and, on shared cores, the
+// calibration's wake (as a plan compiled with the calibration predicts itself).
+plan::Prediction calibrated_prediction(const plan::Plan &plan, const cost::Model &model,
+                                       const cost::Calibration &calibration);
+
+// The shared-core hand-off (cost::ClusterShape::wake) that makes the simulation
+// of launched plans, with their measured step durations, come closest to their
+// measured walls: the step times are the launches' own, so what is left between
+// the replay and the wall is the time steps waited past a core's release. Only
+// launches that ran every step of a plan whose devices share the cores count.
+struct WakeFit {
+    double seconds = 0;  // the fitted wake
+    int launches = 0;    // launches it was fitted on (0: none could be; seconds 0)
+    double error_before = 0, error_after = 0;  // median |replay − wall| / wall, wake 0 and fitted
+};
+struct LaunchOfPlan {
+    const plan::Plan *plan = nullptr;
+    const LaunchResult *result = nullptr;
+};
+WakeFit fit_wake(const std::vector<LaunchOfPlan> &launches);
+// fit_wake on the launches a session keeps that calibrated `target` (the newest
+// `limit`, their plans read back from the session): what `tapestry plan
+// --session` and the Plan dock plan with. Errors name what could not be read.
+Expected<WakeFit, std::string> session_wake(const store::Session &session, const std::string &target, int limit = 20);
 
 // Per kernel and copy step that ran: its kernel class, its size as the class's
 // efficiency curve counts it, the uncalibrated prediction of `model` (a model of

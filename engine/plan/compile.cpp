@@ -683,6 +683,8 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     plan.graph = g_;
     plan.target = model_.target().name;
     plan.cluster = model_.shape();
+    if (plan.cluster.shared_cores > 0 && model_.calibration().wake_launches() > 0)
+        plan.cluster.wake = model_.calibration().wake();
     const int n = model_.shape().devices();
     for (int d = 0; d < n; ++d) plan.devices.push_back(Device{model_.shape().device_name(d), model_.shape().node_of(d), {}, 0, 0});
 

@@ -160,6 +160,7 @@ std::string plan_json(const Plan &plan, const Prediction *prediction) {
                           {"intra_node", plan.cluster.intra_node},
                           {"inter_node", plan.cluster.inter_node}};
     if (plan.cluster.shared_cores > 0) doc["cluster"]["shared_cores"] = plan.cluster.shared_cores;
+    if (plan.cluster.wake > 0) doc["cluster"]["wake_seconds"] = plan.cluster.wake;
     json devices = json::array();
     for (const Device &d : plan.devices)
         devices.push_back(json{{"name", d.name}, {"node", d.node}, {"arena_bytes", d.arena_bytes},
@@ -258,6 +259,7 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
         plan.cluster.intra_node = r.str(*c, "intra_node", "cluster");
         plan.cluster.inter_node = r.str(*c, "inter_node", "cluster", false);
         plan.cluster.shared_cores = static_cast<int>(r.integer(*c, "shared_cores", "cluster", 1, 1 << 16, false, 0));
+        plan.cluster.wake = r.number(*c, "wake_seconds", "cluster");
     }
     if (const json *g = r.at(doc, "graph", "")) {
         LoadResult loaded = parse_project(g->dump(), "graph");

@@ -51,6 +51,7 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
     cost::Model model(request.target, *shape);
     for (const cost::CalibrationSample &s : request.calibration)
         if (s.measured > 0 && s.predicted > 0) model.calibration().add(s);
+    if (request.wake_launches > 0) model.calibration().set_wake(request.wake, request.wake_launches);
     result.calibration = model.calibration().error();
     // The plan comes from the last planning stage: its number counts the stages of
     // the pipeline the request's source names, then planning's own.
@@ -80,12 +81,20 @@ std::string plan_summary(const PlanResult &r, double capacity) {
 
 std::string calibration_summary(const PlanResult &r) {
     const cost::CalibrationError &e = r.calibration;
-    if (e.samples == 0)
-        return "calibration: none — no launch on " + r.plan.target + " measured yet, predictions uncalibrated";
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "calibration: %d measurement%s on %s, median error %.0f%% uncalibrated → %.0f%% calibrated",
-                  e.samples, e.samples == 1 ? "" : "s", r.plan.target.c_str(), 100 * e.median_before, 100 * e.median_after);
-    return buf;
+    std::string out;
+    if (e.samples == 0) {
+        out = "calibration: none — no launch on " + r.plan.target + " measured yet, predictions uncalibrated";
+    } else {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "calibration: %d measurement%s on %s, median error %.0f%% uncalibrated → %.0f%% calibrated",
+                      e.samples, e.samples == 1 ? "" : "s", r.plan.target.c_str(), 100 * e.median_before,
+                      100 * e.median_after);
+        out = buf;
+    }
+    if (r.plan.cluster.shared_cores > 0 && r.plan.cluster.wake > 0)
+        out += "; a step waiting for a core starts " + seconds_text(r.plan.cluster.wake) +
+               " after its release (fitted on the launches)";
+    return out;
 }
 
 std::string cores_summary(const Plan &p) {

@@ -31,6 +31,10 @@ struct PlanRequest {
     // Measurements of this target's kernels (launches kept in a session fill it):
     // predictions are scaled by it, and its error is reported with the plan.
     std::vector<cost::CalibrationSample> calibration;
+    // The shared-core hand-off fitted on launches (launch::fit_wake): a host plan
+    // is simulated with it (cost::ClusterShape::wake). wake_launches 0: none.
+    double wake = 0;
+    int wake_launches = 0;
     std::function<bool()> cancelled;     // polled between stages; true stops with "cancelled"
 };
 

@@ -59,7 +59,9 @@ Prediction simulate(const Plan &plan, const std::vector<double> &durations) {
             start = std::max(start, admitted);
             for (int d : memory.allocates[i]) start = std::max(start, freed[static_cast<size_t>(d)]);
             if (static_cast<int>(held.size()) >= slots) {
-                start = std::max(start, held.top());
+                // Every core taken: the step runs once one is released and its worker
+                // is awake (ClusterShape::wake).
+                start = std::max(start, held.top() + plan.cluster.wake);
                 held.pop();
             }
         }

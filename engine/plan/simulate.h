@@ -9,7 +9,9 @@
 // When the devices share one machine's cores (a cpu target: cluster
 // shared_cores), at most ClusterShape::concurrent_steps() steps run at once and
 // they are admitted in plan order: a step starts no earlier than the step before
-// it in plan order, and when one of the slots is free — the cpu backend's rule.
+// it in plan order, and when one of the slots is free — the cpu backend's rule —,
+// a step that waited for a slot ClusterShape::wake after its release (the
+// launcher waking its worker: learned from launches, 0 until then).
 // Its memory is then used in plan order too: a step that begins an arena
 // buffer's lifetime on a device starts after every earlier step that ends one
 // there (memory_events) — so every device's peak is the plan order's, whatever

@@ -1338,6 +1338,26 @@ Expected<std::vector<LaunchRecord>, StoreError> Session::launches(PlanId plan) c
     return out;
 }
 
+Expected<std::vector<LaunchRecord>, StoreError> Session::calibrating_launches(std::string_view target, int limit) const {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->schema < 3) return std::vector<LaunchRecord>{};
+    Stmt s = impl_->prepare(
+        "SELECT id, plan_id, backend, started_at, finished_at, status, error, equivalence, measurements_json "
+        "FROM launches WHERE status = 'ok' AND id IN "
+        "(SELECT DISTINCT launch_id FROM calibration WHERE target = ? AND launch_id IS NOT NULL) "
+        "ORDER BY id DESC LIMIT ?");
+    if (!s.ok()) return unexpected(impl_->sql_error("cannot read launches"));
+    s.bind(1, target);
+    s.bind(2, static_cast<std::int64_t>(std::max(0, limit)));
+    std::vector<LaunchRecord> out;
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW)
+        out.push_back(
+            {s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)});
+    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read launches"));
+    return out;
+}
+
 Expected<std::vector<StepMeasurement>, StoreError> Session::step_measurements(LaunchId launch) const {
     std::lock_guard lock(impl_->mutex);
     if (impl_->schema < 3) return std::vector<StepMeasurement>{};

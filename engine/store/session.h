@@ -278,6 +278,9 @@ public:
                                                      const std::vector<StepMeasurement> &steps);
     // The launches of a plan, oldest first.
     Expected<std::vector<LaunchRecord>, StoreError> launches(PlanId plan) const;
+    // The launches that ran ("ok") and gave calibration points of `target`, newest
+    // first, at most `limit`.
+    Expected<std::vector<LaunchRecord>, StoreError> calibrating_launches(std::string_view target, int limit) const;
     // The measured steps of a launch, by step.
     Expected<std::vector<StepMeasurement>, StoreError> step_measurements(LaunchId launch) const;
 

@@ -8,9 +8,12 @@
 //               F + N times (--fits, default 3; --rounds, default 5; the process's
 //               very first launch, which warms it, comes before and is not
 //               counted), and up to K plans of a search's front for 4 devices
-//               (--front, default 6) likewise: every step of the first F launches
-//               fits the calibration table, the median of the other N (per step, and the wall time)
-//               is compared with the predictions with and without it. Per step
+//               (--front, default 6) likewise, in rounds that launch every plan
+//               once (the VM's drift weighs on all alike): every step of the
+//               first F launches fits the calibration table and those launches
+//               the shared-core wake (launch::fit_wake), the median of the other
+//               N (per step, and the wall time) is compared with the predictions
+//               with and without them. Per step
 //               (kernels and copies): median |predicted − measured| / measured,
 //               target ≤ 15% after calibration; per plan: Kendall τ between
 //               predicted and measured step time (makespan vs wall), target ≥ 0.8.
@@ -161,25 +164,35 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         launch::LaunchResult test;
     };
     std::vector<Pair> plans;
-    // Launches a plan F + N times (the process's very first launch once more before,
-    // uncounted: it also warms the process — the allocator's pages, the kernels'
-    // first runs take 2–4× their later time), each checked against its reference.
-    auto launch_all = [&](const std::string &what, const plan::Plan &plan) -> bool {
-        const auto inputs = make_random_inputs(plan.graph, 1);
-        Pair p{what, plan, {}, {}};
-        std::vector<launch::LaunchResult> tests;
-        for (int k = plans.empty() ? -1 : 0; k < fits + rounds; ++k) {
-            auto backend = launch::make_cpu_backend();
-            auto l = launch::launch_plan(p.plan, *backend, inputs);
-            if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", what.c_str()), false;
-            auto c = launch::check_outputs(p.plan, inputs, l->outputs);
-            if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", what.c_str()), false;
-            if (k < 0) continue;
-            if (k < fits) p.fits.push_back(std::move(l).value());
-            else tests.push_back(std::move(l).value());
-        }
-        p.test = median_launch(tests);
-        plans.push_back(std::move(p));
+    std::vector<std::vector<launch::LaunchResult>> tests;  // per plan
+    auto add_plan = [&](const std::string &what, const plan::Plan &plan) -> bool {
+        plans.push_back(Pair{what, plan, {}, {}});
+        return true;
+    };
+    // Every plan launched F + N times, in rounds — each round launches every plan
+    // once, so this VM's drift (10–20% within minutes) weighs on every plan alike
+    // instead of on the plans launched in a slow minute. The process's very first
+    // launch runs once more before, uncounted: it also warms the process (the
+    // allocator's pages; the kernels' first runs take 2–4× their later time). Each
+    // launch is checked against its reference.
+    auto launch_rounds = [&]() -> bool {
+        std::vector<std::map<TensorId, TensorData>> inputs;
+        for (const Pair &p : plans) inputs.push_back(make_random_inputs(p.plan.graph, 1));
+        tests.assign(plans.size(), {});
+        for (int k = -1; k < fits + rounds; ++k)
+            for (size_t i = 0; i < plans.size(); ++i) {
+                if (k < 0 && i > 0) break;
+                Pair &p = plans[i];
+                auto backend = launch::make_cpu_backend();
+                auto l = launch::launch_plan(p.plan, *backend, inputs[i]);
+                if (!l || !l->ok()) return std::fprintf(stderr, "%s: launch failed\n", p.what.c_str()), false;
+                auto c = launch::check_outputs(p.plan, inputs[i], l->outputs);
+                if (!c || !c->pass()) return std::fprintf(stderr, "%s: outputs differ\n", p.what.c_str()), false;
+                if (k < 0) continue;
+                if (k < fits) p.fits.push_back(std::move(l).value());
+                else tests[i].push_back(std::move(l).value());
+            }
+        for (size_t i = 0; i < plans.size(); ++i) plans[i].test = median_launch(tests[i]);
         return true;
     };
     for (int n : {1, 2, 4})
@@ -194,7 +207,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
             if (!r) continue;
             const std::string what = std::to_string(n) + " " +
                                      (b >= 0 ? plan::baseline_name(static_cast<plan::Baseline>(b)) : std::string("round-robin"));
-            if (!launch_all(what, r->plan)) return 1;
+            if (!add_plan(what, r->plan)) return 1;
         }
     // Front points: a seeded search of the block for this host on 4 devices (time,
     // memory per device, devices), the front's plans by step time, every one not
@@ -251,18 +264,29 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         }
         std::sort(picked.begin(), picked.end());
         for (size_t at : picked)
-            if (!launch_all("front " + std::to_string(fresh[at].devices.size()) + "d #" + std::to_string(at), fresh[at])) return 1;
+            if (!add_plan("front " + std::to_string(fresh[at].devices.size()) + "d #" + std::to_string(at), fresh[at])) return 1;
         const size_t take = picked.size();
         std::printf("  front points: a search of %ld evaluations (seed 7, 4 devices) gave %zu plans, %zu not among the "
                     "baselines; %zu launched\n",
                     found->evaluations, front.size(), fresh.size(), take);
     }
+    if (!launch_rounds()) return 1;
     cost::Calibration cal;
     for (const Pair &p : plans)
         for (const launch::LaunchResult &fit : p.fits)
             for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, cost::Model(host, p.plan.cluster), fit))
                 cal.add(s);
-    std::vector<double> before, after, measured, plan_pred, plan_cal, plan_meas;
+    // The shared-core hand-off, fitted on the same launches: their own step
+    // durations replayed against their walls.
+    std::vector<launch::LaunchOfPlan> fitted;
+    for (const Pair &p : plans)
+        for (const launch::LaunchResult &fit : p.fits) fitted.push_back({&p.plan, &fit});
+    const launch::WakeFit wake = launch::fit_wake(fitted);
+    cal.set_wake(wake.seconds, wake.launches);
+    std::printf("  wake (a step waiting for a core starts this long after its release): %s, fitted on %d launches "
+                "(their steps replayed against their walls: median error %.1f%% with no wake, %.1f%% with it)\n",
+                plan::seconds_text(wake.seconds).c_str(), wake.launches, wake.error_before * 100, wake.error_after * 100);
+    std::vector<double> before, after, measured, plan_pred, plan_cal, plan_meas, plan_no_wake;
     for (const Pair &p : plans) {
         const cost::Model model(host, p.plan.cluster);
         for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
@@ -271,18 +295,23 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
             measured.push_back(s.measured);
         }
         const std::vector<double> durations = launch::calibrated_durations(p.plan, model, cal);
+        plan::Plan woken = p.plan;  // as a plan compiled with the calibration would be
+        if (woken.cluster.shared_cores > 0) woken.cluster.wake = cal.wake();
         plan_pred.push_back(plan::simulate(p.plan).makespan);
-        plan_cal.push_back(plan::simulate(p.plan, durations).makespan);
+        plan_cal.push_back(launch::calibrated_prediction(p.plan, model, cal).makespan);
+        plan_no_wake.push_back(plan::simulate(p.plan, durations).makespan);
         plan_meas.push_back(p.test.wall_seconds);
         // The measured step times replayed through the simulation: what the wall
         // time would be with no time between a step becoming able to run and its start.
         std::vector<double> measured_durations;
         for (const launch::MeasuredStep &step : p.test.steps) measured_durations.push_back(step.end - step.start);
         const double replayed = plan::simulate(p.plan, measured_durations).makespan;
-        std::printf("  %-14s %4zu steps  predicted %9s  calibrated %9s  measured %9s  (measured steps replayed %9s)\n",
+        const double replayed_woken = plan::simulate(woken, measured_durations).makespan;
+        std::printf("  %-14s %4zu steps  predicted %9s  calibrated %9s  measured %9s  (measured steps replayed %9s, "
+                    "with the wake %9s)\n",
                     p.what.c_str(), p.plan.steps.size(), plan::seconds_text(plan_pred.back()).c_str(),
                     plan::seconds_text(plan_cal.back()).c_str(), plan::seconds_text(plan_meas.back()).c_str(),
-                    plan::seconds_text(replayed).c_str());
+                    plan::seconds_text(replayed).c_str(), plan::seconds_text(replayed_woken).c_str());
         if (per_step)
             for (size_t k = 0; k < p.test.steps.size(); ++k) {
                 const launch::MeasuredStep &second = p.test.steps[k], &first = p.fits.front().steps[k];
@@ -304,6 +333,8 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
                 t0, t1, t1 >= 0.8 ? "met" : "NOT met");
     std::printf("  per plan: median |predicted - measured| / measured %.1f%% uncalibrated, %.1f%% calibrated\n",
                 launch::median_relative_error(plan_pred, plan_meas) * 100, launch::median_relative_error(plan_cal, plan_meas) * 100);
+    std::printf("  per plan, calibrated without the wake: Kendall tau %.2f, median error %.1f%%\n",
+                launch::kendall_tau(plan_no_wake, plan_meas), launch::median_relative_error(plan_no_wake, plan_meas) * 100);
     return 0;
 }
 

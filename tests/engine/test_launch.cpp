@@ -413,6 +413,83 @@ private slots:
         QCOMPARE(launch::median_relative_error(p4, m4), 0.375);
     }
 
+    // The wake is fitted on launches' own step times replayed against their walls:
+    // launches whose walls are a replay with a known wake give that wake back (to
+    // the fit's grid of 40 steps a decade), and one that ran every step with no
+    // wait gives none.
+    void wakeIsFittedOnLaunches() {
+        auto r = host_plan_of(load_example("gpt2_block"), 4, static_cast<int>(plan::Baseline::dp));
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        const plan::Plan &p = r->plan;
+        QCOMPARE(p.cluster.shared_cores, 2);  // 4 devices on 2 cores: steps wait for a core
+        std::mt19937 rng(5);
+        std::uniform_real_distribution<double> ms(0.5e-3, 3e-3);
+        std::vector<launch::LaunchResult> results(3);
+        for (launch::LaunchResult &l : results) {
+            std::vector<double> d;
+            for (size_t i = 0; i < p.steps.size(); ++i) d.push_back(ms(rng));
+            plan::Plan woken = p;
+            woken.cluster.wake = 0.4e-3;
+            const plan::Prediction truth = plan::simulate(woken, d);
+            for (size_t i = 0; i < p.steps.size(); ++i)
+                l.steps.push_back(launch::MeasuredStep{static_cast<int>(i), truth.steps[i].start, truth.steps[i].end});
+            l.wall_seconds = truth.makespan;
+            l.backend = "cpu";
+            l.status = "ok";
+        }
+        std::vector<launch::LaunchOfPlan> launches;
+        for (const launch::LaunchResult &l : results) launches.push_back({&p, &l});
+        const launch::WakeFit fit = launch::fit_wake(launches);
+        QCOMPARE(fit.launches, 3);
+        QVERIFY2(std::abs(fit.seconds / 0.4e-3 - 1) < 0.06, std::to_string(fit.seconds).c_str());
+        QVERIFY(fit.error_before > 0.01);
+        QVERIFY(fit.error_after < 0.01);
+        // A plan whose devices have cores of their own, or a launch cut short, is not fitted on.
+        plan::Plan own = r->plan;
+        own.cluster.shared_cores = 0;
+        launch::LaunchResult cut = results[0];
+        cut.steps.pop_back();
+        const launch::WakeFit none = launch::fit_wake({{&own, &results[0]}, {&p, &cut}});
+        QCOMPARE(none.launches, 0);
+        QCOMPARE(none.seconds, 0.0);
+        // Planned with the wake, a plan for shared cores carries it and is simulated with it.
+        plan::PlanRequest req;
+        req.target = test::host_fixture();
+        req.devices = 4;
+        req.baseline = plan::Baseline::dp;
+        auto plain = plan::make_plan(load_example("gpt2_block"), req);
+        QVERIFY2(plain.has_value(), plain ? "" : plain.error().c_str());
+        QCOMPARE(plain->plan.cluster.wake, 0.0);
+        req.wake = fit.seconds;
+        req.wake_launches = fit.launches;
+        auto woken = plan::make_plan(load_example("gpt2_block"), req);
+        QVERIFY2(woken.has_value(), woken ? "" : woken.error().c_str());
+        QCOMPARE(woken->plan.cluster.wake, fit.seconds);
+        QVERIFY(woken->prediction.makespan > plain->prediction.makespan);
+        QVERIFY(plan::calibration_summary(*woken).find("after its release (fitted on the launches)") != std::string::npos);
+        // Kept in a session, the same launches give the same wake back (what
+        // `tapestry plan --session` and the Plan dock plan with).
+        test::SessionFiles files;
+        auto session = test::SessionFiles::open(files.fresh());
+        QVERIFY(session != nullptr);
+        auto project = session->create_project("gpt2_block");
+        QVERIFY(project.has_value());
+        auto version = session->save_version(*project, load_example("gpt2_block"), "save");
+        QVERIFY(version.has_value());
+        const cost::Model model(test::host_fixture(), p.cluster);
+        QCOMPARE(launch::session_wake(*session, "host")->launches, 0);
+        std::optional<store::PlanId> plan_id;
+        for (const launch::LaunchResult &l : results) {
+            auto kept = launch::record_launch(*session, version->id, std::nullopt, plan_id, p, l, nullptr, &model);
+            QVERIFY2(kept.has_value(), kept ? "" : kept.error().c_str());
+            plan_id = kept->plan_id;
+        }
+        auto again = launch::session_wake(*session, "host");
+        QVERIFY2(again.has_value(), again ? "" : again.error().c_str());
+        QCOMPARE(again->launches, 3);
+        QCOMPARE(again->seconds, fit.seconds);
+    }
+
     // ---- records ----
     void launchesAreKeptInTheSessionWithCalibrationForTheHost() {
         // A host target with fixed figures (a fixture, not a measurement of this machine).

@@ -405,14 +405,26 @@ private slots:
         QVERIFY(close(shared.steps[3].start, 2e-3));  // k2's slot; k1 is done
         QVERIFY(close(shared.steps[4].start, 3e-3));  // admitted after k3, when k0 and k3 free their slots
         QVERIFY(close(shared.makespan, 4e-3));
-        // The plan file keeps the shared cores.
+        // A step that waits for a core starts the wake after its release; one whose
+        // core is free does not wait.
+        p.cluster.wake = 0.25e-3;
+        const plan::Prediction woken = plan::simulate(p, d);
+        QVERIFY(close(woken.steps[1].start, 0));        // a core free
+        QVERIFY(close(woken.steps[2].start, 1.25e-3));  // k1's core, 1 + 0.25
+        QVERIFY(close(woken.steps[3].start, 2.5e-3));   // k2's core (it ends at 2.25), + 0.25
+        QVERIFY(close(woken.steps[4].start, 3.25e-3));  // k0's core (3), + 0.25
+        QVERIFY(close(woken.makespan, 4.25e-3));
+        p.cluster.wake = 0;
+        // The plan file keeps the shared cores and the wake.
         p.cluster.shared_cores = 0;
         const plan::PlanResult r = planned(test::parse(tiny_mlp()), 2, plan::Baseline::dp);
         plan::Plan q = r.plan;
         q.cluster.shared_cores = 2;
+        q.cluster.wake = 0.25e-3;
         auto back = plan::parse_plan(plan::plan_json(q), "q.json");
         QVERIFY2(back.has_value(), back ? "" : back.error().c_str());
         QCOMPARE(back->cluster.shared_cores, 2);
+        QCOMPARE(back->cluster.wake, 0.25e-3);
         QCOMPARE(plan::plan_json(*back), plan::plan_json(q));
     }
     void peakMemoryOfASmallPlanByHand() {
