@@ -1321,40 +1321,44 @@ Expected<LaunchRecord, StoreError> Session::record_launch(const LaunchRecord &la
     return out;
 }
 
+namespace {
+
+// The launches a statement selects with kLaunchColumns; false on an SQL error.
+constexpr const char *kLaunchColumns =
+    "SELECT id, plan_id, backend, started_at, finished_at, status, error, equivalence, measurements_json FROM launches ";
+bool read_launches(Stmt &s, std::vector<LaunchRecord> &out) {
+    int rc = 0;
+    while ((rc = s.step()) == SQLITE_ROW)
+        out.push_back({s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)});
+    return rc == SQLITE_DONE;
+}
+
+}  // namespace
+
 Expected<std::vector<LaunchRecord>, StoreError> Session::launches(PlanId plan) const {
     std::lock_guard lock(impl_->mutex);
     if (impl_->schema < 3) return std::vector<LaunchRecord>{};
-    Stmt s = impl_->prepare(
-        "SELECT id, plan_id, backend, started_at, finished_at, status, error, equivalence, measurements_json "
-        "FROM launches WHERE plan_id = ? ORDER BY id");
+    Stmt s = impl_->prepare((std::string(kLaunchColumns) + "WHERE plan_id = ? ORDER BY id").c_str());
     if (!s.ok()) return unexpected(impl_->sql_error("cannot read launches"));
     s.bind(1, plan);
     std::vector<LaunchRecord> out;
-    int rc = 0;
-    while ((rc = s.step()) == SQLITE_ROW)
-        out.push_back(
-            {s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)});
-    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read launches"));
+    if (!read_launches(s, out)) return unexpected(impl_->sql_error("cannot read launches"));
     return out;
 }
 
 Expected<std::vector<LaunchRecord>, StoreError> Session::calibrating_launches(std::string_view target, int limit) const {
     std::lock_guard lock(impl_->mutex);
     if (impl_->schema < 3) return std::vector<LaunchRecord>{};
-    Stmt s = impl_->prepare(
-        "SELECT id, plan_id, backend, started_at, finished_at, status, error, equivalence, measurements_json "
-        "FROM launches WHERE status = 'ok' AND id IN "
-        "(SELECT DISTINCT launch_id FROM calibration WHERE target = ? AND launch_id IS NOT NULL) "
-        "ORDER BY id DESC LIMIT ?");
+    Stmt s = impl_->prepare((std::string(kLaunchColumns) +
+                             "WHERE status = 'ok' AND id IN "
+                             "(SELECT DISTINCT launch_id FROM calibration WHERE target = ? AND launch_id IS NOT NULL) "
+                             "ORDER BY id DESC LIMIT ?")
+                                .c_str());
     if (!s.ok()) return unexpected(impl_->sql_error("cannot read launches"));
     s.bind(1, target);
     s.bind(2, static_cast<std::int64_t>(std::max(0, limit)));
     std::vector<LaunchRecord> out;
-    int rc = 0;
-    while ((rc = s.step()) == SQLITE_ROW)
-        out.push_back(
-            {s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8)});
-    if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read launches"));
+    if (!read_launches(s, out)) return unexpected(impl_->sql_error("cannot read launches"));
     return out;
 }
 
