@@ -348,7 +348,13 @@ double PlanGantt::visibleEnd() const {
 }
 
 double PlanGantt::fitPixelsPerSecond() const {
-    return extent() > 0 ? plotWidth() / extent() : 1.0;
+    if (extent() <= 0) return 1.0;
+    // w / (w / e) rounds below e for about one extent in sixteen: lower the scale
+    // by an ulp until the fitted view reaches the whole extent (the measured end
+    // is its last point, and a test checks it is in view).
+    double pps = plotWidth() / extent();
+    while (pps > 0 && plotWidth() / pps < extent()) pps = std::nextafter(pps, 0.0);
+    return pps;
 }
 
 void PlanGantt::setPixelsPerSecond(double pps) {
