@@ -54,8 +54,6 @@ struct CalibrateOptions {
     bool json = false;
 };
 
-// A plan's makespan simulated with its kernel and copy steps scaled by `cal`
-// (transfers and collectives as predicted).
 std::string percent(double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f%%", v * 100);

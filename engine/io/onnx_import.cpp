@@ -1292,8 +1292,9 @@ void Importer::convert_to_opset_13(onnx::ModelProto &model, int opset, const std
         if (!initialized.count(vi.name()) && vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
             static_dims(vi, "input " + quoted(vi.name()));
     // libonnx 1.12's shape inference of old operator versions and its conversion
-    // adapters index shapes without checking their rank (Gemm 6 on a rank-1 input
-    // crashes both; the ONNX import fuzzer found them): they run in a child process,
+    // adapters index shapes without checking their rank (an opset-6 Gemm whose
+    // inputs declare malformed shapes crashes both; the ONNX import fuzzer found
+    // them, tests/data/onnx/gemm6_crashes_*.onnx): they run in a child process,
     // so a crash there is an error about this model, not the end of the studio.
     auto converted = isolated_conversion(prepared);
     if (!converted)

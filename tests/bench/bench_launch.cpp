@@ -164,11 +164,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         launch::LaunchResult test;
     };
     std::vector<Pair> plans;
-    std::vector<std::vector<launch::LaunchResult>> tests;  // per plan
-    auto add_plan = [&](const std::string &what, const plan::Plan &plan) -> bool {
-        plans.push_back(Pair{what, plan, {}, {}});
-        return true;
-    };
+    auto add_plan = [&](const std::string &what, const plan::Plan &plan) { plans.push_back(Pair{what, plan, {}, {}}); };
     // Every plan launched F + N times, in rounds — each round launches every plan
     // once, so this VM's drift (10–20% within minutes) weighs on every plan alike
     // instead of on the plans launched in a slow minute. The process's very first
@@ -178,7 +174,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
     auto launch_rounds = [&]() -> bool {
         std::vector<std::map<TensorId, TensorData>> inputs;
         for (const Pair &p : plans) inputs.push_back(make_random_inputs(p.plan.graph, 1));
-        tests.assign(plans.size(), {});
+        std::vector<std::vector<launch::LaunchResult>> tests(plans.size());  // per plan
         for (int k = -1; k < fits + rounds; ++k)
             for (size_t i = 0; i < plans.size(); ++i) {
                 if (k < 0 && i > 0) break;
@@ -207,7 +203,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
             if (!r) continue;
             const std::string what = std::to_string(n) + " " +
                                      (b >= 0 ? plan::baseline_name(static_cast<plan::Baseline>(b)) : std::string("round-robin"));
-            if (!add_plan(what, r->plan)) return 1;
+            add_plan(what, r->plan);
         }
     // Front points: a seeded search of the block for this host on 4 devices (time,
     // memory per device, devices), the front's plans by step time, every one not
@@ -264,7 +260,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         }
         std::sort(picked.begin(), picked.end());
         for (size_t at : picked)
-            if (!add_plan("front " + std::to_string(fresh[at].devices.size()) + "d #" + std::to_string(at), fresh[at])) return 1;
+            add_plan("front " + std::to_string(fresh[at].devices.size()) + "d #" + std::to_string(at), fresh[at]);
         const size_t take = picked.size();
         std::printf("  front points: a search of %ld evaluations (seed 7, 4 devices) gave %zu plans, %zu not among the "
                     "baselines; %zu launched\n",
