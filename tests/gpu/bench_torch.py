@@ -7,7 +7,8 @@ torch.compile, forward only, with the project's parameter shapes (Conv1D layout:
 weights [in, out], y = x·W + b, as Hugging Face's GPT-2) and its operation
 order: ln_1, c_attn, the q/k/v slices, causal attention (SDPA), c_proj, the
 residual add, ln_2, c_fc, gelu (tanh), mlp_proj, the residual add. Then
-torch.matmul alone on each large GEMM shape of the block.
+the block's causal attention alone (SDPA on its q/k/v slices) and torch.matmul
+alone on each large GEMM shape of the block.
 
 Timing: CUDA events around each call, after warm-up calls (which also compile),
 the median of --iters calls. Prints one JSON line per measurement:
@@ -139,8 +140,19 @@ def main():
             except Exception as e:  # noqa: BLE001 — a compiler failure is a result to report, not a crash
                 emit({"name": "torch_compile", "error": f"{type(e).__name__}: {e}"}, common)
 
-        m = BATCH * SEQUENCE
+        # The block's attention alone: SDPA (causal) on q, k, v as the block's slices of
+        # one qkv tensor give them, the attention step of our plan beside it.
         g = torch.Generator(device=device)
+        g.manual_seed(args.seed)
+        qkv = uniform((BATCH, SEQUENCE, 3 * WIDTH), g, device, dtype)
+        heads = lambda z: z.view(BATCH, SEQUENCE, HEADS, WIDTH // HEADS).transpose(1, 2)  # noqa: E731
+        q, k, v = (heads(qkv[..., i * WIDTH:(i + 1) * WIDTH]) for i in range(3))
+        ms, best = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.warmup, args.iters)
+        flops = 4.0 * BATCH * HEADS * SEQUENCE * SEQUENCE * (WIDTH // HEADS) / 2  # causal: half the scores
+        emit({"name": "torch_sdpa_causal", "ms": ms, "min_ms": best, "tflops": flops / (ms * 1e-3) / 1e12, **shape},
+             common)
+
+        m = BATCH * SEQUENCE
         g.manual_seed(args.seed)
         for k, n in GEMMS:
             a, b = uniform((m, k), g, device, dtype), uniform((k, n), g, device, dtype)

@@ -614,10 +614,41 @@ std::vector<CaseSpec> sharded_forms(const CaseSpec &whole, const std::string &ki
     return forms;
 }
 
+// Rows of the pack alone: shapes that take the GPU's tiled attention kernel (bf16
+// and f16 heads of 64 or 128 columns; docs/gpu.md), with row and key counts that are
+// not whole tiles, a causal mask on shards that start mid-sequence (the .2dev forms),
+// an additive mask and more keys than queries. The op table's attention rows have
+// heads of 2–4 columns, which only the simple kernel takes; these are too big for
+// the exact projection suites that share the table.
+std::vector<testing::OpCase> tiled_attention_rows() {
+    using testing::port;
+    std::vector<testing::OpCase> rows;
+    rows.push_back({"attention/tiled-64-causal",
+                    "attention",
+                    Params{{"heads", std::int64_t{2}}, {"causal", true}},
+                    {port("q", {1, 130, 128}), port("k", {1, 130, 128}), port("v", {1, 130, 128})}});
+    rows.push_back({"attention/tiled-128-mask",
+                    "attention",
+                    Params{{"heads", std::int64_t{1}}},
+                    {port("q", {1, 40, 128}), port("k", {1, 90, 128}), port("v", {1, 90, 128}),
+                     port("mask", {40, 90})}});
+    rows.push_back({"attention/tiled-64-rect",
+                    "attention",
+                    Params{{"heads", std::int64_t{3}}, {"scale", 0.2}},
+                    {port("q", {1, 40, 192}), port("k", {1, 67, 192}), port("v", {1, 67, 192})}});
+    rows.push_back({"attention/tiled-64-long-causal",
+                    "attention",
+                    Params{{"heads", std::int64_t{1}}, {"causal", true}},
+                    {port("q", {1, 260, 64}), port("k", {1, 260, 64}), port("v", {1, 260, 64})}});
+    return rows;
+}
+
 std::vector<CaseSpec> kernel_cases(std::vector<Skipped> &skipped) {
     static const std::set<std::string> kSharded = {"matmul", "linear", "conv2d", "attention", "layernorm", "softmax"};
     std::vector<CaseSpec> cases;
-    for (const testing::OpCase &row : testing::all_op_cases())
+    std::vector<testing::OpCase> table = testing::all_op_cases();
+    for (testing::OpCase &row : tiled_attention_rows()) table.push_back(std::move(row));
+    for (const testing::OpCase &row : table)
         for (const DType dtype : {DType::f32, DType::bf16, DType::f16}) {
             // A row without float operands (ids, integer casts) is the same in every dtype: once.
             const bool floats = std::any_of(row.inputs.begin(), row.inputs.end(), [](const PortTypes &p) {
@@ -643,6 +674,13 @@ std::vector<CaseSpec> kernel_cases(std::vector<Skipped> &skipped) {
             cases.push_back(c);
             if (kSharded.count(row.kind))
                 for (CaseSpec &s : sharded_forms(c, row.kind)) cases.push_back(std::move(s));
+            if (row.name.rfind("attention/tiled", 0) == 0) {
+                // Split along the query rows too: the second shard starts mid-sequence.
+                CaseSpec rows = c;
+                rows.name += ".2dev-rows";
+                rows.recipes = {{{"shard"}, {"op:2=2"}, 2, "shard", std::nullopt}};  // (b, h, s, …)
+                cases.push_back(std::move(rows));
+            }
         }
     return cases;
 }
@@ -771,15 +809,17 @@ ordered_json write_benchmarks(const fs::path &root, const std::map<std::string, 
 // ---- the command -------------------------------------------------------------------------
 
 // The dozen cases of --quick, every one required: a GEMM in each dtype, sharded
-// and split-k forms, the normalizations, attention, a convolution, a broadcast, a
-// fused chain, and examples sharded, by a baseline and fused.
+// and split-k forms, the normalizations, attention (the simple kernel and both
+// tiled ones), a convolution, a broadcast, a fused chain, and examples sharded, by a
+// baseline and fused.
 const std::set<std::string> &quick_cases() {
     static const std::set<std::string> names = {
         "matmul.2d.f32",          "matmul.batched.bf16",        "linear.bias.f16",
         "linear.bias.f32.2dev-k", "matmul.2d.f32.2dev",         "softmax.last.f32",
         "layernorm.last.bf16",    "attention.causal-mask.f32",  "conv2d.pad.f32",
         "add.broadcast-row.f32",  "fused.matmul-bias-gelu.f32", "mlp_bf16.2dev.dp",
-        "attention.2dev.tp",      "convnet.1dev.fuse"};
+        "attention.2dev.tp",      "convnet.1dev.fuse",          "attention.tiled-64-causal.bf16.2dev-rows",
+        "attention.tiled-128-mask.f16"};
     return names;
 }
 

@@ -11,11 +11,17 @@
 #   then, through the device tool:  run(command="bash tests/gpu/run_on_device.sh device",
 #                                       carry=[".gpu"], timeout_s=…)
 #   tests/gpu/run_on_device.sh device [--only TEXT] [--no-sanitizer] [--no-torch]
+#                                     [--bench-env NAME=VALUE]… [--ncu KERNEL_REGEX]
 #       there (nvcc, PyTorch, none of our packages): prints which CUDA, cuBLASLt,
 #       cuDNN, NCCL and NVRTC the image has; runs tapestry-gpu-check on the pack
 #       (every case against its reference, every step timed), the quick cases
 #       again under compute-sanitizer (memcheck), and the PyTorch baselines
 #       (tests/gpu/bench_torch.py); everything it writes lands in $OUT.
+#       Each --bench-env times the benchmark plans again with that environment
+#       setting (a kernel tuning knob, e.g. TAPESTRY_CUDA_FLASH_TILE=1x64q), into
+#       $OUT/bench-NAME-VALUE; --ncu profiles the first warm launch of the matching
+#       kernel in the first benchmark plan with Nsight Compute (speed of light,
+#       occupancy, memory), into $OUT/ncu.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 mode="${1:-}"
@@ -56,12 +62,15 @@ cuda_library_dirs() {
 }
 
 device_here() {
-  local only="" sanitizer=1 torch=1
+  local only="" sanitizer=1 torch=1 ncu_kernel="" setting
+  local -a bench_envs=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --only) only="$2"; shift ;;
       --no-sanitizer) sanitizer=0 ;;
       --no-torch) torch=0 ;;
+      --bench-env) bench_envs+=("$2"); shift ;;
+      --ncu) ncu_kernel="$2"; shift ;;
     esac
     shift
   done
@@ -84,6 +93,20 @@ device_here() {
   local cases_s="${TAPESTRY_GPU_CASES_S:-900}" sanitizer_s="${TAPESTRY_GPU_SANITIZER_S:-300}"
   echo "== tapestry-gpu-check: the benchmark plans"
   timeout "$bench_s" .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
+  for setting in "${bench_envs[@]}"; do
+    echo "== tapestry-gpu-check: the benchmark plans again with $setting"
+    env "$setting" timeout "$bench_s" .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16 \
+      --out "$out/bench-${setting//=/-}" 2>&1 | tee "$out/bench-${setting//=/-}.log"
+  done
+  if [ -n "$ncu_kernel" ] && command -v ncu >/dev/null; then
+    echo "== Nsight Compute: the kernel matching '$ncu_kernel' in the first benchmark plan"
+    timeout "${TAPESTRY_GPU_NCU_S:-120}" ncu --kernel-name "regex:$ncu_kernel" --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+      --section LaunchStats --section WarpStateStats \
+      .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16.1dev.fuse --out /tmp/tapestry-ncu > "$out/ncu.txt" 2>&1
+    echo "ncu exit: $?" >> "$out/ncu.txt"
+    grep -E "Duration|Throughput|Achieved Occupancy|Registers Per|Block Limit|Stall|ncu exit|==ERR|==WARNING" "$out/ncu.txt" | head -40
+  fi
   if [ $torch = 1 ]; then
     echo "== PyTorch baselines (tests/gpu/bench_torch.py)"
     # PyTorch with its own libraries: the image's cuDNN ahead of its bundled one is refused.

@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "runtime/cuda/element_math.h"
 #include "runtime/cuda/kernel_args.h"
@@ -545,12 +548,27 @@ __global__ void attention_rows_kernel(AttentionArgs a, const std::byte *q, const
 //
 // FlashAttention-2's forward pass for bf16/f16 heads of D = 64 or 128 (E = Ev = D,
 // every column of y, unit column strides, 16-byte aligned rows). A block of four
-// warps takes 64 query rows of one (b, h); each warp owns 16 rows. K and V tiles
-// of 64 keys are double-buffered in shared memory (cp.async); S = Q·Kᵀ and O += P·V
-// run on mma.sync m16n8k16 with f32 accumulation; the softmax is online in the
-// log2 domain, its statistics in registers. No score matrix is stored.
+// warps takes 64·MT query rows of one (b, h); each warp owns 16·MT rows (MT row
+// fragments of 16, each K and V fragment read from shared memory feeding MT
+// products) and keeps Q's fragments in registers for the whole pass. K and V tiles
+// of KT keys are double-buffered in shared memory (cp.async); S = Q·Kᵀ and
+// O += P·V run on mma.sync m16n8k16 with f32 accumulation; the softmax is online in
+// the log2 domain, its statistics in registers. No score matrix is stored. Under a
+// causal mask a warp skips the key tiles wholly above its rows, and the blocks of
+// the heaviest row tiles (the last rows) of every (b, h) are scheduled first.
+//
+// The kernel is latency-bound (Nsight Compute on an H100: 30 % of issue slots
+// busy), so warps an SM matter more than reuse within a warp: of the shapes timed
+// in the GPT-2 block (docs/gpu.md), MT = 1, KT = 64 with at most 128 registers
+// (four blocks, sixteen warps an SM) was fastest, MT = 2 (255 registers, eight
+// warps) and KT = 128 slower.
 
-constexpr int kTileRows = 64, kTileKeys = 64, kFlashThreads = 128;
+constexpr int kFlashThreads = 128, kFlashWarps = kFlashThreads / 32;
+
+template <int MT>
+constexpr int flash_tile_rows() {
+    return kFlashWarps * 16 * MT;
+}
 
 __device__ __forceinline__ void cp_async16(unsigned smem, const void *global, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(bytes));
@@ -615,9 +633,9 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
     return u;
 }
 
-template <int D>
+template <int D, int MT, int KT>
 constexpr int flash_smem_bytes() {
-    return (kTileRows + 4 * kTileKeys) * (D + 8) * 2;
+    return (flash_tile_rows<MT>() + 4 * KT) * (D + 8) * 2;
 }
 
 // Copies `Rows` rows of D 16-bit elements (global row `first` + r, `stride` apart)
@@ -639,16 +657,17 @@ __device__ __forceinline__ void load_tile(unsigned short *dst, const unsigned sh
     }
 }
 
-template <DType T, int D>
-__global__ void __launch_bounds__(kFlashThreads)
+template <DType T, int D, int MT, int KT, int MinBlocks>
+__global__ void __launch_bounds__(kFlashThreads, MinBlocks)
     attention_flash_kernel(AttentionArgs a, const std::byte *q_, const std::byte *k_, const std::byte *v_,
                            const std::byte *mask, std::byte *y_) {
     constexpr bool kBf16 = T == DType::bf16;
+    constexpr int kRows = flash_tile_rows<MT>();
     constexpr int LD = D + 8;  // padded rows: conflict-free ldmatrix
     extern __shared__ __align__(16) unsigned short smem[];
     unsigned short *qs = smem;
-    unsigned short *ks = qs + kTileRows * LD;  // [2][kTileKeys][LD]
-    unsigned short *vs = ks + 2 * kTileKeys * LD;
+    unsigned short *ks = qs + kRows * LD;  // [2][KT][LD]
+    unsigned short *vs = ks + 2 * KT * LD;
 
     const auto *q = reinterpret_cast<const unsigned short *>(q_);
     const auto *k = reinterpret_cast<const unsigned short *>(k_);
@@ -656,33 +675,46 @@ __global__ void __launch_bounds__(kFlashThreads)
     auto *y = reinterpret_cast<unsigned short *>(y_);
     const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, c2 = (lane & 3) * 2, matrix = lane >> 3;
-    // The heaviest causal tiles (the last query rows) start first.
-    const int64_t r0 = (gridDim.x - 1 - blockIdx.x) * int64_t{kTileRows};
-    const int64_t warp_row = r0 + warp * 16;                   // the warp's first row of the shard
-    const int64_t rows[2] = {warp_row + g, warp_row + g + 8};  // this thread's rows
+    // blockIdx.y counts row tiles from the last: every (b, h)'s heaviest causal
+    // tile is scheduled before any lighter one.
+    // Rows fit an int: the launch refuses more than 65535 row tiles.
+    const int r0 = static_cast<int>(gridDim.y - 1 - blockIdx.y) * kRows;
+    const int warp_row = r0 + warp * 16 * MT;  // the warp's first row of the shard
+    int rows[MT][2];                           // this thread's rows
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        rows[mt][0] = warp_row + mt * 16 + g;
+        rows[mt][1] = warp_row + mt * 16 + g + 8;
+    }
     const float scale_log2 = a.scale * 1.4426950408889634f;
     const float log2e = 1.4426950408889634f;
 
-    for (int64_t pair = blockIdx.y; pair < a.batches * a.heads; pair += gridDim.y) {
+    for (int64_t pair = blockIdx.x; pair < a.batches * a.heads; pair += gridDim.x) {
         const int64_t b = pair / a.heads, h = pair % a.heads;
         const unsigned short *kp = k + b * a.k_stride[0] + h * D;
         const unsigned short *vp = v + b * a.v_stride[0] + h * D;
         int64_t key_end = a.keys;
-        if (a.causal) key_end = std::min(key_end, a.row0 + std::min<int64_t>(r0 + kTileRows, a.rows));
-        const int tiles = static_cast<int>((key_end + kTileKeys - 1) / kTileKeys);
+        if (a.causal) key_end = std::min(key_end, a.row0 + std::min<int64_t>(r0 + kRows, a.rows));
+        const int tiles = static_cast<int>((key_end + KT - 1) / KT);
+        // Under a causal mask the keys past the warp's last row are hidden from all of it.
+        int64_t warp_key_end = a.keys;
+        if (a.causal) warp_key_end = std::min(warp_key_end, a.row0 + warp_row + 16 * MT);
         auto load_kv = [&](int t) {
-            const int64_t first = int64_t{t} * kTileKeys;
-            load_tile<D, kTileKeys>(ks + (t & 1) * kTileKeys * LD, kp, a.k_stride[1], first, a.keys, tid);
-            load_tile<D, kTileKeys>(vs + (t & 1) * kTileKeys * LD, vp, a.v_stride[1], first, a.keys, tid);
+            const int64_t first = int64_t{t} * KT;
+            load_tile<D, KT>(ks + (t & 1) * KT * LD, kp, a.k_stride[1], first, a.keys, tid);
+            load_tile<D, KT>(vs + (t & 1) * KT * LD, vp, a.v_stride[1], first, a.keys, tid);
         };
 
         __syncthreads();  // the previous pair's tiles are no longer read
-        load_tile<D, kTileRows>(qs, q + b * a.q_stride[0] + h * D, a.q_stride[1], r0, a.rows, tid);
+        load_tile<D, kRows>(qs, q + b * a.q_stride[0] + h * D, a.q_stride[1], r0, a.rows, tid);
         if (tiles > 0) load_kv(0);
         cp_async_commit();
 
-        float o[D / 8][4] = {};
-        float m[2] = {-kInf, -kInf}, l[2] = {0.f, 0.f};
+        unsigned qa[MT][D / 16][4];
+        float o[MT][D / 8][4] = {};
+        float m[MT][2], l[MT][2] = {};
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = -kInf;
         for (int t = 0; t < tiles; ++t) {
             if (t + 1 < tiles) {
                 load_kv(t + 1);
@@ -692,99 +724,119 @@ __global__ void __launch_bounds__(kFlashThreads)
                 cp_async_wait<0>();
             }
             __syncthreads();
-            const unsigned short *kt = ks + (t & 1) * kTileKeys * LD;
-            const unsigned short *vt = vs + (t & 1) * kTileKeys * LD;
-            const int64_t key0 = int64_t{t} * kTileKeys;
-
-            // S = Q·Kᵀ. Q's A fragments are read from shared memory per 16 columns
-            // (matrices: rows +0 | +8, columns kk·16 + 0 | 8): held in registers
-            // across the loop they would cost a quarter of the occupancy. One
-            // ldmatrix gives the B fragments of two key groups (keys nt·8… |
-            // (nt+1)·8…, columns kk·16 + 0 | 8).
-            float s[kTileKeys / 8][4] = {};
+            if (t == 0) {
+                // Q's A fragments (matrices: rows +0 | +8, columns kk·16 + 0 | 8), once per pass.
 #pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                unsigned qa[4];
-                const unsigned short *qat =
-                    qs + (warp * 16 + (matrix & 1) * 8 + (lane & 7)) * LD + kk * 16 + (matrix >> 1) * 8;
-                ldmatrix_x4(qa, static_cast<unsigned>(__cvta_generic_to_shared(qat)));
+                for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int nt = 0; nt < kTileKeys / 8; nt += 2) {
-                    unsigned bf[4];
-                    const unsigned short *at =
-                        kt + ((nt + (matrix >> 1)) * 8 + (lane & 7)) * LD + kk * 16 + (matrix & 1) * 8;
-                    ldmatrix_x4(bf, static_cast<unsigned>(__cvta_generic_to_shared(at)));
-                    mma16816<kBf16>(s[nt], qa, bf[0], bf[1]);
-                    mma16816<kBf16>(s[nt + 1], qa, bf[2], bf[3]);
-                }
+                    for (int kk = 0; kk < D / 16; ++kk) {
+                        const unsigned short *qat = qs + (warp * 16 * MT + mt * 16 + (matrix & 1) * 8 + (lane & 7)) * LD +
+                                                    kk * 16 + (matrix >> 1) * 8;
+                        ldmatrix_x4(qa[mt][kk], static_cast<unsigned>(__cvta_generic_to_shared(qat)));
+                    }
             }
+            const unsigned short *kt = ks + (t & 1) * KT * LD;
+            const unsigned short *vt = vs + (t & 1) * KT * LD;
+            const int64_t key0 = int64_t{t} * KT;
 
-            // Scores in the log2 domain, hidden keys −∞. A tile below the diagonal,
-            // inside the keys and without a mask hides nothing.
-            const bool plain =
-                !a.has_mask && key0 + kTileKeys <= a.keys && (!a.causal || key0 + kTileKeys - 1 <= a.row0 + warp_row);
-            float tile_max[2] = {-kInf, -kInf};
+            if (key0 < warp_key_end) {
+                // S = Q·Kᵀ. One ldmatrix gives the B fragments of two key groups (keys
+                // nt·8… | (nt+1)·8…, columns kk·16 + 0 | 8), used by every row fragment.
+                float s[MT][KT / 8][4] = {};
 #pragma unroll
-            for (int nt = 0; nt < kTileKeys / 8; ++nt)
+                for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    float x = s[nt][i] * scale_log2;
-                    if (!plain) {
-                        const int64_t key = key0 + nt * 8 + c2 + (i & 1), row = rows[i >> 1];
-                        if (key >= a.keys || (a.causal && key > row + a.row0)) {
-                            x = -kInf;
-                        } else if (a.has_mask && row < a.rows) {
-                            x += log2e * load<T>(mask, row * a.mask_stride[0] + key * a.mask_stride[1]);
+                    for (int nt = 0; nt < KT / 8; nt += 2) {
+                        unsigned bf[4];
+                        const unsigned short *at =
+                            kt + ((nt + (matrix >> 1)) * 8 + (lane & 7)) * LD + kk * 16 + (matrix & 1) * 8;
+                        ldmatrix_x4(bf, static_cast<unsigned>(__cvta_generic_to_shared(at)));
+#pragma unroll
+                        for (int mt = 0; mt < MT; ++mt) {
+                            mma16816<kBf16>(s[mt][nt], qa[mt][kk], bf[0], bf[1]);
+                            mma16816<kBf16>(s[mt][nt + 1], qa[mt][kk], bf[2], bf[3]);
                         }
                     }
-                    s[nt][i] = x;
-                    tile_max[i >> 1] = fmaxf(tile_max[i >> 1], x);
-                }
-            float alpha[2], m_use[2];
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                float mx = tile_max[half];
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m[half], mx);
-                // While every key of a row is hidden its maximum is −∞: weigh
-                // against 0 so that exp2 gives 0, not NaN.
-                m_use[half] = m_new == -kInf ? 0.f : m_new;
-                alpha[half] = fast_exp2(m[half] - m_use[half]);
-                m[half] = m_new;
-            }
-            float row_sum[2] = {0.f, 0.f};
-#pragma unroll
-            for (int nt = 0; nt < kTileKeys / 8; ++nt)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    s[nt][i] = fast_exp2(s[nt][i] - m_use[i >> 1]);
-                    row_sum[i >> 1] += s[nt][i];
-                }
-#pragma unroll
-            for (int half = 0; half < 2; ++half) l[half] = l[half] * alpha[half] + row_sum[half];
-#pragma unroll
-            for (int dn = 0; dn < D / 8; ++dn) {
-                o[dn][0] *= alpha[0];
-                o[dn][1] *= alpha[0];
-                o[dn][2] *= alpha[1];
-                o[dn][3] *= alpha[1];
-            }
 
-            // O += P·V, P as A fragments straight from the score registers; one
-            // transposing ldmatrix gives the V fragments of two column groups.
+                // Scores in the log2 domain, hidden keys −∞. A tile below the diagonal,
+                // inside the keys and without a mask hides nothing.
+                const bool plain = !a.has_mask && key0 + KT <= a.keys &&
+                                   (!a.causal || key0 + KT - 1 <= a.row0 + warp_row);
 #pragma unroll
-            for (int j = 0; j < kTileKeys / 16; ++j) {
-                const unsigned pa[4] = {pack2<kBf16>(s[2 * j][0], s[2 * j][1]), pack2<kBf16>(s[2 * j][2], s[2 * j][3]),
-                                        pack2<kBf16>(s[2 * j + 1][0], s[2 * j + 1][1]),
-                                        pack2<kBf16>(s[2 * j + 1][2], s[2 * j + 1][3])};
+                for (int mt = 0; mt < MT; ++mt) {
+                    float tile_max[2] = {-kInf, -kInf};
 #pragma unroll
-                for (int dn = 0; dn < D / 8; dn += 2) {
-                    unsigned bf[4];
-                    const unsigned short *at = vt + (j * 16 + (lane & 15)) * LD + dn * 8 + (lane >> 4) * 8;
-                    ldmatrix_x4_trans(bf, static_cast<unsigned>(__cvta_generic_to_shared(at)));
-                    mma16816<kBf16>(o[dn], pa, bf[0], bf[1]);
-                    mma16816<kBf16>(o[dn + 1], pa, bf[2], bf[3]);
+                    for (int nt = 0; nt < KT / 8; ++nt)
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            float x = s[mt][nt][i] * scale_log2;
+                            if (!plain) {
+                                const int64_t key = key0 + nt * 8 + c2 + (i & 1);
+                                const int64_t row = rows[mt][i >> 1];
+                                if (key >= a.keys || (a.causal && key > row + a.row0)) {
+                                    x = -kInf;
+                                } else if (a.has_mask && row < a.rows) {
+                                    x += log2e * load<T>(mask, row * a.mask_stride[0] + key * a.mask_stride[1]);
+                                }
+                            }
+                            s[mt][nt][i] = x;
+                            tile_max[i >> 1] = fmaxf(tile_max[i >> 1], x);
+                        }
+                    float alpha[2], m_use[2];
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        float mx = tile_max[half];
+                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                        const float m_new = fmaxf(m[mt][half], mx);
+                        // While every key of a row is hidden its maximum is −∞: weigh
+                        // against 0 so that exp2 gives 0, not NaN.
+                        m_use[half] = m_new == -kInf ? 0.f : m_new;
+                        alpha[half] = fast_exp2(m[mt][half] - m_use[half]);
+                        m[mt][half] = m_new;
+                    }
+                    float row_sum[2] = {0.f, 0.f};
+#pragma unroll
+                    for (int nt = 0; nt < KT / 8; ++nt)
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            s[mt][nt][i] = fast_exp2(s[mt][nt][i] - m_use[i >> 1]);
+                            row_sum[i >> 1] += s[mt][nt][i];
+                        }
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) l[mt][half] = l[mt][half] * alpha[half] + row_sum[half];
+#pragma unroll
+                    for (int dn = 0; dn < D / 8; ++dn) {
+                        o[mt][dn][0] *= alpha[0];
+                        o[mt][dn][1] *= alpha[0];
+                        o[mt][dn][2] *= alpha[1];
+                        o[mt][dn][3] *= alpha[1];
+                    }
+                }
+
+                // O += P·V, P as A fragments straight from the score registers; one
+                // transposing ldmatrix gives the V fragments of two column groups.
+#pragma unroll
+                for (int j = 0; j < KT / 16; ++j) {
+                    unsigned pa[MT][4];
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        pa[mt][0] = pack2<kBf16>(s[mt][2 * j][0], s[mt][2 * j][1]);
+                        pa[mt][1] = pack2<kBf16>(s[mt][2 * j][2], s[mt][2 * j][3]);
+                        pa[mt][2] = pack2<kBf16>(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+                        pa[mt][3] = pack2<kBf16>(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+                    }
+#pragma unroll
+                    for (int dn = 0; dn < D / 8; dn += 2) {
+                        unsigned bf[4];
+                        const unsigned short *at = vt + (j * 16 + (lane & 15)) * LD + dn * 8 + (lane >> 4) * 8;
+                        ldmatrix_x4_trans(bf, static_cast<unsigned>(__cvta_generic_to_shared(at)));
+#pragma unroll
+                        for (int mt = 0; mt < MT; ++mt) {
+                            mma16816<kBf16>(o[mt][dn], pa[mt], bf[0], bf[1]);
+                            mma16816<kBf16>(o[mt][dn + 1], pa[mt], bf[2], bf[3]);
+                        }
+                    }
                 }
             }
             __syncthreads();  // this buffer is refilled by the next iteration's load
@@ -793,34 +845,38 @@ __global__ void __launch_bounds__(kFlashThreads)
         // y = O / l; a row with every key hidden has l = 0 and gives NaN, as the reference.
         unsigned short *yp = y + b * a.y_stride[0] + h * D;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            float total = l[half];
-            total += __shfl_xor_sync(0xffffffffu, total, 1);
-            total += __shfl_xor_sync(0xffffffffu, total, 2);
-            const float inv = 1.f / total;
-            if (rows[half] >= a.rows) continue;
-            unsigned short *yr = yp + rows[half] * a.y_stride[1];
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int dn = 0; dn < D / 8; ++dn)
-                *reinterpret_cast<unsigned *>(yr + dn * 8 + c2) =
-                    pack2<kBf16>(o[dn][2 * half] * inv, o[dn][2 * half + 1] * inv);
-        }
+            for (int half = 0; half < 2; ++half) {
+                float total = l[mt][half];
+                total += __shfl_xor_sync(0xffffffffu, total, 1);
+                total += __shfl_xor_sync(0xffffffffu, total, 2);
+                const float inv = 1.f / total;
+                if (rows[mt][half] >= a.rows) continue;
+                unsigned short *yr = yp + rows[mt][half] * a.y_stride[1];
+#pragma unroll
+                for (int dn = 0; dn < D / 8; ++dn)
+                    *reinterpret_cast<unsigned *>(yr + dn * 8 + c2) =
+                        pack2<kBf16>(o[mt][dn][2 * half] * inv, o[mt][dn][2 * half + 1] * inv);
+            }
     }
 }
 
-template <DType T, int D>
+template <DType T, int D, int MT, int KT, int MinBlocks>
 Status launch_flash(const AttentionArgs &a, const std::byte *q, const std::byte *k, const std::byte *v,
                     const std::byte *mask, std::byte *y, cudaStream_t stream) {
-    constexpr int bytes = flash_smem_bytes<D>();
+    constexpr int bytes = flash_smem_bytes<D, MT, KT>();
     if constexpr (bytes > 48 * 1024) {
         const cudaError_t e =
-            cudaFuncSetAttribute(attention_flash_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+            cudaFuncSetAttribute(attention_flash_kernel<T, D, MT, KT, MinBlocks>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
         if (e != cudaSuccess) return unexpected(cuda_error("attention: cudaFuncSetAttribute", e));
     }
-    const int64_t tiles = (a.rows + kTileRows - 1) / kTileRows;
+    const int64_t tiles = (a.rows + flash_tile_rows<MT>() - 1) / flash_tile_rows<MT>();
     const int64_t pairs = a.batches * a.heads;
-    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min<int64_t>(pairs, 65535)));
-    attention_flash_kernel<T, D><<<grid, kFlashThreads, bytes, stream>>>(a, q, k, v, mask, y);
+    if (tiles > 65535)
+        return unexpected("attention: " + std::to_string(a.rows) + " query rows are more tiles than a grid holds");
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(pairs, int64_t{1} << 30)), static_cast<unsigned>(tiles));
+    attention_flash_kernel<T, D, MT, KT, MinBlocks><<<grid, kFlashThreads, bytes, stream>>>(a, q, k, v, mask, y);
     return launched("attention (tiled) launch");
 }
 
@@ -833,8 +889,10 @@ Status launch_attention_typed(const AttentionArgs &a, const std::byte *q, const 
                               const std::byte *mask, std::byte *y, cudaStream_t stream) {
     if constexpr (T != DType::f32) {
         if (attention_flash_shape(a) && aligned16(q) && aligned16(k) && aligned16(v) && aligned16(y)) {
-            if (a.e == 64) return launch_flash<T, 64>(a, q, k, v, mask, y, stream);
-            return launch_flash<T, 128>(a, q, k, v, mask, y, stream);
+            // The shapes measured best on an H100 (docs/gpu.md): for D = 64 one row
+            // fragment a warp at most 128 registers, four blocks an SM.
+            if (a.e == 64) return launch_flash<T, 64, 1, 64, 4>(a, q, k, v, mask, y, stream);
+            return launch_flash<T, 128, 1, 64, 1>(a, q, k, v, mask, y, stream);
         }
     }
     const int64_t warps = a.batches * a.heads * a.rows;
