@@ -43,7 +43,8 @@ using nlohmann::ordered_json;
 
 struct CalibrateOptions {
     std::vector<std::string> projects;
-    std::string gpu_results;  // tapestry-gpu-check's results.jsonl
+    std::vector<std::string> gpu_results;  // tapestry-gpu-check's results.jsonl (and bench/results.jsonl)
+    bool target_given = false;  // --target on the command line (with --gpu-results: re-predict the plans for it)
     std::string pack;         // the tapestry-gpu-pack it ran
     std::string target = "host";
     std::vector<int> devices{1, 2, 4};
@@ -233,7 +234,7 @@ namespace fs = std::filesystem;
 // A case of the pack as its manifest names it.
 struct PackCase {
     std::string plan;   // the plan file, relative to the pack
-    std::string group;  // "kernel", "example"
+    std::string group;  // "kernel", "example", "benchmark" (judged, never fitted)
     int example = -1;   // its number among the pack's example cases (manifest order), from 0
 };
 
@@ -283,6 +284,16 @@ Expected<std::map<std::string, PackCase>, std::string> read_manifest(const std::
         if (pc.group == "example") pc.example = examples++;
         out[name] = std::move(pc);
     }
+    const auto benchmarks = m.find("benchmarks");
+    if (benchmarks != m.end() && benchmarks->is_array())
+        for (size_t i = 0; i < benchmarks->size(); ++i) {
+            const ordered_json &b = (*benchmarks)[i];
+            const std::string name = b.is_object() ? text_field(b, "name") : std::string();
+            const std::string plan = b.is_object() ? text_field(b, "plan") : std::string();
+            if (name.empty() || plan.empty())
+                return unexpected(file + ": benchmarks[" + std::to_string(i) + "]: a benchmark needs a name and a plan");
+            out[name] = PackCase{plan, "benchmark", -1};
+        }
     return out;
 }
 
@@ -354,20 +365,32 @@ launch::LaunchResult rebuilt_launch(const plan::Plan &p, const std::vector<doubl
     return r;
 }
 
+// A pack's plan taken as a plan for another GPU target (a pack is made for one
+// target before it is known which GPU a device session gets): the same steps,
+// devices and buffers, each kernel and copy step predicted again by `target`'s
+// model, the cluster's links kept (on one GPU a plan's transfers are device-to-device
+// copies whatever the cluster says).
+void retargeted(plan::Plan &p, const cost::Target &target) {
+    p.target = target.name;
+    const std::vector<double> predicted = launch::calibrated_durations(p, cost::Model(target, p.cluster), {});
+    for (size_t i = 0; i < p.steps.size(); ++i) p.steps[i].predicted = predicted[i];
+}
+
 // One line of the results: the case it holds (none for a case that failed on
 // the device or a record of another kind), or why it is refused.
 Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &rec, const std::string &pack,
                                                            const std::map<std::string, PackCase> &manifest,
-                                                           DeviceRun &run) {
+                                                           const cost::Target *retarget, DeviceRun &run) {
     const std::string name = text_field(rec, "name");
     if (name.empty()) return unexpected(std::string("a case record without a name"));
     const auto in_pack = manifest.find(name);
     if (in_pack == manifest.end())
         return unexpected("case '" + name + "' is not in " + (fs::path(pack) / "manifest.json").string() +
                           ": the results of another pack?");
+    const bool benchmark = in_pack->second.group == "benchmark";
     const auto ok = rec.find("ok");
-    if (ok == rec.end() || !ok->is_boolean()) return unexpected("case '" + name + "': no \"ok\"");
-    if (!ok->get<bool>()) {
+    if (!benchmark && (ok == rec.end() || !ok->is_boolean())) return unexpected("case '" + name + "': no \"ok\"");
+    if (benchmark ? rec.contains("error") : !ok->get<bool>()) {
         run.failed.push_back(name);
         return std::optional<DeviceCase>();
     }
@@ -376,6 +399,7 @@ Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &r
     const std::string plan_file = (fs::path(pack) / in_pack->second.plan).string();
     auto loaded = plan::load_plan(plan_file);
     if (!loaded) return unexpected("case '" + name + "': its plan: " + loaded.error());
+    if (retarget != nullptr) retargeted(*loaded, *retarget);
     auto durations = measured_durations(rec, *loaded, plan_file);
     if (!durations) return unexpected("case '" + name + "' " + durations.error());
     if (run.target.empty()) run.target = loaded->target;
@@ -384,22 +408,27 @@ Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &r
                           run.target + "': calibrate one target at a time");
     if (!launch::measures_plan_target(*loaded, "cuda", run.hardware))
         return unexpected("case '" + name + "' is a plan for target '" + loaded->target + "', but " + run.gpu +
-                          " ran it: that measures nothing about the target");
+                          " ran it: that measures nothing about the target" +
+                          (retarget != nullptr ? std::string() : " (--target names the GPU's own target)"));
     DeviceCase c{name, in_pack->second.group, in_pack->second.example, std::move(loaded).value(), {}, -1};
     c.result = rebuilt_launch(c.plan, *durations, run.hardware, rec);
-    const auto enqueued = rec.find("enqueued_s");
+    const auto enqueued = rec.find(benchmark ? "median_s" : "enqueued_s");
     if (enqueued != rec.end() && enqueued->is_number()) c.enqueued = enqueued->get<double>();
     return std::optional<DeviceCase>(std::move(c));
 }
 
-// Reads the results line by line; a refusal names the file and line.
-Expected<DeviceRun, std::string> read_device_run(const std::string &results, const std::string &pack) {
+// Reads the results line by line; a refusal names the file and line. With a
+// `retarget`, each plan is taken as a plan for it (retargeted).
+Expected<DeviceRun, std::string> read_device_run(const std::vector<std::string> &files, const std::string &pack,
+                                                 const cost::Target *retarget) {
     auto manifest = read_manifest(pack);
     if (!manifest) return unexpected(manifest.error());
+    DeviceRun run;
+    std::map<std::string, std::string> seen;  // case or benchmark → file:line
+    for (const std::string &results : files) {
     std::ifstream in(results);
     if (!in || fs::is_directory(results)) return unexpected(results + ": cannot be read");
-    DeviceRun run;
-    std::map<std::string, int> seen;  // case → line
+    run.hardware.clear();  // each file names its GPU before its cases
     int number = 0;
     for (std::string line; std::getline(in, line);) {
         const std::string where = results + ":" + std::to_string(++number) + ": ";
@@ -412,16 +441,18 @@ Expected<DeviceRun, std::string> read_device_run(const std::string &results, con
             if (run.hardware.empty()) return unexpected(where + "an environment record naming no GPU");
             continue;
         }
-        if (kind != "case") continue;  // summaries, benchmarks
-        if (auto [at, fresh] = seen.emplace(text_field(rec, "name"), number); !fresh)
-            return unexpected(where + "case '" + at->first + "' again (line " + std::to_string(at->second) + ")");
-        auto c = read_case(rec, pack, *manifest, run);
+        if (kind != "case" && kind != "benchmark") continue;  // summaries
+        if (auto [at, fresh] = seen.emplace(text_field(rec, "name"), where.substr(0, where.size() - 2)); !fresh)
+            return unexpected(where + kind + " '" + at->first + "' again (" + at->second + ")");
+        auto c = read_case(rec, pack, *manifest, retarget, run);
         if (!c) return unexpected(where + c.error());
         if (*c) run.cases.push_back(std::move(**c));
     }
     if (in.bad()) return unexpected(results + ": cannot be read");
-    for (const auto &[name, pc] : *manifest) run.without_result += seen.count(name) ? 0 : 1;
-    if (run.cases.empty()) return unexpected(results + ": no passing case to calibrate from");
+    }
+    for (const auto &[name, pc] : *manifest) run.without_result += seen.count(name) || pc.group == "benchmark" ? 0 : 1;
+    if (std::none_of(run.cases.begin(), run.cases.end(), [](const DeviceCase &c) { return c.group != "benchmark"; }))
+        return unexpected(files.front() + ": no passing case to calibrate from");
     return run;
 }
 
@@ -463,15 +494,25 @@ Accuracy plan_accuracy(const std::vector<const DeviceCase *> &cases, const cost:
 // example cases judged on the odd-numbered ones.
 struct DeviceFit {
     cost::Calibration all, train;
-    int train_cases = 0, test_cases = 0;
+    int train_cases = 0, test_cases = 0, benchmark_cases = 0;
     Accuracy steps_in_sample, steps_held_out, plans_in_sample, plans_held_out;
+    // The benchmark plans (realistic sizes, bench/results.jsonl), judged by the fit
+    // on every case.
+    Accuracy steps_benchmarks, plans_benchmarks;
 };
 
 DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
     DeviceFit f;
     std::vector<cost::CalibrationSample> test;
-    std::vector<const DeviceCase *> examples, held_out;
+    std::vector<cost::CalibrationSample> benchmark_steps;
+    std::vector<const DeviceCase *> examples, held_out, benchmarks;
     for (const DeviceCase &c : run.cases) {
+        if (c.group == "benchmark") {  // judged by the fit on every case, never fitted
+            const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
+            benchmark_steps.insert(benchmark_steps.end(), samples.begin(), samples.end());
+            benchmarks.push_back(&c);
+            continue;
+        }
         const bool tested = c.group == "example" && c.example % 2 == 1;
         const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
         for (const cost::CalibrationSample &s : samples) {
@@ -487,6 +528,9 @@ DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
     f.steps_held_out = step_accuracy(test, f.train);
     f.plans_in_sample = plan_accuracy(examples, target, f.all);
     f.plans_held_out = plan_accuracy(held_out, target, f.train);
+    f.benchmark_cases = static_cast<int>(benchmarks.size());
+    f.steps_benchmarks = step_accuracy(benchmark_steps, f.all);
+    f.plans_benchmarks = plan_accuracy(benchmarks, target, f.all);
     return f;
 }
 
@@ -510,14 +554,19 @@ void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, cons
     j["gpu"] = run.gpu;
     j["results"] = o.gpu_results;
     j["pack"] = o.pack;
-    j["cases_used"] = run.cases.size();
+    j["cases_used"] = run.cases.size() - static_cast<size_t>(f.benchmark_cases);
     j["failed_on_device"] = run.failed;
     j["pack_cases_without_result"] = run.without_result;
     j["steps"] = {{"in_sample", accuracy_json(f.steps_in_sample)}, {"held_out", accuracy_json(f.steps_held_out)}};
-    j["steps"]["in_sample"]["fitted_on"] = {{"cases", run.cases.size()}, {"measurements", f.all.samples().size()}};
+    j["steps"]["in_sample"]["fitted_on"] = {{"cases", run.cases.size() - static_cast<size_t>(f.benchmark_cases)},
+                                            {"measurements", f.all.samples().size()}};
     j["steps"]["held_out"]["fitted_on"] = {{"cases", f.train_cases}, {"measurements", f.train.samples().size()}};
     j["steps"]["held_out"]["cases"] = f.test_cases;
     j["plans"] = {{"in_sample", accuracy_json(f.plans_in_sample)}, {"held_out", accuracy_json(f.plans_held_out)}};
+    if (f.benchmark_cases > 0) {
+        j["steps"]["benchmarks"] = accuracy_json(f.steps_benchmarks);
+        j["plans"]["benchmarks"] = accuracy_json(f.plans_benchmarks);
+    }
     j["table"] = table_json(f.all);
     if (!o.session.empty()) {
         j["session"] = o.session;
@@ -528,8 +577,11 @@ void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, cons
 
 void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const DeviceFit &f, const cost::Target &target,
                       const std::vector<std::string> &unkept) {
-    std::cout << "calibrate: target " << run.target << " from " << o.gpu_results << " (" << run.gpu << ") on the pack "
-              << o.pack << ": " << plural(static_cast<long long>(run.cases.size()), "passing case") << " used, "
+    std::string files;
+    for (const std::string &r : o.gpu_results) files += (files.empty() ? "" : " and ") + r;
+    std::cout << "calibrate: target " << run.target << " from " << files << " (" << run.gpu << ") on the pack "
+              << o.pack << ": " << plural(static_cast<long long>(run.cases.size()) - f.benchmark_cases, "passing case")
+              << " used, "
               << run.failed.size() << " failed on the device and not used";
     if (run.without_result > 0) std::cout << ", " << run.without_result << " of the pack without a result";
     std::cout << "\n  per step (kernels and copies), median |predicted − measured| / measured:\n"
@@ -538,21 +590,39 @@ void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const Dev
               << "    held-out:  fitted on the kernel cases and the even-numbered example cases ("
               << plural(f.train_cases, "case") << ", " << plural(static_cast<long long>(f.train.samples().size()), "measurement")
               << "), judged on the odd-numbered example cases (" << plural(f.test_cases, "case") << ", "
-              << plural(f.steps_held_out.count, "measurement") << "): " << accuracy_text(f.steps_held_out) << "\n"
-              << "  per plan (example cases: simulated makespan against the whole plan enqueued):\n"
+              << plural(f.steps_held_out.count, "measurement") << "): " << accuracy_text(f.steps_held_out) << "\n";
+    if (f.benchmark_cases > 0)
+        std::cout << "    benchmarks: fitted on every case, judged on the benchmark plans' steps ("
+                  << plural(f.benchmark_cases, "plan") << ", " << plural(f.steps_benchmarks.count, "measurement")
+                  << "; never fitted): " << accuracy_text(f.steps_benchmarks) << "\n";
+    std::cout << "  per plan (example cases: simulated makespan against the whole plan enqueued):\n"
               << "    in-sample: " << plural(f.plans_in_sample.count, "plan") << ", " << accuracy_text(f.plans_in_sample) << "\n"
-              << "    held-out:  " << plural(f.plans_held_out.count, "plan") << ", " << accuracy_text(f.plans_held_out) << "\n"
-              << "  the table (fitted on every case):\n";
+              << "    held-out:  " << plural(f.plans_held_out.count, "plan") << ", " << accuracy_text(f.plans_held_out) << "\n";
+    if (f.benchmark_cases > 0)
+        std::cout << "    benchmarks: " << plural(f.plans_benchmarks.count, "plan") << " (median of the enqueued runs), "
+                  << accuracy_text(f.plans_benchmarks) << "\n";
+    std::cout << "  the table (fitted on every case):\n";
     print_table(table_rows(f.all, target), "  ");
     if (!o.session.empty()) {
-        std::cout << "  kept in " << o.session << ": " << plural(static_cast<long long>(run.cases.size() - unkept.size()), "case")
+        std::cout << "  kept in " << o.session << ": "
+                  << plural(static_cast<long long>(run.cases.size() - unkept.size()) - f.benchmark_cases, "case")
                   << " as cuda launches with their calibration points for target " << run.target << "\n";
         for (const std::string &u : unkept) std::cout << "  NOT KEPT " << u << "\n";
     }
 }
 
 int calibrate_from_device_run(const CalibrateOptions &o) {
-    auto run = read_device_run(o.gpu_results, o.pack);
+    std::optional<cost::Target> retarget;
+    if (o.target_given) {
+        auto t = cost::builtin_target(o.target);
+        if (!t || t->kind != "gpu") {
+            std::cerr << "tapestry: --target " << o.target << ": "
+                      << (t ? std::string("not a GPU target: a device run calibrates a GPU target") : t.error()) << "\n";
+            return kExitUsage;
+        }
+        retarget = std::move(t).value();
+    }
+    auto run = read_device_run(o.gpu_results, o.pack, retarget ? &*retarget : nullptr);
     if (!run) {
         std::cerr << "tapestry: " << run.error() << "\n";
         return kExitInvalid;
@@ -570,6 +640,7 @@ int calibrate_from_device_run(const CalibrateOptions &o) {
         int done = 0;
         for (const DeviceCase &c : run->cases) {
             bar.update("keeping", done++, static_cast<int>(run->cases.size()));
+            if (c.group == "benchmark") continue;  // timed, not checked against a reference: not a launch to keep
             if (auto kept = keep_launch(o.session, c.plan, c.result, nullptr); !kept) unkept.push_back(c.name + ": " + kept.error());
         }
         bar.clear();
@@ -599,12 +670,18 @@ void add_calibrate_command(CLI::App &app, std::function<int()> &action) {
         "target from a device run (--gpu-results, --pack). Prints the table and the error before and after.");
     CLI::Option *projects = cmd->add_option("PROJECT", o->projects, "Project files (*.tapestry.json)");
     CLI::Option *results = cmd->add_option("--gpu-results", o->gpu_results,
-                                           "Fit the pack's target from tapestry-gpu-check's results.jsonl instead of launching")
+                                           "Fit the pack's target from tapestry-gpu-check's results.jsonl instead of "
+                                           "launching; given again with its bench/results.jsonl, the benchmark plans' "
+                                           "steps are judged by the fit (never fitted)")
                                ->excludes(projects);
     CLI::Option *pack = cmd->add_option("--pack", o->pack, "The tapestry-gpu-pack directory the results are of");
     results->needs(pack);
     pack->needs(results);
-    cmd->add_option("--target", o->target, "The target to calibrate (the cpu backend measures the host)")->capture_default_str();
+    cmd->add_option("--target", o->target,
+                    "The target to calibrate (the cpu backend measures the host); with --gpu-results, the GPU target "
+                    "of the GPU that ran the pack when it is not the pack's own: its plans are predicted again for it")
+        ->capture_default_str()
+        ->each([o](const std::string &) { o->target_given = true; });
     cmd->add_option("--devices", o->devices, "Device counts of the plans")->delimiter(',')->check(CLI::Range(1, 64))->capture_default_str();
     cmd->add_option("--session", o->session, "Keep every launch and its calibration points in this session (and the host's measurement; with "
                     "--gpu-results, each passing case as a cuda launch)");

@@ -293,6 +293,96 @@ private slots:
         QVERIFY2(p.out.contains(QString("calibration: %1 measurements on h200").arg(points)), qPrintable(p.out));
     }
 
+    // A benchmark record (bench/results.jsonl, given as a second --gpu-results) is
+    // judged by the fit on every case and never fitted: its steps took 2 × the
+    // prediction, as the cases', so the fit's factor 2 predicts them exactly.
+    void calibrateJudgesTheBenchmarkPlans() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, {{"k0", "kernel", 2}, {"e0", "example", 2}});
+        QFile mf(run.pack + "/manifest.json");
+        QVERIFY(mf.open(QIODevice::ReadOnly));
+        QJsonObject manifest = QJsonDocument::fromJson(mf.readAll()).object();
+        mf.close();
+        manifest["benchmarks"] = QJsonArray{QJsonObject{{"name", "b0"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}}};
+        tapestry::test::write_bytes(run.pack + "/manifest.json", QJsonDocument(manifest).toJson());
+        QJsonObject bench = results_line_of({"b0", "benchmark", 2}, run.steps);
+        bench["record"] = "benchmark";
+        bench.remove("ok");
+        bench.remove("enqueued_s");
+        bench["median_s"] = 2e-3;
+        const QString bench_file = dir.filePath("bench.jsonl");
+        tapestry::test::write_bytes(bench_file, jsonl({kH200Environment, bench}));
+
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack,
+                            "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["cases_used"].toInt(), 2);  // the benchmark is not fitted
+        const QJsonObject in = j["steps"].toObject()["in_sample"].toObject();
+        const QJsonObject b = j["steps"].toObject()["benchmarks"].toObject();
+        QCOMPARE(b["count"].toInt(), in["count"].toInt() / 2);  // one plan's steps against two cases'
+        QVERIFY2(std::abs(b["median_error_uncalibrated"].toDouble() - 0.5) < 1e-5, qPrintable(r.out));
+        QVERIFY2(std::abs(b["median_error_calibrated"].toDouble()) < 1e-5, qPrintable(r.out));
+        QCOMPARE(j["plans"].toObject()["benchmarks"].toObject()["count"].toInt(), 1);
+
+        const auto text = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack});
+        QVERIFY2(text.code == 0, qPrintable(text.err + text.out));
+        QVERIFY2(text.out.contains("benchmarks: fitted on every case, judged on the benchmark plans' steps (1 plan, ") &&
+                     text.out.contains("never fitted): 50% uncalibrated → 0% calibrated"),
+                 qPrintable(text.out));
+
+        // The same benchmark twice is refused, naming where it was first.
+        const auto twice = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--gpu-results",
+                                bench_file, "--pack", run.pack});
+        QCOMPARE(twice.code, 1);
+        QVERIFY2(twice.err.contains("bench.jsonl:2: benchmark 'b0' again (") && twice.err.contains("bench.jsonl:2)"),
+                 qPrintable(twice.err));
+    }
+
+    // A pack made for h200 that an H100 ran calibrates h100-sxm when --target says
+    // so: the same steps, predicted again by the H100's model.
+    void calibrateRetargetsAPackToTheGpuThatRanIt() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, kFourCases);
+        QFile rf(run.results);
+        QVERIFY(rf.open(QIODevice::ReadOnly));
+        QByteArray bytes = rf.readAll();
+        rf.close();
+        bytes.replace("\"NVIDIA H200\"", "\"NVIDIA H100 80GB HBM3\"");
+        tapestry::test::write_bytes(run.results, bytes);
+
+        const auto refused = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack});
+        QCOMPARE(refused.code, 1);
+        QVERIFY2(refused.err.contains("but NVIDIA H100 80GB HBM3 ran it: that measures nothing about the target "
+                                      "(--target names the GPU's own target)"),
+                 qPrintable(refused.err));
+
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--target", "h100", "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["target"].toString(), QString("h100-sxm"));
+        QCOMPARE(j["cases_used"].toInt(), 4);
+        // Each band's factor is fitted against h100-sxm's predictions of the steps;
+        // the in-sample cases (each step 2× h200's prediction in three of them) are
+        // then met exactly at the median.
+        const QJsonObject in = j["steps"].toObject()["in_sample"].toObject();
+        QVERIFY2(std::abs(in["median_error_calibrated"].toDouble()) < 1e-5, qPrintable(r.out));
+        // Kept in a session, the points are h100-sxm's.
+        const QString session = dir.filePath("h100.tapestry-session");
+        const auto kept = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--target", "h100",
+                               "--session", session});
+        QVERIFY2(kept.code == 0, qPrintable(kept.err + kept.out));
+        const auto p = cli({"plan", example_project("mlp"), "--target", "h100", "--devices", "2", "--session", session});
+        QVERIFY2(p.code == 0, qPrintable(p.err + p.out));
+        QVERIFY2(p.out.contains(QString("calibration: %1 measurements on h100-sxm").arg(in["count"].toInt())),
+                 qPrintable(p.out));
+
+        const auto host = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--target", "host"});
+        QCOMPARE(host.code, 2);
+        QVERIFY2(host.err.contains("--target host: not a GPU target: a device run calibrates a GPU target"),
+                 qPrintable(host.err));
+    }
+
     void calibrateFromADeviceRunRefusesBadInput_data() {
         QTest::addColumn<QString>("what");
         QTest::addColumn<int>("code");
