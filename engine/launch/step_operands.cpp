@@ -47,10 +47,17 @@ Expected<StepOperands, std::string> bind_kernel_step(const plan::Plan &plan, con
         o.dtype = tensor ? tensor->dtype : DType::f32;
         for (const plan::Region &r : regions) {
             const plan::Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
-            if (b.tensor != t.tensor || !(r.box == t.range)) continue;
+            // A view stands for its selection; the operand is then the box of the
+            // buffer it reads (another tensor's, the same elements).
+            const bool view = !r.view_of.value.empty();
+            if (view ? r.view_of != t.tensor || !(r.view_box == t.range) : b.tensor != t.tensor || !(r.box == t.range))
+                continue;
             if (b.device != s.device) return unexpected(std::string("it ") + what + " a buffer of another device");
+            if (view && b.dtype != o.dtype) return unexpected(std::string("it ") + what + " a view of another dtype");
             o.buffer = r.buffer;
             o.dtype = b.dtype;
+            o.tensor = b.tensor;
+            o.range = r.box;
             return o;
         }
         if (t.range.empty() && t.range.rank() > 0) return o;  // touches nothing

@@ -660,6 +660,104 @@ void Compiler::add_workspace(Plan &plan) const {
     }
 }
 
+// ---- slices as views ---------------------------------------------------------------------
+
+// Whether the slice operation `op` is a translation: every step 1, so its output
+// is a box of its input moved by a constant offset (ONNX steps may skip or run
+// backwards, which no box of the input is).
+bool slice_is_translation(const Graph &g, const std::string &op) {
+    const Operation *o = g.find_op(OpId(op));
+    if (o == nullptr) return false;
+    const std::vector<std::int64_t> steps = o->params.get_ints("steps", {});
+    return std::all_of(steps.begin(), steps.end(), [](std::int64_t s) { return s == 1; });
+}
+
+// Drops the buffers no step touches and no output names, renumbering the rest.
+void drop_untouched_buffers(Plan &plan) {
+    std::vector<char> used(plan.buffers.size(), 0);
+    for (const Step &s : plan.steps) {
+        for (const Region &r : s.reads) used[static_cast<size_t>(r.buffer)] = 1;
+        for (const Region &r : s.writes) used[static_cast<size_t>(r.buffer)] = 1;
+    }
+    for (const OutputPiece &o : plan.outputs) used[static_cast<size_t>(o.buffer)] = 1;
+    std::vector<int> renumbered(plan.buffers.size(), -1);
+    std::vector<Buffer> kept;
+    kept.reserve(plan.buffers.size());
+    for (size_t b = 0; b < plan.buffers.size(); ++b)
+        if (used[b]) {
+            renumbered[b] = static_cast<int>(kept.size());
+            kept.push_back(std::move(plan.buffers[b]));
+        }
+    if (kept.size() == plan.buffers.size()) return;
+    plan.buffers = std::move(kept);
+    for (Step &s : plan.steps) {
+        for (Region &r : s.reads) r.buffer = renumbered[static_cast<size_t>(r.buffer)];
+        for (Region &r : s.writes) r.buffer = renumbered[static_cast<size_t>(r.buffer)];
+    }
+    for (OutputPiece &o : plan.outputs) o.buffer = renumbered[static_cast<size_t>(o.buffer)];
+}
+
+// On a GPU target a slice that is a translation is not copied: each kernel step
+// on its device that reads (a box of) its output reads the box of its input in
+// place instead — a strided view, which every backend makes of any box of a
+// buffer — and the slice's step and buffer go when nothing else reads it. The
+// q/k/v slices of a fused QKV product are the case that matters (docs/plans.md,
+// "Slices as views"). Runs before lifetimes and arena offsets, so the input's
+// buffer lives until its last reader.
+void forward_slices(Plan &plan, const Graph &g) {
+    const size_t nb = plan.buffers.size();
+    std::vector<int> writers(nb, 0);
+    std::vector<std::vector<int>> slices(nb);  // per buffer: the translating slice steps writing it
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const Step &s = plan.steps[i];
+        for (const Region &w : s.writes) writers[static_cast<size_t>(w.buffer)]++;
+        if (s.kind != StepKind::kernel || s.op_kind != "slice" || s.reads.size() != 1 || s.writes.size() != 1) continue;
+        const Buffer &from = plan.buffers[static_cast<size_t>(s.reads[0].buffer)];
+        const Buffer &to = plan.buffers[static_cast<size_t>(s.writes[0].buffer)];
+        if (to.kind != BufferKind::activation || from.device != to.device || from.dtype != to.dtype) continue;
+        if (s.reads[0].box.shape() != s.writes[0].box.shape() || !slice_is_translation(g, s.op)) continue;
+        slices[static_cast<size_t>(s.writes[0].buffer)].push_back(static_cast<int>(i));
+    }
+    std::vector<char> drop(plan.steps.size(), 0);
+    bool any = false;
+    for (size_t y = 0; y < nb; ++y) {
+        // Only a buffer that translating slices alone write: every element read was copied.
+        if (slices[y].empty() || writers[y] != static_cast<int>(slices[y].size())) continue;
+        int kept_readers = 0;
+        for (size_t i = 0; i < plan.steps.size(); ++i) {
+            Step &c = plan.steps[i];
+            for (Region &r : c.reads) {
+                if (r.buffer != static_cast<int>(y)) continue;
+                const int *source = nullptr;
+                if (c.kind == StepKind::kernel && c.device == plan.buffers[y].device)
+                    for (const int &k : slices[y])
+                        if (k < static_cast<int>(i) && plan.steps[static_cast<size_t>(k)].writes[0].box.contains(r.box)) {
+                            source = &k;
+                            break;
+                        }
+                if (source == nullptr) {
+                    ++kept_readers;
+                    continue;
+                }
+                const Step &slice = plan.steps[static_cast<size_t>(*source)];
+                r = Region{slice.reads[0].buffer,
+                           r.box.translated(slice.reads[0].box.start() - slice.writes[0].box.start()),
+                           plan.buffers[y].tensor, r.box};
+                any = true;
+            }
+        }
+        if (kept_readers == 0)
+            for (int k : slices[y]) drop[static_cast<size_t>(k)] = 1;
+    }
+    if (!any) return;
+    std::vector<Step> steps;
+    steps.reserve(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+        if (!drop[i]) steps.push_back(std::move(plan.steps[i]));
+    plan.steps = std::move(steps);
+    drop_untouched_buffers(plan);
+}
+
 Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     const DependencyOrder order = dependency_order(g_);
     if (!order.cyclic.empty())
@@ -738,7 +836,7 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     }
     // The steps take their boxes: a cached piece's selection belongs to exactly one
     // step (its kernel), and nothing reads the cache after this.
-    auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? std::move(*p.ref) : std::move(p.box)}; };
+    auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? std::move(*p.ref) : std::move(p.box), {}, {}}; };
     plan.steps = std::move(steps_);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
         Step &step = plan.steps[i];
@@ -748,6 +846,8 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
         for (Pending &p : reads) step.reads.push_back(region(p));
         for (Pending &p : writes) step.writes.push_back(region(p));
     }
+
+    if (model_.target().kind == "gpu") forward_slices(plan, g_);
 
     // Lifetimes in plan order, arena offsets per device, then dependencies
     // (including those between buffers that share arena bytes).

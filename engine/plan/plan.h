@@ -47,6 +47,11 @@ struct Buffer {
 struct Region {
     int buffer = -1;
     ZRange box;
+    // A read that stands for another tensor's selection: a slice forwarded as a view
+    // (plan/compile.cpp, "slices as views") reads the box of the slice's input that
+    // holds the selection `view_box` of its output `view_of`. Empty otherwise.
+    TensorId view_of;
+    ZRange view_box;
     friend bool operator==(const Region &, const Region &) = default;
 };
 

@@ -18,7 +18,9 @@ json box_json(const ZRange &r) {
 }
 
 json region_json(const Region &r) {
-    return json{{"buffer", r.buffer}, {"box", box_json(r.box)}};
+    json j{{"buffer", r.buffer}, {"box", box_json(r.box)}};
+    if (!r.view_of.value.empty()) j["view_of"] = json{{"tensor", r.view_of.value}, {"box", box_json(r.view_box)}};
+    return j;
 }
 
 std::string join(const std::string &path, const char *key) {
@@ -342,6 +344,17 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
             reg.box = r.box((*v)[i], "box", rp);
             if (!r.failed() && reg.box.rank() != plan.buffers[static_cast<size_t>(reg.buffer)].region.rank())
                 r.fail(rp + ".box", "rank differs from buffer " + std::to_string(reg.buffer) + "'s");
+            if (const json *view = r.at((*v)[i], "view_of", rp, false); view != nullptr && !r.failed()) {
+                const std::string vp = rp + ".view_of";
+                if (std::string_view(key) != "reads") r.fail(vp, "only a read stands for another tensor's selection");
+                reg.view_of = TensorId(r.str(*view, "tensor", vp));
+                reg.view_box = r.box(*view, "box", vp);
+                const Tensor *t = r.failed() ? nullptr : plan.graph.find_tensor(reg.view_of);
+                if (!r.failed() && t == nullptr)
+                    r.fail(vp + ".tensor", "'" + reg.view_of.value + "' is not a tensor of the plan's graph");
+                else if (!r.failed() && reg.view_box.shape() != reg.box.shape())
+                    r.fail(vp + ".box", reg.view_box.to_string() + " is not the shape of the box read, " + reg.box.to_string());
+            }
             out.push_back(reg);
         }
         return out;
