@@ -718,37 +718,42 @@ void forward_slices(Plan &plan, const Graph &g) {
         if (s.reads[0].box.shape() != s.writes[0].box.shape() || !slice_is_translation(g, s.op)) continue;
         slices[static_cast<size_t>(s.writes[0].buffer)].push_back(static_cast<int>(i));
     }
-    std::vector<char> drop(plan.steps.size(), 0);
-    bool any = false;
+    // Only a buffer that translating slices alone write: every element read was copied.
+    std::vector<char> eligible(nb, 0);
+    bool some = false;
     for (size_t y = 0; y < nb; ++y) {
-        // Only a buffer that translating slices alone write: every element read was copied.
-        if (slices[y].empty() || writers[y] != static_cast<int>(slices[y].size())) continue;
-        int kept_readers = 0;
-        for (size_t i = 0; i < plan.steps.size(); ++i) {
-            Step &c = plan.steps[i];
-            for (Region &r : c.reads) {
-                if (r.buffer != static_cast<int>(y)) continue;
-                const int *source = nullptr;
-                if (c.kind == StepKind::kernel && c.device == plan.buffers[y].device)
-                    for (const int &k : slices[y])
-                        if (k < static_cast<int>(i) && plan.steps[static_cast<size_t>(k)].writes[0].box.contains(r.box)) {
-                            source = &k;
-                            break;
-                        }
-                if (source == nullptr) {
-                    ++kept_readers;
-                    continue;
-                }
-                const Step &slice = plan.steps[static_cast<size_t>(*source)];
-                r = Region{slice.reads[0].buffer,
-                           r.box.translated(slice.reads[0].box.start() - slice.writes[0].box.start()),
-                           plan.buffers[y].tensor, r.box};
-                any = true;
-            }
-        }
-        if (kept_readers == 0)
-            for (int k : slices[y]) drop[static_cast<size_t>(k)] = 1;
+        eligible[y] = !slices[y].empty() && writers[y] == static_cast<int>(slices[y].size());
+        some = some || eligible[y];
     }
+    if (!some) return;
+    std::vector<int> kept_readers(nb, 0);
+    bool any = false;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        Step &c = plan.steps[i];
+        for (Region &r : c.reads) {
+            const size_t y = static_cast<size_t>(r.buffer);
+            if (!eligible[y]) continue;
+            const int *source = nullptr;
+            if (c.kind == StepKind::kernel && c.device == plan.buffers[y].device)
+                for (const int &k : slices[y])
+                    if (k < static_cast<int>(i) && plan.steps[static_cast<size_t>(k)].writes[0].box.contains(r.box)) {
+                        source = &k;
+                        break;
+                    }
+            if (source == nullptr) {
+                ++kept_readers[y];
+                continue;
+            }
+            const Step &slice = plan.steps[static_cast<size_t>(*source)];
+            r = Region{slice.reads[0].buffer, r.box.translated(slice.reads[0].box.start() - slice.writes[0].box.start()),
+                       plan.buffers[y].tensor, r.box};
+            any = true;
+        }
+    }
+    std::vector<char> drop(plan.steps.size(), 0);
+    for (size_t y = 0; y < nb; ++y)
+        if (eligible[y] && kept_readers[y] == 0)
+            for (int k : slices[y]) drop[static_cast<size_t>(k)] = 1;
     if (!any) return;
     std::vector<Step> steps;
     steps.reserve(plan.steps.size());
