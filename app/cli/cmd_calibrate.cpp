@@ -426,29 +426,29 @@ Expected<DeviceRun, std::string> read_device_run(const std::vector<std::string> 
     DeviceRun run;
     std::map<std::string, std::string> seen;  // case or benchmark → file:line
     for (const std::string &results : files) {
-    std::ifstream in(results);
-    if (!in || fs::is_directory(results)) return unexpected(results + ": cannot be read");
-    run.hardware.clear();  // each file names its GPU before its cases
-    int number = 0;
-    for (std::string line; std::getline(in, line);) {
-        const std::string where = results + ":" + std::to_string(++number) + ": ";
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const ordered_json rec = ordered_json::parse(line, nullptr, false);
-        if (rec.is_discarded() || !rec.is_object()) return unexpected(where + "not a JSON object");
-        const std::string kind = text_field(rec, "record");
-        if (kind == "environment") {
-            run.hardware = environment_hardware(rec, run.gpu);
-            if (run.hardware.empty()) return unexpected(where + "an environment record naming no GPU");
-            continue;
+        std::ifstream in(results);
+        if (!in || fs::is_directory(results)) return unexpected(results + ": cannot be read");
+        run.hardware.clear();  // each file names its GPU before its cases
+        int number = 0;
+        for (std::string line; std::getline(in, line);) {
+            const std::string where = results + ":" + std::to_string(++number) + ": ";
+            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+            const ordered_json rec = ordered_json::parse(line, nullptr, false);
+            if (rec.is_discarded() || !rec.is_object()) return unexpected(where + "not a JSON object");
+            const std::string kind = text_field(rec, "record");
+            if (kind == "environment") {
+                run.hardware = environment_hardware(rec, run.gpu);
+                if (run.hardware.empty()) return unexpected(where + "an environment record naming no GPU");
+                continue;
+            }
+            if (kind != "case" && kind != "benchmark") continue;  // summaries
+            if (auto [at, fresh] = seen.emplace(text_field(rec, "name"), where.substr(0, where.size() - 2)); !fresh)
+                return unexpected(where + kind + " '" + at->first + "' again (" + at->second + ")");
+            auto c = read_case(rec, pack, *manifest, retarget, run);
+            if (!c) return unexpected(where + c.error());
+            if (*c) run.cases.push_back(std::move(**c));
         }
-        if (kind != "case" && kind != "benchmark") continue;  // summaries
-        if (auto [at, fresh] = seen.emplace(text_field(rec, "name"), where.substr(0, where.size() - 2)); !fresh)
-            return unexpected(where + kind + " '" + at->first + "' again (" + at->second + ")");
-        auto c = read_case(rec, pack, *manifest, retarget, run);
-        if (!c) return unexpected(where + c.error());
-        if (*c) run.cases.push_back(std::move(**c));
-    }
-    if (in.bad()) return unexpected(results + ": cannot be read");
+        if (in.bad()) return unexpected(results + ": cannot be read");
     }
     for (const auto &[name, pc] : *manifest) run.without_result += seen.count(name) || pc.group == "benchmark" ? 0 : 1;
     if (std::none_of(run.cases.begin(), run.cases.end(), [](const DeviceCase &c) { return c.group != "benchmark"; }))
@@ -507,14 +507,13 @@ DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
     std::vector<cost::CalibrationSample> benchmark_steps;
     std::vector<const DeviceCase *> examples, held_out, benchmarks;
     for (const DeviceCase &c : run.cases) {
+        const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
         if (c.group == "benchmark") {  // judged by the fit on every case, never fitted
-            const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
             benchmark_steps.insert(benchmark_steps.end(), samples.begin(), samples.end());
             benchmarks.push_back(&c);
             continue;
         }
         const bool tested = c.group == "example" && c.example % 2 == 1;
-        const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
         for (const cost::CalibrationSample &s : samples) {
             f.all.add(s);
             if (tested) test.push_back(s);
@@ -554,12 +553,11 @@ void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, cons
     j["gpu"] = run.gpu;
     j["results"] = o.gpu_results;
     j["pack"] = o.pack;
-    j["cases_used"] = run.cases.size() - static_cast<size_t>(f.benchmark_cases);
+    j["cases_used"] = f.train_cases + f.test_cases;
     j["failed_on_device"] = run.failed;
     j["pack_cases_without_result"] = run.without_result;
     j["steps"] = {{"in_sample", accuracy_json(f.steps_in_sample)}, {"held_out", accuracy_json(f.steps_held_out)}};
-    j["steps"]["in_sample"]["fitted_on"] = {{"cases", run.cases.size() - static_cast<size_t>(f.benchmark_cases)},
-                                            {"measurements", f.all.samples().size()}};
+    j["steps"]["in_sample"]["fitted_on"] = {{"cases", f.train_cases + f.test_cases}, {"measurements", f.all.samples().size()}};
     j["steps"]["held_out"]["fitted_on"] = {{"cases", f.train_cases}, {"measurements", f.train.samples().size()}};
     j["steps"]["held_out"]["cases"] = f.test_cases;
     j["plans"] = {{"in_sample", accuracy_json(f.plans_in_sample)}, {"held_out", accuracy_json(f.plans_held_out)}};
@@ -580,7 +578,7 @@ void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const Dev
     std::string files;
     for (const std::string &r : o.gpu_results) files += (files.empty() ? "" : " and ") + r;
     std::cout << "calibrate: target " << run.target << " from " << files << " (" << run.gpu << ") on the pack "
-              << o.pack << ": " << plural(static_cast<long long>(run.cases.size()) - f.benchmark_cases, "passing case")
+              << o.pack << ": " << plural(f.train_cases + f.test_cases, "passing case")
               << " used, "
               << run.failed.size() << " failed on the device and not used";
     if (run.without_result > 0) std::cout << ", " << run.without_result << " of the pack without a result";

@@ -733,18 +733,19 @@ void forward_slices(Plan &plan, const Graph &g) {
         for (Region &r : c.reads) {
             const size_t y = static_cast<size_t>(r.buffer);
             if (!eligible[y]) continue;
-            const int *source = nullptr;
+            // The earlier slice on this kernel's device that wrote every element read.
+            int source = -1;
             if (c.kind == StepKind::kernel && c.device == plan.buffers[y].device)
-                for (const int &k : slices[y])
+                for (int k : slices[y])
                     if (k < static_cast<int>(i) && plan.steps[static_cast<size_t>(k)].writes[0].box.contains(r.box)) {
-                        source = &k;
+                        source = k;
                         break;
                     }
-            if (source == nullptr) {
+            if (source < 0) {
                 ++kept_readers[y];
                 continue;
             }
-            const Step &slice = plan.steps[static_cast<size_t>(*source)];
+            const Step &slice = plan.steps[static_cast<size_t>(source)];
             r = Region{slice.reads[0].buffer, r.box.translated(slice.reads[0].box.start() - slice.writes[0].box.start()),
                        plan.buffers[y].tensor, r.box};
             any = true;
