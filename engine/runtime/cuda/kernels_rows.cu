@@ -557,8 +557,8 @@ __global__ void attention_rows_kernel(AttentionArgs a, const std::byte *q, const
 // causal mask a warp skips the key tiles wholly above its rows, and the blocks of
 // the heaviest row tiles (the last rows) of every (b, h) are scheduled first.
 //
-// The kernel is latency-bound (Nsight Compute on an H100: 30 % of issue slots
-// busy), so warps an SM matter more than reuse within a warp: of the shapes timed
+// The kernel is latency-bound (Nsight Compute on an H100, its form with MT = 2:
+// 30 % of issue slots busy), so warps an SM matter more than reuse within a warp: of the shapes timed
 // in the GPT-2 block (docs/gpu.md), MT = 1, KT = 64 with at most 128 registers
 // (four blocks, sixteen warps an SM) was fastest, MT = 2 (255 registers, eight
 // warps) and KT = 128 slower.
