@@ -145,25 +145,26 @@ void Graph::reindex() {
     for (size_t i = 0; i < ops_.size(); ++i) op_pos_.emplace(ops_[i]->id, i);
 }
 
+// Whether one of `ports`' selections names `id` (no list built: producers and
+// consumers scan every operation, and the passes ask per tensor).
+static bool binds(const std::vector<PortBinding> &ports, const TensorId &id) {
+    for (const PortBinding &b : ports)
+        for (const TensorSelection &s : b.selections)
+            if (s.tensor == id) return true;
+    return false;
+}
+
 std::vector<OpId> Graph::producers(const TensorId &id) const {
     std::vector<OpId> out;
     for (const OpPtr &op : ops_)
-        for (const TensorId &t : op->output_tensors())
-            if (t == id) {
-                out.push_back(op->id);
-                break;
-            }
+        if (binds(op->outputs, id)) out.push_back(op->id);
     return out;
 }
 
 std::vector<OpId> Graph::consumers(const TensorId &id) const {
     std::vector<OpId> out;
     for (const OpPtr &op : ops_)
-        for (const TensorId &t : op->input_tensors())
-            if (t == id) {
-                out.push_back(op->id);
-                break;
-            }
+        if (binds(op->inputs, id)) out.push_back(op->id);
     return out;
 }
 

@@ -278,6 +278,9 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
     std::vector<OpId> order;
     const bool all_placed = every_piece_placed(rw.graph());
     Resolved resolved(rw.graph(), lib);
+    // Each tensor's writers, once per walk: the walk rebinds consumers and adds
+    // moves, but never changes what a tensor's producers write or where.
+    std::unordered_map<TensorId, std::optional<Writers>> writers_memo;
     for (const OpPtr &op : rw.graph().operations())
         if (op->kind != "move") order.push_back(op->id);
     for (const OpId &cid : order) {
@@ -293,7 +296,10 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                 continue;
             // What a move writes is already moved: its transfers follow its consumers' devices.
             if (producers.size() == 1 && rw.graph().find_op(producers.front())->kind == "move") continue;
-            auto writers = writers_of(rw.graph(), *t, resolved, all_placed);
+            auto memo = writers_memo.find(tid);
+            if (memo == writers_memo.end())
+                memo = writers_memo.emplace(tid, writers_of(rw.graph(), *t, resolved, all_placed)).first;
+            const std::optional<Writers> &writers = memo->second;
             if (!writers) continue;
             const Derivation *d = resolved.of(c);
             if (!d) continue;

@@ -122,7 +122,8 @@ ZRange with_dim0(const ZRange &r, Coord lo, Coord hi) {
 
 class Compiler {
 public:
-    Compiler(const Graph &g, const cost::Model &model) : g_(g), model_(model), lib_(OpLibrary::standard()) {
+    Compiler(const Graph &g, const cost::Model &model, const SignatureSource *signatures)
+        : g_(g), model_(model), lib_(OpLibrary::standard()), sigs_(signatures ? *signatures : lib_) {
         for (int d = 0; d < model.shape().devices(); ++d) device_index_[model.shape().device_name(d)] = d;
         for (const OpPtr &op : g.operations()) {
             for (const TensorId &t : op->output_tensors()) {
@@ -170,6 +171,7 @@ private:
     const Graph &g_;
     const cost::Model &model_;
     const OpLibrary &lib_;
+    const SignatureSource &sigs_;  // derivations (lib_ or a memo in front of it)
     std::map<std::string, int> device_index_;
     std::vector<Step> steps_;  // the plan's steps, their regions still pending:
     std::vector<std::pair<std::vector<Pending>, std::vector<Pending>>> regions_;  // (reads, writes) per step
@@ -211,12 +213,12 @@ Expected<std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op
 Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation &op) {
     std::vector<Piece> out;
     if (op.shards.empty()) {
-        auto d = resolve(g_, op, lib_);
+        auto d = resolve(g_, op, sigs_);
         if (!d) return unexpected("operation '" + op.id.value + "' does not resolve: " + d.error().message);
         out.push_back(Piece{"", 0, d->signature.index_space, op.inputs, op.outputs});
         return out;
     }
-    auto d = resolve(g_, op, lib_);
+    auto d = resolve(g_, op, sigs_);
     if (!d) return unexpected("operation '" + op.id.value + "' does not resolve: " + d.error().message);
     // Projections are affine: a piece of the same shape as the first reads and
     // writes the first's boxes moved by A·(its start − the first's start) — unless
@@ -287,7 +289,7 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
     if (!def) return unexpected("operation '" + op.id.value + "': unknown kind '" + op.kind + "'");
     auto types = operand_types(g_, op);
     if (!types) return unexpected("operation '" + op.id.value + "': " + types.error().message);
-    auto rel = lib_.derive(op.kind, op.params, *types);
+    auto rel = sigs_.derive(op.kind, op.params, *types);
     if (!rel) return unexpected("operation '" + op.id.value + "': " + rel.error().message);
     std::vector<std::string> fused;
     if (op.kind == "fused")
@@ -941,15 +943,17 @@ void predict_steps(Plan &plan, const cost::Model &model) {
     }
 }
 
-Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source) {
-    return Compiler(g, model).run(source);
+Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source,
+                                         const SignatureSource *signatures) {
+    return Compiler(g, model, signatures).run(source);
 }
 
-Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source) {
+Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source,
+                                         const SignatureSource *signatures) {
     if (source.pass.empty()) source.pass = stage.pass;
     if (source.options.empty()) source.options = stage.options;
     if (source.certificate.empty() && stage.certificate.certified()) source.certificate = stage.certificate.badge();
-    return compile_plan(stage.graph, model, source);
+    return compile_plan(stage.graph, model, source, signatures);
 }
 
 const char *buffer_kind_name(BufferKind k) {

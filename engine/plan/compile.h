@@ -27,10 +27,13 @@ namespace tapestry::plan {
 //    send_recv transfers (uneven, halo, re-partitioning);
 //  * every other piece is one kernel step.
 // Fails naming the op and shard placed on a device the cluster lacks, or an op
-// that does not resolve.
-Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source = {});
+// that does not resolve. `signatures` (null: the standard library) derives the
+// ops' signatures — the search passes a memo (graph/derivation_cache.h).
+Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source = {},
+                                         const SignatureSource *signatures = nullptr);
 // The same for a stage (the plan remembers its pass, options and certificate).
-Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source = {});
+Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source = {},
+                                         const SignatureSource *signatures = nullptr);
 
 // Each step's predicted seconds under `model` (kernels by roofline, copies at
 // memory bandwidth, transfers and collectives by α–β): what compile_plan stores

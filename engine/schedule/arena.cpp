@@ -76,32 +76,131 @@ std::vector<std::vector<int>> reuse_predecessors(const std::vector<Interval> &in
     return out;
 }
 
+namespace {
+
+struct Seen {
+    int step;
+    const Access *access;
+};
+
+// One resource's earlier accesses of one kind (all, or writes only), and the ones a
+// new access meets. A long list (a buffer that 64 transfers each fill a tile of,
+// read by 64 kernels) is indexed by the start of each box along one dim, so a query
+// scans only the boxes whose start lies within the longest box's extent of it —
+// the same boxes the full scan finds, in fewer tests.
+class Earlier {
+public:
+    const std::vector<Seen> &items() const { return items_; }
+
+    void push(const Seen &s) {
+        items_.push_back(s);
+        if (!indexable(*s.access)) unindexable_ = true;
+        if (unindexable_) {
+            sorted_.clear();
+            return;
+        }
+        if (sorted_.empty()) {
+            if (items_.size() >= kIndexFrom) build();
+            return;
+        }
+        add_to_index(items_.size() - 1);
+    }
+
+    // Calls f(step) for every earlier access that conflicts with `b`'s box or slot.
+    template <class F>
+    void meeting(const Access &b, F &&f) const {
+        if (sorted_.empty() || !indexable(b)) {
+            for (const Seen &s : items_)
+                if (hits(*s.access, b)) f(s.step);
+            return;
+        }
+        const Coord lo = b.box->start()[dim_], hi = b.box->end()[dim_];
+        // Starts in (lo − longest, hi): no other box reaches b's extent along dim_.
+        auto first = std::upper_bound(sorted_.begin(), sorted_.end(), lo - longest_,
+                                      [](Coord v, const Key &k) { return v < k.start; });
+        for (auto it = first; it != sorted_.end() && it->start < hi; ++it) {
+            const Seen &s = items_[it->item];
+            if (boxes_meet(*s.access->box, *b.box)) f(s.step);
+        }
+    }
+
+private:
+    static constexpr size_t kIndexFrom = 48;
+    struct Key {
+        Coord start;
+        size_t item;
+    };
+    static bool indexable(const Access &a) { return a.slot < 0 && a.box && a.box->rank() > 0; }
+    static bool hits(const Access &a, const Access &b) {
+        return a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot : boxes_meet(*a.box, *b.box);
+    }
+    void build() {
+        // The dim along which the boxes' starts spread widest.
+        const int rank = items_.front().access->box->rank();
+        Coord best = -1;
+        for (int d = 0; d < rank; ++d) {
+            Coord mn = items_.front().access->box->start()[d], mx = mn;
+            for (const Seen &s : items_) {
+                if (s.access->box->rank() != rank) {
+                    unindexable_ = true;
+                    return;
+                }
+                mn = std::min(mn, s.access->box->start()[d]);
+                mx = std::max(mx, s.access->box->start()[d]);
+            }
+            if (mx - mn > best) {
+                best = mx - mn;
+                dim_ = d;
+            }
+        }
+        rank_ = rank;
+        longest_ = 0;
+        sorted_.reserve(items_.size() * 2);
+        for (size_t i = 0; i < items_.size(); ++i) add_to_index(i);
+    }
+    void add_to_index(size_t i) {
+        const ZRange &box = *items_[i].access->box;
+        if (box.rank() != rank_) {
+            unindexable_ = true;
+            sorted_.clear();
+            return;
+        }
+        const Key k{box.start()[dim_], i};
+        longest_ = std::max(longest_, box.end()[dim_] - box.start()[dim_]);
+        sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), k.start,
+                                        [](Coord v, const Key &e) { return v < e.start; }),
+                       k);
+    }
+
+    std::vector<Seen> items_;
+    std::vector<Key> sorted_;  // by box start along dim_ (empty: not indexed)
+    bool unindexable_ = false;
+    int dim_ = 0, rank_ = 0;
+    Coord longest_ = 0;
+};
+
+}  // namespace
+
 std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vector<Access>> &steps,
                                                     const std::vector<std::vector<int>> &aliases) {
-    struct Seen {
-        int step;
-        const Access *access;
-    };
     // Per resource, its earlier accesses, and apart from them its earlier writes: a
     // read conflicts with writes only, so it scans those alone.
     struct Accesses {
-        std::vector<Seen> all, writes;
+        Earlier all, writes;
+        int expanded = -1;  // the last step whose write took every access of it as an alias
     };
     std::vector<Accesses> by_resource;
     int top = -1;
     for (const auto &step : steps)
         for (const Access &a : step) top = std::max(top, a.resource);
+    for (const auto &list : aliases)
+        for (int r : list) top = std::max(top, r);
     by_resource.resize(static_cast<size_t>(top + 1));
-    auto list = [&](int r) -> Accesses & {
-        if (static_cast<size_t>(r) >= by_resource.size()) by_resource.resize(static_cast<size_t>(r) + 1);
-        return by_resource[static_cast<size_t>(r)];
-    };
     std::vector<std::vector<int>> deps(steps.size());
     std::vector<int> d;  // one buffer for every step's candidates
-    // Step i is in d for step j when marked[i] == j: each candidate enters once, and
-    // one already in needs no box test. (On a 64-device stack a step met the same
-    // earlier step through hundreds of accesses; sorting the repeats was most of the
-    // plan compiler's time.)
+    // Step i is in d for step j when marked[i] == j: each candidate enters once. (On a
+    // 64-device stack a step met the same earlier step through hundreds of accesses;
+    // sorting the repeats was most of the plan compiler's time.)
     std::vector<int> marked(steps.size(), -1);
     for (size_t j = 0; j < steps.size(); ++j) {
         d.clear();
@@ -112,26 +211,25 @@ std::vector<std::vector<int>> conflict_dependencies(const std::vector<std::vecto
             d.push_back(i);
         };
         for (const Access &b : steps[j]) {
-            const Accesses &earlier = list(b.resource);
-            for (const Seen &s : b.write ? earlier.all : earlier.writes) {
-                if (marked[static_cast<size_t>(s.step)] == me) continue;
-                const Access &a = *s.access;
-                const bool hit = a.slot >= 0 && b.slot >= 0 ? a.slot == b.slot
-                                                            : boxes_meet(*a.box, *b.box);
-                if (hit) add(s.step);
-            }
+            const Accesses &earlier = by_resource[static_cast<size_t>(b.resource)];
+            (b.write ? earlier.all : earlier.writes).meeting(b, add);
             // Bytes shared with another buffer: a write waits for every earlier access
-            // of it. A read needs nothing more: the write it reads came first and waited.
+            // of it (taken once per step). A read needs nothing more: the write it
+            // reads came first and waited.
             if (b.write && static_cast<size_t>(b.resource) < aliases.size())
-                for (int other : aliases[static_cast<size_t>(b.resource)])
-                    for (const Seen &s : list(other).all) add(s.step);
+                for (int other : aliases[static_cast<size_t>(b.resource)]) {
+                    Accesses &o = by_resource[static_cast<size_t>(other)];
+                    if (o.expanded == me) continue;
+                    o.expanded = me;
+                    for (const Seen &s : o.all.items()) add(s.step);
+                }
         }
         std::sort(d.begin(), d.end());
         deps[j].assign(d.begin(), d.end());
         for (const Access &b : steps[j]) {
-            Accesses &mine = list(b.resource);
-            mine.all.push_back(Seen{static_cast<int>(j), &b});
-            if (b.write) mine.writes.push_back(Seen{static_cast<int>(j), &b});
+            Accesses &mine = by_resource[static_cast<size_t>(b.resource)];
+            mine.all.push(Seen{me, &b});
+            if (b.write) mine.writes.push(Seen{me, &b});
         }
     }
     return deps;

@@ -7,6 +7,7 @@
 
 #include "common/checked_size.h"
 #include "plan/compile.h"
+#include "ops/library.h"
 #include "plan/planner.h"
 
 namespace tapestry::search {
@@ -88,7 +89,8 @@ Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::Cluste
       space_(std::move(space)),
       model_(std::move(target), std::move(shape)),
       objectives_(std::move(objectives)),
-      constraints_(constraints) {}
+      constraints_(constraints),
+      signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())) {}
 
 std::vector<std::string> Evaluator::device_names() const {
     return plan::device_names(model_.shape());
@@ -103,6 +105,7 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
         ShardOptions o;
         o.specs = std::move(specs);
         o.propagate = false;
+        o.library = signatures_.get();
         o.movement = true;
         o.describe_movement = certify;  // an evaluation's stages are never shown
         if (certify) o.certify = CertifyOptions{};
@@ -117,6 +120,7 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
     p.stages = c.stages;
     p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
     p.describe_movement = certify;
+    p.library = signatures_.get();
     if (certify) p.certify = CertifyOptions{};
     auto placed = place(current, p);
     if (!placed) return unexpected(placed.error());
@@ -126,7 +130,7 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
     source.pass = m.stages.back().pass;
     source.options = space_.describe(c);
     source.certificate = m.stages.back().certificate.badge();
-    auto compiled = plan::compile_plan(m.stages.back(), model_, source);
+    auto compiled = plan::compile_plan(m.stages.back(), model_, source, signatures_.get());
     if (!compiled) return unexpected(compiled.error());
     m.plan = std::move(compiled).value();
     m.prediction = plan::simulate(m.plan);

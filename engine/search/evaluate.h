@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/expected.h"
 #include "cost/model.h"
+#include "graph/derivation_cache.h"
 #include "passes/stage.h"
 #include "plan/plan.h"
 #include "plan/simulate.h"
@@ -96,6 +98,9 @@ private:
     cost::Model model_;
     std::vector<Objective> objectives_;
     Constraints constraints_;
+    // Every candidate derives the same operations again: one memo for the shard
+    // pass, placement and the compiler, shared by the threads (and by copies).
+    std::shared_ptr<const DerivationCache> signatures_;
 };
 
 }  // namespace tapestry::search

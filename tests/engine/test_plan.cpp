@@ -5,6 +5,7 @@
 #include <QtTest/QtTest>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "cost/model.h"
 #include "cost/target.h"
@@ -18,6 +19,7 @@
 #include "plan/plan_file.h"
 #include "plan/planner.h"
 #include "plan/simulate.h"
+#include "schedule/arena.h"
 #include "test_projects.h"
 
 using namespace tapestry;
@@ -352,6 +354,70 @@ private slots:
     }
 
     // ---- simulation ----
+    // The dependency scan indexes long access lists (a buffer filled tile by tile by
+    // 64 transfers); it must find exactly the pairs the plain scan of every earlier
+    // access finds — tiles, random boxes, rank-0 boxes, slots and aliases mixed.
+    void conflictDependenciesMatchTheFullScan() {
+        std::mt19937 rng(7);
+        for (int round = 0; round < 6; ++round) {
+            const int resources = 5, steps = 400;
+            std::vector<ZRange> boxes;
+            boxes.reserve(static_cast<size_t>(steps) * 3);
+            std::vector<std::vector<schedule::Access>> accesses(static_cast<size_t>(steps));
+            std::uniform_int_distribution<int> pick(0, 99);
+            for (int j = 0; j < steps; ++j) {
+                const int n = 1 + pick(rng) % 3;
+                for (int k = 0; k < n; ++k) {
+                    const int r = pick(rng) % resources;
+                    schedule::Access a;
+                    a.resource = r;
+                    a.write = pick(rng) < 45;
+                    if (r == 4) {  // rank 0: every access meets every other
+                        boxes.push_back(ZRange::of_shape({}));
+                    } else if (r == 3 && round % 2 == 1) {  // a ring of slots
+                        a.slot = pick(rng) % 4;
+                        boxes.push_back(ZRange::of_shape({1, 1}));
+                    } else if (pick(rng) < 70) {  // a tile of an 8 × 8 grid of 16 × 16 tiles
+                        const Coord y = pick(rng) % 8 * 16, x = pick(rng) % 8 * 16;
+                        boxes.push_back(ZRange(ZPoint{y, x}, ZPoint{y + 16, x + 16}));
+                    } else {  // any box, from a point to the whole
+                        const Coord y = pick(rng) % 128, x = pick(rng) % 128;
+                        boxes.push_back(ZRange(ZPoint{y, x}, ZPoint{y + 1 + pick(rng) % (128 - y), x + 1 + pick(rng) % (128 - x)}));
+                    }
+                    accesses[static_cast<size_t>(j)].push_back(a);
+                }
+            }
+            size_t b = 0;  // boxes are stable now: point the accesses at them
+            for (auto &step : accesses)
+                for (schedule::Access &a : step) a.box = &boxes[b++];
+            std::vector<std::vector<int>> aliases(resources);
+            aliases[1] = {0};
+            aliases[2] = {0, 1};
+            const auto deps = schedule::conflict_dependencies(accesses, aliases);
+            QCOMPARE(deps.size(), accesses.size());
+            size_t edges = 0;
+            for (size_t j = 0; j < accesses.size(); ++j) {
+                std::vector<int> want;
+                for (size_t i = 0; i < j; ++i) {
+                    bool dep = false;
+                    for (const schedule::Access &bj : accesses[j])
+                        for (const schedule::Access &ai : accesses[i]) {
+                            if (ai.resource == bj.resource && (ai.write || bj.write))
+                                dep = dep || (ai.slot >= 0 && bj.slot >= 0 ? ai.slot == bj.slot
+                                                                          : schedule::boxes_meet(*ai.box, *bj.box));
+                            const auto &al = aliases[static_cast<size_t>(bj.resource)];
+                            if (bj.write && std::find(al.begin(), al.end(), ai.resource) != al.end()) dep = true;
+                        }
+                    if (dep) want.push_back(static_cast<int>(i));
+                }
+                if (deps[j] != want) QFAIL(qPrintable(QString("step %1: %2 dependencies, the full scan finds %3")
+                                                          .arg(j).arg(deps[j].size()).arg(want.size())));
+                edges += want.size();
+            }
+            QVERIFY(edges > static_cast<size_t>(steps));  // the lists grew long enough to be indexed
+        }
+    }
+
     void twoDeviceScheduleByHand() {
         plan::Plan p;
         p.graph = test::parse(tiny_mlp());

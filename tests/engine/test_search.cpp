@@ -11,6 +11,11 @@
 #include <functional>
 
 #include "cost/target.h"
+#include "graph/derivation_cache.h"
+#include "graph/resolve.h"
+#include "ops/library.h"
+#include "plan/compile.h"
+#include "plan/plan_file.h"
 #include "io/project_file.h"
 #include "plan/baselines.h"
 #include "plan/certify.h"
@@ -254,6 +259,43 @@ private slots:
         const Evaluation over = capped.evaluate(c);
         QCOMPARE(over.figures.violation, 1.0);
         QVERIFY(over.figures.violated.find("> cap") != std::string::npos);
+    }
+
+    // The evaluator derives through a memo: every derivation it answers equals the
+    // library's own, a second pass over a graph is answered from it, and a plan
+    // compiled through it is the plan compiled without it, byte for byte.
+    void memoizedDerivationsAreTheLibrarys() {
+        const OpLibrary &lib = OpLibrary::standard();
+        for (const char *name : {"mlp", "gpt2_block", "attention", "convnet"}) {
+            const Graph g = example(name);
+            DerivationCache memo(lib);
+            std::int64_t ops = 0;
+            for (int pass = 0; pass < 2; ++pass)
+                for (const OpPtr &op : g.operations()) {
+                    auto types = operand_types(g, *op);
+                    QVERIFY(types.has_value());
+                    auto want = lib.derive(op->kind, op->params, *types);
+                    auto got = memo.derive(op->kind, op->params, *types);
+                    QVERIFY2(want.has_value() && got.has_value(), op->id.value.c_str());
+                    QVERIFY2(got->signature == want->signature, op->id.value.c_str());
+                    QCOMPARE(got->outputs.size(), want->outputs.size());
+                    for (size_t i = 0; i < want->outputs.size(); ++i) {
+                        QCOMPARE(got->outputs[i].port, want->outputs[i].port);
+                        QVERIFY(got->outputs[i].operands == want->outputs[i].operands);
+                    }
+                    ops += pass;
+                }
+            QVERIFY2(memo.hits() >= ops, name);  // the second pass: every op from the memo
+            QVERIFY(memo.misses() <= ops);
+            // A placed stage compiles to the same plan through the memo.
+            const Evaluator e = evaluator_for(g, 4);
+            auto m = e.materialize(e.space().batch_split(2), false);
+            QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+            auto plain = plan::compile_plan(m->stages.back(), e.model(), m->plan.source);
+            auto memoized = plan::compile_plan(m->stages.back(), e.model(), m->plan.source, &memo);
+            QVERIFY(plain.has_value() && memoized.has_value());
+            QCOMPARE(plan::plan_json(*memoized), plan::plan_json(*plain));
+        }
     }
 
     // ---- the search ----
