@@ -66,22 +66,39 @@ std::string band_text(int band, bool by_flops) {
 }
 
 // The calibration table as printed: per class and size band its own row (every
-// kernel, every thread count), then the finest rows (a kernel on a thread count;
-// "—" threads: a GPU's, or not known), by kernel; a row of fewer points than
-// a group needs to count says so. The JSON has the groups in between too.
+// kernel, every thread count), then the finest rows (a kernel in a dtype on a
+// thread count; "—" threads: a GPU's, or not known), by kernel; a kernel's
+// every-dtype row only where it adds to its dtype rows (several dtypes, or points
+// kept before dtypes were); a row of fewer points than a group needs to count
+// says so. The JSON has the groups in between too.
 std::vector<std::vector<std::string>> table_rows(const cost::Calibration &cal, const cost::Target &target) {
-    std::vector<std::vector<std::string>> rows{{"class", "size", "kernel", "threads", "samples", "measured / predicted"}};
+    std::vector<std::vector<std::string>> rows{
+        {"class", "size", "kernel", "dtype", "threads", "samples", "measured / predicted"}};
     std::vector<cost::CalibrationEntry> entries = cal.table();
     std::stable_sort(entries.begin(), entries.end(), [](const cost::CalibrationEntry &a, const cost::CalibrationEntry &b) {
-        return std::tie(a.kernel_class, a.band, a.kernel, a.threads) < std::tie(b.kernel_class, b.band, b.kernel, b.threads);
+        return std::tie(a.kernel_class, a.band, a.kernel, a.threads, a.dtype) <
+               std::tie(b.kernel_class, b.band, b.kernel, b.threads, b.dtype);
     });
-    for (const cost::CalibrationEntry &e : entries) {
+    auto same_group = [](const cost::CalibrationEntry &a, const cost::CalibrationEntry &b) {
+        return a.kernel_class == b.kernel_class && a.band == b.band && a.kernel == b.kernel && a.threads == b.threads;
+    };
+    for (size_t i = 0; i < entries.size(); ++i) {
+        const cost::CalibrationEntry &e = entries[i];
         const bool band_row = e.threads < 0 && e.kernel.empty();
         if (!band_row && (e.threads < 0 || e.kernel.empty())) continue;
+        if (!band_row && !e.dtype) {  // sorted first of its group: its dtype rows follow
+            size_t typed = 0;
+            int typed_samples = 0;
+            for (size_t j = i + 1; j < entries.size() && same_group(entries[j], e); ++j) {
+                ++typed;
+                typed_samples += entries[j].samples;
+            }
+            if (typed == 1 && typed_samples == e.samples) continue;
+        }
         const bool counts = band_row || e.samples >= static_cast<int>(cost::Calibration::kMinGroupSamples);
         rows.push_back({cost::kernel_class_name(e.kernel_class),
                         band_text(e.band, target.device.efficiency[static_cast<size_t>(e.kernel_class)].by_flops),
-                        band_row ? "every" : e.kernel,
+                        band_row ? "every" : e.kernel, e.dtype ? std::string(dtype_name(*e.dtype)) : "every",
                         band_row ? "every" : e.threads > 0 ? std::to_string(e.threads) : "—",
                         std::to_string(e.samples) + (counts ? "" : " (too few to count)"), formatted(e.factor, "%.2f")});
     }
@@ -92,7 +109,8 @@ ordered_json table_json(const cost::Calibration &cal) {
     ordered_json out = ordered_json::array();
     for (const cost::CalibrationEntry &e : cal.table())
         out.push_back({{"kernel_class", cost::kernel_class_name(e.kernel_class)}, {"band", e.band},
-                       {"kernel", e.kernel}, {"threads", e.threads}, {"factor", e.factor}, {"samples", e.samples},
+                       {"kernel", e.kernel}, {"dtype", e.dtype ? ordered_json(dtype_name(*e.dtype)) : ordered_json(nullptr)},
+                       {"threads", e.threads}, {"factor", e.factor}, {"samples", e.samples},
                        {"counts", (e.threads < 0 && e.kernel.empty()) ||
                                       e.samples >= static_cast<int>(cost::Calibration::kMinGroupSamples)}});
     return out;
@@ -468,7 +486,7 @@ Accuracy step_accuracy(const std::vector<cost::CalibrationSample> &samples, cons
     std::vector<double> before, after, measured;
     for (const cost::CalibrationSample &s : samples) {
         before.push_back(s.predicted);
-        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads));
+        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype));
         measured.push_back(s.measured);
     }
     return Accuracy{static_cast<int>(samples.size()), launch::median_relative_error(before, measured),

@@ -84,11 +84,16 @@ void Calibration::add(const CalibrationSample &s) {
         v.insert(std::upper_bound(v.begin(), v.end(), r), r);
     };
     const int c = static_cast<int>(s.kernel_class), b = band(s.size);
-    insert(Key{c, b, -1, std::string()});
-    insert(Key{c, b, s.threads, std::string()});
+    insert(Key{c, b, -1, std::string(), -1});
+    insert(Key{c, b, s.threads, std::string(), -1});
     if (!s.kernel.empty()) {
-        insert(Key{c, b, -1, s.kernel});
-        insert(Key{c, b, s.threads, s.kernel});
+        insert(Key{c, b, -1, s.kernel, -1});
+        insert(Key{c, b, s.threads, s.kernel, -1});
+        if (s.dtype) {
+            const int d = static_cast<int>(*s.dtype);
+            insert(Key{c, b, -1, s.kernel, d});
+            insert(Key{c, b, s.threads, s.kernel, d});
+        }
     }
 }
 
@@ -110,21 +115,27 @@ std::vector<CalibrationEntry> Calibration::table() const {
     // The map's order: per (class, band) the band's own row (threads -1, kernel "") first.
     for (const auto &[key, r] : ratios_)
         out.push_back(CalibrationEntry{static_cast<KernelClass>(std::get<0>(key)), std::get<1>(key), std::get<2>(key),
-                                       std::get<3>(key), median_of_sorted(r), static_cast<int>(r.size())});
+                                       std::get<3>(key),
+                                       std::get<4>(key) < 0 ? std::nullopt
+                                                            : std::optional<DType>(static_cast<DType>(std::get<4>(key))),
+                                       median_of_sorted(r), static_cast<int>(r.size())});
     return out;
 }
 
-double Calibration::factor(KernelClass c, double size, std::string_view kernel, int threads) const {
+double Calibration::factor(KernelClass c, double size, std::string_view kernel, int threads,
+                           std::optional<DType> dtype) const {
     if (ratios_.empty()) return 1.0;
     const int cls = static_cast<int>(c), b = band(size);
-    using Probe = std::tuple<int, int, int, std::string_view>;
-    // Finest first; a probe with threads -1 or kernel "" is a coarser group itself.
-    // A finer group counts from kMinGroupSamples points (one launch's noise is not
-    // a kernel's character); the band from one.
-    for (const Probe &p : {Probe{cls, b, threads, kernel}, Probe{cls, b, -1, kernel}, Probe{cls, b, threads, {}}})
+    const int d = dtype && !kernel.empty() ? static_cast<int>(*dtype) : -1;
+    using Probe = std::tuple<int, int, int, std::string_view, int>;
+    // Finest first; a probe with threads -1, kernel "" or dtype -1 is a coarser
+    // group itself. A finer group counts from kMinGroupSamples points (one launch's
+    // noise is not a kernel's character); the band from one.
+    for (const Probe &p : {Probe{cls, b, threads, kernel, d}, Probe{cls, b, -1, kernel, d}, Probe{cls, b, threads, kernel, -1},
+                           Probe{cls, b, -1, kernel, -1}, Probe{cls, b, threads, {}, -1}})
         if (auto it = ratios_.find(p); it != ratios_.end() && it->second.size() >= kMinGroupSamples)
             return median_of_sorted(it->second);
-    if (auto it = ratios_.find(Probe{cls, b, -1, {}}); it != ratios_.end()) return median_of_sorted(it->second);
+    if (auto it = ratios_.find(Probe{cls, b, -1, {}, -1}); it != ratios_.end()) return median_of_sorted(it->second);
     return 1.0;
 }
 
@@ -134,7 +145,7 @@ CalibrationError Calibration::error() const {
     std::vector<double> before, after;
     for (const CalibrationSample &s : samples_) {
         before.push_back(std::abs(s.predicted - s.measured) / s.measured);
-        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel, s.threads);
+        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype);
         after.push_back(std::abs(p - s.measured) / s.measured);
     }
     e.median_before = median(before);
@@ -177,7 +188,7 @@ double Model::kernel_seconds(const KernelWork &w) const {
     const double size = curve_size(w);
     const double eff = std::max(1e-6, target_.device.efficiency[static_cast<size_t>(w.kernel_class)].at(size));
     const double t = roofline_seconds(w) / eff + target_.device.launch_overhead.value;
-    return t * calibration_.factor(w.kernel_class, size, w.kernel, kernel_threads());
+    return t * calibration_.factor(w.kernel_class, size, w.kernel, kernel_threads(), w.dtype);
 }
 
 double Model::copy_seconds(double bytes) const {

@@ -70,6 +70,9 @@ struct CalibrationSample {
     double measured = 0;
     std::string kernel = {};  // KernelWork::kernel ("" unknown: counts for its band only)
     int threads = 0;          // the threads a kernel ran on (Model::kernel_threads; 0 a GPU's)
+    // The kernel's element type (KernelWork::dtype); none: not known (points kept
+    // before schema v5), which count for their kernel's every-dtype group only.
+    std::optional<DType> dtype = {};
 };
 // A row of the calibration table: the factor of a class's size band, of every
 // kernel in it or of one kernel, on every thread count or on one.
@@ -78,6 +81,7 @@ struct CalibrationEntry {
     int band = 0;
     int threads = -1;    // -1 for every thread count
     std::string kernel;  // "" for every kernel
+    std::optional<DType> dtype;  // a kernel's rows only: none for every dtype
     double factor = 1;   // median of measured / predicted
     int samples = 0;
 };
@@ -90,14 +94,17 @@ class Calibration {
 public:
     void add(const CalibrationSample &s);
     const std::vector<CalibrationSample> &samples() const { return samples_; }
-    // The factor predictions of this class, size, kernel and thread count are
-    // scaled by: the median of measured/predicted in the class's size band of the
-    // finest group with samples — that kernel on those threads, that kernel on any,
-    // any kernel on those threads, the whole band (kernels of one class differ: a
-    // layer norm is not a residual add; nor is a kernel on one core half of it on
-    // two) —, a group finer than the band only from kMinGroupSamples points; 1
-    // where the band has no sample. `threads` -1: not known.
-    double factor(KernelClass c, double size, std::string_view kernel = {}, int threads = -1) const;
+    // The factor predictions of this class, size, kernel, thread count and dtype
+    // are scaled by: the median of measured/predicted in the class's size band of
+    // the finest group with samples — that kernel in that dtype on those threads,
+    // in that dtype on any, that kernel on those threads, on any, any kernel on
+    // those threads, the whole band (kernels of one class differ: a layer norm is
+    // not a residual add; nor is a kernel on one core half of it on two, nor a
+    // bf16 layer norm an f32 one, whose bytes move at another rate) —, a group
+    // finer than the band only from kMinGroupSamples points; 1 where the band has
+    // no sample. `threads` -1, `dtype` none: not known.
+    double factor(KernelClass c, double size, std::string_view kernel = {}, int threads = -1,
+                  std::optional<DType> dtype = {}) const;
     static int band(double size);  // ⌊log10 size⌋
     static constexpr size_t kMinGroupSamples = 3;
     // The table, by class, band, threads and kernel: each band's row (every thread
@@ -117,14 +124,15 @@ public:
     int wake_launches() const { return wake_launches_; }
 
 private:
-    using Key = std::tuple<int, int, int, std::string>;  // class, band, threads (-1 any), kernel ("" any)
+    // class, band, threads (-1 any), kernel ("" any), dtype (-1 any)
+    using Key = std::tuple<int, int, int, std::string, int>;
     // Orders keys and looks them up by a string_view kernel without a copy (one
     // comparison of plain tuples: libstdc++'s tuple<…, string> < tuple<…,
     // string_view> does not compile under clang).
     struct KeyLess {
         using is_transparent = void;
-        template <typename A> static std::tuple<int, int, int, std::string_view> view(const A &k) {
-            return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)};
+        template <typename A> static std::tuple<int, int, int, std::string_view, int> view(const A &k) {
+            return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k)};
         }
         template <typename A, typename B> bool operator()(const A &a, const B &b) const { return view(a) < view(b); }
     };

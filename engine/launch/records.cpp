@@ -45,7 +45,8 @@ std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Mod
     for (const plan::Step &s : plan.steps) {
         const auto w = step_work(plan, s);
         out.push_back(w ? model.kernel_seconds(*w) *
-                                calibration.factor(w->kernel_class, model.curve_size(*w), w->kernel, model.kernel_threads())
+                                calibration.factor(w->kernel_class, model.curve_size(*w), w->kernel, model.kernel_threads(),
+                                                   w->dtype)
                         : s.predicted);
     }
     return out;
@@ -155,7 +156,8 @@ std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan,
         const double predicted = model.kernel_seconds(*w);
         if (measured <= 0 || predicted <= 0) continue;
         out.push_back(cost::CalibrationSample{w->kernel_class, model.curve_size(*w), predicted, measured, w->kernel,
-                                              model.kernel_threads()});
+                                              model.kernel_threads(),
+                                              w->kernel.empty() ? std::nullopt : std::optional<DType>(w->dtype)});
     }
     return out;
 }
@@ -165,7 +167,8 @@ std::vector<cost::CalibrationSample> calibration_samples(const std::vector<store
     out.reserve(rows.size());
     for (const store::CalibrationRow &r : rows)
         if (const auto c = cost::parse_kernel_class(r.kernel_class))
-            out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds, r.kernel, r.threads});
+            out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds, r.kernel, r.threads,
+                                                  parse_dtype(r.dtype)});
     return out;
 }
 
@@ -238,7 +241,8 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
         std::vector<store::CalibrationRow> rows;
         for (const cost::CalibrationSample &s : calibration_samples(plan, *model, result))
             rows.push_back(store::CalibrationRow{cost::kernel_class_name(s.kernel_class), s.size, s.predicted,
-                                                 s.measured, out.launch_id, {}, s.kernel, s.threads});
+                                                 s.measured, out.launch_id, {}, s.kernel, s.threads,
+                                                 s.dtype ? std::string(dtype_name(*s.dtype)) : std::string()});
         if (!rows.empty()) {
             auto added = session.add_calibration(plan.target, rows);
             if (!added) return unexpected("keeping the calibration points: " + added.error().message);

@@ -353,6 +353,43 @@ private slots:
         QVERIFY(close(m.kernel_seconds(ln) / raw, 0.5));
     }
 
+    void calibrationIsFinerByDtype() {
+        // One kernel in two dtypes at one size band (an H200's layer norm of 1e7
+        // bytes: 1.93× its prediction in f32, 1.09× in bf16): each dtype its own
+        // factor; a dtype without points, and points of no known dtype, the
+        // kernel's every-dtype group.
+        using cost::KernelClass;
+        cost::Calibration c;
+        for (double m : {1.9, 1.93, 2.0}) c.add({KernelClass::reduction, 2e7, 1.0, m, "layernorm", 0, DType::f32});
+        for (double m : {1.05, 1.09, 1.1}) c.add({KernelClass::reduction, 3e7, 1.0, m, "layernorm", 0, DType::bf16});
+        QVERIFY(close(c.factor(KernelClass::reduction, 4e7, "layernorm", 0, DType::f32), 1.93));
+        QVERIFY(close(c.factor(KernelClass::reduction, 4e7, "layernorm", 0, DType::bf16), 1.09));
+        QVERIFY(close(c.factor(KernelClass::reduction, 4e7, "layernorm", 0, DType::f16), (1.1 + 1.9) / 2));
+        QVERIFY(close(c.factor(KernelClass::reduction, 4e7, "layernorm", 0), (1.1 + 1.9) / 2));
+        // Two points of a dtype are not yet its group: the kernel's eight points.
+        for (double m : {0.5, 0.6}) c.add({KernelClass::reduction, 2e7, 1.0, m, "layernorm", 0, DType::f16});
+        QVERIFY(close(c.factor(KernelClass::reduction, 4e7, "layernorm", 0, DType::f16), (1.09 + 1.1) / 2));
+        // A dtype without a kernel is no group: the band's (the same eight points).
+        QVERIFY(close(c.factor(KernelClass::reduction, 4e7, {}, 0, DType::f32), (1.09 + 1.1) / 2));
+        // The table has a row per kernel and dtype, beside the kernel's every-dtype row.
+        int typed = 0;
+        for (const cost::CalibrationEntry &e : c.table())
+            if (e.kernel == "layernorm" && e.threads == 0 && e.dtype) {
+                ++typed;
+                QCOMPARE(e.samples, *e.dtype == DType::f16 ? 2 : 3);
+            }
+        QCOMPARE(typed, 3);
+        QVERIFY(c.error().median_after < c.error().median_before);
+        // The model scales a kernel by its work's dtype.
+        cost::Model m = model_of(h100(), 1);
+        const cost::KernelWork f32{KernelClass::reduction, DType::f32, 0, 2e7, "layernorm"};
+        const cost::KernelWork bf16{KernelClass::reduction, DType::bf16, 0, 2e7, "layernorm"};
+        const double raw32 = m.kernel_seconds(f32), raw16 = m.kernel_seconds(bf16);
+        for (const cost::CalibrationSample &sample : c.samples()) m.calibration().add(sample);
+        QVERIFY(close(m.kernel_seconds(f32) / raw32, 1.93));
+        QVERIFY(close(m.kernel_seconds(bf16) / raw16, 1.09));
+    }
+
     // ---- simulation ----
     // The dependency scan indexes long access lists (a buffer filled tile by tile by
     // 64 transfers); it must find exactly the pairs the plain scan of every earlier
