@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 
+#include "launch/records.h"
 #include "plan/baselines.h"
 #include "plan/certify.h"
 #include "views/session_versions.h"
@@ -169,6 +170,28 @@ private:
 
 // ---- setups, figures, settings --------------------------------------------------------------
 
+namespace {
+
+// What the setup's session measured of its target: calibration points and the wake.
+struct Measured {
+    std::vector<cost::CalibrationSample> samples;
+    launch::WakeFit wake;
+};
+
+Expected<Measured, std::string> measuredOf(const SearchSetup &setup) {
+    Measured m;
+    if (!setup.calibration) return m;
+    auto rows = setup.calibration->calibration(setup.target.name);
+    if (!rows) return unexpected("reading the calibration of " + setup.target.name + ": " + rows.error().message);
+    m.samples = launch::calibration_samples(*rows);
+    auto wake = launch::session_wake(*setup.calibration, setup.target.name);
+    if (!wake) return unexpected("fitting the wake of " + setup.target.name + ": " + wake.error());
+    m.wake = *wake;
+    return m;
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(const SearchSetup &setup) {
     if (setup.objectives.empty()) return unexpected(std::string("no objective is chosen"));
     if (std::find(setup.objectives.begin(), setup.objectives.end(), search::Objective::energy) != setup.objectives.end() &&
@@ -183,8 +206,11 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     const Graph g = plan::without_shards(setup.graph);
     auto space = search::Space::of(g, shape->devices());
     if (!space) return unexpected(space.error());
-    return std::make_shared<const search::Evaluator>(g, *space, setup.target, *shape, setup.objectives,
-                                                     setup.constraints);
+    auto measured = measuredOf(setup);
+    if (!measured) return unexpected(measured.error());
+    return std::make_shared<const search::Evaluator>(
+        g, *space, setup.target, *shape, setup.objectives, setup.constraints,
+        cost::Calibration::of(measured->samples, measured->wake.seconds, measured->wake.launches));
 }
 
 
@@ -479,6 +505,7 @@ BaselinesOutcome OptimizeWorker::baselines(const SearchSetup &setup) {
     try {
         auto evaluator = makeEvaluator(setup);
         if (!evaluator) return out;
+        const cost::Calibration &calibration = (*evaluator)->model().calibration();
         const Graph g = plan::without_shards(setup.graph);
         for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
             BaselinePoint p;
@@ -488,6 +515,9 @@ BaselinesOutcome OptimizeWorker::baselines(const SearchSetup &setup) {
             request.devices = setup.devices;
             request.nodes = setup.nodes;
             request.baseline = b;
+            request.calibration = calibration.samples();  // the same model as the front's
+            request.wake = calibration.wake();
+            request.wake_launches = calibration.wake_launches();
             auto r = plan::make_plan(g, request);
             if (!r)
                 p.refused = qs(r.error());

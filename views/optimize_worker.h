@@ -36,10 +36,15 @@ struct SearchSetup {
     int nodes = 0;  // 0: as the target's clusters suggest
     std::vector<search::Objective> objectives;
     search::Constraints constraints;
+    // The session whose launches on the target calibrate every figure — the
+    // search's, its plans' and the baselines' — as `tapestry optimize --session`
+    // (read on the worker: the wake reads plans back); null: uncalibrated.
+    std::shared_ptr<store::Session> calibration = {};
 };
 
 // The evaluator of a setup, as `tapestry optimize` builds it: the graph without
-// its shards, the space of its operations on the cluster's devices.
+// its shards, the space of its operations on the cluster's devices, the model
+// calibrated by the setup's session.
 Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(const SearchSetup &setup);
 
 // One evaluated candidate as the dock draws and keeps it.

@@ -166,7 +166,25 @@ int optimize_command(const OptimizeOptions &o) {
         report_error(o.project, space.error());
         return kExitInvalid;
     }
-    const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints);
+    // What the session measured of the target calibrates every figure, as `tapestry
+    // plan --session` does (docs/cost-model.md); no session: uncalibrated.
+    auto samples = session_calibration(o.session, target->name);
+    if (!samples) {
+        std::cerr << "tapestry: --session: " << o.session << ": " << samples.error() << "\n";
+        return kExitInvalid;
+    }
+    auto wake = session_wake(o.session, target->name);
+    if (!wake) {
+        std::cerr << "tapestry: --session: " << o.session << ": " << wake.error() << "\n";
+        return kExitInvalid;
+    }
+    const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints,
+                                      cost::Calibration::of(*samples, wake->seconds, wake->launches));
+    plan::PlanResult calibration_note;  // the summary line `tapestry plan` prints
+    calibration_note.plan.target = target->name;
+    calibration_note.plan.cluster = *shape;
+    if (wake->launches > 0) calibration_note.plan.cluster.wake = wake->seconds;
+    calibration_note.calibration = evaluator.model().calibration().error();
 
     search::SearchOptions so;
     so.population = o.population;
@@ -269,6 +287,9 @@ int optimize_command(const OptimizeOptions &o) {
         req.devices = o.devices;
         req.nodes = o.nodes;
         req.baseline = b;
+        req.calibration = *samples;
+        req.wake = wake->seconds;
+        req.wake_launches = wake->launches;
         auto r = plan::make_plan(g, req);
         if (!r) row.refused = r.error();
         else {
@@ -313,6 +334,11 @@ int optimize_command(const OptimizeOptions &o) {
         j["devices"] = o.devices;
         j["objectives"] = o.objectives;
         j["label"] = "predictions of the cost model (not measurements)";
+        const cost::CalibrationError &ce = calibration_note.calibration;
+        j["calibration"] = {{"samples", ce.samples},
+                            {"median_error_uncalibrated", ce.median_before},
+                            {"median_error_calibrated", ce.median_after},
+                            {"wake_launches", wake->launches}};
         j["evaluations"] = result->evaluations;
         j["invalid"] = result->invalid;
         j["generations"] = result->generations;
@@ -347,6 +373,7 @@ int optimize_command(const OptimizeOptions &o) {
               << " plans evaluated in " << formatted(result->seconds, "%.1f") << " s ("
               << formatted(result->evaluations / std::max(1e-9, result->seconds), "%.0f") << "/s), "
               << result->generations << " generations, stopped: " << result->stopped << "\n";
+    std::cout << "  " << plan::calibration_summary(calibration_note) << "\n";
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
               << "): " << front.size() << " plans\n";
     std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};
@@ -408,7 +435,9 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--export-plan", o->export_plan, "Write the front's plan K to FILE (tapestry-plan JSON)")
         ->expected(2);
     cmd->add_flag("--json", o->json, "Machine-readable result on stdout");
-    cmd->add_option("--session", o->session, "Session whose targets (user copies, the measured host) come first");
+    cmd->add_option("--session", o->session,
+                    "Session whose targets (user copies, the measured host) come first, and whose launches on the "
+                    "target calibrate the figures");
     cmd->add_flag("--check", o->check,
                   "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
                   "and the double-precision oracle, on random inputs");

@@ -428,6 +428,7 @@ bool OptimizeController::startSearch() {
     job.options.seed = static_cast<std::uint64_t>(seed_box_->value());
     job.options.stall_generations = stall_box_->value();
     job.session = session_->sharedSession();
+    job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
     last_error_.clear();
     rememberSettings();
@@ -876,8 +877,13 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
     setup_error_.clear();
     search::Constraints shown = o.settings.constraints;
     if (target) {
-        setup_ = views::SearchSetup{
-            o.graph, *target, o.settings.devices, o.settings.nodes, o.settings.objectives, o.settings.constraints};
+        setup_ = views::SearchSetup{o.graph,
+                                    *target,
+                                    o.settings.devices,
+                                    o.settings.nodes,
+                                    o.settings.objectives,
+                                    o.settings.constraints,
+                                    session_->sharedSession()};
         target_label_ = qs(target->name);
         if (shown.memory_cap <= 0) shown.memory_cap = target->device.memory_bytes.value;
     } else {

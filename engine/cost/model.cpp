@@ -75,6 +75,13 @@ int Calibration::band(double size) {
     return size > 0 ? static_cast<int>(std::floor(std::log10(size))) : 0;
 }
 
+Calibration Calibration::of(const std::vector<CalibrationSample> &samples, double wake, int wake_launches) {
+    Calibration c;
+    for (const CalibrationSample &s : samples) c.add(s);  // add skips points without both times
+    if (wake_launches > 0) c.set_wake(wake, wake_launches);
+    return c;
+}
+
 void Calibration::add(const CalibrationSample &s) {
     if (!(s.predicted > 0 && s.measured > 0)) return;
     samples_.push_back(s);

@@ -92,6 +92,9 @@ struct CalibrationError {
 };
 class Calibration {
 public:
+    // The samples (those with a measured and a predicted time) and the wake fitted
+    // on `wake_launches` launches (0: none).
+    static Calibration of(const std::vector<CalibrationSample> &samples, double wake = 0, int wake_launches = 0);
     void add(const CalibrationSample &s);
     const std::vector<CalibrationSample> &samples() const { return samples_; }
     // The factor predictions of this class, size, kernel, thread count and dtype

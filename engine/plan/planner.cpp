@@ -49,9 +49,7 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
     if (request.cancelled && request.cancelled()) return unexpected(std::string("cancelled"));
     placed = result.stages.back().graph;
     cost::Model model(request.target, *shape);
-    for (const cost::CalibrationSample &s : request.calibration)
-        if (s.measured > 0 && s.predicted > 0) model.calibration().add(s);
-    if (request.wake_launches > 0) model.calibration().set_wake(request.wake, request.wake_launches);
+    model.calibration() = cost::Calibration::of(request.calibration, request.wake, request.wake_launches);
     result.calibration = model.calibration().error();
     // The plan comes from the last planning stage: its number counts the stages of
     // the pipeline the request's source names, then planning's own.

@@ -84,13 +84,15 @@ Expected<std::vector<Objective>, std::string> parse_objectives(const std::string
 }
 
 Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::ClusterShape shape,
-                     std::vector<Objective> objectives, Constraints constraints)
+                     std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration)
     : graph_(std::move(graph)),
       space_(std::move(space)),
       model_(std::move(target), std::move(shape)),
       objectives_(std::move(objectives)),
       constraints_(constraints),
-      signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())) {}
+      signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())) {
+    model_.calibration() = std::move(calibration);
+}
 
 std::vector<std::string> Evaluator::device_names() const {
     return plan::device_names(model_.shape());

@@ -74,8 +74,11 @@ struct Materialized {
 
 class Evaluator {
 public:
+    // `calibration`: what launches measured of the target (a session's points and
+    // wake, as `tapestry plan --session` reads them); every figure is then the
+    // calibrated prediction, the same the plan of a candidate shows.
     Evaluator(Graph graph, Space space, cost::Target target, cost::ClusterShape shape,
-              std::vector<Objective> objectives, Constraints constraints);
+              std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration = {});
 
     const Space &space() const { return space_; }
     const std::vector<Objective> &objectives() const { return objectives_; }

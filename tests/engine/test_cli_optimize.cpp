@@ -15,6 +15,7 @@
 #include "cli_run.h"
 #include "plan/certify.h"
 #include "plan/plan_file.h"
+#include "store/session.h"
 
 using namespace tapestry;
 using test::run_cli;
@@ -106,6 +107,55 @@ private slots:
         QCOMPARE(lines.size() - 1, front.size());
         for (int i = 0; i < front.size(); ++i)
             QVERIFY2(lines[i + 1].contains(front[i].toObject()["plan"].toString().replace(',', ';')), qPrintable(lines[i + 1]));
+    }
+    // A session's measurements of the target calibrate the search's figures, its
+    // front's and its baselines', the same way `tapestry plan --session` does: the
+    // dp baseline beside the front is the plan's own calibrated prediction.
+    void sessionCalibratesTheFigures() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("calibrated.tapestry-session");
+        {
+            auto s = store::Session::open(path.toStdString());
+            QVERIFY(s.has_value());
+            // Every gemm of the MLP's sizes measured at 2× its prediction.
+            std::vector<store::CalibrationRow> rows;
+            for (double size : {2e9, 3e9, 4e9, 2e10, 3e10, 4e10})
+                rows.push_back({"gemm", size, 1e-3, 2e-3, std::nullopt, ""});
+            QVERIFY((*s)->add_calibration("h100-sxm", rows));
+        }
+        const QStringList args = QStringList{"optimize", project("mlp")} + kSearch + QStringList{"--json"};
+        auto plain = cli(args);
+        auto calibrated = cli(args + QStringList{"--session", path});
+        QVERIFY2(plain.code == 0 && calibrated.code == 0, qPrintable(plain.err + calibrated.err));
+        const QJsonObject p = QJsonDocument::fromJson(plain.out.toUtf8()).object();
+        const QJsonObject c = QJsonDocument::fromJson(calibrated.out.toUtf8()).object();
+        QCOMPARE(p["calibration"].toObject()["samples"].toInt(), 0);
+        QCOMPARE(c["calibration"].toObject()["samples"].toInt(), 6);
+        QCOMPARE(c["calibration"].toObject()["median_error_calibrated"].toDouble(), 0.0);
+        auto fastest = [](const QJsonObject &j) {
+            double best = 1e30;
+            for (const QJsonValue &f : j["front"].toArray())
+                best = std::min(best, f.toObject()["figures"].toObject()["makespan_seconds"].toDouble());
+            return best;
+        };
+        // The GEMMs are most of the MLP's step: calibrated, the fastest plan is slower.
+        QVERIFY2(fastest(c) > 1.5 * fastest(p), qPrintable(QString("%1 vs %2").arg(fastest(c)).arg(fastest(p))));
+        const auto dp_of = [](const QJsonObject &j) {
+            for (const QJsonValue &b : j["baselines"].toArray())
+                if (b.toObject()["baseline"].toString() == "dp") return b.toObject()["figures"].toObject()["makespan_seconds"].toDouble();
+            return 0.0;
+        };
+        auto planned = cli({"plan", project("mlp"), "--target", "h100", "--devices", "4", "--baseline", "dp", "--session",
+                            path, "--json"});
+        QVERIFY2(planned.code == 0, qPrintable(planned.err));
+        const double dp_plan = QJsonDocument::fromJson(planned.out.toUtf8()).object()["prediction"].toObject()["makespan_seconds"].toDouble();
+        QVERIFY(dp_plan > 0);
+        QCOMPARE(dp_of(c), dp_plan);
+        QVERIFY(dp_of(p) < dp_plan);
+        // The summary says so.
+        auto text = cli(QStringList{"optimize", project("mlp")} + kSearch + QStringList{"--session", path});
+        QVERIFY2(text.out.contains("calibration: 6 measurements on h100-sxm, median error 50% uncalibrated → 0% calibrated"),
+                 qPrintable(text.out));
     }
     void badCommandLines() {
         auto r = cli({"optimize", project("mlp"), "--objectives", "time,speed"});

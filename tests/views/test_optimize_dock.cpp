@@ -41,6 +41,7 @@
 #include "views/graph_scene.h"
 #include "views/optimize_worker.h"
 #include "views/pareto_chart.h"
+#include "test_projects.h"
 #include "views/plan_gantt.h"
 
 using namespace tapestry;
@@ -372,6 +373,42 @@ private slots:
                  qPrintable(opt->progressLabel()->text()));
         QCOMPARE(opt->lastError(), QStringLiteral("3 devices do not spread evenly over 2 nodes"));
         QCOMPARE(opt->chart()->pointCount(), 0);
+    }
+
+    // The session's launches on the target calibrate the dock's figures: the
+    // evaluator's, a front plan's and the baselines' alike (the same model as
+    // `tapestry optimize --session`).
+    void sessionCalibratesTheFigures() {
+        QTemporaryDir dir;
+        auto opened = store::Session::open(dir.filePath(QStringLiteral("c.tapestry-session")).toStdString());
+        QVERIFY(opened.has_value());
+        std::shared_ptr<store::Session> session(std::move(*opened));
+        std::vector<store::CalibrationRow> rows;  // every gemm of the MLP's sizes at 2× its prediction
+        for (double size : {2e9, 3e9, 4e9, 2e10, 3e10, 4e10}) rows.push_back({"gemm", size, 1e-3, 2e-3, std::nullopt, ""});
+        QVERIFY(session->add_calibration("h100-sxm", rows));
+        const Graph g = test::example_graph("mlp");
+        const cost::Target h100 = test::builtin_target_or_stop("h100-sxm");
+        SearchSetup plain{g, h100, 4, 0, {search::Objective::time, search::Objective::memory}, {}};
+        SearchSetup calibrated = plain;
+        calibrated.calibration = session;
+        auto a = makeEvaluator(plain), b = makeEvaluator(calibrated);
+        QVERIFY2(a && b, a ? (b ? "" : b.error().c_str()) : a.error().c_str());
+        QCOMPARE((*a)->model().calibration().samples().size(), size_t{0});
+        QCOMPARE((*b)->model().calibration().samples().size(), size_t{6});
+        const search::Candidate c = (*a)->space().batch_split(4);
+        const double before = (*a)->evaluate(c).figures.makespan, after = (*b)->evaluate(c).figures.makespan;
+        QVERIFY2(after > 1.5 * before, qPrintable(QString("%1 vs %2").arg(after).arg(before)));
+        // A front plan made again shows the evaluated figure; the baselines take the same model.
+        const PlansOutcome p = OptimizeWorker::plans(calibrated, {c});
+        QVERIFY2(p.ok, qPrintable(p.error));
+        QCOMPARE(p.plans.front()->prediction.makespan, after);
+        const BaselinesOutcome plain_b = OptimizeWorker::baselines(plain), cal_b = OptimizeWorker::baselines(calibrated);
+        QCOMPARE(cal_b.baselines.size(), plain_b.baselines.size());
+        QVERIFY(!cal_b.baselines.empty());
+        for (size_t i = 0; i < cal_b.baselines.size(); ++i)
+            if (cal_b.baselines[i].refused.isEmpty())
+                QVERIFY2(cal_b.baselines[i].figures.makespan > plain_b.baselines[i].figures.makespan,
+                         qPrintable(cal_b.baselines[i].name));
     }
 
     // ---- the chart alone ------------------------------------------------------------
