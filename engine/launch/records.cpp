@@ -118,7 +118,10 @@ Expected<WakeFit, std::string> session_wake(const store::Session &session, const
     std::vector<LaunchResult> results;
     plans.reserve(records->size());
     results.reserve(records->size());
-    std::map<store::PlanId, size_t> parsed;  // plan id → index in plans
+    // plan id → index in plans, or kNoWake for a plan of devices with cores of their
+    // own (no wake to learn), so each plan is read and parsed once.
+    constexpr size_t kNoWake = static_cast<size_t>(-1);
+    std::map<store::PlanId, size_t> parsed;
     std::vector<std::pair<size_t, size_t>> pairs;
     for (const store::LaunchRecord &r : *records) {
         auto at = parsed.find(r.plan_id);
@@ -127,10 +130,11 @@ Expected<WakeFit, std::string> session_wake(const store::Session &session, const
             if (!text) return unexpected("reading plan " + std::to_string(r.plan_id) + ": " + text.error().message);
             auto p = plan::parse_plan(*text, "plan " + std::to_string(r.plan_id));
             if (!p) return unexpected(p.error());
-            if (p->cluster.shared_cores <= 0) continue;  // devices with cores of their own: no wake to learn
-            at = parsed.emplace(r.plan_id, plans.size()).first;
-            plans.push_back(std::move(p).value());
+            const bool shared = p->cluster.shared_cores > 0;
+            at = parsed.emplace(r.plan_id, shared ? plans.size() : kNoWake).first;
+            if (shared) plans.push_back(std::move(p).value());
         }
+        if (at->second == kNoWake) continue;
         auto steps = session.step_measurements(r.id);
         if (!steps) return unexpected("reading launch " + std::to_string(r.id) + ": " + steps.error().message);
         LaunchResult l;
