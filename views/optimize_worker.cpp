@@ -13,6 +13,7 @@
 #include "launch/records.h"
 #include "plan/baselines.h"
 #include "plan/certify.h"
+#include "runtime/cpu/fusion_backend.h"
 #include "views/session_versions.h"
 
 namespace tapestry::views {
@@ -53,6 +54,8 @@ store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<do
     r.parts2 = p.candidate.parts2;
     r.rule = search::rule_name(p.candidate.rule);
     r.stages = p.candidate.stages;
+    r.fused = p.candidate.fused;
+    r.unfused = p.candidate.unfused;
     r.key = p.key.toStdString();
     r.description = p.description.toStdString();
     r.objectives = objectives;
@@ -79,6 +82,8 @@ Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r
     p.candidate.parts2 = r.parts2;
     p.candidate.rule = *rule;
     p.candidate.stages = r.stages;
+    p.candidate.fused = r.fused;
+    p.candidate.unfused = r.unfused;
     p.figures.makespan = r.makespan_seconds;
     p.figures.peak = r.peak_bytes;
     p.figures.devices = r.devices;
@@ -208,9 +213,11 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     if (!space) return unexpected(space.error());
     auto measured = measuredOf(setup);
     if (!measured) return unexpected(measured.error());
+    std::vector<const FusionBackend *> fusion;
+    if (setup.fusion) fusion.push_back(&cpu::fusion_backend());
     return std::make_shared<const search::Evaluator>(
         g, *space, setup.target, *shape, setup.objectives, setup.constraints,
-        cost::Calibration::of(measured->samples, measured->wake.seconds, measured->wake.launches));
+        cost::Calibration::of(measured->samples, measured->wake.seconds, measured->wake.launches), fusion);
 }
 
 
@@ -225,7 +232,8 @@ std::string settingsJson(const RunSettings &s) {
                         {QStringLiteral("budget_seconds"), s.options.budget_seconds},
                         {QStringLiteral("max_evaluations"), static_cast<double>(s.options.max_evaluations)},
                         {QStringLiteral("population"), s.options.population},
-                        {QStringLiteral("stall_generations"), s.options.stall_generations}};
+                        {QStringLiteral("stall_generations"), s.options.stall_generations},
+                        {QStringLiteral("fusion"), s.fusion}};
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -249,6 +257,7 @@ Expected<RunSettings, std::string> parseSettings(const std::string &json) {
     s.options.max_evaluations = static_cast<long>(o.value(QStringLiteral("max_evaluations")).toDouble());
     s.options.population = o.value(QStringLiteral("population")).toInt(s.options.population);
     s.options.stall_generations = o.value(QStringLiteral("stall_generations")).toInt(s.options.stall_generations);
+    s.fusion = o.value(QStringLiteral("fusion")).toBool(false);
     return s;
 }
 
@@ -347,7 +356,8 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         const search::Evaluator &ev = **evaluator;
         RunKeeper keeper(job);
         keeper.start(
-            RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options});
+            RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
+                        job.setup.fusion});
         search::SearchHooks hooks;
         hooks.stop = &stop;
         // Every candidate, on this thread: kept for the session, queued for the GUI.

@@ -36,6 +36,10 @@ struct SearchSetup {
     int nodes = 0;  // 0: as the target's clusters suggest
     std::vector<search::Objective> objectives;
     search::Constraints constraints;
+    // Whether each candidate may fuse (the CPU executor's fused kernels decide what
+    // fuses, as the Pipeline dock's fuse pass), as `tapestry optimize` does unless
+    // --no-fusion.
+    bool fusion = true;
     // The session whose launches on the target calibrate every figure — the
     // search's, its plans' and the baselines' — as `tapestry optimize --session`
     // (read on the worker: the wake reads plans back); null: uncalibrated.
@@ -73,6 +77,7 @@ struct RunSettings {
     std::vector<search::Objective> objectives;
     search::Constraints constraints;
     search::SearchOptions options;  // budgets, population, stall, seed (warm start not kept)
+    bool fusion = false;            // fusion in the space (runs kept before it read as without)
 };
 std::string settingsJson(const RunSettings &settings);
 Expected<RunSettings, std::string> parseSettings(const std::string &json);

@@ -18,6 +18,7 @@
 #include "plan/plan_file.h"
 #include "plan/planner.h"
 #include "run_support.h"
+#include "runtime/cpu/fusion_backend.h"
 #include "runtime/cpu/memory_budget.h"
 #include "search/front_file.h"
 #include "search/optimizer.h"
@@ -48,6 +49,7 @@ struct OptimizeOptions {
     bool json = false;
     std::string session;
     bool check = false;           // a numeric check of every front plan
+    bool no_fusion = false;       // leave fusion out of the search space
     std::uint64_t check_seed = 1;  // its random inputs
 };
 
@@ -178,8 +180,12 @@ int optimize_command(const OptimizeOptions &o) {
         std::cerr << "tapestry: --session: " << o.session << ": " << wake.error() << "\n";
         return kExitInvalid;
     }
+    // Fusion is a choice of each candidate, checked against the CPU executor's fused
+    // kernels (the cuda backend runs every chain they do), as `tapestry plan --fuse`.
+    std::vector<const FusionBackend *> fusion;
+    if (!o.no_fusion) fusion.push_back(&cpu::fusion_backend());
     const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints,
-                                      cost::Calibration::of(*samples, wake->seconds, wake->launches));
+                                      cost::Calibration::of(*samples, wake->seconds, wake->launches), fusion);
     plan::PlanResult calibration_note;  // the summary line `tapestry plan` prints
     calibration_note.plan.target = target->name;
     calibration_note.plan.cluster = *shape;
@@ -333,6 +339,7 @@ int optimize_command(const OptimizeOptions &o) {
         j["target"] = target->name;
         j["devices"] = o.devices;
         j["objectives"] = o.objectives;
+        j["fusion"] = !o.no_fusion;
         j["label"] = "predictions of the cost model (not measurements)";
         const cost::CalibrationError &ce = calibration_note.calibration;
         j["calibration"] = {{"samples", ce.samples},
@@ -438,6 +445,9 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--session", o->session,
                     "Session whose targets (user copies, the measured host) come first, and whose launches on the "
                     "target calibrate the figures");
+    cmd->add_flag("--no-fusion", o->no_fusion,
+                  "Leave fusion out of the search (by default each candidate may fuse elementwise chains into "
+                  "their producers)");
     cmd->add_flag("--check", o->check,
                   "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
                   "and the double-precision oracle, on random inputs");

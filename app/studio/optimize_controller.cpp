@@ -212,6 +212,10 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     stall_box_->setSpecialValueText(tr("never"));
     stall_box_->setSuffix(tr(" generations"));
     stall_box_->setToolTip(tr("Stop when the front has not moved for this many generations"));
+    fusion_box_ = new QCheckBox(tr("Fuse elementwise chains"), box);
+    fusion_box_->setObjectName(QStringLiteral("optimizeFusion"));
+    fusion_box_->setToolTip(tr("Let each candidate fuse producers with the elementwise ops and normalizations "
+                               "that read them one-to-one (per operation on or off, as the fuse pass)"));
     start_button_ = new QPushButton(tr("Start"), box);
     start_button_->setObjectName(QStringLiteral("optimizeStart"));
     start_button_->setToolTip(
@@ -234,6 +238,7 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     form->addRow(formLabel(tr("&Evaluations"), evaluations_box_, box), evaluations_box_);
     form->addRow(formLabel(tr("S&eed"), seed_box_, box), seed_box_);
     form->addRow(formLabel(tr("Sta&ll"), stall_box_, box), stall_box_);
+    form->addRow(new QLabel(tr("Fusion"), box), fusion_box_);
     form->addRow(buttons);
     return box;
 }
@@ -313,6 +318,7 @@ void OptimizeController::restoreSettings() {
     evaluations_box_->setValue(settings.value(QStringLiteral("optimize/evaluations"), 0).toInt());
     seed_box_->setValue(settings.value(QStringLiteral("optimize/seed"), 1).toInt());
     stall_box_->setValue(settings.value(QStringLiteral("optimize/stall"), 12).toInt());
+    fusion_box_->setChecked(settings.value(QStringLiteral("optimize/fusion"), true).toBool());
 }
 
 void OptimizeController::rememberSettings() const {
@@ -329,6 +335,7 @@ void OptimizeController::rememberSettings() const {
     settings.setValue(QStringLiteral("optimize/evaluations"), evaluations_box_->value());
     settings.setValue(QStringLiteral("optimize/seed"), seed_box_->value());
     settings.setValue(QStringLiteral("optimize/stall"), stall_box_->value());
+    settings.setValue(QStringLiteral("optimize/fusion"), fusion_box_->isChecked());
 }
 
 void OptimizeController::updateActions() {
@@ -427,6 +434,7 @@ bool OptimizeController::startSearch() {
     job.options.max_evaluations = evaluations_box_->value();
     job.options.seed = static_cast<std::uint64_t>(seed_box_->value());
     job.options.stall_generations = stall_box_->value();
+    job.setup.fusion = fusion_box_->isChecked();
     job.session = session_->sharedSession();
     job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
@@ -883,6 +891,7 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
                                     o.settings.nodes,
                                     o.settings.objectives,
                                     o.settings.constraints,
+                                    o.settings.fusion,
                                     session_->sharedSession()};
         target_label_ = qs(target->name);
         if (shown.memory_cap <= 0) shown.memory_cap = target->device.memory_bytes.value;

@@ -69,6 +69,7 @@ public:
     QSpinBox *evaluationsBox() const { return evaluations_box_; }     // 0: no limit
     QSpinBox *seedBox() const { return seed_box_; }
     QSpinBox *stallBox() const { return stall_box_; }  // generations without a move (0: never stop for it)
+    QCheckBox *fusionBox() const { return fusion_box_; }  // candidates may fuse
     QPushButton *startButton() const { return start_button_; }
     QPushButton *stopButton() const { return stop_button_; }
     QPushButton *compareButton() const { return compare_button_; }
@@ -174,6 +175,7 @@ private:
     QSpinBox *evaluations_box_ = nullptr;
     QSpinBox *seed_box_ = nullptr;
     QSpinBox *stall_box_ = nullptr;
+    QCheckBox *fusion_box_ = nullptr;
     QPushButton *start_button_ = nullptr;
     QPushButton *stop_button_ = nullptr;
     QPushButton *compare_button_ = nullptr;

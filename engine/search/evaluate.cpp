@@ -8,6 +8,7 @@
 #include "common/checked_size.h"
 #include "plan/compile.h"
 #include "ops/library.h"
+#include "passes/fuse.h"
 #include "plan/planner.h"
 
 namespace tapestry::search {
@@ -84,14 +85,17 @@ Expected<std::vector<Objective>, std::string> parse_objectives(const std::string
 }
 
 Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::ClusterShape shape,
-                     std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration)
+                     std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration,
+                     std::vector<const FusionBackend *> fusion)
     : graph_(std::move(graph)),
       space_(std::move(space)),
       model_(std::move(target), std::move(shape)),
       objectives_(std::move(objectives)),
       constraints_(constraints),
-      signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())) {
+      signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())),
+      fusion_(std::move(fusion)) {
     model_.calibration() = std::move(calibration);
+    space_.allow_fusion(!fusion_.empty());
 }
 
 std::vector<std::string> Evaluator::device_names() const {
@@ -115,6 +119,16 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
         if (!st) return unexpected(st.error());
         current = st->graph;
         m.stages.push_back(std::move(st).value());
+    }
+    if (c.fused) {
+        FuseOptions f;
+        f.backends = fusion_;
+        for (int i : c.unfused) f.exclude.push_back(space_.ops()[static_cast<size_t>(i)].op);
+        if (certify) f.certify = CertifyOptions{};
+        auto fused = fuse(current, f);
+        if (!fused) return unexpected(fused.error());
+        current = fused->graph;
+        m.stages.push_back(std::move(fused).value());
     }
     PlacementOptions p;
     p.devices = device_names();

@@ -1,5 +1,5 @@
 // Evaluating a candidate (docs/search.md): its shard specs through the shard pass,
-// its placement through `place`, the plan compiler and the cost model's
+// its fusion through the fuse pass, its placement through `place`, the plan compiler and the cost model's
 // simulation — the same path as `tapestry plan`, so every figure of a candidate is
 // the compiled plan's own prediction. Certificates are made for the plans a
 // search reports (its front), not for every candidate.
@@ -14,6 +14,7 @@
 #include "common/expected.h"
 #include "cost/model.h"
 #include "graph/derivation_cache.h"
+#include "ops/fusion.h"
 #include "passes/stage.h"
 #include "plan/plan.h"
 #include "plan/simulate.h"
@@ -67,7 +68,7 @@ std::string joules_text(double joules);
 
 // A candidate made into its stages and plan.
 struct Materialized {
-    std::vector<Stage> stages;  // shard (when something is split), place
+    std::vector<Stage> stages;  // shard (when something is split), fuse (when fused), place
     plan::Plan plan;
     plan::Prediction prediction;
 };
@@ -77,8 +78,11 @@ public:
     // `calibration`: what launches measured of the target (a session's points and
     // wake, as `tapestry plan --session` reads them); every figure is then the
     // calibrated prediction, the same the plan of a candidate shows.
+    // `fusion`: the backends a fused op must run on (ops/fusion.h); given, the space
+    // allows fusion (Space::allow_fusion) and a fused candidate runs the fuse pass.
     Evaluator(Graph graph, Space space, cost::Target target, cost::ClusterShape shape,
-              std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration = {});
+              std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration = {},
+              std::vector<const FusionBackend *> fusion = {});
 
     const Space &space() const { return space_; }
     const std::vector<Objective> &objectives() const { return objectives_; }
@@ -104,6 +108,7 @@ private:
     // Every candidate derives the same operations again: one memo for the shard
     // pass, placement and the compiler, shared by the threads (and by copies).
     std::shared_ptr<const DerivationCache> signatures_;
+    std::vector<const FusionBackend *> fusion_;
 };
 
 }  // namespace tapestry::search

@@ -158,6 +158,27 @@ bool replace(const Space &s, Candidate &c, Rng &rng) {
     return c.rule != before || c.stages != stages_before;
 }
 
+// Fusion on or off: fuses an unfused candidate; otherwise drops the fusion (a third
+// of the time) or keeps one more op out of it, or lets one back in.
+bool toggle_fusion(const Space &s, Candidate &c, Rng &rng) {
+    if (!s.fusion()) return false;
+    if (!c.fused) {
+        c.fused = true;
+        c.unfused.clear();
+        return true;
+    }
+    if (uniform(rng, 0, 2) == 0) {
+        c.fused = false;
+        c.unfused.clear();
+        return true;
+    }
+    const int i = uniform(rng, 0, static_cast<int>(s.ops().size()) - 1);
+    const auto at = std::lower_bound(c.unfused.begin(), c.unfused.end(), i);
+    if (at != c.unfused.end() && *at == i) c.unfused.erase(at);
+    else c.unfused.insert(at, i);
+    return true;
+}
+
 }  // namespace
 
 std::vector<BaselineCandidate> baseline_candidates(const Evaluator &e) {
@@ -198,15 +219,22 @@ struct Mutator {
     bool (*apply)(const Space &, Candidate &, Rng &);
 };
 constexpr Mutator kMutators[] = {{"reshard", reshard}, {"refactor", refactor}, {"unsplit", unsplit},
-                                 {"chain", chain},     {"replace", replace},   {"product", product}};
-constexpr int kMutatorCount = static_cast<int>(sizeof kMutators / sizeof kMutators[0]);
+                                 {"chain", chain},     {"replace", replace},   {"product", product},
+                                 {"fuse", toggle_fusion}};
+// The mutators of a space: "fuse" only where the space allows fusion (so a space
+// without it draws exactly as before).
+int mutator_count(const Space &s) {
+    const int all = static_cast<int>(sizeof kMutators / sizeof kMutators[0]);
+    return s.fusion() ? all : all - 1;
+}
 
 class Search {
 public:
     Search(const Evaluator &e, const SearchOptions &o, const SearchHooks &h)
         : eval_(e), opt_(o), hooks_(h), rng_(o.seed), start_(Clock::now()) {
-        stats_.resize(kMutatorCount);
-        for (int m = 0; m < kMutatorCount; ++m) stats_[static_cast<size_t>(m)].name = kMutators[m].name;
+        mutators_ = mutator_count(e.space());
+        stats_.resize(static_cast<size_t>(mutators_));
+        for (int m = 0; m < mutators_; ++m) stats_[static_cast<size_t>(m)].name = kMutators[m].name;
         threads_ = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
     }
 
@@ -235,6 +263,7 @@ private:
     Rng rng_;
     Clock::time_point start_;
     int threads_ = 1;
+    int mutators_ = 0;  // kMutators' first mutators_ are this space's
     std::map<std::string, Scored> cache_;  // by key: each candidate as first evaluated
     std::vector<MutatorStats> stats_;
     std::vector<Scored> population_, front_;
@@ -307,11 +336,11 @@ double Search::refresh_weights() {
 int Search::draw_mutator() {
     const double total = refresh_weights();
     double r = std::uniform_real_distribution<double>(0, total)(rng_);
-    for (int m = 0; m < kMutatorCount; ++m) {
+    for (int m = 0; m < mutators_; ++m) {
         r -= stats_[static_cast<size_t>(m)].weight;
         if (r <= 0) return m;
     }
-    return kMutatorCount - 1;
+    return mutators_ - 1;
 }
 
 // NSGA-II survival: whole ranks while they fit, then the least crowded of the next.
@@ -406,6 +435,15 @@ Expected<SearchResult, std::string> Search::run() {
             made_by.push_back(std::string("baseline ") + plan::baseline_name(b.baseline));
         }
     }
+    // Where the space allows fusion, each start fused too (fusion saves the
+    // elementwise epilogues' round trips through memory).
+    if (space.fusion())
+        for (size_t k = 0, n = seeds.size(); k < n; ++k) {
+            Candidate c = seeds[k];
+            c.fused = true;
+            seeds.push_back(std::move(c));
+            made_by.push_back(made_by[k] + " fused");
+        }
     for (const Candidate &c : opt_.warm_start)
         if (space.valid(c)) {
             seeds.push_back(c);
@@ -413,7 +451,7 @@ Expected<SearchResult, std::string> Search::run() {
         }
     for (int tries = 0; static_cast<int>(seeds.size()) < opt_.population && tries < 50 * opt_.population; ++tries) {
         Candidate c = seeds[static_cast<size_t>(uniform(rng_, 0, static_cast<int>(seeds.size()) - 1))];
-        const int m = uniform(rng_, 0, kMutatorCount - 1);
+        const int m = uniform(rng_, 0, mutators_ - 1);
         if (!kMutators[m].apply(space, c, rng_)) continue;
         seeds.push_back(std::move(c));
         made_by.push_back(kMutators[m].name);

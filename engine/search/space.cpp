@@ -34,7 +34,12 @@ std::string Candidate::key() const {
         k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
         if (has_second(i)) k += "x" + std::to_string(dim2[i]) + "=" + std::to_string(parts2[i]);
     }
-    return k + " | " + rule_name(rule) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
+    k += " | " + std::string(rule_name(rule)) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
+    if (fused) {
+        k += " | fuse";
+        for (size_t i = 0; i < unfused.size(); ++i) k += (i ? "," : " -") + std::to_string(unfused[i]);
+    }
+    return k;
 }
 
 void Candidate::clear_second(size_t i) {
@@ -184,8 +189,15 @@ std::vector<ShardSpec> Space::specs(const Candidate &c) const {
 std::string Space::describe(const Candidate &c) const {
     std::string out;
     for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
-    return (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule) +
-           (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
+    out = (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule) +
+          (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
+    if (c.fused) {
+        out += " · fused";
+        for (size_t i = 0; i < c.unfused.size(); ++i)
+            if (c.unfused[i] >= 0 && static_cast<size_t>(c.unfused[i]) < ops_.size())
+                out += (i ? ", " : " but ") + ops_[static_cast<size_t>(c.unfused[i])].op.value;
+    }
+    return out;
 }
 
 bool Space::valid(const Candidate &c) const {
@@ -214,6 +226,10 @@ bool Space::valid(const Candidate &c) const {
             if (c.parts2[i] < 2 || c.parts2[i] > extent || c.parts[i] * c.parts2[i] > devices_) return false;
         }
     }
+    if (c.fused ? !fusion_ : !c.unfused.empty()) return false;
+    for (size_t i = 0; i < c.unfused.size(); ++i)
+        if (c.unfused[i] < 0 || static_cast<size_t>(c.unfused[i]) >= ops_.size() || (i && c.unfused[i] <= c.unfused[i - 1]))
+            return false;
     if (c.rule == PlacementRule::pipeline) return c.stages >= 2 && c.stages <= devices_ && c.stages <= static_cast<int>(ops_.size());
     return c.stages == 0;
 }

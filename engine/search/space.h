@@ -38,8 +38,16 @@ struct Candidate {
     std::vector<int> parts2; // empty, or per op: its parts (1: none)
     PlacementRule rule = PlacementRule::by_shard;
     int stages = 0;  // pipeline: its stages (2 … devices); 0 for the other rules
+    // Fusion (a space that allows it, Space::fusion): the fuse pass runs on the
+    // sharded graph before placement — each producer whose pieces feed one
+    // consumer's pieces one-to-one joins it in one kernel (docs/passes.md) —
+    // except the ops listed (indices into the space's ops, ascending), which stay
+    // kernels of their own.
+    bool fused = false;
+    std::vector<int> unfused;
     friend bool operator==(const Candidate &, const Candidate &) = default;
-    // A stable text key ("0=4 -1 0=2x2=4 | shard") for caches and files.
+    // A stable text key ("0=4 -1 0=2x2=4 | shard", "… | shard | fuse -2,5") for
+    // caches and files.
     std::string key() const;
     // The second split of op i, when it has one.
     bool has_second(size_t i) const { return i < dim2.size() && dim2[i] >= 0; }
@@ -59,6 +67,9 @@ public:
 
     const std::vector<OpChoices> &ops() const { return ops_; }
     int devices() const { return devices_; }
+    // Whether candidates may fuse (the evaluator has a fusion backend to ask).
+    bool fusion() const { return fusion_; }
+    void allow_fusion(bool on) { fusion_ = on; }
 
     // Nothing split (one device).
     Candidate unsplit() const;
@@ -84,7 +95,7 @@ public:
     // split is two specs on one op, the second splitting the first's shards).
     std::vector<ShardSpec> specs(const Candidate &c) const;
     // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
-    // "pipeline:2" with its stages).
+    // "pipeline:2" with its stages; then "· fused", or "· fused but fc1, gelu").
     std::string describe(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
     bool valid(const Candidate &c) const;
@@ -92,6 +103,7 @@ public:
 private:
     std::vector<OpChoices> ops_;
     int devices_ = 1;
+    bool fusion_ = false;
 };
 
 const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"

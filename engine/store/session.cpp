@@ -1435,7 +1435,8 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
 //   objectives_json  {"objectives": [..], "figures": {"makespan_seconds", "peak_bytes", "devices",
 //                     "communication_bytes", "energy_joules", "violation", "violated"}} (energy_joules
 //                     may be absent: rows written before it read as 0)
-//   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages"}, "key",
+//   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages", ["dim2", "parts2"],
+//                     ["fused", "unfused"]}, "key",
 //                     "description", "index", "mutator"} — the choices, not a plan: a plan
 //                     is rebuilt from them (search::Evaluator::materialize).
 
@@ -1461,6 +1462,11 @@ std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandida
                        std::to_string(c.parts2.size()) + " part counts for " + std::to_string(c.dim.size()) +
                        " operations");
     if (c.rule.empty()) return invalid("'" + c.key + "' needs its placement rule");
+    if (!c.fused && !c.unfused.empty()) return invalid("'" + c.key + "' keeps operations out of a fusion it does not have");
+    for (size_t i = 0; i < c.unfused.size(); ++i)
+        if (c.unfused[i] < 0 || static_cast<size_t>(c.unfused[i]) >= c.dim.size() || (i && c.unfused[i] <= c.unfused[i - 1]))
+            return invalid("'" + c.key + "' keeps an operation out of fusion that is not one of its " +
+                           std::to_string(c.dim.size()) + " (or not in ascending order)");
     bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
                   std::isfinite(c.communication_bytes) && std::isfinite(c.energy_joules) && std::isfinite(c.violation);
     for (double v : c.objectives) finite = finite && std::isfinite(v);
@@ -1486,6 +1492,10 @@ std::string choices_json(const SearchCandidateRecord &c) {
     if (!c.dim2.empty()) {  // only product splits carry a second split
         candidate["dim2"] = c.dim2;
         candidate["parts2"] = c.parts2;
+    }
+    if (c.fused) {  // only fused candidates carry fusion
+        candidate["fused"] = true;
+        candidate["unfused"] = c.unfused;
     }
     return json{{"candidate", candidate},
                 {"key", c.key},
@@ -1542,6 +1552,10 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
         }
         c.rule = member<std::string>(k, "plan_json.candidate", "rule");
         c.stages = member<int>(k, "plan_json.candidate", "stages");
+        if (k.contains("fused")) {
+            c.fused = member<bool>(k, "plan_json.candidate", "fused");
+            if (k.contains("unfused")) c.unfused = member<std::vector<int>>(k, "plan_json.candidate", "unfused");
+        }
         c.key = member<std::string>(p, "plan_json", "key");
         c.description = member<std::string>(p, "plan_json", "description");
         c.index = member<std::int64_t>(p, "plan_json", "index");
@@ -1549,6 +1563,10 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
         if (c.dim.size() != c.parts.size()) throw BadRow{"plan_json.candidate: dim and parts differ in length"};
         if (c.dim2.size() != c.parts2.size() || (!c.dim2.empty() && c.dim2.size() != c.dim.size()))
             throw BadRow{"plan_json.candidate: dim2 and parts2 do not match dim"};
+        for (int i : c.unfused)
+            if (i < 0 || static_cast<size_t>(i) >= c.dim.size())
+                throw BadRow{"plan_json.candidate: unfused names operation " + std::to_string(i) + " of " +
+                             std::to_string(c.dim.size())};
     } catch (const BadRow &bad) {
         return bad.why;
     }

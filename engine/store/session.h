@@ -170,6 +170,8 @@ struct SearchCandidateRecord {
     std::vector<int> dim2, parts2;   // empty, or per operation: a second split of those parts (-1: none)
     std::string rule;                // placement rule: "shard", "round-robin", "pipeline", "spread", …
     int stages = 0;                  // pipeline stages (0 for the other rules)
+    bool fused = false;              // the fuse pass runs (rows written before fusion read as false)
+    std::vector<int> unfused;        // when fused: the operations kept out of it (indices, ascending)
     std::string key;                 // Candidate::key(), unique within a run
     std::string description;         // Space::describe: "fc1:0=4 … · shard"
     std::vector<double> objectives;  // in the run's objective order (predictions)

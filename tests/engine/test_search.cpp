@@ -20,6 +20,7 @@
 #include "plan/baselines.h"
 #include "plan/certify.h"
 #include "plan/planner.h"
+#include "runtime/cpu/fusion_backend.h"
 #include "search/optimizer.h"
 #include "test_projects.h"
 
@@ -54,12 +55,19 @@ Graph example(const std::string &name) {
 
 Evaluator evaluator_for(const Graph &g, int devices, std::vector<Objective> objectives = {Objective::time, Objective::memory,
                                                                                            Objective::devices},
-                        Constraints constraints = {}, int nodes = 1) {
+                        Constraints constraints = {}, int nodes = 1, bool fusion = false) {
     auto target = cost::builtin_target("h100-sxm");
     auto shape = cost::cluster_shape(*target, devices, nodes);
     auto space = Space::of(g, devices);
     if (!target || !shape || !space) qFatal("evaluator setup failed");
-    return Evaluator(g, *space, *target, *shape, std::move(objectives), constraints);
+    std::vector<const FusionBackend *> backends;
+    if (fusion) backends.push_back(&cpu::fusion_backend());
+    return Evaluator(g, *space, *target, *shape, std::move(objectives), constraints, {}, backends);
+}
+
+// The same with fusion in the space (the CPU executor's fused kernels decide).
+Evaluator fusing_evaluator_for(const Graph &g, int devices) {
+    return evaluator_for(g, devices, {Objective::time, Objective::memory, Objective::devices}, {}, 1, true);
 }
 
 // Every candidate of the space (for small spaces).
@@ -94,6 +102,17 @@ std::vector<Candidate> enumerate(const Space &s) {
         c.parts[i] = 1;
     };
     rec(0);
+    if (!s.fusion()) return out;
+    // Each also fused, with every set of ops kept out of the fusion.
+    const size_t n = out.size(), ops = s.ops().size();
+    for (size_t k = 0; k < n; ++k)
+        for (size_t mask = 0; mask < (size_t{1} << ops); ++mask) {
+            Candidate f = out[k];
+            f.fused = true;
+            for (size_t i = 0; i < ops; ++i)
+                if (mask >> i & 1) f.unfused.push_back(static_cast<int>(i));
+            out.push_back(std::move(f));
+        }
     return out;
 }
 
@@ -298,6 +317,69 @@ private slots:
         }
     }
 
+    // Fusion is a candidate's choice: fused, the fuse pass runs between shard and
+    // place (a stage of its own, certified) and the plan has fewer kernels and a
+    // shorter step; an op kept out of the fusion stays a kernel of its own; every op
+    // kept out is the unfused plan. Keys and descriptions say so; a space without
+    // fusion refuses a fused candidate.
+    void fusionIsACandidatesChoice() {
+        const Graph g = test::parse(three_ops());
+        const Evaluator e = fusing_evaluator_for(g, 4);
+        QVERIFY(e.space().fusion());
+        Candidate plain = e.space().batch_split(4);
+        Candidate fused = plain;
+        fused.fused = true;
+        QCOMPARE(fused.key(), plain.key() + " | fuse");
+        QVERIFY2(e.space().describe(fused).ends_with(" · shard · fused"), e.space().describe(fused).c_str());
+        auto mp = e.materialize(plain, true);
+        auto mf = e.materialize(fused, true);
+        QVERIFY2(mp && mf, mp ? (mf ? "" : mf.error().c_str()) : mp.error().c_str());
+        QCOMPARE(mf->stages.size(), size_t{3});
+        QCOMPARE(mf->stages[1].pass, std::string("fuse"));
+        for (const Stage &st : mf->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QVERIFY(plan::certify_plan(mf->plan).pass());
+        auto kernels = [](const plan::Plan &p) {
+            int n = 0;
+            for (const plan::Step &s : p.steps) n += s.kind == plan::StepKind::kernel;
+            return n;
+        };
+        QVERIFY2(kernels(mf->plan) < kernels(mp->plan), qPrintable(QString("%1 vs %2").arg(kernels(mf->plan)).arg(kernels(mp->plan))));
+        const Evaluation ep = e.evaluate(plain), ef = e.evaluate(fused);
+        QVERIFY(ep.ok && ef.ok);
+        QVERIFY2(ef.figures.makespan < ep.figures.makespan, qPrintable(QString("%1 vs %2").arg(ef.figures.makespan).arg(ep.figures.makespan)));
+        QCOMPARE(ef.figures.makespan, mf->prediction.makespan);
+        // fc1 kept out: gelu has no producer to join, so nothing fuses.
+        Candidate but_fc1 = fused;
+        but_fc1.unfused = {0};
+        QCOMPARE(but_fc1.key(), plain.key() + " | fuse -0");
+        QVERIFY2(e.space().describe(but_fc1).ends_with(" · fused but fc1"), e.space().describe(but_fc1).c_str());
+        QCOMPARE(e.evaluate(but_fc1).figures.makespan, ep.figures.makespan);
+        Candidate none = fused;
+        none.unfused = {0, 1, 2};
+        QCOMPARE(e.evaluate(none).figures.makespan, ep.figures.makespan);
+        // Not a candidate: unfused ops out of order, or fusion where the space has none.
+        Candidate bad = fused;
+        bad.unfused = {1, 0};
+        QVERIFY(!e.space().valid(bad));
+        QVERIFY(!evaluator_for(g, 4).space().valid(fused));
+        QVERIFY(!evaluator_for(g, 4).evaluate(fused).ok);
+        // The search with fusion finds a faster plan than the search without.
+        SearchOptions o;
+        o.seed = 5;
+        o.max_evaluations = 150;
+        o.budget_seconds = 0;
+        auto with = optimize(e, o), without = optimize(evaluator_for(g, 4), o);
+        QVERIFY(with && without);
+        auto fastest = [](const SearchResult &r) {
+            const Scored *best = nullptr;
+            for (const Scored &s : r.front)
+                if (!best || s.evaluation.figures.makespan < best->evaluation.figures.makespan) best = &s;
+            return best;
+        };
+        QVERIFY(fastest(*with)->candidate.fused);
+        QVERIFY(fastest(*with)->evaluation.figures.makespan < fastest(*without)->evaluation.figures.makespan);
+    }
+
     // ---- the search ----
     // On spaces small enough to enumerate, the search recovers ≥ 99 % of the true
     // front's hypervolume within its budget.
@@ -305,15 +387,18 @@ private slots:
         QTest::addColumn<QString>("graph");
         QTest::addColumn<int>("devices");
         QTest::addColumn<int>("evaluations");
-        QTest::newRow("three ops on 2") << "three" << 2 << 60;
-        QTest::newRow("three ops on 4") << "three" << 4 << 400;
+        QTest::addColumn<bool>("fusion");
+        QTest::newRow("three ops on 2") << "three" << 2 << 60 << false;
+        QTest::newRow("three ops on 4") << "three" << 4 << 400 << false;
+        QTest::newRow("three ops on 2, fusion") << "three" << 2 << 200 << true;
     }
     void recoversTheExhaustiveFront() {
         QFETCH(QString, graph);
         QFETCH(int, devices);
         QFETCH(int, evaluations);
+        QFETCH(bool, fusion);
         const Graph g = test::parse(three_ops());
-        const Evaluator e = evaluator_for(g, devices);
+        const Evaluator e = fusion ? fusing_evaluator_for(g, devices) : evaluator_for(g, devices);
         std::vector<Point> all;
         std::vector<std::vector<double>> feasible;
         for (const Candidate &c : enumerate(e.space())) {

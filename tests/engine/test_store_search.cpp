@@ -36,6 +36,10 @@ SearchCandidateRecord candidate(int i, int generation) {
     }
     c.rule = i % 3 == 2 ? "pipeline" : "shard";
     c.stages = c.rule == "pipeline" ? 2 : 0;
+    if (i % 4 >= 2) {  // fused, every other one with ops kept out of the fusion
+        c.fused = true;
+        if (i % 4 == 3) c.unfused = {0, 2};
+    }
     c.key = "k" + std::to_string(i);
     c.description = "fc1:0=4, fc2:1=2 · " + c.rule;  // a comma and a non-ASCII dot survive
     c.makespan_seconds = 1e-3 / (i + 1);
@@ -52,6 +56,7 @@ SearchCandidateRecord candidate(int i, int generation) {
 bool same(const SearchCandidateRecord &a, const SearchCandidateRecord &b) {
     return a.generation == b.generation && a.index == b.index && a.mutator == b.mutator && a.dim == b.dim &&
            a.dim2 == b.dim2 && a.parts2 == b.parts2 && a.parts == b.parts && a.rule == b.rule && a.stages == b.stages &&
+           a.fused == b.fused && a.unfused == b.unfused &&
            a.key == b.key && a.description == b.description && a.objectives == b.objectives &&
            a.makespan_seconds == b.makespan_seconds && a.peak_bytes == b.peak_bytes && a.devices == b.devices &&
            a.communication_bytes == b.communication_bytes && a.energy_joules == b.energy_joules &&
@@ -230,6 +235,13 @@ private slots:
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.parts', json('[4]')) "
                "WHERE id = 2"
             << "plan_json.candidate: dim and parts differ in length";
+        QTest::newRow("fusion of the wrong type")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.fused', 'yes') WHERE id = 2"
+            << "plan_json.candidate: 'fused' has the wrong type (string)";
+        QTest::newRow("an unfused op that is not one")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.fused', json('true'), "
+               "'$.candidate.unfused', json('[7]')) WHERE id = 2"
+            << "plan_json.candidate: unfused names operation 7 of 3";
     }
 
     void malformed_row_names_the_run_and_row() {
@@ -290,6 +302,12 @@ private slots:
         QTest::newRow("second split of other ops")
             << 10 << "invalid"
             << "a candidate of search run 1 'k7' has a second split of 2 dims and 2 part counts for 3 operations";
+        QTest::newRow("ops kept out of no fusion")
+            << 11 << "invalid" << "a candidate of search run 1 'k7' keeps operations out of a fusion it does not have";
+        QTest::newRow("an op kept out twice")
+            << 12 << "invalid"
+            << "a candidate of search run 1 'k7' keeps an operation out of fusion that is not one of its 3 (or not in "
+               "ascending order)";
     }
 
     void bad_write_is_refused() {
@@ -325,6 +343,14 @@ private slots:
             case 10:
                 bad.dim2.pop_back();
                 bad.parts2.pop_back();
+                break;
+            case 11:
+                bad.fused = false;
+                bad.unfused = {1};
+                break;
+            case 12:
+                bad.fused = true;
+                bad.unfused = {1, 1};
                 break;
         }
         if (what <= 2) record = s->start_search_run(run);

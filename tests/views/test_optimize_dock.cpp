@@ -411,6 +411,26 @@ private slots:
                          qPrintable(cal_b.baselines[i].name));
     }
 
+    // Fusion is on by default and kept with a run's settings; runs kept before it
+    // read as searched without it (their candidates have none).
+    void fusionIsASettingOfTheRun() {
+        OptimizeWindow ow;
+        QVERIFY(ow.open(QStringLiteral("mlp")));
+        QVERIFY(ow.opt->fusionBox()->isChecked());
+        RunSettings r;
+        r.devices = 4;
+        r.objectives = {search::Objective::time};
+        r.fusion = true;
+        auto back = parseSettings(settingsJson(r));
+        QVERIFY(back.has_value());
+        QVERIFY(back->fusion);
+        r.fusion = false;
+        QVERIFY(!parseSettings(settingsJson(r))->fusion);
+        auto old = parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})");
+        QVERIFY(old.has_value());
+        QVERIFY(!old->fusion);
+    }
+
     // ---- the chart alone ------------------------------------------------------------
 
     void chartThinsZoomsAndHits() {
