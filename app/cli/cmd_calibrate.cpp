@@ -252,7 +252,9 @@ namespace fs = std::filesystem;
 // A case of the pack as its manifest names it.
 struct PackCase {
     std::string plan;   // the plan file, relative to the pack
-    std::string group;  // "kernel", "example", "benchmark" (judged, never fitted)
+    // "kernel", "example", "size" (one op of a benchmark at its own size: timed,
+    // not checked, fitted), "benchmark" (judged, never fitted)
+    std::string group;
     int example = -1;   // its number among the pack's example cases (manifest order), from 0
 };
 
@@ -302,16 +304,20 @@ Expected<std::map<std::string, PackCase>, std::string> read_manifest(const std::
         if (pc.group == "example") pc.example = examples++;
         out[name] = std::move(pc);
     }
-    const auto benchmarks = m.find("benchmarks");
-    if (benchmarks != m.end() && benchmarks->is_array())
-        for (size_t i = 0; i < benchmarks->size(); ++i) {
-            const ordered_json &b = (*benchmarks)[i];
+    // Timed plans without references: the benchmarks, and the single ops of their
+    // sizes ("sizes", tapestry-gpu-pack).
+    for (const auto &[list, group] : {std::pair<const char *, const char *>{"benchmarks", "benchmark"}, {"sizes", "size"}}) {
+        const auto timed = m.find(list);
+        if (timed == m.end() || !timed->is_array()) continue;
+        for (size_t i = 0; i < timed->size(); ++i) {
+            const ordered_json &b = (*timed)[i];
             const std::string name = b.is_object() ? text_field(b, "name") : std::string();
             const std::string plan = b.is_object() ? text_field(b, "plan") : std::string();
             if (name.empty() || plan.empty())
-                return unexpected(file + ": benchmarks[" + std::to_string(i) + "]: a benchmark needs a name and a plan");
-            out[name] = PackCase{plan, "benchmark", -1};
+                return unexpected(file + ": " + list + "[" + std::to_string(i) + "]: an entry needs a name and a plan");
+            out[name] = PackCase{plan, group, -1};
         }
+    }
     return out;
 }
 
@@ -405,7 +411,8 @@ Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &r
     if (in_pack == manifest.end())
         return unexpected("case '" + name + "' is not in " + (fs::path(pack) / "manifest.json").string() +
                           ": the results of another pack?");
-    const bool benchmark = in_pack->second.group == "benchmark";
+    // Timed without a reference: no "ok", an "error" when it did not run.
+    const bool benchmark = in_pack->second.group == "benchmark" || in_pack->second.group == "size";
     const auto ok = rec.find("ok");
     if (!benchmark && (ok == rec.end() || !ok->is_boolean())) return unexpected("case '" + name + "': no \"ok\"");
     if (benchmark ? rec.contains("error") : !ok->get<bool>()) {
@@ -459,7 +466,7 @@ Expected<DeviceRun, std::string> read_device_run(const std::vector<std::string> 
                 if (run.hardware.empty()) return unexpected(where + "an environment record naming no GPU");
                 continue;
             }
-            if (kind != "case" && kind != "benchmark") continue;  // summaries
+            if (kind != "case" && kind != "benchmark" && kind != "size") continue;  // summaries
             if (auto [at, fresh] = seen.emplace(text_field(rec, "name"), where.substr(0, where.size() - 2)); !fresh)
                 return unexpected(where + kind + " '" + at->first + "' again (" + at->second + ")");
             auto c = read_case(rec, pack, *manifest, retarget, run);
@@ -468,7 +475,8 @@ Expected<DeviceRun, std::string> read_device_run(const std::vector<std::string> 
         }
         if (in.bad()) return unexpected(results + ": cannot be read");
     }
-    for (const auto &[name, pc] : *manifest) run.without_result += seen.count(name) || pc.group == "benchmark" ? 0 : 1;
+    for (const auto &[name, pc] : *manifest)
+        run.without_result += seen.count(name) || pc.group == "benchmark" || pc.group == "size" ? 0 : 1;
     if (std::none_of(run.cases.begin(), run.cases.end(), [](const DeviceCase &c) { return c.group != "benchmark"; }))
         return unexpected(files.front() + ": no passing case to calibrate from");
     return run;
@@ -513,6 +521,7 @@ Accuracy plan_accuracy(const std::vector<const DeviceCase *> &cases, const cost:
 struct DeviceFit {
     cost::Calibration all, train;
     int train_cases = 0, test_cases = 0, benchmark_cases = 0;
+    int size_cases = 0;  // of the train cases: single ops at the benchmarks' sizes
     Accuracy steps_in_sample, steps_held_out, plans_in_sample, plans_held_out;
     // The benchmark plans (realistic sizes, bench/results.jsonl), judged by the fit
     // on every case.
@@ -538,6 +547,7 @@ DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
             else f.train.add(s);
         }
         (tested ? f.test_cases : f.train_cases)++;
+        if (c.group == "size") ++f.size_cases;
         if (c.group == "example") examples.push_back(&c);
         if (tested) held_out.push_back(&c);
     }
@@ -572,6 +582,7 @@ void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, cons
     j["results"] = o.gpu_results;
     j["pack"] = o.pack;
     j["cases_used"] = f.train_cases + f.test_cases;
+    j["size_cases"] = f.size_cases;  // of them: single ops at the benchmarks' sizes (fitted)
     j["failed_on_device"] = run.failed;
     j["pack_cases_without_result"] = run.without_result;
     j["steps"] = {{"in_sample", accuracy_json(f.steps_in_sample)}, {"held_out", accuracy_json(f.steps_held_out)}};
@@ -603,14 +614,18 @@ void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const Dev
     std::cout << "\n  per step (kernels and copies), median |predicted − measured| / measured:\n"
               << "    in-sample: fitted on all " << plural(f.steps_in_sample.count, "measurement")
               << ", judged on the same: " << accuracy_text(f.steps_in_sample) << "\n"
-              << "    held-out:  fitted on the kernel cases and the even-numbered example cases ("
-              << plural(f.train_cases, "case") << ", " << plural(static_cast<long long>(f.train.samples().size()), "measurement")
+              << "    held-out:  fitted on the kernel cases" << (f.size_cases > 0 ? ", the size cases" : "")
+              << " and the even-numbered example cases (" << plural(f.train_cases, "case") << ", " << plural(static_cast<long long>(f.train.samples().size()), "measurement")
               << "), judged on the odd-numbered example cases (" << plural(f.test_cases, "case") << ", "
               << plural(f.steps_held_out.count, "measurement") << "): " << accuracy_text(f.steps_held_out) << "\n";
     if (f.benchmark_cases > 0)
         std::cout << "    benchmarks: fitted on every case, judged on the benchmark plans' steps ("
                   << plural(f.benchmark_cases, "plan") << ", " << plural(f.steps_benchmarks.count, "measurement")
-                  << "; never fitted): " << accuracy_text(f.steps_benchmarks) << "\n";
+                  << "; never fitted"
+                  << (f.size_cases > 0 ? "; their ops' sizes fitted from " + plural(f.size_cases, "single-op case") +
+                                             " launched apart"
+                                       : std::string())
+                  << "): " << accuracy_text(f.steps_benchmarks) << "\n";
     std::cout << "  per plan (example cases: simulated makespan against the whole plan enqueued):\n"
               << "    in-sample: " << plural(f.plans_in_sample.count, "plan") << ", " << accuracy_text(f.plans_in_sample) << "\n"
               << "    held-out:  " << plural(f.plans_held_out.count, "plan") << ", " << accuracy_text(f.plans_held_out) << "\n";

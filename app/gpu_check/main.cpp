@@ -320,44 +320,48 @@ int run(const Options &o) {
         std::cout << "ok   " << name << " (" << p.devices.size() << " dev): " << cmp.text << "\n" << std::flush;
         emit(rec);
     }
+    // Timed plans without references: the benchmarks, then the single ops of their
+    // sizes (records "benchmark" and "size"; tapestry calibrate fits the second).
     if (!o.no_bench)
-        for (const json &b : manifest.value("benchmarks", json::array())) {
-            const std::string name = b.value("name", "?");
-            if (!o.only.empty() && name.find(o.only) == std::string::npos) continue;
-            json rec{{"record", "benchmark"}, {"name", name}};
-            auto loaded = plan::load_plan((fs::path(o.pack) / b.value("plan", "")).string());
-            if (!loaded) {
-                rec["error"] = loaded.error();
-                std::cout << "bench " << name << ": " << loaded.error() << "\n";
+        for (const auto &[list, kind] : {std::pair<const char *, const char *>{"benchmarks", "benchmark"}, {"sizes", "size"}}) {
+            for (const json &b : manifest.value(list, json::array())) {
+                const std::string name = b.value("name", "?");
+                if (!o.only.empty() && name.find(o.only) == std::string::npos) continue;
+                json rec{{"record", kind}, {"name", name}};
+                auto loaded = plan::load_plan((fs::path(o.pack) / b.value("plan", "")).string());
+                if (!loaded) {
+                    rec["error"] = loaded.error();
+                    std::cout << "bench " << name << ": " << loaded.error() << "\n";
+                    emit(rec);
+                    continue;
+                }
+                const plan::Plan &p = *loaded;
+                auto inputs = make_random_inputs(p.graph, b.value("seed", 1));
+                launch::LaunchOptions lo;
+                lo.wait_timeout_seconds = 120;
+                auto result = backend ? launch::launch_plan(p, **backend, inputs, lo)
+                                      : Expected<launch::LaunchResult, std::string>(unexpected(backend.error()));
+                if (!result || !result->ok()) {
+                    rec["error"] = !result ? result.error() : result->fault.message;
+                    std::cout << "bench " << name << ": " << rec["error"].get<std::string>() << "\n";
+                    emit(rec);
+                    continue;
+                }
+                auto timed = launch::run_enqueued(**backend, o.warmups, o.repeats);
+                if (!timed) {
+                    rec["error"] = timed.error();
+                    emit(rec);
+                    continue;
+                }
+                rec["devices"] = p.devices.size();
+                rec["median_s"] = timed->seconds;
+                rec["runs_s"] = timed->runs;
+                rec["predicted_makespan_s"] = result->predicted_makespan;
+                rec["steps"] = step_times(p, timed->steps);
+                std::printf("bench %s (%zu dev): median %.3f ms over %d runs (predicted %.3f ms)\n", name.c_str(),
+                            p.devices.size(), timed->seconds * 1e3, o.repeats, result->predicted_makespan * 1e3);
                 emit(rec);
-                continue;
             }
-            const plan::Plan &p = *loaded;
-            auto inputs = make_random_inputs(p.graph, b.value("seed", 1));
-            launch::LaunchOptions lo;
-            lo.wait_timeout_seconds = 120;
-            auto result = backend ? launch::launch_plan(p, **backend, inputs, lo)
-                                  : Expected<launch::LaunchResult, std::string>(unexpected(backend.error()));
-            if (!result || !result->ok()) {
-                rec["error"] = !result ? result.error() : result->fault.message;
-                std::cout << "bench " << name << ": " << rec["error"].get<std::string>() << "\n";
-                emit(rec);
-                continue;
-            }
-            auto timed = launch::run_enqueued(**backend, o.warmups, o.repeats);
-            if (!timed) {
-                rec["error"] = timed.error();
-                emit(rec);
-                continue;
-            }
-            rec["devices"] = p.devices.size();
-            rec["median_s"] = timed->seconds;
-            rec["runs_s"] = timed->runs;
-            rec["predicted_makespan_s"] = result->predicted_makespan;
-            rec["steps"] = step_times(p, timed->steps);
-            std::printf("bench %s (%zu dev): median %.3f ms over %d runs (predicted %.3f ms)\n", name.c_str(),
-                        p.devices.size(), timed->seconds * 1e3, o.repeats, result->predicted_makespan * 1e3);
-            emit(rec);
         }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     json summary{{"record", "summary"}, {"passed", passed}, {"failed", failed}, {"seconds", secs}};

@@ -339,6 +339,52 @@ private slots:
                  qPrintable(twice.err));
     }
 
+    // A "size" record (one op of a benchmark alone at its size, tapestry-gpu-pack's
+    // "sizes") is timed like a benchmark — no "ok", its median — but fitted: it
+    // counts among the cases used and the in-sample points, and the benchmark line
+    // says its ops' sizes were fitted from it. One that failed on the device is
+    // not used.
+    void calibrateFitsTheSingleOpCasesOfTheBenchmarkSizes() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, {{"k0", "kernel", 2}, {"e0", "example", 2}});
+        QFile mf(run.pack + "/manifest.json");
+        QVERIFY(mf.open(QIODevice::ReadOnly));
+        QJsonObject manifest = QJsonDocument::fromJson(mf.readAll()).object();
+        mf.close();
+        manifest["benchmarks"] = QJsonArray{QJsonObject{{"name", "b0"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}}};
+        manifest["sizes"] = QJsonArray{QJsonObject{{"name", "s0"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}},
+                                       QJsonObject{{"name", "s1"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}}};
+        tapestry::test::write_bytes(run.pack + "/manifest.json", QJsonDocument(manifest).toJson());
+        auto timed = [&](const char *name, const char *record) {
+            QJsonObject line = results_line_of({name, "benchmark", 2}, run.steps);
+            line["record"] = record;
+            line.remove("ok");
+            line.remove("enqueued_s");
+            line["median_s"] = 2e-3;
+            return line;
+        };
+        QJsonObject failed{{"record", "size"}, {"name", "s1"}, {"error", "out of memory"}};
+        const QString bench_file = dir.filePath("bench.jsonl");
+        tapestry::test::write_bytes(bench_file,
+                                    jsonl({kH200Environment, timed("b0", "benchmark"), timed("s0", "size"), failed}));
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack,
+                            "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(j["cases_used"].toInt(), 3);  // k0, e0 and s0; the benchmark is not fitted
+        QCOMPARE(j["size_cases"].toInt(), 1);
+        QCOMPARE(j["failed_on_device"].toArray().size(), 1);
+        QCOMPARE(j["failed_on_device"].toArray()[0].toString(), QString("s1"));
+        const QJsonObject in = j["steps"].toObject()["in_sample"].toObject();
+        const QJsonObject b = j["steps"].toObject()["benchmarks"].toObject();
+        QCOMPARE(b["count"].toInt(), in["count"].toInt() / 3);  // three fitted cases' steps, one benchmark's
+        const auto text = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack});
+        QVERIFY2(text.code == 0, qPrintable(text.err + text.out));
+        QVERIFY2(text.out.contains("held-out:  fitted on the kernel cases, the size cases and the even-numbered example") &&
+                     text.out.contains("never fitted; their ops' sizes fitted from 1 single-op case launched apart)"),
+                 qPrintable(text.out));
+    }
+
     // A pack made for h200 that an H100 ran calibrates h100-sxm when --target says
     // so: the same steps, predicted again by the H100's model.
     void calibrateRetargetsAPackToTheGpuThatRanIt() {

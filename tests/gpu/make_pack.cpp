@@ -13,7 +13,8 @@
 // attention and normalization kinds also sharded over two devices (strided shard
 // views, split-k partial products); "example" — every project of projects/ on 1,
 // 2, 4 and 8 devices by placement rule and hand baseline, and fused. "benchmarks":
-// plans of the GPU benchmark block without inputs.
+// plans of the GPU benchmark block without inputs; "sizes": each op of that block
+// alone at its own size (timed and fitted, not checked: write_sizes).
 //
 // Reading a case of manifest.json (paths relative to the pack): load_plan("plan");
 // inputs = read_inputs_dir(graph, "inputs") — "inputs" is null where the values
@@ -54,6 +55,7 @@
 #include "op_cases.h"
 #include "ops/evaluate.h"
 #include "ops/library.h"
+#include "passes/fuse.h"
 #include "passes/pipeline_builder.h"
 #include "plan/plan_file.h"
 #include "plan/planner.h"
@@ -806,6 +808,65 @@ ordered_json write_benchmarks(const fs::path &root, const std::map<std::string, 
     return out;
 }
 
+// Each operation of the benchmark block alone, at its own size and dtype, on one
+// device — timed on the device like a benchmark (no inputs, no reference), but
+// fitted by `tapestry calibrate` (group "size"): the pack's kernel cases are far
+// smaller than the block's steps, and a calibration table only scales the size
+// bands it has points in. A graph of one op: the op, what it reads (an
+// intermediate read becomes an input) and what it writes (outputs).
+ordered_json write_sizes(const fs::path &root, const std::map<std::string, std::shared_ptr<const Graph>> &graphs,
+                         const cost::Target &target, std::vector<Skipped> &skipped) {
+    ordered_json out = ordered_json::array();
+    fs::create_directories(root / "bench" / "sizes");
+    for (const auto &[stem, whole] : graphs) {
+        // The block's ops, and the fused ops of its fused form (the benchmark's
+        // fused plan runs those): their steps are calibrated as kernel "fused".
+        std::vector<std::pair<std::string, std::shared_ptr<const Graph>>> forms{{"op", whole}};
+        FuseOptions fo;
+        fo.backends = {&cpu::fusion_backend()};
+        if (auto fused = fuse(*whole, fo)) forms.emplace_back("fused", std::make_shared<const Graph>(fused->graph));
+        else skip(skipped, stem + " fused", fused.error());
+        for (const auto &[form, g] : forms) {
+            for (const OpPtr &op : g->operations()) {
+                if (op->kind == "move" || (form == "fused" && op->kind != "fused")) continue;
+                const std::string name = stem + "." + form + "." + op->id.value;
+                Graph one;
+                for (const TensorId &t : op->input_tensors())
+                    if (const Tensor *tensor = g->find_tensor(t); tensor && !one.find_tensor(t)) {
+                        Tensor in = *tensor;
+                        if (in.role == TensorRole::intermediate || in.role == TensorRole::output) in.role = TensorRole::input;
+                        one.put_tensor(std::move(in));
+                    }
+                for (const TensorId &t : op->output_tensors())
+                    if (const Tensor *tensor = g->find_tensor(t); tensor && !one.find_tensor(t)) {
+                        Tensor result = *tensor;
+                        result.role = TensorRole::output;
+                        one.put_tensor(std::move(result));
+                    }
+                Operation alone = *op;
+                alone.shards.clear();
+                one.put_op(std::move(alone));
+                auto r = plan_recipe(one, PlanRecipe{}, target, "projects/" + stem + ".tapestry.json#" + op->id.value);
+                if (!r) {
+                    skip(skipped, name, r.error());
+                    continue;
+                }
+                const std::string file = "bench/sizes/" + name + ".plan.json";
+                if (std::string e = plan::save_plan(r->plan, (root / file).string(), &r->prediction); !e.empty()) {
+                    skip(skipped, name, e);
+                    continue;
+                }
+                out.push_back({{"name", name},
+                               {"plan", file},
+                               {"seed", kSeed},
+                               {"recipe", "1 device, " + form + " '" + op->id.value + "' alone"},
+                               {"predicted_seconds", r->prediction.makespan}});
+            }
+        }
+    }
+    return out;
+}
+
 // ---- the command -------------------------------------------------------------------------
 
 // The dozen cases of --quick, every one required: a GEMM in each dtype, sharded
@@ -891,15 +952,17 @@ int make_pack(const fs::path &root, const fs::path &projects, bool quick, bool c
         manifest["cases"].push_back(std::move(entry).value());
     }
     manifest["benchmarks"] = write_benchmarks(root, benchmark_graphs, *target, skipped);
+    manifest["sizes"] = write_sizes(root, benchmark_graphs, *target, skipped);
     std::ofstream(root / "manifest.json") << manifest.dump(2) << "\n";
 
     int files = 0;
     const std::int64_t bytes = folder_bytes(root, files);
     std::printf(
-        "pack %s: %zu cases (%d kernel, %d example), %zu benchmarks, %zu skipped; %d folders shared; "
-        "%.1f MiB in %d files\n",
+        "pack %s: %zu cases (%d kernel, %d example), %zu benchmarks, %zu single ops of their sizes, %zu skipped; "
+        "%d folders shared; %.1f MiB in %d files\n",
         root.string().c_str(), manifest["cases"].size(), per_group["kernel"], per_group["example"],
-        manifest["benchmarks"].size(), skipped.size(), pack.shared(), static_cast<double>(bytes) / (1 << 20), files);
+        manifest["benchmarks"].size(), manifest["sizes"].size(), skipped.size(), pack.shared(),
+        static_cast<double>(bytes) / (1 << 20), files);
     if (check_on_cpu)
         std::printf("cpu check: %zu of %zu cases launched on the cpu backend equal their packed reference\n",
                     manifest["cases"].size() - static_cast<size_t>(cpu_failures), manifest["cases"].size());
