@@ -13,7 +13,9 @@
 //     the cold front's hypervolume. Target: ≤ 1 s.
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
-//                [--layers L] [--stack-budget S] [--project FILE]
+//                [--layers L] [--stack-budget S] [--project FILE] [--fusion]
+// (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
+// figures without it compare with the earlier ones.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +28,7 @@
 #include "ops/library.h"
 #include "plan/baselines.h"
 #include "plan/planner.h"
+#include "runtime/cpu/fusion_backend.h"
 #include "search/optimizer.h"
 
 using namespace tapestry;
@@ -34,6 +37,7 @@ namespace {
 
 const std::vector<search::Objective> kObjectives{search::Objective::time, search::Objective::memory,
                                                  search::Objective::devices};
+bool g_fusion = false;  // --fusion
 
 std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int nodes) {
     auto target = cost::builtin_target("h100-sxm");
@@ -44,7 +48,9 @@ std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int node
         std::fprintf(stderr, "setup failed: %s\n", !shape ? shape.error().c_str() : space.error().c_str());
         return std::nullopt;
     }
-    return search::Evaluator(g, *space, *target, *shape, kObjectives, {});
+    std::vector<const FusionBackend *> fusion;
+    if (g_fusion) fusion.push_back(&cpu::fusion_backend());
+    return search::Evaluator(g, *space, *target, *shape, kObjectives, {}, {}, fusion);
 }
 
 int rate(const Graph &g, long evaluations, int threads) {
@@ -68,9 +74,9 @@ int rate(const Graph &g, long evaluations, int threads) {
     }
     const double per_second = static_cast<double>(r->evaluations) / r->seconds;
     const double eval_ms = 1e3 / per_second;
-    std::printf("rate: search on the GPT-2 block, 8 × h100-sxm, threads %d: %ld evaluations in %.2f s = %.0f evaluations/s "
+    std::printf("rate: search on the GPT-2 block, 8 × h100-sxm%s, threads %d: %ld evaluations in %.2f s = %.0f evaluations/s "
                 "(%.2f ms each = %.1f× validate %.3f ms); target ≥ 10,000/s: %s; front %zu plans after %d generations\n",
-                threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
+                g_fusion ? " with fusion" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
                 per_second >= 10000 ? "met" : "NOT met", r->front.size(), r->generations);
     return 0;
 }
@@ -226,9 +232,10 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--stack-budget") && i + 1 < argc) stack_budget = std::max(1.0, std::atof(argv[++i]));
         else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
         else if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
+        else if (!std::strcmp(argv[i], "--fusion")) g_fusion = true;
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE]\n");
+                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion]\n");
             return 2;
         }
     }
