@@ -175,28 +175,6 @@ private:
 
 // ---- setups, figures, settings --------------------------------------------------------------
 
-namespace {
-
-// What the setup's session measured of its target: calibration points and the wake.
-struct Measured {
-    std::vector<cost::CalibrationSample> samples;
-    launch::WakeFit wake;
-};
-
-Expected<Measured, std::string> measuredOf(const SearchSetup &setup) {
-    Measured m;
-    if (!setup.calibration) return m;
-    auto rows = setup.calibration->calibration(setup.target.name);
-    if (!rows) return unexpected("reading the calibration of " + setup.target.name + ": " + rows.error().message);
-    m.samples = launch::calibration_samples(*rows);
-    auto wake = launch::session_wake(*setup.calibration, setup.target.name);
-    if (!wake) return unexpected("fitting the wake of " + setup.target.name + ": " + wake.error());
-    m.wake = *wake;
-    return m;
-}
-
-}  // namespace
-
 Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(const SearchSetup &setup) {
     if (setup.objectives.empty()) return unexpected(std::string("no objective is chosen"));
     if (std::find(setup.objectives.begin(), setup.objectives.end(), search::Objective::energy) != setup.objectives.end() &&
@@ -211,13 +189,13 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     const Graph g = plan::without_shards(setup.graph);
     auto space = search::Space::of(g, shape->devices());
     if (!space) return unexpected(space.error());
-    auto measured = measuredOf(setup);
-    if (!measured) return unexpected(measured.error());
+    auto calibration = setup.calibration ? launch::session_calibration(*setup.calibration, setup.target)
+                                         : Expected<cost::Calibration, std::string>(cost::Calibration{});
+    if (!calibration) return unexpected(calibration.error());
     std::vector<const FusionBackend *> fusion;
     if (setup.fusion) fusion.push_back(&cpu::fusion_backend());
-    return std::make_shared<const search::Evaluator>(
-        g, *space, setup.target, *shape, setup.objectives, setup.constraints,
-        cost::Calibration::of(measured->samples, measured->wake.seconds, measured->wake.launches), fusion);
+    return std::make_shared<const search::Evaluator>(g, *space, setup.target, *shape, setup.objectives,
+                                                     setup.constraints, std::move(calibration).value(), fusion);
 }
 
 

@@ -170,27 +170,16 @@ int optimize_command(const OptimizeOptions &o) {
     }
     // What the session measured of the target calibrates every figure, as `tapestry
     // plan --session` does (docs/cost-model.md); no session: uncalibrated.
-    auto samples = session_calibration(o.session, target->name);
-    if (!samples) {
-        std::cerr << "tapestry: --session: " << o.session << ": " << samples.error() << "\n";
-        return kExitInvalid;
-    }
-    auto wake = session_wake(o.session, target->name);
-    if (!wake) {
-        std::cerr << "tapestry: --session: " << o.session << ": " << wake.error() << "\n";
+    auto calibration = session_calibration(o.session, *target);
+    if (!calibration) {
+        std::cerr << "tapestry: --session: " << o.session << ": " << calibration.error() << "\n";
         return kExitInvalid;
     }
     // Fusion is a choice of each candidate, checked against the CPU executor's fused
     // kernels (the cuda backend runs every chain they do), as `tapestry plan --fuse`.
     std::vector<const FusionBackend *> fusion;
     if (!o.no_fusion) fusion.push_back(&cpu::fusion_backend());
-    const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints,
-                                      cost::Calibration::of(*samples, wake->seconds, wake->launches), fusion);
-    plan::PlanResult calibration_note;  // the summary line `tapestry plan` prints
-    calibration_note.plan.target = target->name;
-    calibration_note.plan.cluster = *shape;
-    if (wake->launches > 0) calibration_note.plan.cluster.wake = wake->seconds;
-    calibration_note.calibration = evaluator.model().calibration().error();
+    const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints, *calibration, fusion);
 
     search::SearchOptions so;
     so.population = o.population;
@@ -293,9 +282,9 @@ int optimize_command(const OptimizeOptions &o) {
         req.devices = o.devices;
         req.nodes = o.nodes;
         req.baseline = b;
-        req.calibration = *samples;
-        req.wake = wake->seconds;
-        req.wake_launches = wake->launches;
+        req.calibration = calibration->samples();
+        req.wake = calibration->wake();
+        req.wake_launches = calibration->wake_launches();
         auto r = plan::make_plan(g, req);
         if (!r) row.refused = r.error();
         else {
@@ -341,11 +330,11 @@ int optimize_command(const OptimizeOptions &o) {
         j["objectives"] = o.objectives;
         j["fusion"] = !o.no_fusion;
         j["label"] = "predictions of the cost model (not measurements)";
-        const cost::CalibrationError &ce = calibration_note.calibration;
+        const cost::CalibrationError ce = calibration->error();
         j["calibration"] = {{"samples", ce.samples},
                             {"median_error_uncalibrated", ce.median_before},
                             {"median_error_calibrated", ce.median_after},
-                            {"wake_launches", wake->launches}};
+                            {"wake_launches", calibration->wake_launches()}};
         j["evaluations"] = result->evaluations;
         j["invalid"] = result->invalid;
         j["generations"] = result->generations;
@@ -380,7 +369,7 @@ int optimize_command(const OptimizeOptions &o) {
               << " plans evaluated in " << formatted(result->seconds, "%.1f") << " s ("
               << formatted(result->evaluations / std::max(1e-9, result->seconds), "%.0f") << "/s), "
               << result->generations << " generations, stopped: " << result->stopped << "\n";
-    std::cout << "  " << plan::calibration_summary(calibration_note) << "\n";
+    std::cout << "  " << plan::calibration_summary(*calibration, target->name, *shape) << "\n";
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
               << "): " << front.size() << " plans\n";
     std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};

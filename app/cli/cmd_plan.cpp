@@ -85,19 +85,14 @@ int plan_command(const PlanOptions &o) {
         std::cerr << "tapestry: --target: " << target.error() << "\n";
         return kExitUsage;
     }
-    auto calibration = session_calibration(o.session, target->name);
+    auto calibration = session_calibration(o.session, *target);
     if (!calibration) {
         std::cerr << "tapestry: --session: " << o.session << ": " << calibration.error() << "\n";
         return kExitInvalid;
     }
-    request.calibration = std::move(calibration).value();
-    auto wake = session_wake(o.session, target->name);
-    if (!wake) {
-        std::cerr << "tapestry: --session: " << o.session << ": " << wake.error() << "\n";
-        return kExitInvalid;
-    }
-    request.wake = wake->seconds;
-    request.wake_launches = wake->launches;
+    request.calibration = calibration->samples();
+    request.wake = calibration->wake();
+    request.wake_launches = calibration->wake_launches();
     Loaded loaded = load(o.project);
     for (const Issue &i : loaded.issues) report_issue(o.project, i);
     if (!loaded.graph) return kExitInvalid;

@@ -43,22 +43,12 @@ Expected<std::vector<store::TargetRecord>, std::string> session_targets(const st
     return std::move(t).value();
 }
 
-// The measurements a session keeps of a target's kernels (launches add them).
-Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(const std::string &session,
-                                                                                 const std::string &target) {
-    if (session.empty() || !fs::exists(session)) return std::vector<cost::CalibrationSample>{};
+// What a session file measured of a target (see target_support.h).
+Expected<cost::Calibration, std::string> session_calibration(const std::string &session, const cost::Target &target) {
+    if (session.empty() || !fs::exists(session)) return cost::Calibration{};
     auto s = store::Session::open(session, store::OpenMode::read_only);
     if (!s) return unexpected(s.error().message);
-    auto rows = (*s)->calibration(target);
-    if (!rows) return unexpected(rows.error().message);
-    return launch::calibration_samples(*rows);
-}
-
-Expected<launch::WakeFit, std::string> session_wake(const std::string &session, const std::string &target) {
-    if (session.empty() || !fs::exists(session)) return launch::WakeFit{};
-    auto s = store::Session::open(session, store::OpenMode::read_only);
-    if (!s) return unexpected(s.error().message);
-    return launch::session_wake(**s, target);
+    return launch::session_calibration(**s, target);
 }
 
 // Saves a target into a session (origin "measured" or "user").

@@ -20,12 +20,9 @@ Expected<cost::Target, std::string> measure_host_target(int threads, bool progre
 // The targets a session keeps (user copies and the measured host), by name; none
 // for a session that does not exist yet.
 Expected<std::vector<store::TargetRecord>, std::string> session_targets(const std::string &session);
-// The measurements a session keeps of a target's kernels (launches add them).
-Expected<std::vector<cost::CalibrationSample>, std::string> session_calibration(const std::string &session,
-                                                                                 const std::string &target);
-// The shared-core wake fitted on the launches a session keeps of a target
-// (launch::session_wake); none (0 launches) without a session.
-Expected<launch::WakeFit, std::string> session_wake(const std::string &session, const std::string &target);
+// What a session file measured of a target (launch::session_calibration: its
+// calibration points and, on a cpu target, the wake); empty without a session.
+Expected<cost::Calibration, std::string> session_calibration(const std::string &session, const cost::Target &target);
 // Saves a target into a session (origin "measured" or "user"); "" or the error.
 std::string keep_in_session(const std::string &session, const cost::Target &t, const std::string &origin);
 // A target by name: a file, a target the session keeps, or a built-in one (a

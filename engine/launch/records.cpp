@@ -150,6 +150,18 @@ Expected<WakeFit, std::string> session_wake(const store::Session &session, const
     return fit_wake(launches);
 }
 
+Expected<cost::Calibration, std::string> session_calibration(const store::Session &session, const cost::Target &target) {
+    auto rows = session.calibration(target.name);
+    if (!rows) return unexpected("reading the calibration of " + target.name + ": " + rows.error().message);
+    WakeFit wake;
+    if (target.kind == "cpu") {
+        auto fitted = session_wake(session, target.name);
+        if (!fitted) return unexpected(fitted.error());
+        wake = *fitted;
+    }
+    return cost::Calibration::of(calibration_samples(*rows), wake.seconds, wake.launches);
+}
+
 std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan, const cost::Model &model,
                                                          const LaunchResult &result) {
     std::vector<cost::CalibrationSample> out;

@@ -61,6 +61,12 @@ WakeFit fit_wake(const std::vector<LaunchOfPlan> &launches);
 // `limit`, their plans read back from the session): what `tapestry plan
 // --session` and the Plan dock plan with. Errors name what could not be read.
 Expected<WakeFit, std::string> session_wake(const store::Session &session, const std::string &target, int limit = 20);
+// What a session measured of `target`: its calibration points, and — for a cpu
+// target, whose devices share the machine's cores — the wake fitted on its
+// launches (other targets have no wake to learn, so no plan is read back): the
+// calibration `tapestry plan --session`, `tapestry optimize --session` and the
+// studio's docks predict with.
+Expected<cost::Calibration, std::string> session_calibration(const store::Session &session, const cost::Target &target);
 
 // Per kernel and copy step that ran: its kernel class, its size as the class's
 // efficiency curve counts it, the uncalibrated prediction of `model` (a model of

@@ -77,22 +77,35 @@ std::string plan_summary(const PlanResult &r, double capacity) {
     return buf;
 }
 
-std::string calibration_summary(const PlanResult &r) {
-    const cost::CalibrationError &e = r.calibration;
+namespace {
+
+std::string calibration_line(const cost::CalibrationError &e, const std::string &target, double wake,
+                             bool shared_cores) {
     std::string out;
     if (e.samples == 0) {
-        out = "calibration: none — no launch on " + r.plan.target + " measured yet, predictions uncalibrated";
+        out = "calibration: none — no launch on " + target + " measured yet, predictions uncalibrated";
     } else {
         char buf[256];
         std::snprintf(buf, sizeof buf, "calibration: %d measurement%s on %s, median error %.0f%% uncalibrated → %.0f%% calibrated",
-                      e.samples, e.samples == 1 ? "" : "s", r.plan.target.c_str(), 100 * e.median_before,
+                      e.samples, e.samples == 1 ? "" : "s", target.c_str(), 100 * e.median_before,
                       100 * e.median_after);
         out = buf;
     }
-    if (r.plan.cluster.shared_cores > 0 && r.plan.cluster.wake > 0)
-        out += "; a step waiting for a core starts " + seconds_text(r.plan.cluster.wake) +
-               " after its release (fitted on the launches)";
+    if (shared_cores && wake > 0)
+        out += "; a step waiting for a core starts " + seconds_text(wake) + " after its release (fitted on the launches)";
     return out;
+}
+
+}  // namespace
+
+std::string calibration_summary(const PlanResult &r) {
+    return calibration_line(r.calibration, r.plan.target, r.plan.cluster.wake, r.plan.cluster.shared_cores > 0);
+}
+
+std::string calibration_summary(const cost::Calibration &calibration, const std::string &target,
+                                const cost::ClusterShape &cluster) {
+    return calibration_line(calibration.error(), target, calibration.wake_launches() > 0 ? calibration.wake() : 0,
+                            cluster.shared_cores > 0);
 }
 
 std::string cores_summary(const Plan &p) {

@@ -61,6 +61,10 @@ std::string plan_summary(const PlanResult &r, double capacity_bytes);
 // h100-sxm measured yet, predictions uncalibrated" or "calibration: 12
 // measurements on host, median error 41% uncalibrated → 9% calibrated".
 std::string calibration_summary(const PlanResult &r);
+// The same line for a calibration of `target` on `cluster` (the wake it fitted
+// counts where the cluster's devices share cores).
+std::string calibration_summary(const cost::Calibration &calibration, const std::string &target,
+                                const cost::ClusterShape &cluster);
 // How a host plan's devices share the machine (docs/cost-model.md): "cores: the
 // 4 devices share 2 cores: 1 thread a kernel, at most 2 steps at once, in plan
 // order"; empty for a plan whose devices share nothing (a GPU target's).

@@ -102,6 +102,30 @@ DeviceRun made_up_device_run(const QTemporaryDir &dir, const QList<MadeUpCase> &
     return run;
 }
 
+// The run's pack manifest with `list` ("benchmarks", "sizes") of timed plans, each
+// the mlp 2-device plan under a name of `names`.
+void add_timed_plans(const DeviceRun &run, const char *list, const QStringList &names) {
+    QFile mf(run.pack + "/manifest.json");
+    QVERIFY(mf.open(QIODevice::ReadOnly));
+    QJsonObject manifest = QJsonDocument::fromJson(mf.readAll()).object();
+    mf.close();
+    QJsonArray entries;
+    for (const QString &name : names) entries.append(QJsonObject{{"name", name}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}});
+    manifest[list] = entries;
+    tapestry::test::write_bytes(run.pack + "/manifest.json", QJsonDocument(manifest).toJson());
+}
+
+// A timed record ("benchmark", "size") of `name`, as tapestry-gpu-check writes
+// one: its steps at 2 × the prediction, the median of its runs, no "ok".
+QJsonObject timed_record(const DeviceRun &run, const char *name, const char *record) {
+    QJsonObject line = results_line_of({name, "benchmark", 2}, run.steps);
+    line["record"] = record;
+    line.remove("ok");
+    line.remove("enqueued_s");
+    line["median_s"] = 2e-3;
+    return line;
+}
+
 // The four cases the figures below are worked out for: fitted on k0, e0 and e2
 // (ratio 2) every band's factor is 2; e1 (ratio 4) is held out.
 // In an expected message: the temporary directory's path, which differs per run.
@@ -299,19 +323,9 @@ private slots:
     void calibrateJudgesTheBenchmarkPlans() {
         QTemporaryDir dir;
         const DeviceRun run = made_up_device_run(dir, {{"k0", "kernel", 2}, {"e0", "example", 2}});
-        QFile mf(run.pack + "/manifest.json");
-        QVERIFY(mf.open(QIODevice::ReadOnly));
-        QJsonObject manifest = QJsonDocument::fromJson(mf.readAll()).object();
-        mf.close();
-        manifest["benchmarks"] = QJsonArray{QJsonObject{{"name", "b0"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}}};
-        tapestry::test::write_bytes(run.pack + "/manifest.json", QJsonDocument(manifest).toJson());
-        QJsonObject bench = results_line_of({"b0", "benchmark", 2}, run.steps);
-        bench["record"] = "benchmark";
-        bench.remove("ok");
-        bench.remove("enqueued_s");
-        bench["median_s"] = 2e-3;
+        add_timed_plans(run, "benchmarks", {"b0"});
         const QString bench_file = dir.filePath("bench.jsonl");
-        tapestry::test::write_bytes(bench_file, jsonl({kH200Environment, bench}));
+        tapestry::test::write_bytes(bench_file, jsonl({kH200Environment, timed_record(run, "b0", "benchmark")}));
 
         const auto r = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack,
                             "--json"});
@@ -347,26 +361,12 @@ private slots:
     void calibrateFitsTheSingleOpCasesOfTheBenchmarkSizes() {
         QTemporaryDir dir;
         const DeviceRun run = made_up_device_run(dir, {{"k0", "kernel", 2}, {"e0", "example", 2}});
-        QFile mf(run.pack + "/manifest.json");
-        QVERIFY(mf.open(QIODevice::ReadOnly));
-        QJsonObject manifest = QJsonDocument::fromJson(mf.readAll()).object();
-        mf.close();
-        manifest["benchmarks"] = QJsonArray{QJsonObject{{"name", "b0"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}}};
-        manifest["sizes"] = QJsonArray{QJsonObject{{"name", "s0"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}},
-                                       QJsonObject{{"name", "s1"}, {"plan", "cases/mlp.2dev.plan.json"}, {"seed", 1}}};
-        tapestry::test::write_bytes(run.pack + "/manifest.json", QJsonDocument(manifest).toJson());
-        auto timed = [&](const char *name, const char *record) {
-            QJsonObject line = results_line_of({name, "benchmark", 2}, run.steps);
-            line["record"] = record;
-            line.remove("ok");
-            line.remove("enqueued_s");
-            line["median_s"] = 2e-3;
-            return line;
-        };
+        add_timed_plans(run, "benchmarks", {"b0"});
+        add_timed_plans(run, "sizes", {"s0", "s1"});
         QJsonObject failed{{"record", "size"}, {"name", "s1"}, {"error", "out of memory"}};
         const QString bench_file = dir.filePath("bench.jsonl");
-        tapestry::test::write_bytes(bench_file,
-                                    jsonl({kH200Environment, timed("b0", "benchmark"), timed("s0", "size"), failed}));
+        tapestry::test::write_bytes(bench_file, jsonl({kH200Environment, timed_record(run, "b0", "benchmark"),
+                                                       timed_record(run, "s0", "size"), failed}));
         const auto r = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack,
                             "--json"});
         QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
