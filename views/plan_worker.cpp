@@ -29,16 +29,19 @@ PlanOutcome PlanWorker::execute(const PlanJob &job, const std::function<bool()> 
     try {
         plan::PlanRequest request = job.request;
         request.cancelled = cancelled;
-        if (job.session && request.target.kind == "cpu") {
-            auto wake = launch::session_wake(*job.session, request.target.name);
-            if (!wake) {
-                out.error = tr("Reading the launches of %1: %2")
-                                .arg(QString::fromStdString(request.target.name), QString::fromStdString(wake.error()));
+        if (job.session) {
+            // What the session measured of the target (its calibration points, and the
+            // wake fitted on its launches for a cpu target): read here, off the GUI thread.
+            auto calibration = launch::session_calibration(*job.session, request.target);
+            if (!calibration) {
+                out.error = tr("Reading the session's measurements of %1: %2")
+                                .arg(QString::fromStdString(request.target.name), QString::fromStdString(calibration.error()));
                 out.milliseconds = static_cast<double>(clock.nsecsElapsed()) / 1e6;
                 return out;
             }
-            request.wake = wake->seconds;
-            request.wake_launches = wake->launches;
+            request.calibration = calibration->samples();
+            request.wake = calibration->wake();
+            request.wake_launches = calibration->wake_launches();
         }
         auto result = plan::make_plan(job.graph, request);
         if (cancelled && cancelled()) {

@@ -24,8 +24,10 @@ namespace tapestry::views {
 struct PlanJob {
     Graph graph;                // what the canvas shows: the document, or a stage of it
     plan::PlanRequest request;  // target, devices, nodes, placement or baseline, source
-    // The session whose launches of the target fit the shared-core wake
-    // (launch::session_wake: plans read back, so off the GUI thread); none: no wake.
+    // The session whose measurements of the target calibrate the plan: its
+    // calibration points and, for a cpu target, the shared-core wake fitted on its
+    // launches (launch::session_calibration, plans read back: so read by the
+    // worker, off the GUI thread). None: the prediction is uncalibrated.
     std::shared_ptr<store::Session> session;
 };
 

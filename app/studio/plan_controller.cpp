@@ -590,17 +590,9 @@ bool PlanController::startPlan() {
         }
         job.request.baseline = *baseline;
     }
-    // What the session has measured of this target's kernels calibrates the
-    // prediction (a few rows: read here, before the job starts).
-    if (store::Session *s = session_->session()) {
-        auto rows = s->calibration(target->name);
-        if (!rows) {
-            showError(tr("Reading the calibration of %1: %2").arg(qs(target->name), qs(rows.error().message)));
-            return false;
-        }
-        job.request.calibration = launch::calibration_samples(*rows);
-        job.session = session_->sharedSession();  // its launches fit the wake, in the worker
-    }
+    // What the session has measured of this target calibrates the prediction; the
+    // worker reads it (a large session's rows and plans are not read on the GUI thread).
+    job.session = session_->sharedSession();
     const int shown = doc_->shownStage();
     job.request.source.project =
         doc_->source().path.isEmpty() ? doc_->source().name.toStdString() : doc_->source().path.toStdString();
