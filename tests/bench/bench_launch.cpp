@@ -283,6 +283,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
                 "(their steps replayed against their walls: median error %.1f%% with no wake, %.1f%% with it)\n",
                 plan::seconds_text(wake.seconds).c_str(), wake.launches, wake.error_before * 100, wake.error_after * 100);
     std::vector<double> before, after, measured, plan_pred, plan_cal, plan_meas, plan_no_wake;
+    std::vector<double> plan_fit_meas;  // per plan: the median wall of its fitting launches
     for (const Pair &p : plans) {
         const cost::Model model(host, p.plan.cluster);
         for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
@@ -297,6 +298,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         plan_cal.push_back(launch::calibrated_prediction(p.plan, model, cal).makespan);
         plan_no_wake.push_back(plan::simulate(p.plan, durations).makespan);
         plan_meas.push_back(p.test.wall_seconds);
+        plan_fit_meas.push_back(median_launch(p.fits).wall_seconds);
         // The measured step times replayed through the simulation: what the wall
         // time would be with no time between a step becoming able to run and its start.
         std::vector<double> measured_durations;
@@ -331,6 +333,13 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
                 launch::median_relative_error(plan_pred, plan_meas) * 100, launch::median_relative_error(plan_cal, plan_meas) * 100);
     std::printf("  per plan, calibrated without the wake: Kendall tau %.2f, median error %.1f%%\n",
                 launch::kendall_tau(plan_no_wake, plan_meas), launch::median_relative_error(plan_no_wake, plan_meas) * 100);
+    // The machine's own repeatability: the fitting launches' measured step times
+    // against the test launches' — how well one measurement of these plans orders
+    // another (the plans' step times differ by a few percent, this machine's noise
+    // by as much).
+    std::printf("  per plan, measured vs measured (the fitting launches' median wall against the test launches'): "
+                "Kendall tau %.2f, median difference %.1f%% — this machine's repeatability\n",
+                launch::kendall_tau(plan_fit_meas, plan_meas), launch::median_relative_error(plan_fit_meas, plan_meas) * 100);
     return 0;
 }
 
