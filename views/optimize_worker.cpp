@@ -56,6 +56,7 @@ store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<do
     r.stages = p.candidate.stages;
     r.fused = p.candidate.fused;
     r.unfused = p.candidate.unfused;
+    r.at = p.candidate.at;
     r.key = p.key.toStdString();
     r.description = p.description.toStdString();
     r.objectives = objectives;
@@ -84,6 +85,7 @@ Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r
     p.candidate.stages = r.stages;
     p.candidate.fused = r.fused;
     p.candidate.unfused = r.unfused;
+    p.candidate.at = r.at;
     p.figures.makespan = r.makespan_seconds;
     p.figures.peak = r.peak_bytes;
     p.figures.devices = r.devices;
@@ -189,6 +191,7 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     const Graph g = plan::without_shards(setup.graph);
     auto space = search::Space::of(g, shape->devices());
     if (!space) return unexpected(space.error());
+    space->allow_maps(setup.maps);
     auto calibration = setup.calibration ? launch::session_calibration(*setup.calibration, setup.target)
                                          : Expected<cost::Calibration, std::string>(cost::Calibration{});
     if (!calibration) return unexpected(calibration.error());
@@ -211,7 +214,8 @@ std::string settingsJson(const RunSettings &s) {
                         {QStringLiteral("max_evaluations"), static_cast<double>(s.options.max_evaluations)},
                         {QStringLiteral("population"), s.options.population},
                         {QStringLiteral("stall_generations"), s.options.stall_generations},
-                        {QStringLiteral("fusion"), s.fusion}};
+                        {QStringLiteral("fusion"), s.fusion},
+                        {QStringLiteral("maps"), s.maps}};
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -236,6 +240,7 @@ Expected<RunSettings, std::string> parseSettings(const std::string &json) {
     s.options.population = o.value(QStringLiteral("population")).toInt(s.options.population);
     s.options.stall_generations = o.value(QStringLiteral("stall_generations")).toInt(s.options.stall_generations);
     s.fusion = o.value(QStringLiteral("fusion")).toBool(false);
+    s.maps = o.value(QStringLiteral("maps")).toBool(false);
     return s;
 }
 
@@ -335,7 +340,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         RunKeeper keeper(job);
         keeper.start(
             RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
-                        job.setup.fusion});
+                        job.setup.fusion, job.setup.maps});
         search::SearchHooks hooks;
         hooks.stop = &stop;
         // Every candidate, on this thread: kept for the session, queued for the GUI.

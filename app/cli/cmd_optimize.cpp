@@ -50,6 +50,7 @@ struct OptimizeOptions {
     std::string session;
     bool check = false;           // a numeric check of every front plan
     bool no_fusion = false;       // leave fusion out of the search space
+    bool maps = false;            // device maps in the search space
     std::uint64_t check_seed = 1;  // its random inputs
 };
 
@@ -179,6 +180,10 @@ int optimize_command(const OptimizeOptions &o) {
     // kernels (the cuda backend runs every chain they do), as `tapestry plan --fuse`.
     std::vector<const FusionBackend *> fusion;
     if (!o.no_fusion) fusion.push_back(&cpu::fusion_backend());
+    // Device maps (on request): an op's pieces placed from a device of its own, past
+    // the rule. They widen the space, which a fixed budget then covers more thinly
+    // (docs/search.md, "Device maps").
+    space->allow_maps(o.maps);
     const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints, *calibration, fusion);
 
     search::SearchOptions so;
@@ -329,6 +334,7 @@ int optimize_command(const OptimizeOptions &o) {
         j["devices"] = o.devices;
         j["objectives"] = o.objectives;
         j["fusion"] = !o.no_fusion;
+        j["maps"] = o.maps;
         j["label"] = "predictions of the cost model (not measurements)";
         const cost::CalibrationError ce = calibration->error();
         j["calibration"] = {{"samples", ce.samples},
@@ -437,6 +443,9 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--no-fusion", o->no_fusion,
                   "Leave fusion out of the search (by default each candidate may fuse elementwise chains into "
                   "their producers)");
+    cmd->add_flag("--maps", o->maps,
+                  "Let a candidate place an op's pieces from a device of its own instead of by the placement rule "
+                  "(device maps: a wider space, searched more thinly in the same budget)");
     cmd->add_flag("--check", o->check,
                   "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
                   "and the double-precision oracle, on random inputs");

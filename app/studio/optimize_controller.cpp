@@ -216,6 +216,11 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     fusion_box_->setObjectName(QStringLiteral("optimizeFusion"));
     fusion_box_->setToolTip(tr("Let each candidate fuse producers with the elementwise ops and normalizations "
                                "that read them one-to-one (per operation on or off, as the fuse pass)"));
+    maps_box_ = new QCheckBox(tr("Place ops by device maps"), box);
+    maps_box_->setObjectName(QStringLiteral("optimizeMaps"));
+    maps_box_->setToolTip(tr("Let each candidate place an operation's pieces from a device of its own instead of by "
+                             "the placement rule (place's explicit maps): a wider space, searched more thinly in "
+                             "the same budget"));
     start_button_ = new QPushButton(tr("Start"), box);
     start_button_->setObjectName(QStringLiteral("optimizeStart"));
     start_button_->setToolTip(
@@ -239,6 +244,7 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     form->addRow(formLabel(tr("S&eed"), seed_box_, box), seed_box_);
     form->addRow(formLabel(tr("Sta&ll"), stall_box_, box), stall_box_);
     form->addRow(new QLabel(tr("Fusion"), box), fusion_box_);
+    form->addRow(new QLabel(tr("Placement"), box), maps_box_);
     form->addRow(buttons);
     return box;
 }
@@ -319,6 +325,7 @@ void OptimizeController::restoreSettings() {
     seed_box_->setValue(settings.value(QStringLiteral("optimize/seed"), 1).toInt());
     stall_box_->setValue(settings.value(QStringLiteral("optimize/stall"), 12).toInt());
     fusion_box_->setChecked(settings.value(QStringLiteral("optimize/fusion"), true).toBool());
+    maps_box_->setChecked(settings.value(QStringLiteral("optimize/maps"), false).toBool());
 }
 
 void OptimizeController::rememberSettings() const {
@@ -336,6 +343,7 @@ void OptimizeController::rememberSettings() const {
     settings.setValue(QStringLiteral("optimize/seed"), seed_box_->value());
     settings.setValue(QStringLiteral("optimize/stall"), stall_box_->value());
     settings.setValue(QStringLiteral("optimize/fusion"), fusion_box_->isChecked());
+    settings.setValue(QStringLiteral("optimize/maps"), maps_box_->isChecked());
 }
 
 void OptimizeController::updateActions() {
@@ -435,6 +443,7 @@ bool OptimizeController::startSearch() {
     job.options.seed = static_cast<std::uint64_t>(seed_box_->value());
     job.options.stall_generations = stall_box_->value();
     job.setup.fusion = fusion_box_->isChecked();
+    job.setup.maps = maps_box_->isChecked();
     job.session = session_->sharedSession();
     job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
@@ -892,6 +901,7 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
                                     o.settings.objectives,
                                     o.settings.constraints,
                                     o.settings.fusion,
+                                    o.settings.maps,
                                     session_->sharedSession()};
         target_label_ = qs(target->name);
         if (shown.memory_cap <= 0) shown.memory_cap = target->device.memory_bytes.value;

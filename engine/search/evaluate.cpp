@@ -102,6 +102,33 @@ std::vector<std::string> Evaluator::device_names() const {
     return plan::device_names(model_.shape());
 }
 
+std::vector<std::pair<OpId, std::vector<std::string>>> device_maps(const Space &space, const Candidate &c,
+                                                                   const Graph &g,
+                                                                   const std::vector<std::string> &devices) {
+    std::vector<std::pair<OpId, std::vector<std::string>>> out;
+    if (c.at.empty() || devices.empty()) return out;
+    const size_t n = devices.size();
+    auto in_space = [&](const OpId &id) {
+        return std::any_of(space.ops().begin(), space.ops().end(), [&](const OpChoices &o) { return o.op == id; });
+    };
+    for (size_t i = 0; i < space.ops().size() && i < c.at.size(); ++i) {
+        if (!c.has_map(i)) continue;
+        const std::string &id = space.ops()[i].op.value, derived = id + ".", partials = id + ".partial.";
+        const size_t first = static_cast<size_t>(c.at[i]);
+        size_t partial_piece = 0;  // the per-part partial ops count on from one another
+        for (const OpPtr &op : g.operations()) {
+            const std::string &o = op->id.value;
+            if (op->kind == "move" || (o != id && (o.rfind(derived, 0) != 0 || in_space(op->id)))) continue;
+            const bool partial = o.rfind(partials, 0) == 0;
+            std::vector<std::string> on;
+            for (size_t k = 0, pieces = std::max<size_t>(1, op->shards.size()); k < pieces; ++k)
+                on.push_back(devices[(first + (partial ? partial_piece++ : k)) % n]);
+            out.emplace_back(op->id, std::move(on));
+        }
+    }
+    return out;
+}
+
 Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, bool certify) const {
     if (!space_.valid(c)) return unexpected("candidate '" + c.key() + "' is not in the search space");
     Materialized m;
@@ -135,6 +162,11 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
     p.rule = c.rule;
     p.stages = c.stages;
     p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
+    for (auto &[op, devices] : device_maps(space_, c, current, p.devices)) {
+        p.text += ";" + op.value + "=";
+        for (size_t k = 0; k < devices.size(); ++k) p.text += (k ? "," : "") + devices[k];
+        p.ops.emplace(op, std::move(devices));
+    }
     p.describe_movement = certify;
     p.library = signatures_.get();
     if (certify) p.certify = CertifyOptions{};

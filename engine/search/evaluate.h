@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/expected.h"
@@ -72,6 +73,18 @@ struct Materialized {
     plan::Plan plan;
     plan::Prediction prediction;
 };
+
+// The explicit placement of a candidate's device maps in `g` (the graph placement
+// sees: sharded, and fused when the candidate fuses): per mapped op of the space,
+// its pieces from the map's device on — piece k on device (Candidate::at + k) mod
+// n — and so the pieces of every op the passes made of it (a contraction split's
+// `op.partial`, `op.reduce`, `op.bias`: each from that device on; the per-part
+// ops `op.partial.K` of a split reduction counted on from one another). Moves
+// follow their producers. An op the fuse pass joined to its producer is not in
+// `g`: it runs where that producer runs.
+std::vector<std::pair<OpId, std::vector<std::string>>> device_maps(const Space &space, const Candidate &c,
+                                                                   const Graph &g,
+                                                                   const std::vector<std::string> &devices);
 
 class Evaluator {
 public:

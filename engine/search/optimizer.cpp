@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
@@ -179,6 +180,25 @@ bool toggle_fusion(const Space &s, Candidate &c, Rng &rng) {
     return true;
 }
 
+// A device map on or off: maps an op's pieces from a device of its own (the device
+// it would start from under the rule excepted, where that is known: piece 0 of an
+// op placed `shard` starts on device 0), or gives a mapped op back to the rule (a
+// third of the time).
+bool remap(const Space &s, Candidate &c, Rng &rng) {
+    if (!s.maps() || s.devices() < 2) return false;
+    const size_t ops = s.ops().size();
+    const size_t i = static_cast<size_t>(uniform(rng, 0, static_cast<int>(ops) - 1));
+    if (c.has_map(i) && uniform(rng, 0, 2) == 0) {
+        c.clear_map(i);
+        return true;
+    }
+    const int before = c.has_map(i) ? c.at[i] : -1;
+    const int device = uniform(rng, 0, s.devices() - 1);
+    if (device == before || (before < 0 && device == 0 && c.rule == PlacementRule::by_shard)) return false;
+    c.set_map(i, ops, device);
+    return true;
+}
+
 }  // namespace
 
 std::vector<BaselineCandidate> baseline_candidates(const Evaluator &e) {
@@ -219,22 +239,24 @@ struct Mutator {
     bool (*apply)(const Space &, Candidate &, Rng &);
 };
 constexpr Mutator kMutators[] = {{"reshard", reshard}, {"refactor", refactor}, {"unsplit", unsplit},
-                                 {"chain", chain},     {"replace", replace},   {"product", product},
-                                 {"fuse", toggle_fusion}};
-// The mutators of a space: "fuse" only where the space allows fusion (so a space
-// without it draws exactly as before).
-int mutator_count(const Space &s) {
-    const int all = static_cast<int>(sizeof kMutators / sizeof kMutators[0]);
-    return s.fusion() ? all : all - 1;
+                                 {"chain", chain},     {"replace", replace},   {"product", product}};
+// The mutators of a space: "fuse" only where the space allows fusion, "remap"
+// only where it allows device maps (so a space without them draws exactly as before).
+std::vector<Mutator> mutators_of(const Space &s) {
+    std::vector<Mutator> out(std::begin(kMutators), std::end(kMutators));
+    if (s.fusion()) out.push_back({"fuse", toggle_fusion});
+    if (s.maps()) out.push_back({"remap", remap});
+    return out;
 }
 
 class Search {
 public:
     Search(const Evaluator &e, const SearchOptions &o, const SearchHooks &h)
         : eval_(e), opt_(o), hooks_(h), rng_(o.seed), start_(Clock::now()) {
-        mutators_ = mutator_count(e.space());
-        stats_.resize(static_cast<size_t>(mutators_));
-        for (int m = 0; m < mutators_; ++m) stats_[static_cast<size_t>(m)].name = kMutators[m].name;
+        mutator_list_ = mutators_of(e.space());
+        mutators_ = static_cast<int>(mutator_list_.size());
+        stats_.resize(mutator_list_.size());
+        for (int m = 0; m < mutators_; ++m) stats_[static_cast<size_t>(m)].name = mutator_list_[static_cast<size_t>(m)].name;
         threads_ = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
     }
 
@@ -263,7 +285,8 @@ private:
     Rng rng_;
     Clock::time_point start_;
     int threads_ = 1;
-    int mutators_ = 0;  // kMutators' first mutators_ are this space's
+    std::vector<Mutator> mutator_list_;  // this space's (mutators_of)
+    int mutators_ = 0;
     std::map<std::string, Scored> cache_;  // by key: each candidate as first evaluated
     std::vector<MutatorStats> stats_;
     std::vector<Scored> population_, front_;
@@ -452,9 +475,10 @@ Expected<SearchResult, std::string> Search::run() {
     for (int tries = 0; static_cast<int>(seeds.size()) < opt_.population && tries < 50 * opt_.population; ++tries) {
         Candidate c = seeds[static_cast<size_t>(uniform(rng_, 0, static_cast<int>(seeds.size()) - 1))];
         const int m = uniform(rng_, 0, mutators_ - 1);
-        if (!kMutators[m].apply(space, c, rng_)) continue;
+        const Mutator &mu = mutator_list_[static_cast<size_t>(m)];
+        if (!mu.apply(space, c, rng_)) continue;
         seeds.push_back(std::move(c));
-        made_by.push_back(kMutators[m].name);
+        made_by.push_back(mu.name);
     }
     std::vector<Scored> first = evaluate(seeds, made_by);
     population_ = select(first);
@@ -511,11 +535,11 @@ Expected<SearchResult, std::string> Search::run() {
             int m = -1;
             for (int attempt = 0; attempt < 8 && m < 0; ++attempt) {
                 const int pick = draw_mutator();
-                if (kMutators[pick].apply(space, c, rng_)) m = pick;
+                if (mutator_list_[static_cast<size_t>(pick)].apply(space, c, rng_)) m = pick;
             }
             if (m < 0) continue;
             children.push_back(std::move(c));
-            by.push_back(kMutators[m].name);
+            by.push_back(mutator_list_[static_cast<size_t>(m)].name);
             parent.push_back(p);
             mutator.push_back(m);
         }

@@ -33,6 +33,7 @@ std::string Candidate::key() const {
         if (i) k += ' ';
         k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
         if (has_second(i)) k += "x" + std::to_string(dim2[i]) + "=" + std::to_string(parts2[i]);
+        if (has_map(i)) k += "@" + std::to_string(at[i]);
     }
     k += " | " + std::string(rule_name(rule)) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
     if (fused) {
@@ -50,6 +51,17 @@ void Candidate::clear_second(size_t i) {
         dim2.clear();
         parts2.clear();
     }
+}
+
+void Candidate::clear_map(size_t i) {
+    if (i >= at.size()) return;
+    at[i] = -1;
+    if (std::all_of(at.begin(), at.end(), [](int d) { return d < 0; })) at.clear();
+}
+
+void Candidate::set_map(size_t i, size_t ops, int device) {
+    if (at.size() != ops) at.assign(ops, -1);
+    at[i] = device;
 }
 
 void Candidate::set_second(size_t i, size_t ops, int d, int p) {
@@ -191,6 +203,8 @@ std::string Space::describe(const Candidate &c) const {
     for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
     out = (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule) +
           (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
+    for (size_t i = 0, n = 0; i < ops_.size() && i < c.at.size(); ++i)
+        if (c.has_map(i)) out += (n++ ? ", " : " · ") + ops_[i].op.value + " from device " + std::to_string(c.at[i]);
     if (c.fused) {
         out += " · fused";
         for (size_t i = 0; i < c.unfused.size(); ++i)
@@ -227,6 +241,13 @@ bool Space::valid(const Candidate &c) const {
         }
     }
     if (c.fused ? !fusion_ : !c.unfused.empty()) return false;
+    if (!c.at.empty()) {
+        // No all-rule map: a candidate has one key (Candidate::clear_map drops it).
+        if (!maps_ || c.at.size() != ops_.size() || std::none_of(c.at.begin(), c.at.end(), [](int d) { return d >= 0; }))
+            return false;
+        for (int d : c.at)
+            if (d < -1 || d >= devices_) return false;
+    }
     for (size_t i = 0; i < c.unfused.size(); ++i)
         if (c.unfused[i] < 0 || static_cast<size_t>(c.unfused[i]) >= ops_.size() || (i && c.unfused[i] <= c.unfused[i - 1]))
             return false;

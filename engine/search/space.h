@@ -45,9 +45,14 @@ struct Candidate {
     // kernels of their own.
     bool fused = false;
     std::vector<int> unfused;
+    // Device maps (a space that allows them, Space::maps): empty, or per op of the
+    // space the device its pieces start from — piece k on device (at + k) mod n,
+    // overriding the rule for that op (place's explicit maps) — or -1: the rule
+    // places it. An op the fuse pass joins to its producer goes with that producer.
+    std::vector<int> at;
     friend bool operator==(const Candidate &, const Candidate &) = default;
-    // A stable text key ("0=4 -1 0=2x2=4 | shard", "… | shard | fuse -2,5") for
-    // caches and files.
+    // A stable text key ("0=4 -1 0=2x2=4 | shard", "… | shard | fuse -2,5", a map
+    // "0=4@2") for caches and files.
     std::string key() const;
     // The second split of op i, when it has one.
     bool has_second(size_t i) const { return i < dim2.size() && dim2[i] >= 0; }
@@ -55,6 +60,12 @@ struct Candidate {
     void clear_second(size_t i);
     // Sets op i's second split (sizing dim2/parts2 to `ops` first).
     void set_second(size_t i, size_t ops, int d, int p);
+    // Whether op i is placed by a device map.
+    bool has_map(size_t i) const { return i < at.size() && at[i] >= 0; }
+    // Drops op i's map (the rule places it again).
+    void clear_map(size_t i);
+    // Maps op i's pieces from `device` on (sizing `at` to `ops` first).
+    void set_map(size_t i, size_t ops, int device);
     // Pieces of op i: parts × the second split's parts.
     int pieces(size_t i) const { return parts[i] * (has_second(i) ? parts2[i] : 1); }
 };
@@ -70,6 +81,9 @@ public:
     // Whether candidates may fuse (the evaluator has a fusion backend to ask).
     bool fusion() const { return fusion_; }
     void allow_fusion(bool on) { fusion_ = on; }
+    // Whether candidates may place ops by device maps (Candidate::at).
+    bool maps() const { return maps_; }
+    void allow_maps(bool on) { maps_ = on; }
 
     // Nothing split (one device).
     Candidate unsplit() const;
@@ -95,7 +109,8 @@ public:
     // split is two specs on one op, the second splitting the first's shards).
     std::vector<ShardSpec> specs(const Candidate &c) const;
     // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
-    // "pipeline:2" with its stages; then "· fused", or "· fused but fc1, gelu").
+    // "pipeline:2" with its stages; then the maps, "· fc1 from device 2, gelu from
+    // device 5"; then "· fused", or "· fused but fc1, gelu").
     std::string describe(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
     bool valid(const Candidate &c) const;
@@ -104,6 +119,7 @@ private:
     std::vector<OpChoices> ops_;
     int devices_ = 1;
     bool fusion_ = false;
+    bool maps_ = false;
 };
 
 const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"

@@ -1436,7 +1436,7 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
 //                     "communication_bytes", "energy_joules", "violation", "violated"}} (energy_joules
 //                     may be absent: rows written before it read as 0)
 //   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages", ["dim2", "parts2"],
-//                     ["fused", "unfused"]}, "key",
+//                     ["fused", "unfused"], ["at"]}, "key",
 //                     "description", "index", "mutator"} — the choices, not a plan: a plan
 //                     is rebuilt from them (search::Evaluator::materialize).
 
@@ -1467,6 +1467,11 @@ std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandida
         if (c.unfused[i] < 0 || static_cast<size_t>(c.unfused[i]) >= c.dim.size() || (i && c.unfused[i] <= c.unfused[i - 1]))
             return invalid("'" + c.key + "' keeps an operation out of fusion that is not one of its " +
                            std::to_string(c.dim.size()) + " (or not in ascending order)");
+    if (!c.at.empty() && c.at.size() != c.dim.size())
+        return invalid("'" + c.key + "' maps " + std::to_string(c.at.size()) + " operations of " +
+                       std::to_string(c.dim.size()));
+    for (int d : c.at)
+        if (d < -1) return invalid("'" + c.key + "' maps an operation to device " + std::to_string(d));
     bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
                   std::isfinite(c.communication_bytes) && std::isfinite(c.energy_joules) && std::isfinite(c.violation);
     for (double v : c.objectives) finite = finite && std::isfinite(v);
@@ -1497,6 +1502,7 @@ std::string choices_json(const SearchCandidateRecord &c) {
         candidate["fused"] = true;
         candidate["unfused"] = c.unfused;
     }
+    if (!c.at.empty()) candidate["at"] = c.at;  // only mapped candidates carry maps
     return json{{"candidate", candidate},
                 {"key", c.key},
                 {"description", c.description},
@@ -1556,6 +1562,7 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
             c.fused = member<bool>(k, "plan_json.candidate", "fused");
             if (k.contains("unfused")) c.unfused = member<std::vector<int>>(k, "plan_json.candidate", "unfused");
         }
+        if (k.contains("at")) c.at = member<std::vector<int>>(k, "plan_json.candidate", "at");
         c.key = member<std::string>(p, "plan_json", "key");
         c.description = member<std::string>(p, "plan_json", "description");
         c.index = member<std::int64_t>(p, "plan_json", "index");
@@ -1567,6 +1574,11 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
             if (i < 0 || static_cast<size_t>(i) >= c.dim.size())
                 throw BadRow{"plan_json.candidate: unfused names operation " + std::to_string(i) + " of " +
                              std::to_string(c.dim.size())};
+        if (!c.at.empty() && c.at.size() != c.dim.size())
+            throw BadRow{"plan_json.candidate: at maps " + std::to_string(c.at.size()) + " operations of " +
+                         std::to_string(c.dim.size())};
+        for (int d : c.at)
+            if (d < -1) throw BadRow{"plan_json.candidate: at names device " + std::to_string(d)};
     } catch (const BadRow &bad) {
         return bad.why;
     }

@@ -13,9 +13,10 @@
 //     the cold front's hypervolume. Target: ≤ 1 s.
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
-//                [--layers L] [--stack-budget S] [--project FILE] [--fusion]
+//                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
-// figures without it compare with the earlier ones.)
+// figures without it compare with the earlier ones; --maps: device maps in the
+// space, as `tapestry optimize --maps` searches.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +39,7 @@ namespace {
 const std::vector<search::Objective> kObjectives{search::Objective::time, search::Objective::memory,
                                                  search::Objective::devices};
 bool g_fusion = false;  // --fusion
+bool g_maps = false;    // --maps
 
 std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int nodes) {
     auto target = cost::builtin_target("h100-sxm");
@@ -48,6 +50,7 @@ std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int node
         std::fprintf(stderr, "setup failed: %s\n", !shape ? shape.error().c_str() : space.error().c_str());
         return std::nullopt;
     }
+    space->allow_maps(g_maps);
     std::vector<const FusionBackend *> fusion;
     if (g_fusion) fusion.push_back(&cpu::fusion_backend());
     return search::Evaluator(g, *space, *target, *shape, kObjectives, {}, {}, fusion);
@@ -74,9 +77,9 @@ int rate(const Graph &g, long evaluations, int threads) {
     }
     const double per_second = static_cast<double>(r->evaluations) / r->seconds;
     const double eval_ms = 1e3 / per_second;
-    std::printf("rate: search on the GPT-2 block, 8 × h100-sxm%s, threads %d: %ld evaluations in %.2f s = %.0f evaluations/s "
+    std::printf("rate: search on the GPT-2 block, 8 × h100-sxm%s%s, threads %d: %ld evaluations in %.2f s = %.0f evaluations/s "
                 "(%.2f ms each = %.1f× validate %.3f ms); target ≥ 10,000/s: %s; front %zu plans after %d generations\n",
-                g_fusion ? " with fusion" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
+                g_fusion ? " with fusion" : "", g_maps ? " with device maps" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
                 per_second >= 10000 ? "met" : "NOT met", r->front.size(), r->generations);
     return 0;
 }
@@ -233,9 +236,10 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
         else if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--fusion")) g_fusion = true;
+        else if (!std::strcmp(argv[i], "--maps")) g_maps = true;
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion]\n");
+                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps]\n");
             return 2;
         }
     }

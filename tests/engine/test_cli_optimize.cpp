@@ -108,6 +108,39 @@ private slots:
         for (int i = 0; i < front.size(); ++i)
             QVERIFY2(lines[i + 1].contains(front[i].toObject()["plan"].toString().replace(',', ';')), qPrintable(lines[i + 1]));
     }
+    // --maps: candidates may place an op's pieces from a device of their own. On the
+    // attention example (independent q, k, v branches) mapped plans reach the front;
+    // each is certified, numerically checked on the CPU, and exports as a plan that
+    // loads and certifies. Without --maps no candidate has a map.
+    void deviceMapsOnRequest() {
+        QTemporaryDir dir;
+        const QStringList search = {"optimize", project("attention"), "--target", "h100", "--devices", "4",
+                                    "--evaluations", "300", "--budget", "0", "--seed", "3", "--json"};
+        auto r = cli(search + QStringList{"--maps", "--check"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(j["maps"].toBool());
+        const QJsonArray front = j["front"].toArray();
+        int mapped = -1;
+        for (int i = 0; i < front.size(); ++i) {
+            const QJsonObject p = front[i].toObject();
+            QVERIFY2(p["numeric_check"].toString().startsWith("PASS"), qPrintable(p["plan"].toString()));
+            if (mapped < 0 && p["plan"].toString().contains(" from device ")) mapped = i;
+        }
+        QVERIFY2(mapped >= 0, qPrintable(r.out));
+        const QString plan_file = dir.filePath("mapped.plan.json");
+        r = cli(search + QStringList{"--maps", "--export-plan", QString::number(mapped), plan_file});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        auto p = plan::load_plan(plan_file.toStdString());
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        QVERIFY(plan::certify_plan(*p).pass());
+        QVERIFY2(p->source.options.find(" from device ") != std::string::npos, p->source.options.c_str());
+        r = cli(search);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(!j["maps"].toBool());
+        for (const QJsonValue &v : j["front"].toArray()) QVERIFY(!v.toObject()["plan"].toString().contains(" from device "));
+    }
     // A session's measurements of the target calibrate the search's figures, its
     // front's and its baselines', the same way `tapestry plan --session` does: the
     // dp baseline beside the front is the plan's own calibrated prediction.

@@ -17,6 +17,7 @@
 #include "plan/compile.h"
 #include "plan/plan_file.h"
 #include "io/project_file.h"
+#include "passes/movement.h"
 #include "plan/baselines.h"
 #include "plan/certify.h"
 #include "plan/planner.h"
@@ -70,6 +71,25 @@ Evaluator fusing_evaluator_for(const Graph &g, int devices) {
     return evaluator_for(g, devices, {Objective::time, Objective::memory, Objective::devices}, {}, 1, true);
 }
 
+// Search options with an evaluation budget and no time budget: one seed, one front.
+SearchOptions evaluations_budget(std::uint64_t seed, long evaluations) {
+    SearchOptions o;
+    o.seed = seed;
+    o.max_evaluations = evaluations;
+    o.budget_seconds = 0;
+    return o;
+}
+
+// The same with device maps in the space.
+Evaluator mapping_evaluator_for(const Graph &g, int devices) {
+    auto target = cost::builtin_target("h100-sxm");
+    auto shape = cost::cluster_shape(*target, devices, 1);
+    auto space = Space::of(g, devices);
+    if (!target || !shape || !space) qFatal("evaluator setup failed");
+    space->allow_maps(true);
+    return Evaluator(g, *space, *target, *shape, {Objective::time, Objective::memory, Objective::devices}, {});
+}
+
 // Every candidate of the space (for small spaces).
 std::vector<Candidate> enumerate(const Space &s) {
     std::vector<Candidate> out;
@@ -102,6 +122,19 @@ std::vector<Candidate> enumerate(const Space &s) {
         c.parts[i] = 1;
     };
     rec(0);
+    if (s.maps()) {
+        // Each also with every device map: per op the rule, or a first device.
+        const size_t n = out.size(), ops = s.ops().size(), choices = static_cast<size_t>(s.devices()) + 1;
+        size_t maps = 1;
+        for (size_t i = 0; i < ops; ++i) maps *= choices;
+        for (size_t k = 0; k < n; ++k)
+            for (size_t m = 1; m < maps; ++m) {  // 0: every op by the rule, the candidate itself
+                Candidate mapped = out[k];
+                for (size_t i = 0, rest = m; i < ops; ++i, rest /= choices)
+                    if (rest % choices) mapped.set_map(i, ops, static_cast<int>(rest % choices) - 1);
+                out.push_back(std::move(mapped));
+            }
+    }
     if (!s.fusion()) return out;
     // Each also fused, with every set of ops kept out of the fusion.
     const size_t n = out.size(), ops = s.ops().size();
@@ -317,6 +350,90 @@ private slots:
         }
     }
 
+    // A device map is a candidate's choice: the mapped op's pieces run from its
+    // device on (its partials' too, when a contraction split made them ops), past
+    // the rule; the plan is certified and its figures are the evaluation's; the key,
+    // the description and the plan's placement options say so; a space without maps,
+    // a device outside the cluster and an all-rule map are refused.
+    void deviceMapsPlaceOpsWhereTheCandidateSays() {
+        const Graph g = test::parse(three_ops());
+        const Evaluator e = mapping_evaluator_for(g, 4);
+        QVERIFY(e.space().maps());
+        Candidate c = e.space().batch_split(2);  // every op split 2 ways along the batch
+        c.set_map(0, 3, 2);                       // fc1 from device 2: pieces on 2, 3
+        c.set_map(1, 3, 3);                       // act from device 3: pieces on 3, 0
+        QCOMPARE(QString::fromStdString(c.key()), QStringLiteral("0=2@2 0=2@3 0=2 | shard"));
+        QCOMPARE(QString::fromStdString(e.space().describe(c)),
+                 QStringLiteral("fc1:0=2 act:0=2 fc2:0=2 · shard · fc1 from device 2, act from device 3"));
+        auto m = e.materialize(c, true);
+        QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+        for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QVERIFY(plan::certify_plan(m->plan).pass());
+        const Graph &placed = m->stages.back().graph;
+        auto devices_of = [&](const char *id) {
+            std::vector<std::string> out;
+            const Operation *op = placed.find_op(OpId(id));
+            if (!op) qFatal("%s is not in the placed graph", id);
+            for (size_t k = 0; k < op->shards.size(); ++k) out.push_back(shard_device(*op, k));
+            return out;
+        };
+        QCOMPARE(devices_of("fc1"), (std::vector<std::string>{"0:2", "0:3"}));
+        QCOMPARE(devices_of("act"), (std::vector<std::string>{"0:3", "0:0"}));
+        QCOMPARE(devices_of("fc2"), (std::vector<std::string>{"0:0", "0:1"}));  // the rule
+        QVERIFY2(m->plan.source.options == e.space().describe(c), m->plan.source.options.c_str());
+        QVERIFY2(m->stages.back().options.find("shard;fc1=0:2,0:3;act=0:3,0:0") != std::string::npos,
+                 m->stages.back().options.c_str());
+        const Evaluation ev = e.evaluate(c);
+        QVERIFY2(ev.ok, ev.error.c_str());
+        QCOMPARE(ev.figures.makespan, m->prediction.makespan);
+        QCOMPARE(ev.figures.peak, static_cast<double>(m->prediction.peak));
+        QCOMPARE(ev.figures.devices, 4);
+        // Moving act to where fc1 is saves the transfers between them.
+        Candidate together = c;
+        together.set_map(1, 3, 2);
+        QVERIFY(e.evaluate(together).figures.comm_bytes < ev.figures.comm_bytes);
+        // A contraction split (fc2's `in`, dim 2) makes ops of fc2 (its partial
+        // products, their reduction, the bias): each runs from fc2's device on.
+        Candidate k = e.space().unsplit();
+        k.dim[2] = 2;
+        k.parts[2] = 2;
+        k.set_map(2, 3, 1);
+        auto mk = e.materialize(k, true);
+        QVERIFY2(mk.has_value(), mk ? "" : mk.error().c_str());
+        for (const Stage &st : mk->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        const Graph &contracted = mk->stages.back().graph;
+        for (const auto &[id, want] : std::vector<std::pair<const char *, std::vector<std::string>>>{
+                 {"fc2.partial", {"0:1", "0:2"}}, {"fc2.reduce", {"0:1"}}, {"fc2.bias", {"0:1"}}, {"fc1", {"0:0"}}}) {
+            const Operation *op = contracted.find_op(OpId(id));
+            QVERIFY2(op, id);
+            std::vector<std::string> got;
+            for (size_t j = 0; j < std::max<size_t>(1, op->shards.size()); ++j) got.push_back(shard_device(*op, j));
+            QVERIFY2(got == want, id);
+        }
+        // Not candidates.
+        QVERIFY(!evaluator_for(g, 4).space().valid(c));  // no maps in that space
+        Candidate outside = c;
+        outside.at[0] = 4;
+        QVERIFY(!e.space().valid(outside));
+        Candidate all_rule = c;
+        all_rule.at.assign(3, -1);
+        QVERIFY(!e.space().valid(all_rule));
+        Candidate cleared = c;
+        cleared.clear_map(0);
+        cleared.clear_map(1);
+        QVERIFY(cleared.at.empty());
+        QVERIFY(e.space().valid(cleared));
+        // The search draws the remap mutator only where the space has maps.
+        const SearchOptions o = evaluations_budget(2, 60);
+        auto with = optimize(e, o), without = optimize(evaluator_for(g, 4), o);
+        QVERIFY(with && without);
+        auto has_remap = [](const SearchResult &r) {
+            return std::any_of(r.mutators.begin(), r.mutators.end(), [](const MutatorStats &stats) { return stats.name == "remap"; });
+        };
+        QVERIFY(has_remap(*with));
+        QVERIFY(!has_remap(*without));
+    }
+
     // Fusion is a candidate's choice: fused, the fuse pass runs between shard and
     // place (a stage of its own, certified) and the plan has fewer kernels and a
     // shorter step; an op kept out of the fusion stays a kernel of its own; every op
@@ -364,10 +481,7 @@ private slots:
         QVERIFY(!evaluator_for(g, 4).space().valid(fused));
         QVERIFY(!evaluator_for(g, 4).evaluate(fused).ok);
         // The search with fusion finds a faster plan than the search without.
-        SearchOptions o;
-        o.seed = 5;
-        o.max_evaluations = 150;
-        o.budget_seconds = 0;
+        const SearchOptions o = evaluations_budget(5, 150);
         auto with = optimize(e, o), without = optimize(evaluator_for(g, 4), o);
         QVERIFY(with && without);
         auto fastest = [](const SearchResult &r) {
@@ -391,6 +505,7 @@ private slots:
         QTest::newRow("three ops on 2") << "three" << 2 << 60 << false;
         QTest::newRow("three ops on 4") << "three" << 4 << 400 << false;
         QTest::newRow("three ops on 2, fusion") << "three" << 2 << 200 << true;
+        QTest::newRow("three ops on 2, maps") << "three maps" << 2 << 400 << false;
     }
     void recoversTheExhaustiveFront() {
         QFETCH(QString, graph);
@@ -398,7 +513,9 @@ private slots:
         QFETCH(int, evaluations);
         QFETCH(bool, fusion);
         const Graph g = test::parse(three_ops());
-        const Evaluator e = fusion ? fusing_evaluator_for(g, devices) : evaluator_for(g, devices);
+        const Evaluator e = fusion                  ? fusing_evaluator_for(g, devices)
+                            : graph.endsWith("maps") ? mapping_evaluator_for(g, devices)
+                                                     : evaluator_for(g, devices);
         std::vector<Point> all;
         std::vector<std::vector<double>> feasible;
         for (const Candidate &c : enumerate(e.space())) {

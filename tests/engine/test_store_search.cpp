@@ -40,6 +40,7 @@ SearchCandidateRecord candidate(int i, int generation) {
         c.fused = true;
         if (i % 4 == 3) c.unfused = {0, 2};
     }
+    if (i % 3 == 1) c.at = {-1, 2, 0};  // device maps: fc2 from device 2, the third op from device 0
     c.key = "k" + std::to_string(i);
     c.description = "fc1:0=4, fc2:1=2 · " + c.rule;  // a comma and a non-ASCII dot survive
     c.makespan_seconds = 1e-3 / (i + 1);
@@ -56,7 +57,7 @@ SearchCandidateRecord candidate(int i, int generation) {
 bool same(const SearchCandidateRecord &a, const SearchCandidateRecord &b) {
     return a.generation == b.generation && a.index == b.index && a.mutator == b.mutator && a.dim == b.dim &&
            a.dim2 == b.dim2 && a.parts2 == b.parts2 && a.parts == b.parts && a.rule == b.rule && a.stages == b.stages &&
-           a.fused == b.fused && a.unfused == b.unfused &&
+           a.fused == b.fused && a.unfused == b.unfused && a.at == b.at &&
            a.key == b.key && a.description == b.description && a.objectives == b.objectives &&
            a.makespan_seconds == b.makespan_seconds && a.peak_bytes == b.peak_bytes && a.devices == b.devices &&
            a.communication_bytes == b.communication_bytes && a.energy_joules == b.energy_joules &&
@@ -242,6 +243,16 @@ private slots:
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.fused', json('true'), "
                "'$.candidate.unfused', json('[7]')) WHERE id = 2"
             << "plan_json.candidate: unfused names operation 7 of 3";
+        QTest::newRow("a map of other ops")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.at', json('[1, 2]')) WHERE id = 2"
+            << "plan_json.candidate: at maps 2 operations of 3";
+        QTest::newRow("a map to no device")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.at', json('[-1, -2, 0]')) "
+               "WHERE id = 2"
+            << "plan_json.candidate: at names device -2";
+        QTest::newRow("a map that is not a list")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.at', 'everywhere') WHERE id = 2"
+            << "plan_json.candidate: 'at' has the wrong type (string)";
     }
 
     void malformed_row_names_the_run_and_row() {
@@ -308,6 +319,9 @@ private slots:
             << 12 << "invalid"
             << "a candidate of search run 1 'k7' keeps an operation out of fusion that is not one of its 3 (or not in "
                "ascending order)";
+        QTest::newRow("a map of other ops") << 13 << "invalid" << "a candidate of search run 1 'k7' maps 2 operations of 3";
+        QTest::newRow("a map to no device") << 14 << "invalid"
+                                            << "a candidate of search run 1 'k7' maps an operation to device -3";
     }
 
     void bad_write_is_refused() {
@@ -352,6 +366,8 @@ private slots:
                 bad.fused = true;
                 bad.unfused = {1, 1};
                 break;
+            case 13: bad.at = {0, 1}; break;
+            case 14: bad.at = {-1, -3, 0}; break;
         }
         if (what <= 2) record = s->start_search_run(run);
         if (what == 6 || what == 7 || what >= 9) status = s->append_search_candidates(1, {candidate(8, 2), bad});

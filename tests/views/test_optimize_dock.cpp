@@ -431,6 +431,62 @@ private slots:
         QVERIFY(!old->fusion);
     }
 
+    // Device maps are off by default (a wider space, searched more thinly) and kept
+    // with a run's settings; a run with them has mapped candidates, which the session
+    // keeps with their maps and whose plans open from the chart with the figures shown.
+    void deviceMapsAreASettingOfTheRun() {
+        RunSettings r;
+        r.devices = 4;
+        r.objectives = {search::Objective::time};
+        r.maps = true;
+        QVERIFY(parseSettings(settingsJson(r))->maps);
+        r.maps = false;
+        QVERIFY(!parseSettings(settingsJson(r))->maps);
+        QVERIFY(!parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->maps);
+
+        const QString path = dir_.filePath(QStringLiteral("maps.tapestry-session"));
+        {
+            OptimizeWindow ow;
+            QVERIFY(ow.openSession(path));
+            QVERIFY(!ow.opt->mapsBox()->isChecked());
+            ow.settings(4, 80, 0, 0);
+            ow.opt->mapsBox()->setChecked(true);
+            QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+            // A mapped plan opens with the figures the chart shows.
+            ParetoChart *chart = ow.opt->chart();
+            chart->redrawNow();
+            QString mapped;
+            for (const ParetoPoint &p : chart->points())
+                if (p.key.contains(QLatin1Char('@')) && mapped.isEmpty()) mapped = p.key;
+            QVERIFY2(!mapped.isEmpty(), "no candidate has a device map");
+            QVERIFY(chart->point(mapped)->description.contains(QStringLiteral(" from device ")));
+            QSignalSpy opened(ow.opt, &OptimizeController::pointOpened);
+            QVERIFY(ow.opt->openPoint(mapped));
+            QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+            QCOMPARE(opened.front().at(1).toString(), QString());
+            QCOMPARE(ow.w.plans()->result()->prediction.makespan, chart->point(mapped)->figures.makespan);
+            QVERIFY2(ow.w.plans()->result()->plan.source.options.find(" from device ") != std::string::npos,
+                     ow.w.plans()->result()->plan.source.options.c_str());
+        }
+        auto s = store::Session::open(path.toStdString(), store::OpenMode::read_only);
+        QVERIFY(s);
+        const store::ProjectId project = (*s)->projects()->front().id;
+        const auto runs = (*s)->search_runs(project);
+        QVERIFY(runs && runs->size() == 1);
+        auto settings = parseSettings(runs->front().settings_json);
+        QVERIFY(settings && settings->maps);
+        const auto run = (*s)->load_search_run(runs->front().id);
+        QVERIFY(run.has_value());
+        int mapped = 0;
+        for (const store::SearchCandidateRecord &c : run->candidates)
+            if (!c.at.empty()) {
+                ++mapped;
+                QVERIFY(QString::fromStdString(c.key).contains(QLatin1Char('@')));
+                QCOMPARE(c.at.size(), c.dim.size());
+            }
+        QVERIFY(mapped > 0);
+    }
+
     // ---- the chart alone ------------------------------------------------------------
 
     void chartThinsZoomsAndHits() {
