@@ -93,6 +93,7 @@ Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::Cluste
       objectives_(std::move(objectives)),
       constraints_(constraints),
       signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())),
+      stages_(std::make_shared<const StageMemo>()),
       fusion_(std::move(fusion)) {
     model_.calibration() = std::move(calibration);
     space_.allow_fusion(!fusion_.empty());
@@ -130,39 +131,61 @@ std::vector<std::pair<OpId, std::vector<std::string>>> device_maps(const Space &
 }
 
 Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, bool certify) const {
+    return build(c, certify, true);
+}
+
+// The shard and fuse stages of an evaluation come from the memo when another
+// candidate made them (the same splits; and fusion); certified stages are always
+// made afresh (the memo's are uncertified).
+Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool certify, bool keep_stages) const {
     if (!space_.valid(c)) return unexpected("candidate '" + c.key() + "' is not in the search space");
     Materialized m;
-    Graph current = graph_;
+    const Graph *current = &graph_;
+    int made = 0;  // stages made before placement
     std::vector<ShardSpec> specs = space_.specs(c);
+    const std::string splits = certify ? std::string() : c.split_key();
+    std::shared_ptr<const Stage> sharded, fused;
     if (!specs.empty()) {
-        ShardOptions o;
-        o.specs = std::move(specs);
-        o.propagate = false;
-        o.library = signatures_.get();
-        o.movement = true;
-        o.describe_movement = certify;  // an evaluation's stages are never shown
-        if (certify) o.certify = CertifyOptions{};
-        auto st = shard(current, o);
-        if (!st) return unexpected(st.error());
-        current = st->graph;
-        m.stages.push_back(std::move(st).value());
+        const std::string key = "shard " + splits;
+        if (!certify) sharded = stages_->find(key);
+        if (!sharded) {
+            ShardOptions o;
+            o.specs = std::move(specs);
+            o.propagate = false;
+            o.library = signatures_.get();
+            o.movement = true;
+            o.describe_movement = certify;  // an evaluation's stages are never shown
+            if (certify) o.certify = CertifyOptions{};
+            auto st = shard(*current, o);
+            if (!st) return unexpected(st.error());
+            sharded = std::make_shared<const Stage>(std::move(st).value());
+            if (!certify) stages_->keep(key, sharded);
+        }
+        current = &sharded->graph;
+        ++made;
     }
     if (c.fused) {
-        FuseOptions f;
-        f.backends = fusion_;
-        for (int i : c.unfused) f.exclude.push_back(space_.ops()[static_cast<size_t>(i)].op);
-        if (certify) f.certify = CertifyOptions{};
-        auto fused = fuse(current, f);
-        if (!fused) return unexpected(fused.error());
-        current = fused->graph;
-        m.stages.push_back(std::move(fused).value());
+        const std::string key = "fuse " + splits + " | " + c.fusion_key();
+        if (!certify) fused = stages_->find(key);
+        if (!fused) {
+            FuseOptions f;
+            f.backends = fusion_;
+            for (int i : c.unfused) f.exclude.push_back(space_.ops()[static_cast<size_t>(i)].op);
+            if (certify) f.certify = CertifyOptions{};
+            auto st = fuse(*current, f);
+            if (!st) return unexpected(st.error());
+            fused = std::make_shared<const Stage>(std::move(st).value());
+            if (!certify) stages_->keep(key, fused);
+        }
+        current = &fused->graph;
+        ++made;
     }
     PlacementOptions p;
     p.devices = device_names();
     p.rule = c.rule;
     p.stages = c.stages;
     p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
-    for (auto &[op, devices] : device_maps(space_, c, current, p.devices)) {
+    for (auto &[op, devices] : device_maps(space_, c, *current, p.devices)) {
         p.text += ";" + op.value + "=";
         for (size_t k = 0; k < devices.size(); ++k) p.text += (k ? "," : "") + devices[k];
         p.ops.emplace(op, std::move(devices));
@@ -170,18 +193,22 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
     p.describe_movement = certify;
     p.library = signatures_.get();
     if (certify) p.certify = CertifyOptions{};
-    auto placed = place(current, p);
+    auto placed = place(*current, p);
     if (!placed) return unexpected(placed.error());
-    m.stages.push_back(std::move(placed).value());
     plan::PlanSource source;
-    source.stage = static_cast<int>(m.stages.size());
-    source.pass = m.stages.back().pass;
+    source.stage = made + 1;
+    source.pass = placed->pass;
     source.options = space_.describe(c);
-    source.certificate = m.stages.back().certificate.badge();
-    auto compiled = plan::compile_plan(m.stages.back(), model_, source, signatures_.get());
+    source.certificate = placed->certificate.badge();
+    auto compiled = plan::compile_plan(*placed, model_, source, signatures_.get());
     if (!compiled) return unexpected(compiled.error());
     m.plan = std::move(compiled).value();
     m.prediction = plan::simulate(m.plan);
+    if (keep_stages) {
+        if (sharded) m.stages.push_back(*sharded);
+        if (fused) m.stages.push_back(*fused);
+        m.stages.push_back(std::move(placed).value());
+    }
     return m;
 }
 
@@ -230,7 +257,7 @@ Evaluation Evaluator::score(const plan::Plan &plan, const plan::Prediction &pred
 }
 
 Evaluation Evaluator::evaluate(const Candidate &c) const {
-    auto m = materialize(c, false);
+    auto m = build(c, false, false);
     if (!m) {
         Evaluation e;
         e.error = m.error();

@@ -21,6 +21,7 @@
 #include "plan/simulate.h"
 #include "search/front.h"
 #include "search/space.h"
+#include "search/stage_memo.h"
 
 namespace tapestry::search {
 
@@ -111,6 +112,11 @@ public:
     Expected<Materialized, std::string> materialize(const Candidate &c, bool certify) const;
     // The figures of a compiled plan and its prediction, as an evaluation.
     Evaluation score(const plan::Plan &plan, const plan::Prediction &prediction) const;
+    // The memo of the shard and fuse stages evaluations share (tests, benchmarks).
+    const StageMemo &stage_memo() const { return *stages_; }
+    // A fresh memo of at most `entries` stages (0: none — each evaluation runs every
+    // pass, the benchmarks' baseline).
+    void share_stages(std::size_t entries) { stages_ = std::make_shared<const StageMemo>(entries); }
 
 private:
     Graph graph_;
@@ -121,6 +127,10 @@ private:
     // Every candidate derives the same operations again: one memo for the shard
     // pass, placement and the compiler, shared by the threads (and by copies).
     std::shared_ptr<const DerivationCache> signatures_;
+    // Candidates that split alike share their shard stage (and fuse stage, where
+    // they fuse alike): shared by the threads (and by copies).
+    std::shared_ptr<const StageMemo> stages_;
+    Expected<Materialized, std::string> build(const Candidate &c, bool certify, bool keep_stages) const;
     std::vector<const FusionBackend *> fusion_;
 };
 

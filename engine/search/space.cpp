@@ -27,6 +27,23 @@ Expected<PlacementRule, std::string> parse_rule_name(const std::string &name) {
     return unexpected("unknown placement rule '" + name + "' (known: shard, round-robin, pipeline, spread)");
 }
 
+std::string Candidate::split_key() const {
+    std::string k;
+    for (size_t i = 0; i < dim.size(); ++i) {
+        if (i) k += ' ';
+        k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
+        if (has_second(i)) k += "x" + std::to_string(dim2[i]) + "=" + std::to_string(parts2[i]);
+    }
+    return k;
+}
+
+std::string Candidate::fusion_key() const {
+    if (!fused) return {};
+    std::string k = "fuse";
+    for (size_t i = 0; i < unfused.size(); ++i) k += (i ? "," : " -") + std::to_string(unfused[i]);
+    return k;
+}
+
 std::string Candidate::key() const {
     std::string k;
     for (size_t i = 0; i < dim.size(); ++i) {
@@ -36,10 +53,7 @@ std::string Candidate::key() const {
         if (has_map(i)) k += "@" + std::to_string(at[i]);
     }
     k += " | " + std::string(rule_name(rule)) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
-    if (fused) {
-        k += " | fuse";
-        for (size_t i = 0; i < unfused.size(); ++i) k += (i ? "," : " -") + std::to_string(unfused[i]);
-    }
+    if (fused) k += " | " + fusion_key();
     return k;
 }
 

@@ -60,6 +60,10 @@ struct Candidate {
     void clear_second(size_t i);
     // Sets op i's second split (sizing dim2/parts2 to `ops` first).
     void set_second(size_t i, size_t ops, int d, int p);
+    // The key's splits alone ("0=4 - 0=2x1=2"): what the shard pass's stage depends on.
+    std::string split_key() const;
+    // The key's fusion alone ("fuse -2,5", "" unfused).
+    std::string fusion_key() const;
     // Whether op i is placed by a device map.
     bool has_map(size_t i) const { return i < at.size() && at[i] >= 0; }
     // Drops op i's map (the rule places it again).

@@ -14,9 +14,11 @@
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
 //                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps]
+//                [--no-stage-memo]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
-// space, as `tapestry optimize --maps` searches.)
+// space, as `tapestry optimize --maps` searches; --no-stage-memo: every
+// evaluation runs every pass, the baseline of the shared stages.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -40,6 +42,7 @@ const std::vector<search::Objective> kObjectives{search::Objective::time, search
                                                  search::Objective::devices};
 bool g_fusion = false;  // --fusion
 bool g_maps = false;    // --maps
+bool g_no_memo = false; // --no-stage-memo
 
 std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int nodes) {
     auto target = cost::builtin_target("h100-sxm");
@@ -53,7 +56,9 @@ std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int node
     space->allow_maps(g_maps);
     std::vector<const FusionBackend *> fusion;
     if (g_fusion) fusion.push_back(&cpu::fusion_backend());
-    return search::Evaluator(g, *space, *target, *shape, kObjectives, {}, {}, fusion);
+    search::Evaluator e(g, *space, *target, *shape, kObjectives, {}, {}, fusion);
+    if (g_no_memo) e.share_stages(0);
+    return e;
 }
 
 int rate(const Graph &g, long evaluations, int threads) {
@@ -81,6 +86,9 @@ int rate(const Graph &g, long evaluations, int threads) {
                 "(%.2f ms each = %.1f× validate %.3f ms); target ≥ 10,000/s: %s; front %zu plans after %d generations\n",
                 g_fusion ? " with fusion" : "", g_maps ? " with device maps" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
                 per_second >= 10000 ? "met" : "NOT met", r->front.size(), r->generations);
+    const auto hits = e->stage_memo().hits(), misses = e->stage_memo().misses();
+    std::printf("  shared stages: %lld of %lld shard/fuse stages from the memo (%.0f%%)\n", static_cast<long long>(hits),
+                static_cast<long long>(hits + misses), 100.0 * static_cast<double>(hits) / std::max<double>(1, static_cast<double>(hits + misses)));
     return 0;
 }
 
@@ -237,9 +245,10 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--fusion")) g_fusion = true;
         else if (!std::strcmp(argv[i], "--maps")) g_maps = true;
+        else if (!std::strcmp(argv[i], "--no-stage-memo")) g_no_memo = true;
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps]\n");
+                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--no-stage-memo]\n");
             return 2;
         }
     }

@@ -434,6 +434,57 @@ private slots:
         QVERIFY(!has_remap(*without));
     }
 
+    // Candidates that split alike share the shard stage (and the fuse stage where
+    // they fuse alike): the memo serves them, and every figure is the one a fresh
+    // evaluation (every pass run again) gives; the search's front is the same with
+    // and without it.
+    void sharedStagesGiveTheSameFigures() {
+        const Graph g = example("gpt2_block");
+        auto target = cost::builtin_target("h100-sxm");
+        auto shape = cost::cluster_shape(*target, 4, 1);
+        auto space = Space::of(g, 4);
+        QVERIFY(target && shape && space);
+        space->allow_maps(true);
+        const std::vector<const FusionBackend *> fusion{&cpu::fusion_backend()};
+        const Evaluator shared(g, *space, *target, *shape, {Objective::time, Objective::memory, Objective::devices}, {}, {},
+                               fusion);
+        Evaluator fresh = shared;
+        fresh.share_stages(0);
+        std::vector<Candidate> alike;
+        for (const Candidate &base : {shared.space().batch_split(4), shared.space().uniform_split(1, 2)})
+            for (PlacementRule r : {PlacementRule::by_shard, PlacementRule::round_robin, PlacementRule::spread})
+                for (bool fused : {false, true}) {
+                    Candidate c = base;
+                    c.rule = r;
+                    c.fused = fused;
+                    alike.push_back(c);
+                    c.set_map(2, shared.space().ops().size(), 3);
+                    alike.push_back(c);
+                }
+        for (const Candidate &c : alike) {
+            const Evaluation a = shared.evaluate(c), b = fresh.evaluate(c);
+            QVERIFY2(a.ok && b.ok, (a.error + b.error).c_str());
+            QCOMPARE(a.figures.makespan, b.figures.makespan);
+            QCOMPARE(a.figures.peak, b.figures.peak);
+            QCOMPARE(a.figures.comm_bytes, b.figures.comm_bytes);
+            QCOMPARE(a.figures.devices, b.figures.devices);
+        }
+        // 2 splits × (shard + fuse stage) made; the other 44 lookups served.
+        QCOMPARE(shared.stage_memo().misses(), std::int64_t{4});
+        QCOMPARE(shared.stage_memo().hits(), std::int64_t{2 * 6 * 2 + 2 * 6 - 4});
+        QCOMPARE(fresh.stage_memo().hits(), std::int64_t{0});
+        // A stage made for a certificate is made afresh, and certified.
+        auto m = shared.materialize(alike.back(), true);
+        QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+        for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QCOMPARE(m->prediction.makespan, shared.evaluate(alike.back()).figures.makespan);
+        // One seed, one front, with or without the memo.
+        const SearchOptions o = evaluations_budget(4, 200);
+        auto with = optimize(shared, o), without = optimize(fresh, o);
+        QVERIFY(with && without);
+        QCOMPARE(objectives_of(with->front), objectives_of(without->front));
+    }
+
     // Fusion is a candidate's choice: fused, the fuse pass runs between shard and
     // place (a stage of its own, certified) and the plan has fewer kernels and a
     // shorter step; an op kept out of the fusion stays a kernel of its own; every op
