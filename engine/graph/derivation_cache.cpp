@@ -3,28 +3,33 @@
 
 #include <mutex>
 #include <type_traits>
+#include <variant>
+
+#include "graph/value_hash.h"
 
 namespace tapestry {
 namespace {
 
-// FNV-1a over the bytes of a value, folded into `h`.
-void mix(std::uint64_t &h, const void *data, std::size_t n) {
-    const auto *p = static_cast<const unsigned char *>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-}
-void mix(std::uint64_t &h, const std::string &s) {
-    mix(h, s.data(), s.size());
-    const std::size_t n = s.size();
-    mix(h, &n, sizeof n);
-}
-void mix(std::uint64_t &h, std::int64_t v) { mix(h, &v, sizeof v); }
-
 std::uint64_t key_of(const std::string &kind, const Params &params, const std::vector<PortTypes> &inputs) {
-    std::uint64_t h = 14695981039346656037ull;
-    mix(h, kind);
+    std::uint64_t h = value_hash::kSeed;
+    value_hash::mix(h, kind);
+    value_hash::mix(h, params);
+    value_hash::mix(h, inputs);
+    return h;
+}
+
+bool same_inputs(const std::vector<PortTypes> &a, const std::vector<PortTypes> &b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].port != b[i].port || a[i].operands != b[i].operands) return false;
+    return true;
+}
+
+}  // namespace
+
+namespace value_hash {
+
+void mix(std::uint64_t &h, const Params &params) {
     for (const auto &[name, value] : params.values()) {
         mix(h, name);
         mix(h, static_cast<std::int64_t>(value.index()));
@@ -40,7 +45,10 @@ std::uint64_t key_of(const std::string &kind, const Params &params, const std::v
             },
             value);
     }
-    for (const PortTypes &p : inputs) {
+}
+
+void mix(std::uint64_t &h, const std::vector<PortTypes> &ports) {
+    for (const PortTypes &p : ports) {
         mix(h, p.port);
         for (const OperandType &o : p.operands) {
             mix(h, static_cast<std::int64_t>(o.dtype));
@@ -49,17 +57,9 @@ std::uint64_t key_of(const std::string &kind, const Params &params, const std::v
         }
         mix(h, static_cast<std::int64_t>(p.operands.size()));
     }
-    return h;
 }
 
-bool same_inputs(const std::vector<PortTypes> &a, const std::vector<PortTypes> &b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (a[i].port != b[i].port || a[i].operands != b[i].operands) return false;
-    return true;
-}
-
-}  // namespace
+}  // namespace value_hash
 
 DerivationCache::DerivationCache(const SignatureSource &inner, std::size_t capacity) : inner_(inner), capacity_(capacity) {}
 

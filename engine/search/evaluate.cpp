@@ -94,7 +94,12 @@ Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::Cluste
       constraints_(constraints),
       signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())),
       stages_(std::make_shared<const StageMemo>()),
-      fusion_(std::move(fusion)) {
+      fusion_() {
+    // Every candidate that fuses alike asks the backends the same questions.
+    for (const FusionBackend *b : fusion) {
+        fusion_answers_.push_back(std::make_shared<const FusionCache>(*b));
+        fusion_.push_back(fusion_answers_.back().get());
+    }
     model_.calibration() = std::move(calibration);
     space_.allow_fusion(!fusion_.empty());
 }

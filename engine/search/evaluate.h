@@ -16,6 +16,7 @@
 #include "cost/model.h"
 #include "graph/derivation_cache.h"
 #include "ops/fusion.h"
+#include "ops/fusion_cache.h"
 #include "passes/stage.h"
 #include "plan/plan.h"
 #include "plan/simulate.h"
@@ -131,6 +132,8 @@ private:
     // they fuse alike): shared by the threads (and by copies).
     std::shared_ptr<const StageMemo> stages_;
     Expected<Materialized, std::string> build(const Candidate &c, bool certify, bool keep_stages) const;
+    // The backends' answers, memoised (ops/fusion_cache.h): fusion_ points into them.
+    std::vector<std::shared_ptr<const FusionCache>> fusion_answers_;
     std::vector<const FusionBackend *> fusion_;
 };
 

@@ -15,6 +15,7 @@
 #include "io/project_file.h"
 #include "io/random_inputs.h"
 #include "ops/fused.h"
+#include "ops/fusion_cache.h"
 #include "ops/library.h"
 #include "numeric_certify.h"
 #include "passes/fuse.h"
@@ -317,6 +318,7 @@ private slots:
     void small_mlp_certifies();
     void refusals_data();
     void refusals();
+    void cached_answers();
     void options_exclude_and_kinds();
     void random_tails();
     void chains_data();
@@ -523,6 +525,69 @@ void TestFusePass::small_mlp_certifies() {
         QVERIFY(loaded->params == op->params);
     }
     QVERIFY(!has_errors(validate(back.graph, OpLibrary::standard())));
+}
+
+namespace {
+
+// A backend that refuses every piece wider than `widest` index points, counting
+// the questions it is asked.
+class CountingBackend final : public FusionBackend {
+public:
+    explicit CountingBackend(std::int64_t widest) : widest_(widest) {}
+    std::string name() const override { return "counting"; }
+    std::string refusal(const FusedPiece &piece) const override {
+        ++asked;
+        return piece.index_range.size() > widest_ ? "too wide" : "";
+    }
+    mutable int asked = 0;
+
+private:
+    std::int64_t widest_;
+};
+
+}  // namespace
+
+// A memo in front of a backend answers a piece it was asked about before as the
+// backend did, refusals included, without asking again: the same stage, fewer
+// questions; another piece (other splits) is asked.
+void TestFusePass::cached_answers() {
+    const Graph original = parse(kSmallMlp);
+    const Graph batch4 = split(original, "fc1:0=4 gelu1:0=4 fc2:0=4 relu2:0=4 fc3:0=4 gelu3:0=4 fc4:0=4");
+    const Graph unsplit = split(original, "");
+    std::int64_t widest = 0;  // a batch-4 piece's index points: those pass, the whole ops do not
+    for (const OpPtr &op : batch4.operations())
+        for (const Shard &sh : op->shards) widest = std::max(widest, sh.index.size());
+    CountingBackend inner(widest);
+    const FusionCache cache(inner);
+    QCOMPARE(QString::fromStdString(cache.name()), QStringLiteral("counting"));
+    FuseOptions direct, cached;
+    direct.backends = {&inner};
+    cached.backends = {&cache};
+    auto plain = fuse(batch4, direct);
+    QVERIFY2(plain, plain ? "" : plain.error().c_str());
+    const int asked_plain = inner.asked;
+    QVERIFY(asked_plain > 0);
+    inner.asked = 0;
+    auto first = fuse(batch4, cached);
+    QVERIFY(first);
+    QCOMPARE(inner.asked, static_cast<int>(cache.misses()));
+    const int asked_first = inner.asked;
+    auto second = fuse(batch4, cached);
+    QVERIFY(second);
+    QCOMPARE(inner.asked, asked_first);  // every answer from the memo
+    QVERIFY(cache.hits() >= asked_first);
+    QCOMPARE(serialize_project(second->graph), serialize_project(plain->graph));
+    QCOMPARE(second->summary, plain->summary);
+    // The whole ops are refused, by the backend and by the memo alike.
+    auto refused_plain = fuse(unsplit, direct), refused_first = fuse(unsplit, cached), refused_again = fuse(unsplit, cached);
+    QVERIFY(refused_plain && refused_first && refused_again);
+    QCOMPARE(serialize_project(refused_again->graph), serialize_project(refused_plain->graph));
+    QVERIFY2(refused_again->summary.find("too wide") != std::string::npos, refused_again->summary.c_str());
+    QCOMPARE(refused_again->summary, refused_plain->summary);
+    QVERIFY(inner.asked > asked_first);  // other pieces: asked once
+    const int after = inner.asked;
+    (void)fuse(unsplit, cached);
+    QCOMPARE(inner.asked, after);
 }
 
 void TestFusePass::refusals_data() {
