@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <limits>
@@ -66,7 +67,18 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// The OpenMP wait policy in effect, as the figures depend on it: each thread that
+// runs kernels has its own OpenMP team, whose threads spin for a while after each
+// parallel region under libgomp's default before they sleep; alternating
+// executors in one process (as both parts do) on two cores then time each
+// against the other's spinning (docs/benchmarks.md, "Launch benchmark").
+const char *wait_policy() {
+    const char *p = std::getenv("OMP_WAIT_POLICY");
+    return p && *p ? p : "default (threads spin, then sleep)";
+}
+
 int overhead(int rounds, bool per_step) {
+    std::printf("OpenMP wait policy: %s\n", wait_policy());
     std::printf("overhead: 1-device plan launched (cpu backend) vs tapestry run's executor (cpu::Program, 2 threads), "
                 "same inputs, alternating, at least %d rounds and 3 s; wall = first step's start to last step's end\n", rounds);
     int worse = 0;
@@ -151,6 +163,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
     if (!base || !m) return std::fprintf(stderr, "measuring the host failed\n"), 1;
     cost::HostFigures f{m->gemm_f32_flops, m->gemm_bf16_flops, m->memory_bandwidth, m->memory_bytes, m->launch_overhead, "bench", m->threads};
     const cost::Target host = cost::measured_target(*base, f);
+    std::printf("OpenMP wait policy: %s\n", wait_policy());
     std::printf("accuracy: %s for the measured host (%.0f GFLOP/s f32, %.1f GB/s, launch %.1f µs), each plan launched "
                 "%d + %d times: the first %d launches fit the calibration (every step's points), the median of the others "
                 "is compared\n",
