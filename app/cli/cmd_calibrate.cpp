@@ -241,6 +241,9 @@ int calibrate_on_host(const CalibrateOptions &o) {
                   << (wake.launches == 1 ? " launch" : " launches") << " of devices sharing the cores (their own steps replayed against their walls: median error "
                   << percent(wake.error_before) << " → " << percent(wake.error_after) << ")\n";
     print_table(table_rows(cal, *target), "  ");
+    if (cal.calibrated_shapes() > 0)
+        std::cout << "  and " << plural(cal.calibrated_shapes(), "exact kernel shape")
+                  << " with 3 or more points, each predicted at its own measured rate (docs/cost-model.md)\n";
     if (!o.session.empty()) std::cout << "  kept in " << o.session << ": every launch, its steps and its points\n";
     return failed.empty() && !launched.empty() ? kExitOk : kExitInvalid;
 }
@@ -494,7 +497,7 @@ Accuracy step_accuracy(const std::vector<cost::CalibrationSample> &samples, cons
     std::vector<double> before, after, measured;
     for (const cost::CalibrationSample &s : samples) {
         before.push_back(s.predicted);
-        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype));
+        after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype, s.shape));
         measured.push_back(s.measured);
     }
     return Accuracy{static_cast<int>(samples.size()), launch::median_relative_error(before, measured),

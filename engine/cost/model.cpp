@@ -101,7 +101,20 @@ void Calibration::add(const CalibrationSample &s) {
             insert(Key{c, b, -1, s.kernel, d});
             insert(Key{c, b, s.threads, s.kernel, d});
         }
+        if (!s.shape.empty()) {
+            const int d = s.dtype ? static_cast<int>(*s.dtype) : -1;
+            for (int t : {-1, s.threads}) {
+                std::vector<double> &v = shape_ratios_[ShapeKey{c, t, d, s.kernel + " " + s.shape}];
+                v.insert(std::upper_bound(v.begin(), v.end(), r), r);
+            }
+        }
     }
+}
+
+int Calibration::calibrated_shapes() const {
+    int n = 0;
+    for (const auto &[key, r] : shape_ratios_) n += std::get<1>(key) < 0 && r.size() >= kMinGroupSamples;
+    return n;
 }
 
 namespace {
@@ -130,10 +143,19 @@ std::vector<CalibrationEntry> Calibration::table() const {
 }
 
 double Calibration::factor(KernelClass c, double size, std::string_view kernel, int threads,
-                           std::optional<DType> dtype) const {
+                           std::optional<DType> dtype, std::string_view shape) const {
     if (ratios_.empty()) return 1.0;
     const int cls = static_cast<int>(c), b = band(size);
     const int d = dtype && !kernel.empty() ? static_cast<int>(*dtype) : -1;
+    if (!shape.empty() && !kernel.empty() && !shape_ratios_.empty()) {
+        std::string named(kernel);
+        named += ' ';
+        named += shape;
+        for (int t : {threads, -1})
+            if (auto it = shape_ratios_.find(ShapeKey{cls, t, d, named});
+                it != shape_ratios_.end() && it->second.size() >= kMinGroupSamples)
+                return median_of_sorted(it->second);
+    }
     using Probe = std::tuple<int, int, int, std::string_view, int>;
     // Finest first; a probe with threads -1, kernel "" or dtype -1 is a coarser
     // group itself. A finer group counts from kMinGroupSamples points (one launch's
@@ -152,7 +174,7 @@ CalibrationError Calibration::error() const {
     std::vector<double> before, after;
     for (const CalibrationSample &s : samples_) {
         before.push_back(std::abs(s.predicted - s.measured) / s.measured);
-        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype);
+        const double p = s.predicted * factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype, s.shape);
         after.push_back(std::abs(p - s.measured) / s.measured);
     }
     e.median_before = median(before);
@@ -195,21 +217,22 @@ double Model::kernel_seconds(const KernelWork &w) const {
     const double size = curve_size(w);
     const double eff = std::max(1e-6, target_.device.efficiency[static_cast<size_t>(w.kernel_class)].at(size));
     const double t = roofline_seconds(w) / eff + target_.device.launch_overhead.value;
-    return t * calibration_.factor(w.kernel_class, size, w.kernel, kernel_threads(), w.dtype);
+    return t * calibration_.factor(w.kernel_class, size, w.kernel, kernel_threads(), w.dtype, w.shape);
 }
 
-double Model::copy_seconds(double bytes) const {
-    return kernel_seconds(KernelWork{KernelClass::copy, DType::f32, 0, 2 * bytes});
+double Model::copy_seconds(double bytes, const std::string &shape) const {
+    return kernel_seconds(KernelWork{KernelClass::copy, DType::f32, 0, 2 * bytes, shape.empty() ? "" : "copy", shape});
 }
 
 const Link &Model::link_between(int a, int b) const {
     return shape_.node_of(a) == shape_.node_of(b) ? *intra_ : *inter_;
 }
 
-double Model::transfer_seconds(double bytes, int from, int to) const {
+double Model::transfer_seconds(double bytes, int from, int to, const std::string &shape) const {
     // Devices sharing one machine's memory (a cpu target): a transfer is a copy
     // from one device's memory into the other's, on the cores they share.
-    if (from == to || (shape_.shared_cores > 0 && shape_.node_of(from) == shape_.node_of(to))) return copy_seconds(bytes);
+    if (from == to || (shape_.shared_cores > 0 && shape_.node_of(from) == shape_.node_of(to)))
+        return copy_seconds(bytes, shape);
     const Link &l = link_between(from, to);
     return l.latency.value + bytes / l.effective_bandwidth();
 }

@@ -27,6 +27,10 @@ struct KernelWork {
     // The kernel: the op's kind ("layernorm", "add", "fused", …); empty for copies
     // and wherever it is not known. Calibration is finer by it (Calibration::factor).
     std::string kernel = {};
+    // The kernel's exact shape (plan::step_shape: its regions' extents), "" not
+    // known. Calibration is finest by it: a GEMM of 2048×768·768×3072 and one of
+    // 2048×3072·3072×768 do the same FLOPs at different rates.
+    std::string shape = {};
 };
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
@@ -73,6 +77,7 @@ struct CalibrationSample {
     // The kernel's element type (KernelWork::dtype); none: not known (points kept
     // before schema v5), which count for their kernel's every-dtype group only.
     std::optional<DType> dtype = {};
+    std::string shape = {};  // KernelWork::shape ("" not known: points kept before schema v6)
 };
 // A row of the calibration table: the factor of a class's size band, of every
 // kernel in it or of one kernel, on every thread count or on one.
@@ -105,9 +110,15 @@ public:
     // not a residual add; nor is a kernel on one core half of it on two, nor a
     // bf16 layer norm an f32 one, whose bytes move at another rate) —, a group
     // finer than the band only from kMinGroupSamples points; 1 where the band has
-    // no sample. `threads` -1, `dtype` none: not known.
+    // no sample. `threads` -1, `dtype` none: not known. Finer than all of these, a
+    // kernel of one exact `shape` in that dtype (on those threads, then on any):
+    // the rate a shape runs at, where it was measured.
     double factor(KernelClass c, double size, std::string_view kernel = {}, int threads = -1,
-                  std::optional<DType> dtype = {}) const;
+                  std::optional<DType> dtype = {}, std::string_view shape = {}) const;
+    // Whether any point has a shape (else a shape is not worth computing).
+    bool has_shapes() const { return !shape_ratios_.empty(); }
+    // Shapes with at least kMinGroupSamples points (each calibrated apart).
+    int calibrated_shapes() const;
     static int band(double size);  // ⌊log10 size⌋
     static constexpr size_t kMinGroupSamples = 3;
     // The table, by class, band, threads and kernel: each band's row (every thread
@@ -141,6 +152,9 @@ private:
     };
     std::vector<CalibrationSample> samples_;
     std::map<Key, std::vector<double>, KeyLess> ratios_;  // each sorted ascending
+    // By class, threads (-1 any), dtype (-1 any) and "kernel shape": each sorted ascending.
+    using ShapeKey = std::tuple<int, int, int, std::string>;
+    std::map<ShapeKey, std::vector<double>> shape_ratios_;
     double wake_ = 0;
     int wake_launches_ = 0;
 };
@@ -171,12 +185,14 @@ public:
     // roofline / efficiency(class, size) + launch overhead, times the calibration factor.
     double kernel_seconds(const KernelWork &w) const;
     // A copy of `bytes` inside one device's memory (read and write).
-    double copy_seconds(double bytes) const;
+    // A copy step of `shape` (plan::step_shape; "" not known: its band's factor).
+    double copy_seconds(double bytes, const std::string &shape = {}) const;
     // The link between two devices of the cluster (intra-node or inter-node).
     const Link &link_between(int a, int b) const;
     // One point-to-point transfer: α + S/β of the link it crosses; a copy
-    // (copy_seconds) between devices sharing one machine's memory (shared_cores).
-    double transfer_seconds(double bytes, int from, int to) const;
+    // (copy_seconds, by its `shape` where given) between devices sharing one
+    // machine's memory (shared_cores).
+    double transfer_seconds(double bytes, int from, int to, const std::string &shape = {}) const;
     // Among devices sharing a machine (shared_collective_work): the copies, on
     // the ring. Otherwise the faster of ring and tree (as NCCL's tuner picks; tree only for
     // all-reduce, as in NCCL) on these devices; a

@@ -28,10 +28,13 @@ bool measures_plan_target(const plan::Plan &plan, const std::string &backend, co
 std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::Step &s) {
     if (s.kind == plan::StepKind::kernel)
         return cost::KernelWork{cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise), s.dtype,
-                                s.flops, s.bytes, s.op_kind};
+                                s.flops, s.bytes, s.op_kind, plan::step_shape(s)};
     const bool shared_copy = s.kind == plan::StepKind::send_recv && plan.cluster.shared_cores > 0 &&
                              plan.cluster.node_of(s.device) == plan.cluster.node_of(s.peer);
-    if (s.kind == plan::StepKind::copy || shared_copy) return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes};
+    // A copy, and a transfer between devices sharing the cores (a copy there), by its
+    // shape, as the compiler predicts them (Model::copy_seconds, transfer_seconds).
+    if (s.kind == plan::StepKind::copy || shared_copy)
+        return cost::KernelWork{cost::KernelClass::copy, DType::f32, 0, 2 * s.bytes, "copy", plan::step_shape(s)};
     if (s.kind == plan::StepKind::collective)
         if (const auto c = cost::parse_collective(s.collective))
             return cost::shared_collective_work(plan.cluster, *c, s.bytes, s.participants);
@@ -46,7 +49,7 @@ std::vector<double> calibrated_durations(const plan::Plan &plan, const cost::Mod
         const auto w = step_work(plan, s);
         out.push_back(w ? model.kernel_seconds(*w) *
                                 calibration.factor(w->kernel_class, model.curve_size(*w), w->kernel, model.kernel_threads(),
-                                                   w->dtype)
+                                                   w->dtype, w->shape)
                         : s.predicted);
     }
     return out;
@@ -173,7 +176,7 @@ std::vector<cost::CalibrationSample> calibration_samples(const plan::Plan &plan,
         if (measured <= 0 || predicted <= 0) continue;
         out.push_back(cost::CalibrationSample{w->kernel_class, model.curve_size(*w), predicted, measured, w->kernel,
                                               model.kernel_threads(),
-                                              w->kernel.empty() ? std::nullopt : std::optional<DType>(w->dtype)});
+                                              w->kernel.empty() ? std::nullopt : std::optional<DType>(w->dtype), w->shape});
     }
     return out;
 }
@@ -184,7 +187,7 @@ std::vector<cost::CalibrationSample> calibration_samples(const std::vector<store
     for (const store::CalibrationRow &r : rows)
         if (const auto c = cost::parse_kernel_class(r.kernel_class))
             out.push_back(cost::CalibrationSample{*c, r.size, r.predicted_seconds, r.measured_seconds, r.kernel, r.threads,
-                                                  parse_dtype(r.dtype)});
+                                                  parse_dtype(r.dtype), r.shape});
     return out;
 }
 
@@ -258,7 +261,7 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
         for (const cost::CalibrationSample &s : calibration_samples(plan, *model, result))
             rows.push_back(store::CalibrationRow{cost::kernel_class_name(s.kernel_class), s.size, s.predicted,
                                                  s.measured, out.launch_id, {}, s.kernel, s.threads,
-                                                 s.dtype ? std::string(dtype_name(*s.dtype)) : std::string()});
+                                                 s.dtype ? std::string(dtype_name(*s.dtype)) : std::string(), s.shape});
         if (!rows.empty()) {
             auto added = session.add_calibration(plan.target, rows);
             if (!added) return unexpected("keeping the calibration points: " + added.error().message);

@@ -923,12 +923,17 @@ void predict_steps(Plan &plan, const cost::Model &model) {
         switch (s.kind) {
             case StepKind::kernel: {
                 const auto kc = cost::parse_kernel_class(s.kernel_class).value_or(cost::KernelClass::elementwise);
-                s.predicted = model.kernel_seconds(cost::KernelWork{kc, s.dtype, s.flops, s.bytes, s.op_kind});
+                // The exact shape only where the calibration has shapes to look up.
+                s.predicted = model.kernel_seconds(cost::KernelWork{
+                    kc, s.dtype, s.flops, s.bytes, s.op_kind, model.calibration().has_shapes() ? step_shape(s) : std::string()});
                 break;
             }
-            case StepKind::copy: s.predicted = model.copy_seconds(s.bytes); break;
+            case StepKind::copy:
+                s.predicted = model.copy_seconds(s.bytes, model.calibration().has_shapes() ? step_shape(s) : std::string());
+                break;
             case StepKind::send_recv:
-                s.predicted = model.transfer_seconds(s.bytes, s.device, s.peer);
+                s.predicted = model.transfer_seconds(s.bytes, s.device, s.peer,
+                                                     model.calibration().has_shapes() ? step_shape(s) : std::string());
                 s.crosses_nodes = model.shape().node_of(s.device) != model.shape().node_of(s.peer);
                 break;
             case StepKind::collective: {
@@ -966,6 +971,22 @@ const char *buffer_kind_name(BufferKind k) {
         case BufferKind::workspace: return "workspace";
     }
     return "?";
+}
+
+std::string step_shape(const Step &s) {
+    if (s.kind != StepKind::kernel && s.kind != StepKind::copy && s.kind != StepKind::send_recv) return {};
+    std::string out;
+    auto boxes = [&](const std::vector<Region> &regions) {
+        for (const Region &r : regions) {
+            if (!out.empty() && out.back() != ' ') out += ' ';
+            for (int d = 0; d < r.box.rank(); ++d) out += (d ? "x" : "") + std::to_string(r.box.extent(d));
+            if (r.box.rank() == 0) out += "1";
+        }
+    };
+    boxes(s.reads);
+    out += out.empty() ? "> " : " > ";
+    boxes(s.writes);
+    return out;
 }
 
 const char *step_kind_name(StepKind k) {

@@ -82,6 +82,11 @@ struct Step {
     double predicted = 0;           // seconds (a prediction)
 };
 
+// A kernel, copy or transfer step's exact shape, as calibration keys it
+// (cost::KernelWork::shape): the extents of the boxes it reads, then of those it
+// writes — "2048x768 768x3072 3072 > 2048x3072". "" for other steps.
+std::string step_shape(const Step &s);
+
 struct Device {
     std::string name;          // "node:index"
     int node = 0;

@@ -1383,7 +1383,7 @@ Expected<std::vector<StepMeasurement>, StoreError> Session::step_measurements(La
 Status Session::add_calibration(std::string_view target, const std::vector<CalibrationRow> &rows) {
     std::lock_guard lock(impl_->mutex);
     if (auto e = impl_->require_writer()) return unexpected(*e);
-    if (auto e = impl_->require_schema(5, "calibration points")) return unexpected(*e);
+    if (auto e = impl_->require_schema(6, "calibration points")) return unexpected(*e);
     if (target.empty()) return unexpected(make_error("invalid", "calibration needs a target name"));
     for (const CalibrationRow &row : rows)
         if (row.kernel_class.empty())
@@ -1396,10 +1396,12 @@ Status Session::add_calibration(std::string_view target, const std::vector<Calib
             return unexpected(impl_->no_row("launch", *row.launch_id));
         Stmt s = impl_->prepare(
             "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, measured_seconds, launch_id, "
-            "created_at, kernel, threads, dtype) VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?, ?, ?)");
+            "created_at, kernel, threads, dtype, shape) VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?, ?, "
+            "?, ?)");
         if (!s.ok()) return unexpected(impl_->sql_error("cannot save calibration"));
         s.bind(1, target).bind_static(2, row.kernel_class).bind(3, row.size).bind(4, row.predicted_seconds);
         s.bind(5, row.measured_seconds).bind(6, row.launch_id).bind(7, row.kernel).bind(8, row.threads).bind(9, row.dtype);
+        s.bind(10, row.shape);
         if (s.step() != SQLITE_DONE)
             return unexpected(impl_->sql_error("cannot save a calibration point of " + std::string(target)));
     }
@@ -1410,10 +1412,11 @@ Status Session::add_calibration(std::string_view target, const std::vector<Calib
 Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::string_view target) const {
     std::lock_guard lock(impl_->mutex);
     if (impl_->schema < 3) return std::vector<CalibrationRow>{};
-    // A file read at schema 3 (read-only, not migrated) has no kernels; one at 4 no dtypes.
+    // A file read at schema 3 (read-only, not migrated) has no kernels; one at 4 no
+    // dtypes; one at 5 no shapes.
     const std::string sql = std::string("SELECT kernel_class, size, predicted_seconds, measured_seconds, launch_id, ") +
                             "created_at, " + (impl_->schema >= 4 ? "kernel, threads" : "'', 0") +
-                            (impl_->schema >= 5 ? ", dtype" : ", ''") +
+                            (impl_->schema >= 5 ? ", dtype" : ", ''") + (impl_->schema >= 6 ? ", shape" : ", ''") +
                             " FROM calibration WHERE target = ? ORDER BY kernel_class, size, id";
     Stmt s = impl_->prepare(sql.c_str());
     if (!s.ok()) return unexpected(impl_->sql_error("cannot read calibration"));
@@ -1422,7 +1425,7 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
     int rc = 0;
     while ((rc = s.step()) == SQLITE_ROW) {
         CalibrationRow row{s.text(0), s.real(1), s.real(2), s.real(3), std::nullopt, s.text(5), s.text(6),
-                           static_cast<int>(s.i64(7)), s.text(8)};
+                           static_cast<int>(s.i64(7)), s.text(8), s.text(9)};
         if (!s.is_null(4)) row.launch_id = s.i64(4);
         out.push_back(std::move(row));
     }

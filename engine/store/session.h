@@ -137,6 +137,7 @@ struct CalibrationRow {
     std::string kernel = {};            // the op's kind ("layernorm", …); "" none (schema v4)
     int threads = 0;                    // the threads a kernel ran on; 0 a GPU's or not known (schema v4)
     std::string dtype = {};             // the kernel's element type ("bf16", …); "" not known (schema v5)
+    std::string shape = {};             // the kernel's exact shape (plan::step_shape); "" not known (schema v6)
 };
 
 // ---- search runs (schema v3, docs/sessions.md "Search runs") ----------------------

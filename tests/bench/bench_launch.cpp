@@ -301,7 +301,7 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         const cost::Model model(host, p.plan.cluster);
         for (const cost::CalibrationSample &s : launch::calibration_samples(p.plan, model, p.test)) {
             before.push_back(s.predicted);
-            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads));
+            after.push_back(s.predicted * cal.factor(s.kernel_class, s.size, s.kernel, s.threads, s.dtype, s.shape));
             measured.push_back(s.measured);
         }
         const std::vector<double> durations = launch::calibrated_durations(p.plan, model, cal);
@@ -336,8 +336,8 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
     }
     const double e0 = launch::median_relative_error(before, measured), e1 = launch::median_relative_error(after, measured);
     const double t0 = launch::kendall_tau(plan_pred, plan_meas), t1 = launch::kendall_tau(plan_cal, plan_meas);
-    std::printf("  %zu plans, %zu measured kernel and copy steps (medians of the test launches; the table fitted on the first launches, %d points)\n",
-                plans.size(), measured.size(), static_cast<int>(cal.samples().size()));
+    std::printf("  %zu plans, %zu measured kernel and copy steps (medians of the test launches; the table fitted on the first launches, %d points; %d exact shapes of 3 or more)\n",
+                plans.size(), measured.size(), static_cast<int>(cal.samples().size()), cal.calibrated_shapes());
     std::printf("  per step: median |predicted - measured| / measured %.1f%% uncalibrated, %.1f%% calibrated; target <= 15%%: %s\n",
                 e0 * 100, e1 * 100, e1 <= 0.15 ? "met" : "NOT met");
     std::printf("  per plan: Kendall tau (predicted vs measured step time) %.2f uncalibrated, %.2f calibrated; target >= 0.8: %s\n",

@@ -104,14 +104,14 @@ private slots:
 
         r = run({"session", "list", session});
         QCOMPARE(r.code, 0);
-        QVERIFY2(r.out.startsWith((session + ": 2 projects (schema 5)").toUtf8()), r.out.constData());
+        QVERIFY2(r.out.startsWith((session + ": 2 projects (schema 6)").toUtf8()), r.out.constData());
         QVERIFY2(r.out.contains("  1  mlp  1 version, latest v1 saved 20"), r.out.constData());
         QVERIFY2(r.out.contains("  2  GPT-2 block  1 version"), r.out.constData());
 
         r = run({"session", "list", session, "--json"});
         QCOMPARE(r.code, 0);
         const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
-        QCOMPARE(doc["schema_version"].toInt(), 5);
+        QCOMPARE(doc["schema_version"].toInt(), 6);
         const QJsonArray projects = doc["projects"].toArray();
         QCOMPARE(projects.size(), 2);
         QCOMPARE(projects[1].toObject()["name"].toString(), QString("GPT-2 block"));

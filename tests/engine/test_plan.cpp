@@ -390,6 +390,51 @@ private slots:
         QVERIFY(close(m.kernel_seconds(bf16) / raw16, 1.09));
     }
 
+    void calibrationIsFinestByShape() {
+        // Two GEMMs of equal FLOPs and size band (the MLP's c_fc and mlp_proj on this
+        // CPU: 1.3× and 1.05× their prediction): each exact shape its own factor from
+        // three points; a shape with fewer, or none, the kernel's group.
+        using cost::KernelClass;
+        const std::string fc = "2048x768 768x3072 3072 > 2048x3072", proj = "2048x3072 3072x768 768 > 2048x768";
+        cost::Calibration c;
+        for (double m : {1.25, 1.3, 1.35}) c.add({KernelClass::gemm, 9.6e9, 1.0, m, "linear", 2, DType::f32, fc});
+        for (double m : {1.0, 1.05, 1.1}) c.add({KernelClass::gemm, 9.6e9, 1.0, m, "linear", 2, DType::f32, proj});
+        QVERIFY(!cost::Calibration().has_shapes());
+        QVERIFY(c.has_shapes());
+        QCOMPARE(c.calibrated_shapes(), 2);
+        QVERIFY(close(c.factor(KernelClass::gemm, 9.6e9, "linear", 2, DType::f32, fc), 1.3));
+        QVERIFY(close(c.factor(KernelClass::gemm, 9.6e9, "linear", 2, DType::f32, proj), 1.05));
+        QVERIFY(close(c.factor(KernelClass::gemm, 9.6e9, "linear", 1, DType::f32, proj), 1.05));  // on any threads
+        const double kernel = (1.1 + 1.25) / 2;  // the kernel's six points
+        QVERIFY(close(c.factor(KernelClass::gemm, 9.6e9, "linear", 2, DType::f32), kernel));
+        QVERIFY(close(c.factor(KernelClass::gemm, 9.6e9, "linear", 2, DType::f32, "1x1 > 1"), kernel));
+        QVERIFY(close(c.factor(KernelClass::gemm, 9.6e9, "linear", 2, DType::bf16, fc), kernel));  // another dtype
+        // Two points of a shape are not yet its group.
+        const std::string other = "1024x768 768x3072 3072 > 1024x3072";
+        for (double m : {3.0, 3.0}) c.add({KernelClass::gemm, 4.8e9, 1.0, m, "linear", 2, DType::f32, other});
+        QVERIFY(!close(c.factor(KernelClass::gemm, 4.8e9, "linear", 2, DType::f32, other), 3.0));
+        QVERIFY(c.error().median_after < c.error().median_before);
+        // The model and the plan compiler scale a kernel step by its shape.
+        cost::Model m = model_of(h100(), 1);
+        cost::KernelWork w{KernelClass::gemm, DType::f32, 9.6e9, 4e7, "linear", fc};
+        const double raw = m.kernel_seconds(w);
+        for (const cost::CalibrationSample &sample : c.samples()) m.calibration().add({sample.kernel_class, sample.size,
+              sample.predicted, sample.measured, sample.kernel, 0, sample.dtype, sample.shape});
+        QVERIFY(close(m.kernel_seconds(w) / raw, 1.3));
+        w.shape = proj;
+        QVERIFY(close(m.kernel_seconds(w) / raw, 1.05));
+        // plan::step_shape writes a kernel step's read and written extents.
+        plan::Step st;
+        st.kind = plan::StepKind::kernel;
+        st.reads = {plan::Region{0, ZRange::of_shape(ZPoint({2048, 768})), {}, {}},
+                    plan::Region{1, ZRange::of_shape(ZPoint({768, 3072})), {}, {}},
+                    plan::Region{2, ZRange::of_shape(ZPoint({3072})), {}, {}}};
+        st.writes = {plan::Region{3, ZRange(ZPoint({0, 0}), ZPoint({2048, 3072})), {}, {}}};
+        QCOMPARE(plan::step_shape(st), fc);
+        st.kind = plan::StepKind::collective;
+        QCOMPARE(plan::step_shape(st), std::string());
+    }
+
     // ---- simulation ----
     // The dependency scan indexes long access lists (a buffer filled tile by tile by
     // 64 transfers); it must find exactly the pairs the plain scan of every earlier

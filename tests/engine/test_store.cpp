@@ -637,7 +637,7 @@ private slots:
         QCOMPARE(s->stages(saved.id)->size(), size_t{1});
         // Migrations are an ordered history.
         for (size_t i = 0; i < migrations().size(); ++i) QCOMPARE(migrations()[i].version, static_cast<int>(i + 1));
-        QCOMPARE(current_schema_version(), 5);
+        QCOMPARE(current_schema_version(), 6);
     }
 
     void migration_from_schema_2() {
@@ -705,7 +705,7 @@ private slots:
             auto old = create_session_at_version(path.toStdString(), 3);
             QVERIFY2(old, old ? "" : old.error().message.c_str());
             QCOMPARE(message_of((*old)->add_calibration("host", {CalibrationRow{"gemm", 1e9, 0.01, 0.02, std::nullopt, {}, "matmul", 1}})),
-                     "session " + path + " is at schema 3; calibration points need schema 5");
+                     "session " + path + " is at schema 3; calibration points need schema 6");
         }
         // What a v3 Tapestry wrote.
         QVERIFY(raw_exec(path, "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, "
@@ -724,7 +724,7 @@ private slots:
         }
         auto s = open_ok(path);
         QVERIFY(s);
-        QCOMPARE(s->schema_version(), 5);
+        QCOMPARE(s->schema_version(), 6);
         QVERIFY(s->add_calibration("host", {CalibrationRow{"elementwise", 3e6, 1e-3, 0.5e-3, std::nullopt, {}, "layernorm", 2}}));
         auto rows = s->calibration("host");
         QVERIFY(rows);
@@ -746,7 +746,7 @@ private slots:
             QVERIFY2(old, old ? "" : old.error().message.c_str());
             QCOMPARE(message_of((*old)->add_calibration(
                          "h200", {CalibrationRow{"reduction", 2e7, 1e-5, 2e-5, std::nullopt, {}, "layernorm", 0, "bf16"}})),
-                     "session " + path + " is at schema 4; calibration points need schema 5");
+                     "session " + path + " is at schema 4; calibration points need schema 6");
         }
         // What a v4 Tapestry wrote.
         QVERIFY(raw_exec(path, "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, "
@@ -764,7 +764,7 @@ private slots:
         }
         auto s = open_ok(path);
         QVERIFY(s);
-        QCOMPARE(s->schema_version(), 5);
+        QCOMPARE(s->schema_version(), 6);
         QVERIFY(s->add_calibration("h200", {CalibrationRow{"reduction", 2.5e7, 1e-5, 1.1e-5, std::nullopt, {}, "layernorm", 0, "bf16"}}));
         auto rows = s->calibration("h200");
         QVERIFY(rows);
@@ -772,6 +772,46 @@ private slots:
         QCOMPARE((*rows)[0].dtype, std::string());
         QCOMPARE((*rows)[1].dtype, std::string("bf16"));
         QCOMPARE((*rows)[1].kernel, std::string("layernorm"));
+    }
+
+    // v6 gives a calibration point its kernel's exact shape: points kept at v5 read
+    // as having none ("" — their kernel's groups only), read as the file is or
+    // migrated; new points keep theirs.
+    void migration_from_schema_5_keeps_calibration() {
+        const QString path = fresh_path();
+        {
+            auto old = create_session_at_version(path.toStdString(), 5);
+            QVERIFY2(old, old ? "" : old.error().message.c_str());
+            QCOMPARE(message_of((*old)->add_calibration(
+                         "host", {CalibrationRow{"gemm", 2e9, 1e-2, 1.2e-2, std::nullopt, {}, "linear", 1, "f32",
+                                                 "2048x768 768x3072 3072 > 2048x3072"}})),
+                     "session " + path + " is at schema 5; calibration points need schema 6");
+        }
+        // What a v5 Tapestry wrote.
+        QVERIFY(raw_exec(path, "INSERT INTO calibration (target, kernel_class, size, predicted_seconds, "
+                               "measured_seconds, launch_id, created_at, kernel, threads, dtype) VALUES ('host', 'gemm', "
+                               "2e9, 1e-2, 1.1e-2, NULL, '2026-11-27T10:00:00Z', 'linear', 1, 'f32')"));
+        {
+            auto reader = open_ok(path, OpenMode::read_only);
+            QVERIFY(reader);
+            QCOMPARE(reader->schema_version(), 5);
+            auto rows = reader->calibration("host");
+            QVERIFY(rows);
+            QCOMPARE(rows->size(), size_t{1});
+            QCOMPARE(rows->front().dtype, std::string("f32"));
+            QCOMPARE(rows->front().shape, std::string());
+        }
+        auto s = open_ok(path);
+        QVERIFY(s);
+        QCOMPARE(s->schema_version(), 6);
+        QVERIFY(s->add_calibration("host", {CalibrationRow{"gemm", 2e9, 1e-2, 1.2e-2, std::nullopt, {}, "linear", 1, "f32",
+                                                           "2048x768 768x3072 3072 > 2048x3072"}}));
+        auto rows = s->calibration("host");
+        QVERIFY(rows);
+        QCOMPARE(rows->size(), size_t{2});
+        QCOMPARE((*rows)[0].shape, std::string());
+        QCOMPARE((*rows)[1].shape, std::string("2048x768 768x3072 3072 > 2048x3072"));
+        QCOMPARE((*rows)[1].dtype, std::string("f32"));
     }
 
     // The step to v3 is one transaction: a v2 file on which it fails half-way
@@ -806,7 +846,7 @@ private slots:
         auto s = Session::open(path.toStdString());
         QCOMPARE(QString::fromStdString(s.error().message),
                  "session " + path +
-                     " was written by a newer Tapestry (schema version 99; this build reads up to 5); it was left "
+                     " was written by a newer Tapestry (schema version 99; this build reads up to 6); it was left "
                      "unchanged");
     }
 
