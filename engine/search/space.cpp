@@ -27,14 +27,24 @@ Expected<PlacementRule, std::string> parse_rule_name(const std::string &name) {
     return unexpected("unknown placement rule '" + name + "' (known: shard, round-robin, pipeline, spread)");
 }
 
-std::string Candidate::split_key() const {
+namespace {
+
+// Per op its split ("-", "0=4", "0=2x1=2"), and its map ("@2") when `maps`.
+std::string ops_key(const Candidate &c, bool maps) {
     std::string k;
-    for (size_t i = 0; i < dim.size(); ++i) {
+    for (size_t i = 0; i < c.dim.size(); ++i) {
         if (i) k += ' ';
-        k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
-        if (has_second(i)) k += "x" + std::to_string(dim2[i]) + "=" + std::to_string(parts2[i]);
+        k += c.dim[i] < 0 ? std::string("-") : std::to_string(c.dim[i]) + "=" + std::to_string(c.parts[i]);
+        if (c.has_second(i)) k += "x" + std::to_string(c.dim2[i]) + "=" + std::to_string(c.parts2[i]);
+        if (maps && c.has_map(i)) k += "@" + std::to_string(c.at[i]);
     }
     return k;
+}
+
+}  // namespace
+
+std::string Candidate::split_key() const {
+    return ops_key(*this, false);
 }
 
 std::string Candidate::fusion_key() const {
@@ -45,13 +55,7 @@ std::string Candidate::fusion_key() const {
 }
 
 std::string Candidate::key() const {
-    std::string k;
-    for (size_t i = 0; i < dim.size(); ++i) {
-        if (i) k += ' ';
-        k += dim[i] < 0 ? std::string("-") : std::to_string(dim[i]) + "=" + std::to_string(parts[i]);
-        if (has_second(i)) k += "x" + std::to_string(dim2[i]) + "=" + std::to_string(parts2[i]);
-        if (has_map(i)) k += "@" + std::to_string(at[i]);
-    }
+    std::string k = ops_key(*this, true);
     k += " | " + std::string(rule_name(rule)) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
     if (fused) k += " | " + fusion_key();
     return k;
