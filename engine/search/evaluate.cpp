@@ -93,8 +93,7 @@ Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::Cluste
       objectives_(std::move(objectives)),
       constraints_(constraints),
       signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())),
-      stages_(std::make_shared<const StageMemo>()),
-      fusion_() {
+      stages_(std::make_shared<const StageMemo>()) {
     // Every candidate that fuses alike asks the backends the same questions.
     for (const FusionBackend *b : fusion) {
         fusion_answers_.push_back(std::make_shared<const FusionCache>(*b));
@@ -149,11 +148,19 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     int made = 0;  // stages made before placement
     std::vector<ShardSpec> specs = space_.specs(c);
     const std::string splits = certify ? std::string() : c.split_key();
+    // The stage kept under `key`, or the one `make` makes (kept for the next candidate).
+    auto stage = [&](const std::string &key, auto &&make) -> Expected<std::shared_ptr<const Stage>, std::string> {
+        if (!certify)
+            if (auto kept = stages_->find(key)) return kept;
+        auto st = make();
+        if (!st) return unexpected(st.error());
+        auto made_now = std::make_shared<const Stage>(std::move(st).value());
+        if (!certify) stages_->keep(key, made_now);
+        return made_now;
+    };
     std::shared_ptr<const Stage> sharded, fused;
     if (!specs.empty()) {
-        const std::string key = "shard " + splits;
-        if (!certify) sharded = stages_->find(key);
-        if (!sharded) {
+        auto st = stage("shard " + splits, [&] {
             ShardOptions o;
             o.specs = std::move(specs);
             o.propagate = false;
@@ -161,27 +168,23 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
             o.movement = true;
             o.describe_movement = certify;  // an evaluation's stages are never shown
             if (certify) o.certify = CertifyOptions{};
-            auto st = shard(*current, o);
-            if (!st) return unexpected(st.error());
-            sharded = std::make_shared<const Stage>(std::move(st).value());
-            if (!certify) stages_->keep(key, sharded);
-        }
+            return shard(*current, o);
+        });
+        if (!st) return unexpected(st.error());
+        sharded = std::move(st).value();
         current = &sharded->graph;
         ++made;
     }
     if (c.fused) {
-        const std::string key = "fuse " + splits + " | " + c.fusion_key();
-        if (!certify) fused = stages_->find(key);
-        if (!fused) {
+        auto st = stage("fuse " + splits + " | " + c.fusion_key(), [&] {
             FuseOptions f;
             f.backends = fusion_;
             for (int i : c.unfused) f.exclude.push_back(space_.ops()[static_cast<size_t>(i)].op);
             if (certify) f.certify = CertifyOptions{};
-            auto st = fuse(*current, f);
-            if (!st) return unexpected(st.error());
-            fused = std::make_shared<const Stage>(std::move(st).value());
-            if (!certify) stages_->keep(key, fused);
-        }
+            return fuse(*current, f);
+        });
+        if (!st) return unexpected(st.error());
+        fused = std::move(st).value();
         current = &fused->graph;
         ++made;
     }

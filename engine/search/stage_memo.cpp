@@ -20,7 +20,7 @@ std::shared_ptr<const Stage> StageMemo::find(const std::string &key) const {
     }
     ++hits_;
     order_.splice(order_.begin(), order_, it->second);  // the newest now
-    return it->second->second;
+    return it->second->stage;
 }
 
 void StageMemo::keep(const std::string &key, std::shared_ptr<const Stage> stage) const {
@@ -29,12 +29,12 @@ void StageMemo::keep(const std::string &key, std::shared_ptr<const Stage> stage)
     if (size > pieces_) return;
     std::lock_guard lock(mutex_);
     if (at_.count(key)) return;  // another thread made it meanwhile: the same stage
-    order_.emplace_front(key, std::move(stage));
+    order_.push_front(Entry{key, std::move(stage), size});
     at_.emplace(key, order_.begin());
     held_ += size;
     while (order_.size() > entries_ || held_ > pieces_) {
-        held_ -= pieces_of(*order_.back().second);
-        at_.erase(order_.back().first);
+        held_ -= order_.back().pieces;
+        at_.erase(order_.back().key);
         order_.pop_back();
     }
 }

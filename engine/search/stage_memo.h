@@ -14,7 +14,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <utility>
 
 #include "passes/stage.h"
 
@@ -35,7 +34,11 @@ public:
     std::size_t size() const;
 
 private:
-    using Entry = std::pair<std::string, std::shared_ptr<const Stage>>;
+    struct Entry {
+        std::string key;
+        std::shared_ptr<const Stage> stage;
+        std::size_t pieces;  // pieces_of(*stage)
+    };
     static std::size_t pieces_of(const Stage &s);
     std::size_t entries_, pieces_;
     mutable std::mutex mutex_;
