@@ -60,17 +60,25 @@ Expected<PlacementOptions, std::string> parse_placement(const std::string &rule,
         o.rule = PlacementRule::spread;
     } else if (head.rfind("pipeline", 0) == 0) {
         o.rule = PlacementRule::pipeline;
-        if (head.size() > 8) {
-            if (head[8] != ':') return unexpected(where + "unknown rule (known: shard, round-robin, spread, pipeline[:stages])");
-            const std::string n = head.substr(9);
+        const size_t at = head.find('@');
+        const std::string stages = head.substr(8, at == std::string::npos ? std::string::npos : at - 8);
+        if (!stages.empty()) {
+            if (stages[0] != ':')
+                return unexpected(where + "unknown rule (known: shard, round-robin, spread, pipeline[:stages][@op,op…])");
+            const std::string n = stages.substr(1);
             int v = 0;
             auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
             if (ec != std::errc() || p != n.data() + n.size() || v < 1)
                 return unexpected(where + "'" + n + "' is not a stage count (a positive integer)");
             o.stages = v;
         }
+        if (at != std::string::npos)
+            for (const std::string &cut : split(head.substr(at + 1), ',')) {
+                if (cut.empty()) return unexpected(where + "an empty cut (expected pipeline:S@op,op, e.g. pipeline:2@fc2)");
+                o.cuts.emplace_back(cut);
+            }
     } else {
-        return unexpected(where + "unknown rule '" + head + "' (known: shard, round-robin, spread, pipeline[:stages])");
+        return unexpected(where + "unknown rule '" + head + "' (known: shard, round-robin, spread, pipeline[:stages][@op,op…])");
     }
     for (const std::string &m : all_maps) {
         const size_t eq = m.find('=');
@@ -105,26 +113,54 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
     // Pipeline: the group of devices each op's stage owns.
     const int n = static_cast<int>(devices.size());
     std::map<const Operation *, std::pair<int, int>> group;  // op → [first device, end)
+    if (!options.cuts.empty() && options.rule != PlacementRule::pipeline)
+        return unexpected("placement '" + options.text + "': cuts are for the pipeline rule");
     if (options.rule == PlacementRule::pipeline) {
-        const int stages = options.stages > 0 ? options.stages : n;
+        const int stages = options.stages > 0       ? options.stages
+                           : !options.cuts.empty() ? static_cast<int>(options.cuts.size()) + 1
+                                                   : n;
+        const std::string rule_text = "placement 'pipeline:" + std::to_string(stages) + "': ";
         if (stages > n)
-            return unexpected("placement 'pipeline:" + std::to_string(stages) + "': more stages than the " +
-                              std::to_string(n) + " devices");
-        const OpLibrary *oplib = dynamic_cast<const OpLibrary *>(&lib);
-        const OpLibrary &costs = oplib ? *oplib : OpLibrary::standard();
-        std::vector<double> flops;
-        double total = 0;
-        for (const Operation *op : ops) {
-            flops.push_back(op_flops(g, *op, costs));
-            total += flops.back();
-        }
-        double before = 0;
-        for (size_t i = 0; i < ops.size(); ++i) {
-            // The stage whose share of the FLOPs the op's midpoint falls in.
-            const double mid = before + flops[i] / 2;
-            int s = std::min(stages - 1, static_cast<int>(mid / total * stages));
-            before += flops[i];
-            group[ops[i]] = {s * n / stages, (s + 1) * n / stages};
+            return unexpected(rule_text + "more stages than the " + std::to_string(n) + " devices");
+        if (!options.cuts.empty()) {
+            if (static_cast<int>(options.cuts.size()) != stages - 1)
+                return unexpected(rule_text + std::to_string(options.cuts.size()) + " cuts make " +
+                                  std::to_string(options.cuts.size() + 1) + " stages");
+            // Stage s + 1 begins at cut s: each cut after the one before it, none at the first op.
+            size_t last = 0;
+            for (const OpId &cut : options.cuts) {
+                const auto pos = std::find_if(ops.begin(), ops.end(), [&](const Operation *op) { return op->id == cut; });
+                if (pos == ops.end())
+                    return unexpected(rule_text + "cut '" + cut.value + "' is not an operation placement places" +
+                                      (g.find_op(cut) ? " (it is a move)" : ""));
+                const size_t i = static_cast<size_t>(pos - ops.begin());
+                if (i == 0) return unexpected(rule_text + "cut '" + cut.value + "' is the first operation: its stage before would be empty");
+                if (i <= last)
+                    return unexpected(rule_text + "cut '" + cut.value + "' does not come after the cut before it in dependency order");
+                last = i;
+            }
+            int s = 0;
+            for (size_t i = 0; i < ops.size(); ++i) {
+                if (static_cast<size_t>(s) < options.cuts.size() && ops[i]->id == options.cuts[static_cast<size_t>(s)]) ++s;
+                group[ops[i]] = {s * n / stages, (s + 1) * n / stages};
+            }
+        } else {
+            const OpLibrary *oplib = dynamic_cast<const OpLibrary *>(&lib);
+            const OpLibrary &costs = oplib ? *oplib : OpLibrary::standard();
+            std::vector<double> flops;
+            double total = 0;
+            for (const Operation *op : ops) {
+                flops.push_back(op_flops(g, *op, costs));
+                total += flops.back();
+            }
+            double before = 0;
+            for (size_t i = 0; i < ops.size(); ++i) {
+                // The stage whose share of the FLOPs the op's midpoint falls in.
+                const double mid = before + flops[i] / 2;
+                int s = std::min(stages - 1, static_cast<int>(mid / total * stages));
+                before += flops[i];
+                group[ops[i]] = {s * n / stages, (s + 1) * n / stages};
+            }
         }
     }
 
@@ -192,10 +228,11 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
         }
         if (!(placed_move == *mv)) rw.put_op(std::move(placed_move));
     }
-    const char *rule = options.rule == PlacementRule::round_robin ? "round-robin"
+    std::string rule = options.rule == PlacementRule::round_robin ? "round-robin"
                        : options.rule == PlacementRule::pipeline  ? "pipeline"
                        : options.rule == PlacementRule::spread    ? "spread: shard k of P → device k·n/P"
                                                                   : "shard k → device k";
+    for (size_t i = 0; i < options.cuts.size(); ++i) rule += (i ? ", " : " cut at ") + options.cuts[i].value;
     stage.summary = "placed " + std::to_string(ops.size()) + " ops on " + std::to_string(pieces_per_device.size()) +
                     " of " + std::to_string(n) + " devices (" + rule +
                     (options.ops.empty() ? "" : ", " + std::to_string(options.ops.size()) + " explicit") + ")";

@@ -32,7 +32,11 @@ enum class PlacementRule {
 struct PlacementOptions {
     std::vector<std::string> devices;  // "0:0", "0:1", … (cost::ClusterShape::device_name)
     PlacementRule rule = PlacementRule::by_shard;
-    int stages = 0;  // pipeline: the number of stages (0: one per device)
+    int stages = 0;  // pipeline: the number of stages (0: one per device, or one more than the cuts)
+    // Pipeline: the ops where stages 2, 3, … begin, in the dependency order the
+    // placement walks (moves aside); empty: stages of about equal FLOPs. The stages
+    // are then the cuts plus one.
+    std::vector<OpId> cuts;
     // Explicit maps: op → the devices of its pieces in shard order (one device: all
     // of them there). Overrides the rule for that op.
     std::map<OpId, std::vector<std::string>> ops;
@@ -45,7 +49,8 @@ struct PlacementOptions {
     std::string text;  // the options as the user wrote them, for the stage
 };
 
-// "shard", "round-robin", "pipeline" or "pipeline:S", then any number of
+// "shard", "round-robin", "pipeline", "pipeline:S" or "pipeline:S@op,op" (stage 2
+// begins at the first op named, stage 3 at the next, …), then any number of
 // ";op=dev,dev,…" explicit maps (or given separately as `maps`, "op=0:0,0:1").
 // Errors name the part: "placement 'pipline': unknown rule (known: shard,
 // round-robin, pipeline[:stages])".
@@ -54,7 +59,10 @@ Expected<PlacementOptions, std::string> parse_placement(const std::string &rule,
 
 // The placement stage. Refuses (naming the op or device) an explicit map naming
 // an unknown op or a device outside `devices`, a map whose length is neither 1
-// nor the op's piece count, no devices, or more pipeline stages than devices.
+// nor the op's piece count, no devices, or more pipeline stages than devices; and
+// pipeline cuts that name no op (or a move), that do not follow one another in
+// dependency order, that cut before the first op, whose count is not the stages
+// less one, or that come with another rule.
 Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options);
 
 }  // namespace tapestry

@@ -708,6 +708,52 @@ private slots:
         QVERIFY(spread_out->summary.find("spread") != std::string::npos);
     }
 
+    // Explicit pipeline cuts: stage 2 begins at the first op named, stage 3 at the
+    // next; the rest of the pipeline rule is unchanged (a stage's devices a
+    // contiguous group). Cuts that cannot hold are refused, naming why.
+    void pipelineCutsAreWhereTheyAreNamed() {
+        const Graph g = test::parse(tiny_mlp());
+        const std::vector<std::string> devs = {"0:0", "0:1", "0:2", "0:3"};
+        auto two = parse_placement("pipeline:2@fc4", {}, devs);
+        QVERIFY2(two.has_value(), two ? "" : two.error().c_str());
+        QCOMPARE(two->stages, 2);
+        QCOMPARE(two->cuts, std::vector<OpId>{OpId("fc4")});
+        two->certify = CertifyOptions{};
+        auto cut = place(g, *two);
+        QVERIFY2(cut.has_value(), cut ? "" : cut.error().c_str());
+        QVERIFY2(cut->certificate.pass(), cut->certificate.text().c_str());
+        auto device = [](const Stage &st, const char *op) { return st.graph.find_op(OpId(op))->shards[0].device; };
+        // The FLOP-balanced cut of "pipeline:2" falls elsewhere; this one keeps fc1 … gelu3 on stage 1.
+        QCOMPARE(device(*cut, "gelu3"), std::string("0:0"));
+        QCOMPARE(device(*cut, "fc4"), std::string("0:2"));
+        QVERIFY2(cut->summary.find("pipeline cut at fc4") != std::string::npos, cut->summary.c_str());
+        // Without a stage count: one stage more than the cuts (groups [0,1), [1,2), [2,4)).
+        auto three = place(g, *parse_placement("pipeline@fc2,fc3", {}, devs));
+        QVERIFY2(three.has_value(), three ? "" : three.error().c_str());
+        QCOMPARE(device(*three, "gelu1"), std::string("0:0"));
+        QCOMPARE(device(*three, "relu2"), std::string("0:1"));
+        QCOMPARE(device(*three, "fc4"), std::string("0:2"));
+        // Refusals.
+        auto refused = [&](const std::string &rule, const char *words) {
+            auto o = parse_placement(rule, {}, devs);
+            if (!o) return o.error().find(words) != std::string::npos ? std::string() : o.error();
+            auto r = place(g, *o);
+            if (r) return std::string("placed");
+            return r.error().find(words) != std::string::npos ? std::string() : r.error();
+        };
+        QCOMPARE(refused("pipeline:2@", "an empty cut"), std::string());
+        QCOMPARE(refused("pipeline:3@fc2", "1 cuts make 2 stages"), std::string());
+        QCOMPARE(refused("pipeline@fc3,fc2", "cut 'fc2' does not come after the cut before it"), std::string());
+        QCOMPARE(refused("pipeline@fc1", "cut 'fc1' is the first operation"), std::string());
+        QCOMPARE(refused("pipeline@nope", "cut 'nope' is not an operation placement places"), std::string());
+        QCOMPARE(refused("pipeline:5@fc2,fc3,relu2,fc4", "more stages than the 4 devices"), std::string());
+        PlacementOptions shard_with_cuts = *parse_placement("shard", {}, devs);
+        shard_with_cuts.cuts = {OpId("fc2")};
+        auto wrong_rule = place(g, shard_with_cuts);
+        QVERIFY(!wrong_rule);
+        QVERIFY2(wrong_rule.error().find("cuts are for the pipeline rule") != std::string::npos, wrong_rule.error().c_str());
+    }
+
     // ---- plans of every example ----
     void everyExampleAndBaselineCertifies() {
         int certified = 0, refused = 0;
