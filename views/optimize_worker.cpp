@@ -57,6 +57,7 @@ store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<do
     r.fused = p.candidate.fused;
     r.unfused = p.candidate.unfused;
     r.at = p.candidate.at;
+    r.cuts = p.candidate.cuts;
     r.key = p.key.toStdString();
     r.description = p.description.toStdString();
     r.objectives = objectives;
@@ -86,6 +87,7 @@ Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r
     p.candidate.fused = r.fused;
     p.candidate.unfused = r.unfused;
     p.candidate.at = r.at;
+    p.candidate.cuts = r.cuts;
     p.figures.makespan = r.makespan_seconds;
     p.figures.peak = r.peak_bytes;
     p.figures.devices = r.devices;
@@ -192,6 +194,7 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     auto space = search::Space::of(g, shape->devices());
     if (!space) return unexpected(space.error());
     space->allow_maps(setup.maps);
+    space->allow_cuts(setup.cuts);
     auto calibration = setup.calibration ? launch::session_calibration(*setup.calibration, setup.target)
                                          : Expected<cost::Calibration, std::string>(cost::Calibration{});
     if (!calibration) return unexpected(calibration.error());
@@ -215,7 +218,8 @@ std::string settingsJson(const RunSettings &s) {
                         {QStringLiteral("population"), s.options.population},
                         {QStringLiteral("stall_generations"), s.options.stall_generations},
                         {QStringLiteral("fusion"), s.fusion},
-                        {QStringLiteral("maps"), s.maps}};
+                        {QStringLiteral("maps"), s.maps},
+                        {QStringLiteral("cuts"), s.cuts}};
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -241,6 +245,7 @@ Expected<RunSettings, std::string> parseSettings(const std::string &json) {
     s.options.stall_generations = o.value(QStringLiteral("stall_generations")).toInt(s.options.stall_generations);
     s.fusion = o.value(QStringLiteral("fusion")).toBool(false);
     s.maps = o.value(QStringLiteral("maps")).toBool(false);
+    s.cuts = o.value(QStringLiteral("cuts")).toBool(false);
     return s;
 }
 
@@ -340,7 +345,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         RunKeeper keeper(job);
         keeper.start(
             RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
-                        job.setup.fusion, job.setup.maps});
+                        job.setup.fusion, job.setup.maps, job.setup.cuts});
         search::SearchHooks hooks;
         hooks.stop = &stop;
         // Every candidate, on this thread: kept for the session, queued for the GUI.

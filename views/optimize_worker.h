@@ -43,6 +43,9 @@ struct SearchSetup {
     // Whether a candidate may place an op by a device map (search::Candidate::at),
     // as `tapestry optimize --maps`.
     bool maps = false;
+    // Whether a pipeline candidate may cut its stages where it says
+    // (search::Candidate::cuts), as `tapestry optimize --cuts`.
+    bool cuts = false;
     // The session whose launches on the target calibrate every figure — the
     // search's, its plans' and the baselines' — as `tapestry optimize --session`
     // (read on the worker: the wake reads plans back); null: uncalibrated.
@@ -82,6 +85,7 @@ struct RunSettings {
     search::SearchOptions options;  // budgets, population, stall, seed (warm start not kept)
     bool fusion = false;            // fusion in the space (runs kept before it read as without)
     bool maps = false;              // device maps in the space (runs kept before them read as without)
+    bool cuts = false;              // pipeline cuts in the space (runs kept before them read as without)
 };
 std::string settingsJson(const RunSettings &settings);
 Expected<RunSettings, std::string> parseSettings(const std::string &json);

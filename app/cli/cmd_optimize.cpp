@@ -51,6 +51,7 @@ struct OptimizeOptions {
     bool check = false;           // a numeric check of every front plan
     bool no_fusion = false;       // leave fusion out of the search space
     bool maps = false;            // device maps in the search space
+    bool cuts = false;            // pipeline cuts in the search space
     std::uint64_t check_seed = 1;  // its random inputs
 };
 
@@ -184,6 +185,9 @@ int optimize_command(const OptimizeOptions &o) {
     // the rule. They widen the space, which a fixed budget then covers more thinly
     // (docs/search.md, "Device maps").
     space->allow_maps(o.maps);
+    // Pipeline cuts (on request): a pipeline's stages cut at ops of its own choosing
+    // instead of by FLOPs (docs/search.md, "Pipeline cuts").
+    space->allow_cuts(o.cuts);
     const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints, *calibration, fusion);
 
     search::SearchOptions so;
@@ -335,6 +339,7 @@ int optimize_command(const OptimizeOptions &o) {
         j["objectives"] = o.objectives;
         j["fusion"] = !o.no_fusion;
         j["maps"] = o.maps;
+        j["cuts"] = o.cuts;
         j["label"] = "predictions of the cost model (not measurements)";
         const cost::CalibrationError ce = calibration->error();
         j["calibration"] = {{"samples", ce.samples},
@@ -446,6 +451,9 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--maps", o->maps,
                   "Let a candidate place an op's pieces from a device of its own instead of by the placement rule "
                   "(device maps: a wider space, searched more thinly in the same budget)");
+    cmd->add_flag("--cuts", o->cuts,
+                  "Let a pipeline candidate cut its stages at operations of its own choosing instead of by FLOPs "
+                  "(a wider space, searched more thinly in the same budget)");
     cmd->add_flag("--check", o->check,
                   "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
                   "and the double-precision oracle, on random inputs");

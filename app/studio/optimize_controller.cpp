@@ -221,6 +221,10 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     maps_box_->setToolTip(tr("Let each candidate place an operation's pieces from a device of its own instead of by "
                              "the placement rule (place's explicit maps): a wider space, searched more thinly in "
                              "the same budget"));
+    cuts_box_ = new QCheckBox(tr("Cut pipelines at chosen ops"), box);
+    cuts_box_->setObjectName(QStringLiteral("optimizeCuts"));
+    cuts_box_->setToolTip(tr("Let each pipeline candidate cut its stages at operations of its own choosing instead "
+                             "of by FLOPs: a wider space, searched more thinly in the same budget"));
     start_button_ = new QPushButton(tr("Start"), box);
     start_button_->setObjectName(QStringLiteral("optimizeStart"));
     start_button_->setToolTip(
@@ -245,6 +249,7 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     form->addRow(formLabel(tr("Sta&ll"), stall_box_, box), stall_box_);
     form->addRow(new QLabel(tr("Fusion"), box), fusion_box_);
     form->addRow(new QLabel(tr("Placement"), box), maps_box_);
+    form->addRow(new QLabel(QString(), box), cuts_box_);
     form->addRow(buttons);
     return box;
 }
@@ -326,6 +331,7 @@ void OptimizeController::restoreSettings() {
     stall_box_->setValue(settings.value(QStringLiteral("optimize/stall"), 12).toInt());
     fusion_box_->setChecked(settings.value(QStringLiteral("optimize/fusion"), true).toBool());
     maps_box_->setChecked(settings.value(QStringLiteral("optimize/maps"), false).toBool());
+    cuts_box_->setChecked(settings.value(QStringLiteral("optimize/cuts"), false).toBool());
 }
 
 void OptimizeController::rememberSettings() const {
@@ -344,6 +350,7 @@ void OptimizeController::rememberSettings() const {
     settings.setValue(QStringLiteral("optimize/stall"), stall_box_->value());
     settings.setValue(QStringLiteral("optimize/fusion"), fusion_box_->isChecked());
     settings.setValue(QStringLiteral("optimize/maps"), maps_box_->isChecked());
+    settings.setValue(QStringLiteral("optimize/cuts"), cuts_box_->isChecked());
 }
 
 void OptimizeController::updateActions() {
@@ -444,6 +451,7 @@ bool OptimizeController::startSearch() {
     job.options.stall_generations = stall_box_->value();
     job.setup.fusion = fusion_box_->isChecked();
     job.setup.maps = maps_box_->isChecked();
+    job.setup.cuts = cuts_box_->isChecked();
     job.session = session_->sharedSession();
     job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
@@ -902,6 +910,7 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
                                     o.settings.constraints,
                                     o.settings.fusion,
                                     o.settings.maps,
+                                    o.settings.cuts,
                                     session_->sharedSession()};
         target_label_ = qs(target->name);
         if (shown.memory_cap <= 0) shown.memory_cap = target->device.memory_bytes.value;

@@ -70,7 +70,8 @@ public:
     QSpinBox *seedBox() const { return seed_box_; }
     QSpinBox *stallBox() const { return stall_box_; }  // generations without a move (0: never stop for it)
     QCheckBox *fusionBox() const { return fusion_box_; }  // candidates may fuse
-    QCheckBox *mapsBox() const { return maps_box_; }      // candidates may place ops by device maps
+    QCheckBox *mapsBox() const { return maps_box_; }
+    QCheckBox *cutsBox() const { return cuts_box_; }      // pipeline candidates may cut their stages at chosen ops      // candidates may place ops by device maps
     QPushButton *startButton() const { return start_button_; }
     QPushButton *stopButton() const { return stop_button_; }
     QPushButton *compareButton() const { return compare_button_; }
@@ -178,6 +179,7 @@ private:
     QSpinBox *stall_box_ = nullptr;
     QCheckBox *fusion_box_ = nullptr;
     QCheckBox *maps_box_ = nullptr;
+    QCheckBox *cuts_box_ = nullptr;
     QPushButton *start_button_ = nullptr;
     QPushButton *stop_button_ = nullptr;
     QPushButton *compare_button_ = nullptr;

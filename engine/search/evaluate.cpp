@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
 
 #include "common/checked_size.h"
+#include "graph/order.h"
 #include "plan/compile.h"
 #include "ops/library.h"
 #include "passes/fuse.h"
@@ -134,6 +136,35 @@ std::vector<std::pair<OpId, std::vector<std::string>>> device_maps(const Space &
     return out;
 }
 
+std::vector<OpId> pipeline_cuts(const Space &space, const Candidate &c, const Graph &g) {
+    std::vector<OpId> out;
+    if (c.cuts.empty()) return out;
+    std::unordered_map<std::string, int> index;
+    for (size_t i = 0; i < space.ops().size(); ++i) index.emplace(space.ops()[i].op.value, static_cast<int>(i));
+    // The space op an op of `g` is or comes of ("fc1.partial.2" of "fc1"), or -1.
+    auto space_op = [&](const std::string &id) {
+        for (std::string name = id;;) {
+            const auto it = index.find(name);
+            if (it != index.end()) return it->second;
+            const size_t dot = name.rfind('.');
+            if (dot == std::string::npos || dot == 0) return -1;
+            name.resize(dot);
+        }
+    };
+    const DependencyOrder order = dependency_order(g);
+    size_t next = 0;
+    for (const Operation *op : order.order) {
+        if (next == c.cuts.size()) break;
+        if (op->kind == "move") continue;
+        if (space_op(op->id.value) >= c.cuts[next]) {
+            out.push_back(op->id);
+            // A later cut that falls on this op too would leave a stage empty.
+            while (++next < c.cuts.size() && space_op(op->id.value) >= c.cuts[next]) out.push_back(op->id);
+        }
+    }
+    return out;
+}
+
 Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, bool certify) const {
     return build(c, certify, true);
 }
@@ -193,6 +224,8 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     p.rule = c.rule;
     p.stages = c.stages;
     p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
+    p.cuts = pipeline_cuts(space_, c, *current);
+    for (size_t i = 0; i < p.cuts.size(); ++i) p.text += (i ? "," : "@") + p.cuts[i].value;
     for (auto &[op, devices] : device_maps(space_, c, *current, p.devices)) {
         p.text += ";" + op.value + "=";
         for (size_t k = 0; k < devices.size(); ++k) p.text += (k ? "," : "") + devices[k];

@@ -88,6 +88,14 @@ std::vector<std::pair<OpId, std::vector<std::string>>> device_maps(const Space &
                                                                    const Graph &g,
                                                                    const std::vector<std::string> &devices);
 
+// The pipeline cuts of a candidate (Candidate::cuts) as placement takes them: for
+// each cut, the first op of `g` (the graph placement sees), in the dependency order
+// placement walks, that is or comes of an op of the space at or after the cut's —
+// the op itself, a contraction split's `op.partial`/`op.reduce`, a fused op named
+// after its first member. Empty when the candidate has none. Two cuts that fall on
+// one op are both given, and a cut past the last op none: placement refuses either.
+std::vector<OpId> pipeline_cuts(const Space &space, const Candidate &c, const Graph &g);
+
 class Evaluator {
 public:
     // `calibration`: what launches measured of the target (a session's points and

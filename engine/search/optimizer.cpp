@@ -156,7 +156,33 @@ bool replace(const Space &s, Candidate &c, Rng &rng) {
         c.rule = pick == 0 ? PlacementRule::by_shard : pick == 1 ? PlacementRule::round_robin : PlacementRule::spread;
         c.stages = 0;
     }
-    return c.rule != before || c.stages != stages_before;
+    if (c.rule == before && c.stages == stages_before) return false;
+    c.cuts.clear();  // placement's own cuts for the new stages
+    return true;
+}
+
+// Moves a pipeline cut: a pipeline whose stages placement cuts by FLOPs takes the
+// space's balanced cuts (Space::balanced_cuts), then one cut moves a few ops either
+// way, staying between its neighbours; an explicit one goes back to placement's own
+// cuts a quarter of the time.
+bool recut(const Space &s, Candidate &c, Rng &rng) {
+    if (c.rule != PlacementRule::pipeline || c.stages < 2) return false;
+    if (!c.cuts.empty() && uniform(rng, 0, 3) == 0) {
+        c.cuts.clear();
+        return true;
+    }
+    std::vector<int> cuts = c.cuts.empty() ? s.balanced_cuts(c.stages) : c.cuts;
+    if (cuts.empty()) return false;
+    const int ops = static_cast<int>(s.ops().size());
+    const size_t k = static_cast<size_t>(uniform(rng, 0, static_cast<int>(cuts.size()) - 1));
+    const int lo = k ? cuts[k - 1] + 1 : 1, hi = k + 1 < cuts.size() ? cuts[k + 1] - 1 : ops - 1;
+    // Steps of a few ops; in a long graph, up to an eighth of a stage's ops.
+    const int reach = std::max(3, ops / (8 * c.stages));
+    const int to = std::clamp(cuts[k] + (uniform(rng, 0, 1) ? 1 : -1) * uniform(rng, 1, reach), lo, hi);
+    if (to == cuts[k]) return false;
+    cuts[k] = to;
+    c.cuts = std::move(cuts);
+    return true;
 }
 
 // Fusion on or off: fuses an unfused candidate; otherwise drops the fusion (a third
@@ -241,11 +267,13 @@ struct Mutator {
 constexpr Mutator kMutators[] = {{"reshard", reshard}, {"refactor", refactor}, {"unsplit", unsplit},
                                  {"chain", chain},     {"replace", replace},   {"product", product}};
 // The mutators of a space: "fuse" only where the space allows fusion, "remap"
-// only where it allows device maps (so a space without them draws exactly as before).
+// only where it allows device maps, "cut" only where it allows pipeline cuts (so a
+// space without them draws exactly as before).
 std::vector<Mutator> mutators_of(const Space &s) {
     std::vector<Mutator> out(std::begin(kMutators), std::end(kMutators));
     if (s.fusion()) out.push_back({"fuse", toggle_fusion});
     if (s.maps()) out.push_back({"remap", remap});
+    if (s.cuts()) out.push_back({"cut", recut});
     return out;
 }
 

@@ -57,6 +57,7 @@ std::string Candidate::fusion_key() const {
 std::string Candidate::key() const {
     std::string k = ops_key(*this, true);
     k += " | " + std::string(rule_name(rule)) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
+    for (size_t i = 0; i < cuts.size(); ++i) k += (i ? "," : "@") + std::to_string(cuts[i]);
     if (fused) k += " | " + fusion_key();
     return k;
 }
@@ -119,6 +120,9 @@ Expected<Space, std::string> Space::of(const Graph &g, int devices) {
             c.extents.push_back(x.extent);
             c.names.push_back(x.name);
         }
+        if (const OpDef *def = lib.find(op->kind))
+            if (auto types = operand_types(g, *op))
+                c.flops = std::max(1.0, lib.cost(*def, op->params, *d, *types, sig.index_space).flops);
         s.ops_.push_back(std::move(c));
     }
     if (s.ops_.empty()) return unexpected(std::string("the graph has no operation to place"));
@@ -190,6 +194,36 @@ Candidate Space::product_split(int outer, size_t choice, int inner) const {
     return c;
 }
 
+std::vector<int> Space::balanced_cuts(int stages) const {
+    const int ops = static_cast<int>(ops_.size());
+    if (stages < 2 || stages > ops) return {};
+    double total = 0;
+    for (const OpChoices &o : ops_) total += o.flops;
+    std::vector<int> cuts;
+    double before = 0;
+    int stage = 0;
+    for (int i = 0; i < ops; ++i) {
+        // The stage whose share of the FLOPs the op's midpoint falls in.
+        const double mid = before + ops_[static_cast<size_t>(i)].flops / 2;
+        before += ops_[static_cast<size_t>(i)].flops;
+        const int s = std::min(stages - 1, static_cast<int>(mid / total * stages));
+        while (stage < s && static_cast<int>(cuts.size()) < stages - 1) {
+            cuts.push_back(i);
+            ++stage;
+        }
+    }
+    // Stages no op's midpoint fell in: cut them from the end, one op each, keeping order.
+    for (int s = static_cast<int>(cuts.size()); s < stages - 1; ++s) cuts.push_back(ops);
+    for (int s = stages - 2; s >= 0; --s) {
+        const int limit = ops - (stages - 1 - s);  // room for the stages after this one
+        int &c = cuts[static_cast<size_t>(s)];
+        c = std::min(c, limit);
+        if (s + 1 < stages - 1) c = std::min(c, cuts[static_cast<size_t>(s) + 1] - 1);
+    }
+    for (size_t s = 0; s < cuts.size(); ++s) cuts[s] = std::max(cuts[s], s ? cuts[s - 1] + 1 : 1);
+    return cuts;
+}
+
 size_t Space::most_choices() const {
     size_t most = 0;
     for (const OpChoices &o : ops_) most = std::max(most, o.dims.size());
@@ -221,6 +255,9 @@ std::string Space::describe(const Candidate &c) const {
     for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
     out = (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule) +
           (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
+    for (size_t i = 0; i < c.cuts.size(); ++i)
+        if (c.cuts[i] >= 0 && static_cast<size_t>(c.cuts[i]) < ops_.size())
+            out += (i ? ", " : " cut at ") + ops_[static_cast<size_t>(c.cuts[i])].op.value;
     for (size_t i = 0, n = 0; i < ops_.size() && i < c.at.size(); ++i)
         if (c.has_map(i)) out += (n++ ? ", " : " · ") + ops_[i].op.value + " from device " + std::to_string(c.at[i]);
     if (c.fused) {
@@ -269,8 +306,14 @@ bool Space::valid(const Candidate &c) const {
     for (size_t i = 0; i < c.unfused.size(); ++i)
         if (c.unfused[i] < 0 || static_cast<size_t>(c.unfused[i]) >= ops_.size() || (i && c.unfused[i] <= c.unfused[i - 1]))
             return false;
-    if (c.rule == PlacementRule::pipeline) return c.stages >= 2 && c.stages <= devices_ && c.stages <= static_cast<int>(ops_.size());
-    return c.stages == 0;
+    if (c.rule != PlacementRule::pipeline) return c.stages == 0 && c.cuts.empty();
+    if (c.stages < 2 || c.stages > devices_ || c.stages > static_cast<int>(ops_.size())) return false;
+    if (c.cuts.empty()) return true;
+    if (!cuts_ || static_cast<int>(c.cuts.size()) != c.stages - 1) return false;
+    for (size_t i = 0; i < c.cuts.size(); ++i)
+        if (c.cuts[i] < 1 || static_cast<size_t>(c.cuts[i]) >= ops_.size() || (i && c.cuts[i] <= c.cuts[i - 1]))
+            return false;
+    return true;
 }
 
 }  // namespace tapestry::search

@@ -24,6 +24,7 @@ struct OpChoices {
     std::vector<int> dims;
     std::vector<Coord> extents;  // per entry of dims
     std::vector<std::string> names;  // "dim 0", "k", "in", …
+    double flops = 1;  // of the whole op (the cost model's count; at least 1): where pipeline cuts start
 };
 
 // One point of the space. Per operation of the space (its order): the split dim
@@ -50,9 +51,16 @@ struct Candidate {
     // overriding the rule for that op (place's explicit maps) — or -1: the rule
     // places it. An op the fuse pass joins to its producer goes with that producer.
     std::vector<int> at;
+    // Pipeline cuts (a space that allows them, Space::cuts; rule pipeline): empty —
+    // stages of about equal FLOPs, placement's
+    // own cut — or stages − 1 indices into the space's ops, ascending, none 0: stage
+    // s + 1 begins at op cuts[s] (at the first op placement walks that comes of it
+    // or of an op after it: a contraction split's `op.partial`, an op the fuse pass
+    // kept).
+    std::vector<int> cuts;
     friend bool operator==(const Candidate &, const Candidate &) = default;
     // A stable text key ("0=4 -1 0=2x2=4 | shard", "… | shard | fuse -2,5", a map
-    // "0=4@2") for caches and files.
+    // "0=4@2", cuts "… | pipeline:3@4,9") for caches and files.
     std::string key() const;
     // The second split of op i, when it has one.
     bool has_second(size_t i) const { return i < dim2.size() && dim2[i] >= 0; }
@@ -88,6 +96,9 @@ public:
     // Whether candidates may place ops by device maps (Candidate::at).
     bool maps() const { return maps_; }
     void allow_maps(bool on) { maps_ = on; }
+    // Whether pipeline candidates may cut their stages where they say (Candidate::cuts).
+    bool cuts() const { return cuts_; }
+    void allow_cuts(bool on) { cuts_ = on; }
 
     // Nothing split (one device).
     Candidate unsplit() const;
@@ -107,13 +118,18 @@ public:
     // naming the spec that no candidate holds.
     Expected<Candidate, std::string> from_specs(const std::vector<ShardSpec> &specs, PlacementRule rule,
                                                 int stages = 0) const;
+    // The first op index of each stage s ≥ 1 of a pipeline of `stages` whose cuts
+    // fall where the ops' FLOPs (in the space's order) reach s/stages of the total —
+    // placement's own rule, on the space's ops — made strictly ascending (empty when
+    // the ops are too few).
+    std::vector<int> balanced_cuts(int stages) const;
     // The most dims any operation offers.
     size_t most_choices() const;
     // The shard specs of a candidate, in the space's order ("fc1:0=4"; a product
     // split is two specs on one op, the second splitting the first's shards).
     std::vector<ShardSpec> specs(const Candidate &c) const;
     // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
-    // "pipeline:2" with its stages; then the maps, "· fc1 from device 2, gelu from
+    // "pipeline:2" with its stages, "pipeline:3 cut at fc2, attn" with cuts; then the maps, "· fc1 from device 2, gelu from
     // device 5"; then "· fused", or "· fused but fc1, gelu").
     std::string describe(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
@@ -124,6 +140,7 @@ private:
     int devices_ = 1;
     bool fusion_ = false;
     bool maps_ = false;
+    bool cuts_ = false;
 };
 
 const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"

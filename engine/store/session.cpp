@@ -1439,7 +1439,7 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
 //                     "communication_bytes", "energy_joules", "violation", "violated"}} (energy_joules
 //                     may be absent: rows written before it read as 0)
 //   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages", ["dim2", "parts2"],
-//                     ["fused", "unfused"], ["at"]}, "key",
+//                     ["fused", "unfused"], ["at"], ["cuts"]}, "key",
 //                     "description", "index", "mutator"} — the choices, not a plan: a plan
 //                     is rebuilt from them (search::Evaluator::materialize).
 
@@ -1475,6 +1475,13 @@ std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandida
                        std::to_string(c.dim.size()));
     for (int d : c.at)
         if (d < -1) return invalid("'" + c.key + "' maps an operation to device " + std::to_string(d));
+    if (!c.cuts.empty() && (c.rule != "pipeline" || static_cast<int>(c.cuts.size()) != c.stages - 1))
+        return invalid("'" + c.key + "' has " + std::to_string(c.cuts.size()) + " pipeline cuts for " +
+                       (c.rule == "pipeline" ? std::to_string(c.stages) + " stages" : "the rule '" + c.rule + "'"));
+    for (size_t i = 0; i < c.cuts.size(); ++i)
+        if (c.cuts[i] < 1 || static_cast<size_t>(c.cuts[i]) >= c.dim.size() || (i && c.cuts[i] <= c.cuts[i - 1]))
+            return invalid("'" + c.key + "' cuts its pipeline at operation " + std::to_string(c.cuts[i]) + " of " +
+                           std::to_string(c.dim.size()) + " (cuts ascend from operation 1)");
     bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
                   std::isfinite(c.communication_bytes) && std::isfinite(c.energy_joules) && std::isfinite(c.violation);
     for (double v : c.objectives) finite = finite && std::isfinite(v);
@@ -1506,6 +1513,7 @@ std::string choices_json(const SearchCandidateRecord &c) {
         candidate["unfused"] = c.unfused;
     }
     if (!c.at.empty()) candidate["at"] = c.at;  // only mapped candidates carry maps
+    if (!c.cuts.empty()) candidate["cuts"] = c.cuts;  // only explicitly cut pipelines carry cuts
     return json{{"candidate", candidate},
                 {"key", c.key},
                 {"description", c.description},
@@ -1566,6 +1574,7 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
             if (k.contains("unfused")) c.unfused = member<std::vector<int>>(k, "plan_json.candidate", "unfused");
         }
         if (k.contains("at")) c.at = member<std::vector<int>>(k, "plan_json.candidate", "at");
+        if (k.contains("cuts")) c.cuts = member<std::vector<int>>(k, "plan_json.candidate", "cuts");
         c.key = member<std::string>(p, "plan_json", "key");
         c.description = member<std::string>(p, "plan_json", "description");
         c.index = member<std::int64_t>(p, "plan_json", "index");
@@ -1582,6 +1591,13 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
                          std::to_string(c.dim.size())};
         for (int d : c.at)
             if (d < -1) throw BadRow{"plan_json.candidate: at names device " + std::to_string(d)};
+        if (!c.cuts.empty() && (c.rule != "pipeline" || static_cast<int>(c.cuts.size()) != c.stages - 1))
+            throw BadRow{"plan_json.candidate: " + std::to_string(c.cuts.size()) + " cuts for rule '" + c.rule +
+                         "' of " + std::to_string(c.stages) + " stages"};
+        for (size_t i = 0; i < c.cuts.size(); ++i)
+            if (c.cuts[i] < 1 || static_cast<size_t>(c.cuts[i]) >= c.dim.size() || (i && c.cuts[i] <= c.cuts[i - 1]))
+                throw BadRow{"plan_json.candidate: cuts names operation " + std::to_string(c.cuts[i]) + " of " +
+                             std::to_string(c.dim.size()) + " (ascending, from 1)"};
     } catch (const BadRow &bad) {
         return bad.why;
     }

@@ -13,11 +13,12 @@
 //     the cold front's hypervolume. Target: ≤ 1 s.
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
-//                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps]
+//                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts]
 //                [--no-stage-memo]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
-// space, as `tapestry optimize --maps` searches; --no-stage-memo: every
+// space, as `tapestry optimize --maps` searches; --cuts: pipeline cuts in the
+// space, as `tapestry optimize --cuts` searches; --no-stage-memo: every
 // evaluation runs every pass, the baseline of the shared stages.)
 #include <algorithm>
 #include <chrono>
@@ -42,6 +43,7 @@ const std::vector<search::Objective> kObjectives{search::Objective::time, search
                                                  search::Objective::devices};
 bool g_fusion = false;  // --fusion
 bool g_maps = false;    // --maps
+bool g_cuts = false;    // --cuts
 bool g_no_memo = false; // --no-stage-memo
 
 std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int nodes) {
@@ -54,6 +56,7 @@ std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int node
         return std::nullopt;
     }
     space->allow_maps(g_maps);
+    space->allow_cuts(g_cuts);
     std::vector<const FusionBackend *> fusion;
     if (g_fusion) fusion.push_back(&cpu::fusion_backend());
     search::Evaluator e(g, *space, *target, *shape, kObjectives, {}, {}, fusion);
@@ -82,9 +85,9 @@ int rate(const Graph &g, long evaluations, int threads) {
     }
     const double per_second = static_cast<double>(r->evaluations) / r->seconds;
     const double eval_ms = 1e3 / per_second;
-    std::printf("rate: search on the GPT-2 block, 8 × h100-sxm%s%s, threads %d: %ld evaluations in %.2f s = %.0f evaluations/s "
+    std::printf("rate: search on the GPT-2 block, 8 × h100-sxm%s%s%s, threads %d: %ld evaluations in %.2f s = %.0f evaluations/s "
                 "(%.2f ms each = %.1f× validate %.3f ms); target ≥ 10,000/s: %s; front %zu plans after %d generations\n",
-                g_fusion ? " with fusion" : "", g_maps ? " with device maps" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
+                g_fusion ? " with fusion" : "", g_maps ? " with device maps" : "", g_cuts ? " with pipeline cuts" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
                 per_second >= 10000 ? "met" : "NOT met", r->front.size(), r->generations);
     const auto hits = e->stage_memo().hits(), misses = e->stage_memo().misses();
     std::printf("  shared stages: %lld of %lld shard/fuse stages from the memo (%.0f%%)\n", static_cast<long long>(hits),
@@ -245,10 +248,11 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--fusion")) g_fusion = true;
         else if (!std::strcmp(argv[i], "--maps")) g_maps = true;
+        else if (!std::strcmp(argv[i], "--cuts")) g_cuts = true;
         else if (!std::strcmp(argv[i], "--no-stage-memo")) g_no_memo = true;
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--no-stage-memo]\n");
+                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo]\n");
             return 2;
         }
     }

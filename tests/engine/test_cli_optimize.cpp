@@ -141,6 +141,31 @@ private slots:
         QVERIFY(!j["maps"].toBool());
         for (const QJsonValue &v : j["front"].toArray()) QVERIFY(!v.toObject()["plan"].toString().contains(" from device "));
     }
+    // Pipeline cuts are a choice of the search on request (--cuts): the run says so,
+    // draws the `cut` mutator, and its front plans check out numerically; without
+    // the flag no cut is drawn.
+    void pipelineCutsOnRequest() {
+        const QStringList search = {"optimize", project("gpt2_block"), "--target", "h100", "--devices", "4",
+                                    "--evaluations", "300", "--budget", "0", "--seed", "3", "--json"};
+        auto drew_cut = [](const QJsonObject &j) {
+            for (const QJsonValue &m : j["mutators"].toArray())
+                if (m.toObject()["mutator"].toString() == "cut") return m.toObject()["trials"].toInt() > 0;
+            return false;
+        };
+        auto r = cli(search + QStringList{"--cuts", "--check"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(j["cuts"].toBool());
+        QVERIFY(drew_cut(j));
+        for (const QJsonValue &v : j["front"].toArray())
+            QVERIFY2(v.toObject()["numeric_check"].toString().startsWith("PASS"), qPrintable(v.toObject()["plan"].toString()));
+        r = cli(search);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(!j["cuts"].toBool());
+        QVERIFY(!drew_cut(j));
+        for (const QJsonValue &v : j["front"].toArray()) QVERIFY(!v.toObject()["plan"].toString().contains(" cut at "));
+    }
     // A session's measurements of the target calibrate the search's figures, its
     // front's and its baselines', the same way `tapestry plan --session` does: the
     // dp baseline beside the front is the plan's own calibrated prediction.

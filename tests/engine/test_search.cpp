@@ -90,6 +90,19 @@ Evaluator mapping_evaluator_for(const Graph &g, int devices) {
     return Evaluator(g, *space, *target, *shape, {Objective::time, Objective::memory, Objective::devices}, {});
 }
 
+// The same with pipeline cuts in the space (and fusion, when asked).
+Evaluator cutting_evaluator_for(const Graph &g, int devices, bool fusion = false) {
+    auto target = cost::builtin_target("h100-sxm");
+    auto shape = cost::cluster_shape(*target, devices, 1);
+    auto space = Space::of(g, devices);
+    if (!target || !shape || !space) qFatal("evaluator setup failed");
+    space->allow_cuts(true);
+    std::vector<const FusionBackend *> backends;
+    if (fusion) backends.push_back(&cpu::fusion_backend());
+    return Evaluator(g, *space, *target, *shape, {Objective::time, Objective::memory, Objective::devices}, {}, {},
+                     backends);
+}
+
 // Every candidate of the space (for small spaces).
 std::vector<Candidate> enumerate(const Space &s) {
     std::vector<Candidate> out;
@@ -432,6 +445,107 @@ private slots:
         };
         QVERIFY(has_remap(*with));
         QVERIFY(!has_remap(*without));
+    }
+
+    // Explicit pipeline cuts: a pipeline candidate may say where its stages begin
+    // (an op of the space); placement puts every op before the first cut on stage
+    // 1's devices, and so on; the ops a contraction split or the fuse pass makes go
+    // with the op they come of. The figures are the compiled plan's; the search
+    // moves cuts with the `cut` mutator.
+    void pipelineCutsAreCandidateChoices() {
+        const Graph g = test::parse(test::mlp_project_text(8));  // fc1 gelu1 fc2 relu2 fc3 gelu3 fc4
+        const Evaluator e = cutting_evaluator_for(g, 4);
+        const Space &space = e.space();
+        QVERIFY(space.cuts());
+        Candidate c = space.batch_split(2);
+        c.rule = PlacementRule::pipeline;
+        c.stages = 2;
+        c.cuts = {6};
+        QVERIFY(space.valid(c));
+        QCOMPARE(QString::fromStdString(c.key()), QStringLiteral("0=2 0=2 0=2 0=2 0=2 0=2 0=2 | pipeline:2@6"));
+        QVERIFY2(space.describe(c).find("· pipeline:2 cut at fc4") != std::string::npos, space.describe(c).c_str());
+        auto m = e.materialize(c, true);
+        QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+        for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QVERIFY(plan::certify_plan(m->plan).pass());
+        const Graph &placed = m->stages.back().graph;
+        auto devices_of = [](const Graph &graph, const char *id) {
+            std::vector<std::string> out;
+            const Operation *op = graph.find_op(OpId(id));
+            if (!op) qFatal("%s is not in the placed graph", id);
+            for (size_t k = 0; k < op->shards.size(); ++k) out.push_back(shard_device(*op, k));
+            return out;
+        };
+        QCOMPARE(devices_of(placed, "gelu3"), (std::vector<std::string>{"0:0", "0:1"}));
+        QCOMPARE(devices_of(placed, "fc4"), (std::vector<std::string>{"0:2", "0:3"}));
+        QVERIFY2(m->stages.back().options == "pipeline:2@fc4", m->stages.back().options.c_str());
+        const Evaluation ev = e.evaluate(c);
+        QVERIFY2(ev.ok, ev.error.c_str());
+        QCOMPARE(ev.figures.makespan, m->prediction.makespan);
+        QCOMPARE(ev.figures.peak, static_cast<double>(m->prediction.peak));
+        // Another cut is another plan: placement's own (by FLOPs) is not at fc4.
+        Candidate own = c;
+        own.cuts.clear();
+        auto mo = e.materialize(own, false);
+        QVERIFY2(mo.has_value(), mo ? "" : mo.error().c_str());
+        QCOMPARE(QString::fromStdString(mo->stages.back().options), QStringLiteral("pipeline:2"));
+        QVERIFY(devices_of(mo->stages.back().graph, "gelu3") != devices_of(placed, "gelu3"));
+        // A cut at an op split along its contraction falls on the first op made of it.
+        Candidate k = c;
+        k.dim[6] = 2;  // fc4's `in`
+        auto mk = e.materialize(k, true);
+        QVERIFY2(mk.has_value(), mk ? "" : mk.error().c_str());
+        for (const Stage &st : mk->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QVERIFY2(mk->stages.back().options == "pipeline:2@fc4.partial", mk->stages.back().options.c_str());
+        QCOMPARE(devices_of(mk->stages.back().graph, "fc4.reduce"), (std::vector<std::string>{"0:2"}));
+        // A cut at an op the fuse pass joins to its producer falls on the next op placement sees.
+        const Evaluator fusing = cutting_evaluator_for(g, 4, true);
+        Candidate f = fusing.space().unsplit();
+        f.rule = PlacementRule::pipeline;
+        f.stages = 2;
+        f.cuts = {5};  // gelu3, fused into fc3
+        f.fused = true;
+        auto mf = fusing.materialize(f, true);
+        QVERIFY2(mf.has_value(), mf ? "" : mf.error().c_str());
+        QVERIFY2(mf->stages.back().options == "pipeline:2@fc4", mf->stages.back().options.c_str());
+        QCOMPARE(pipeline_cuts(space, c, g), std::vector<OpId>{OpId("fc4")});
+        // Not candidates: cuts for another rule, too many or too few, not ascending, at 0 or past the ops.
+        for (const auto &[stages, cuts] : std::vector<std::pair<int, std::vector<int>>>{
+                 {3, {4}}, {2, {2, 4}}, {3, {6, 6}}, {3, {5, 4}}, {2, {0}}, {2, {7}}}) {
+            Candidate bad = c;
+            bad.stages = stages;
+            bad.cuts = cuts;
+            QVERIFY(!space.valid(bad));
+        }
+        Candidate other_rule = c;
+        other_rule.rule = PlacementRule::round_robin;
+        other_rule.stages = 0;
+        QVERIFY(!space.valid(other_rule));
+        QVERIFY(!evaluator_for(g, 4).space().valid(c));  // no cuts in that space
+        // The balanced cuts: where placement's FLOP rule cuts the space's ops, always
+        // ascending and inside; none when the ops are fewer than the stages.
+        for (int stages = 2; stages <= 7; ++stages) {
+            const std::vector<int> b = space.balanced_cuts(stages);
+            QCOMPARE(static_cast<int>(b.size()), stages - 1);
+            for (size_t i = 0; i < b.size(); ++i) QVERIFY(b[i] >= 1 && b[i] <= 6 && (!i || b[i] > b[i - 1]));
+        }
+        QVERIFY(space.balanced_cuts(8).empty());
+        // The search moves cuts where the space has them: the `cut` mutator draws,
+        // and what it makes is evaluated; without them it is not drawn.
+        const Graph block = example("gpt2_block");
+        const Evaluator eb = cutting_evaluator_for(block, 4);
+        bool cut_seen = false;
+        SearchHooks hooks;
+        hooks.candidate = [&](const Scored &s) { cut_seen = cut_seen || (!s.candidate.cuts.empty() && s.evaluation.ok); };
+        auto r = optimize(eb, evaluations_budget(3, 600), hooks);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        const auto stats = std::find_if(r->mutators.begin(), r->mutators.end(), [](const MutatorStats &ms) { return ms.name == "cut"; });
+        QVERIFY(stats != r->mutators.end());
+        QVERIFY(stats->trials > 0);
+        QVERIFY(cut_seen);
+        auto plain = optimize(evaluator_for(block, 4), evaluations_budget(3, 200));
+        QVERIFY(plain.has_value());
+        QVERIFY(std::none_of(plain->mutators.begin(), plain->mutators.end(), [](const MutatorStats &ms) { return ms.name == "cut"; }));
     }
 
     // Candidates that split alike share the shard stage (and the fuse stage where

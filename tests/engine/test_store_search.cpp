@@ -41,6 +41,7 @@ SearchCandidateRecord candidate(int i, int generation) {
         if (i % 4 == 3) c.unfused = {0, 2};
     }
     if (i % 3 == 1) c.at = {-1, 2, 0};  // device maps: fc2 from device 2, the third op from device 0
+    if (c.rule == "pipeline" && i % 2 == 0) c.cuts = {2};  // stage 2 begins at the third op
     c.key = "k" + std::to_string(i);
     c.description = "fc1:0=4, fc2:1=2 · " + c.rule;  // a comma and a non-ASCII dot survive
     c.makespan_seconds = 1e-3 / (i + 1);
@@ -57,7 +58,7 @@ SearchCandidateRecord candidate(int i, int generation) {
 bool same(const SearchCandidateRecord &a, const SearchCandidateRecord &b) {
     return a.generation == b.generation && a.index == b.index && a.mutator == b.mutator && a.dim == b.dim &&
            a.dim2 == b.dim2 && a.parts2 == b.parts2 && a.parts == b.parts && a.rule == b.rule && a.stages == b.stages &&
-           a.fused == b.fused && a.unfused == b.unfused && a.at == b.at &&
+           a.fused == b.fused && a.unfused == b.unfused && a.at == b.at && a.cuts == b.cuts &&
            a.key == b.key && a.description == b.description && a.objectives == b.objectives &&
            a.makespan_seconds == b.makespan_seconds && a.peak_bytes == b.peak_bytes && a.devices == b.devices &&
            a.communication_bytes == b.communication_bytes && a.energy_joules == b.energy_joules &&
@@ -250,6 +251,13 @@ private slots:
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.at', json('[-1, -2, 0]')) "
                "WHERE id = 2"
             << "plan_json.candidate: at names device -2";
+        QTest::newRow("cuts of another rule")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.cuts', json('[1]')) WHERE id = 2"
+            << "plan_json.candidate: 1 cuts for rule 'shard' of 0 stages";
+        QTest::newRow("cuts out of order")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.rule', 'pipeline', "
+               "'$.candidate.stages', 3, '$.candidate.cuts', json('[2, 1]')) WHERE id = 2"
+            << "plan_json.candidate: cuts names operation 1 of 3 (ascending, from 1)";
         QTest::newRow("a map that is not a list")
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.at', 'everywhere') WHERE id = 2"
             << "plan_json.candidate: 'at' has the wrong type (string)";
@@ -322,6 +330,11 @@ private slots:
         QTest::newRow("a map of other ops") << 13 << "invalid" << "a candidate of search run 1 'k7' maps 2 operations of 3";
         QTest::newRow("a map to no device") << 14 << "invalid"
                                             << "a candidate of search run 1 'k7' maps an operation to device -3";
+        QTest::newRow("cuts of another rule") << 15 << "invalid"
+                                              << "a candidate of search run 1 'k7' has 1 pipeline cuts for the rule 'shard'";
+        QTest::newRow("cuts out of order")
+            << 16 << "invalid"
+            << "a candidate of search run 1 'k7' cuts its pipeline at operation 2 of 3 (cuts ascend from operation 1)";
     }
 
     void bad_write_is_refused() {
@@ -368,6 +381,12 @@ private slots:
                 break;
             case 13: bad.at = {0, 1}; break;
             case 14: bad.at = {-1, -3, 0}; break;
+            case 15: bad.cuts = {1}; break;
+            case 16:
+                bad.rule = "pipeline";
+                bad.stages = 3;
+                bad.cuts = {2, 2};
+                break;
         }
         if (what <= 2) record = s->start_search_run(run);
         if (what == 6 || what == 7 || what >= 9) status = s->append_search_candidates(1, {candidate(8, 2), bad});

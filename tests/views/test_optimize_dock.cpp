@@ -22,6 +22,7 @@
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -457,7 +458,8 @@ private slots:
             chart->redrawNow();
             QString mapped;
             for (const ParetoPoint &p : chart->points())
-                if (p.key.contains(QLatin1Char('@')) && mapped.isEmpty()) mapped = p.key;
+                if (p.key.section(QStringLiteral(" | "), 0, 0).contains(QLatin1Char('@')) && mapped.isEmpty())
+                    mapped = p.key;  // a map in the ops' part ("0=2@1 …"; a pipeline's cuts follow its rule)
             QVERIFY2(!mapped.isEmpty(), "no candidate has a device map");
             QVERIFY(chart->point(mapped)->description.contains(QStringLiteral(" from device ")));
             QSignalSpy opened(ow.opt, &OptimizeController::pointOpened);
@@ -485,6 +487,54 @@ private slots:
                 QCOMPARE(c.at.size(), c.dim.size());
             }
         QVERIFY(mapped > 0);
+    }
+
+    // Pipeline cuts are off by default and kept with a run's settings; a run with them
+    // has pipelines cut at chosen ops, which the session keeps with their cuts and
+    // whose plans open from the chart with the figures shown.
+    void pipelineCutsAreASettingOfTheRun() {
+        RunSettings r;
+        r.devices = 4;
+        r.objectives = {search::Objective::time};
+        r.cuts = true;
+        QVERIFY(parseSettings(settingsJson(r))->cuts);
+        QVERIFY(!parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->cuts);
+
+        const QString path = dir_.filePath(QStringLiteral("cuts.tapestry-session"));
+        {
+            OptimizeWindow ow;
+            QVERIFY(ow.openSession(path));
+            QVERIFY(!ow.opt->cutsBox()->isChecked());
+            ow.settings(4, 300, 0, 0);
+            ow.opt->cutsBox()->setChecked(true);
+            QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+            ParetoChart *chart = ow.opt->chart();
+            chart->redrawNow();
+            QString cut;
+            for (const ParetoPoint &p : chart->points())
+                if (!p.candidate.cuts.empty() && cut.isEmpty()) cut = p.key;
+            QVERIFY2(!cut.isEmpty(), "no candidate cuts its pipeline");
+            QVERIFY(cut.contains(QRegularExpression(QStringLiteral("\\| pipeline:\\d+@\\d"))));
+            QVERIFY(chart->point(cut)->description.contains(QStringLiteral(" cut at ")));
+            QSignalSpy opened(ow.opt, &OptimizeController::pointOpened);
+            QVERIFY(ow.opt->openPoint(cut));
+            QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+            QCOMPARE(opened.front().at(1).toString(), QString());
+            QCOMPARE(ow.w.plans()->result()->prediction.makespan, chart->point(cut)->figures.makespan);
+        }
+        auto s = store::Session::open(path.toStdString(), store::OpenMode::read_only);
+        QVERIFY(s);
+        const auto runs = (*s)->search_runs((*s)->projects()->front().id);
+        QVERIFY(runs && runs->size() == 1);
+        auto settings = parseSettings(runs->front().settings_json);
+        QVERIFY(settings && settings->cuts && !settings->maps);
+        const auto run = (*s)->load_search_run(runs->front().id);
+        QVERIFY(run.has_value());
+        const auto with_cuts = std::count_if(run->candidates.begin(), run->candidates.end(),
+                                             [](const store::SearchCandidateRecord &c) { return !c.cuts.empty(); });
+        QVERIFY(with_cuts > 0);
+        for (const store::SearchCandidateRecord &c : run->candidates)
+            if (!c.cuts.empty()) QCOMPARE(static_cast<int>(c.cuts.size()), c.stages - 1);
     }
 
     // ---- the chart alone ------------------------------------------------------------
