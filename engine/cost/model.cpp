@@ -104,7 +104,7 @@ void Calibration::add(const CalibrationSample &s) {
         if (!s.shape.empty()) {
             const int d = s.dtype ? static_cast<int>(*s.dtype) : -1;
             for (int t : {-1, s.threads}) {
-                std::vector<double> &v = shape_ratios_[ShapeKey{c, t, d, s.kernel + " " + s.shape}];
+                std::vector<double> &v = shape_ratios_[ShapeKey{c, t, d, s.kernel, s.shape}];
                 v.insert(std::upper_bound(v.begin(), v.end(), r), r);
             }
         }
@@ -148,11 +148,9 @@ double Calibration::factor(KernelClass c, double size, std::string_view kernel, 
     const int cls = static_cast<int>(c), b = band(size);
     const int d = dtype && !kernel.empty() ? static_cast<int>(*dtype) : -1;
     if (!shape.empty() && !kernel.empty() && !shape_ratios_.empty()) {
-        std::string named(kernel);
-        named += ' ';
-        named += shape;
+        using Probe = std::tuple<int, int, int, std::string_view, std::string_view>;
         for (int t : {threads, -1})
-            if (auto it = shape_ratios_.find(ShapeKey{cls, t, d, named});
+            if (auto it = shape_ratios_.find(Probe{cls, t, d, kernel, shape});
                 it != shape_ratios_.end() && it->second.size() >= kMinGroupSamples)
                 return median_of_sorted(it->second);
     }

@@ -152,9 +152,17 @@ private:
     };
     std::vector<CalibrationSample> samples_;
     std::map<Key, std::vector<double>, KeyLess> ratios_;  // each sorted ascending
-    // By class, threads (-1 any), dtype (-1 any) and "kernel shape": each sorted ascending.
-    using ShapeKey = std::tuple<int, int, int, std::string>;
-    std::map<ShapeKey, std::vector<double>> shape_ratios_;
+    // By class, threads (-1 any), dtype (-1 any), kernel and shape: each sorted
+    // ascending; looked up by string_views (no string per predicted step).
+    using ShapeKey = std::tuple<int, int, int, std::string, std::string>;
+    struct ShapeKeyLess {
+        using is_transparent = void;
+        template <typename A> static std::tuple<int, int, int, std::string_view, std::string_view> view(const A &k) {
+            return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k)};
+        }
+        template <typename A, typename B> bool operator()(const A &a, const B &b) const { return view(a) < view(b); }
+    };
+    std::map<ShapeKey, std::vector<double>, ShapeKeyLess> shape_ratios_;
     double wake_ = 0;
     int wake_launches_ = 0;
 };
