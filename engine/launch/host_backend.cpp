@@ -173,16 +173,18 @@ Expected<StepOutcome, std::string> HostBackend::run_kernel(int step) {
     for (size_t i = 0; i < k->input_at.size(); ++i)
         if (const auto [b, off] = k->input_at[i]; b >= 0 && data_[static_cast<size_t>(b)])
             k->inputs[i].data = data_[static_cast<size_t>(b)] + off;
-    thread_local int omp = -1;
-    if (omp != threads_) {
-        cpu::set_omp_threads(threads_);
-        omp = threads_;
-    }
+    // The kernel's thread count on this thread, and the thread's own back after it
+    // (a stream may run on the launching thread, whose count is its caller's).
+    const int caller = cpu::omp_threads();
+    if (caller != threads_) cpu::set_omp_threads(threads_);
+    std::string failed;
     try {
         k->kernel->run(k->inputs, k->outputs);
     } catch (const std::exception &e) {
-        return unexpected(std::string("kernel failed: ") + e.what());
+        failed = std::string("kernel failed: ") + e.what();
     }
+    if (caller != threads_) cpu::set_omp_threads(caller);
+    if (!failed.empty()) return unexpected(failed);
     return StepOutcome{};
 }
 

@@ -111,9 +111,20 @@ public:
             return;
         }
         t0_ = Clock::now();
+        // The first stream with steps runs on the calling thread, each other one on
+        // a thread of its own: a 1-device plan then runs where its kernels were
+        // prepared, as `tapestry run` does — one OpenMP team, kept from launch to
+        // launch, instead of a fresh thread and team per launch beside the
+        // preparing thread's, which spins on the same cores (docs/launch.md,
+        // "Overhead").
         std::vector<std::thread> threads;
-        for (size_t k = 0; k < work_.size(); ++k)
-            if (!work_[k].empty()) threads.emplace_back([this, k] { worker(static_cast<int>(k)); });
+        int here = -1;
+        for (size_t k = 0; k < work_.size(); ++k) {
+            if (work_[k].empty()) continue;
+            if (here < 0) here = static_cast<int>(k);
+            else threads.emplace_back([this, k] { worker(static_cast<int>(k)); });
+        }
+        if (here >= 0) worker(here);
         for (std::thread &t : threads) t.join();
         // The backend's waits after the run (gathering) outlive this run: no stop flag of ours.
         backend_.set_wait_limits(options_.wait_timeout_seconds, {});

@@ -64,7 +64,7 @@ private:
     // Run state (guarded by mutex_).
     std::mutex run_mutex_;  // one run at a time
     std::mutex mutex_;
-    std::condition_variable work_cv_, done_cv_;
+    std::condition_variable work_cv_;
     std::vector<std::thread> workers_;
     bool stopping_ = false;
     std::set<int> ready_;
@@ -200,8 +200,14 @@ std::vector<std::string> CpuProgram::make_notices() const {
     return out;
 }
 
+// Workers 1 … threads − 1 are threads of the program; worker 0 is the thread that
+// calls run(), for as long as the run lasts. The whole-operation steps run on
+// worker 0 with every thread, so their OpenMP team is the caller's own — the team
+// that made the kernels at compile time, kept from run to run — rather than a
+// second team beside it whose threads spin on the same cores after each parallel
+// region (libgomp's default wait policy).
 void CpuProgram::start_workers() {
-    for (int i = 0; i < options_.threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 1; i < options_.threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 void CpuProgram::stop_workers() {
@@ -215,10 +221,17 @@ void CpuProgram::stop_workers() {
 }
 
 void CpuProgram::worker_loop(int index) {
-    int omp_threads = -1;
+    // Worker 0 runs on the caller of run() and gives the caller's thread count back.
+    const int callers_team = index == 0 ? omp_threads() : -1;
+    int team = callers_team;
     int last_run = -1, last_tile = -1;
+    const int total = static_cast<int>(plan_.steps.size());
     std::unique_lock lock(mutex_);
     while (true) {
+        if (index == 0 && running_ == 0 && (abort_ || finished_ == total)) {
+            if (team != callers_team) set_omp_threads(callers_team);
+            return;
+        }
         // Pick a runnable step: whole-operation steps only on worker 0 and only alone.
         int pick = -1;
         if (!stopping_ && !abort_ && !exclusive_running_ && last_tile >= 0) {
@@ -254,7 +267,7 @@ void CpuProgram::worker_loop(int index) {
         if (control_ && control_->cancelled && control_->cancelled()) {
             cancelled_ = true;
             abort_ = true;
-            done_cv_.notify_all();
+            work_cv_.notify_all();
             continue;
         }
         ready_.erase(pick);
@@ -265,9 +278,9 @@ void CpuProgram::worker_loop(int index) {
         lock.unlock();
 
         const int want = st.whole ? options_.threads : 1;
-        if (want != omp_threads) {
+        if (want != team) {
             set_omp_threads(want);
-            omp_threads = want;
+            team = want;
         }
         std::vector<View> ins, outs;
         ins.reserve(st.inputs.size());
@@ -309,7 +322,6 @@ void CpuProgram::worker_loop(int index) {
                 released = true;
             }
         const int done = finished_;
-        const int total = static_cast<int>(plan_.steps.size());
         if (control_ && control_->progress) {
             lock.unlock();
             control_->progress(done, total);
@@ -318,8 +330,8 @@ void CpuProgram::worker_loop(int index) {
         // Wake the others only when there is something for them (a run of batch
         // tiles finishes hundreds of steps; a wake-up per step is a futex call and,
         // on a busy machine, a lost time slice).
-        if (released) work_cv_.notify_all();
-        if (finished_ == total || (abort_ && running_ == 0)) done_cv_.notify_all();
+        // The run's end wakes worker 0 (the caller) too.
+        if (released || finished_ == total || (abort_ && running_ == 0)) work_cv_.notify_all();
     }
 }
 
@@ -396,8 +408,9 @@ Expected<RunResult, std::string> CpuProgram::run(const std::map<TensorId, Tensor
         cancelled_ = false;
         error_.clear();
         work_cv_.notify_all();
-        const int total = static_cast<int>(plan_.steps.size());
-        done_cv_.wait(lock, [&] { return running_ == 0 && (abort_ || finished_ == total); });
+        lock.unlock();
+        worker_loop(0);  // returns when every step has finished, or the run aborted with none running
+        lock.lock();
         control_ = nullptr;
         if (!error_.empty()) return unexpected(error_);
         if (cancelled_) return unexpected(std::string("cancelled"));
