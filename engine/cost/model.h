@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,31 +139,29 @@ public:
     int wake_launches() const { return wake_launches_; }
 
 private:
-    // class, band, threads (-1 any), kernel ("" any), dtype (-1 any)
-    using Key = std::tuple<int, int, int, std::string, int>;
-    // Orders keys and looks them up by a string_view kernel without a copy (one
+    // Orders tuple keys with their strings compared as string_views, so a key is
+    // looked up by a tuple of string_views without building a string (one
     // comparison of plain tuples: libstdc++'s tuple<…, string> < tuple<…,
     // string_view> does not compile under clang).
-    struct KeyLess {
+    struct ViewLess {
         using is_transparent = void;
-        template <typename A> static std::tuple<int, int, int, std::string_view, int> view(const A &k) {
-            return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k)};
+        template <typename T> static auto view_of(const T &v) {
+            if constexpr (std::is_same_v<T, std::string>) return std::string_view(v);
+            else return v;
+        }
+        template <typename A> static auto view(const A &k) {
+            return std::apply([](const auto &...x) { return std::tuple{view_of(x)...}; }, k);
         }
         template <typename A, typename B> bool operator()(const A &a, const B &b) const { return view(a) < view(b); }
     };
+    // class, band, threads (-1 any), kernel ("" any), dtype (-1 any)
+    using Key = std::tuple<int, int, int, std::string, int>;
     std::vector<CalibrationSample> samples_;
-    std::map<Key, std::vector<double>, KeyLess> ratios_;  // each sorted ascending
+    std::map<Key, std::vector<double>, ViewLess> ratios_;  // each sorted ascending
     // By class, threads (-1 any), dtype (-1 any), kernel and shape: each sorted
-    // ascending; looked up by string_views (no string per predicted step).
+    // ascending (no string per predicted step).
     using ShapeKey = std::tuple<int, int, int, std::string, std::string>;
-    struct ShapeKeyLess {
-        using is_transparent = void;
-        template <typename A> static std::tuple<int, int, int, std::string_view, std::string_view> view(const A &k) {
-            return {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k)};
-        }
-        template <typename A, typename B> bool operator()(const A &a, const B &b) const { return view(a) < view(b); }
-    };
-    std::map<ShapeKey, std::vector<double>, ShapeKeyLess> shape_ratios_;
+    std::map<ShapeKey, std::vector<double>, ViewLess> shape_ratios_;
     double wake_ = 0;
     int wake_launches_ = 0;
 };

@@ -30,7 +30,8 @@ std::vector<std::string> split(const std::string &s, char sep) {
     return out;
 }
 
-// FLOPs of the whole op (for cutting pipeline stages); 1 when it does not resolve.
+}  // namespace
+
 double op_flops(const Graph &g, const Operation &op, const OpLibrary &lib) {
     const OpDef *def = lib.find(op.kind);
     auto types = operand_types(g, op);
@@ -40,7 +41,18 @@ double op_flops(const Graph &g, const Operation &op, const OpLibrary &lib) {
     return std::max(1.0, lib.cost(*def, op.params, *d, *types, d->signature.index_space).flops);
 }
 
-}  // namespace
+std::vector<int> balanced_stages(const std::vector<double> &flops, int stages) {
+    double total = 0;
+    for (double f : flops) total += f;
+    std::vector<int> out;
+    double before = 0;
+    for (double f : flops) {
+        const double mid = before + f / 2;
+        before += f;
+        out.push_back(total > 0 ? std::min(stages - 1, static_cast<int>(mid / total * stages)) : 0);
+    }
+    return out;
+}
 
 Expected<PlacementOptions, std::string> parse_placement(const std::string &rule, const std::vector<std::string> &maps,
                                                         const std::vector<std::string> &devices) {
@@ -148,19 +160,10 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
             const OpLibrary *oplib = dynamic_cast<const OpLibrary *>(&lib);
             const OpLibrary &costs = oplib ? *oplib : OpLibrary::standard();
             std::vector<double> flops;
-            double total = 0;
-            for (const Operation *op : ops) {
-                flops.push_back(op_flops(g, *op, costs));
-                total += flops.back();
-            }
-            double before = 0;
-            for (size_t i = 0; i < ops.size(); ++i) {
-                // The stage whose share of the FLOPs the op's midpoint falls in.
-                const double mid = before + flops[i] / 2;
-                int s = std::min(stages - 1, static_cast<int>(mid / total * stages));
-                before += flops[i];
-                group[ops[i]] = {s * n / stages, (s + 1) * n / stages};
-            }
+            for (const Operation *op : ops) flops.push_back(op_flops(g, *op, costs));
+            const std::vector<int> stage_of = balanced_stages(flops, stages);
+            for (size_t i = 0; i < ops.size(); ++i)
+                group[ops[i]] = {stage_of[i] * n / stages, (stage_of[i] + 1) * n / stages};
         }
     }
 

@@ -19,6 +19,8 @@
 
 namespace tapestry {
 
+class OpLibrary;
+
 enum class PlacementRule {
     by_shard,     // shard k → device k mod n (the implicit rule of unplaced graphs, made explicit)
     round_robin,  // every piece, in dependency order, takes the next device
@@ -56,6 +58,14 @@ struct PlacementOptions {
 // round-robin, pipeline[:stages])".
 Expected<PlacementOptions, std::string> parse_placement(const std::string &rule, const std::vector<std::string> &maps,
                                                         const std::vector<std::string> &devices);
+
+// The FLOPs of a whole operation as the cost model counts them (at least 1; 1 when
+// it does not resolve): what the pipeline rule balances.
+double op_flops(const Graph &g, const Operation &op, const OpLibrary &lib);
+// The pipeline rule's stages: ops in order, with these FLOPs, cut into `stages`
+// stages of about equal FLOPs — each op in the stage its FLOP midpoint falls in
+// (stages may be empty where one op outweighs a stage).
+std::vector<int> balanced_stages(const std::vector<double> &flops, int stages);
 
 // The placement stage. Refuses (naming the op or device) an explicit map naming
 // an unknown op or a device outside `devices`, a map whose length is neither 1

@@ -156,10 +156,12 @@ std::vector<OpId> pipeline_cuts(const Space &space, const Candidate &c, const Gr
     for (const Operation *op : order.order) {
         if (next == c.cuts.size()) break;
         if (op->kind == "move") continue;
-        if (space_op(op->id.value) >= c.cuts[next]) {
+        // Every cut at or before this op's space op falls on it (two would leave a
+        // stage empty: placement refuses them).
+        const int at = space_op(op->id.value);
+        while (next < c.cuts.size() && at >= c.cuts[next]) {
             out.push_back(op->id);
-            // A later cut that falls on this op too would leave a stage empty.
-            while (++next < c.cuts.size() && space_op(op->id.value) >= c.cuts[next]) out.push_back(op->id);
+            ++next;
         }
     }
     return out;

@@ -120,9 +120,7 @@ Expected<Space, std::string> Space::of(const Graph &g, int devices) {
             c.extents.push_back(x.extent);
             c.names.push_back(x.name);
         }
-        if (const OpDef *def = lib.find(op->kind))
-            if (auto types = operand_types(g, *op))
-                c.flops = std::max(1.0, lib.cost(*def, op->params, *d, *types, sig.index_space).flops);
+        c.flops = op_flops(g, *op, lib);
         s.ops_.push_back(std::move(c));
     }
     if (s.ops_.empty()) return unexpected(std::string("the graph has no operation to place"));
@@ -197,21 +195,13 @@ Candidate Space::product_split(int outer, size_t choice, int inner) const {
 std::vector<int> Space::balanced_cuts(int stages) const {
     const int ops = static_cast<int>(ops_.size());
     if (stages < 2 || stages > ops) return {};
-    double total = 0;
-    for (const OpChoices &o : ops_) total += o.flops;
+    std::vector<double> flops;
+    for (const OpChoices &o : ops_) flops.push_back(o.flops);
+    const std::vector<int> stage_of = balanced_stages(flops, stages);
+    // Each stage begins at the first op past the one before it (stage_of ascends).
     std::vector<int> cuts;
-    double before = 0;
-    int stage = 0;
-    for (int i = 0; i < ops; ++i) {
-        // The stage whose share of the FLOPs the op's midpoint falls in.
-        const double mid = before + ops_[static_cast<size_t>(i)].flops / 2;
-        before += ops_[static_cast<size_t>(i)].flops;
-        const int s = std::min(stages - 1, static_cast<int>(mid / total * stages));
-        while (stage < s && static_cast<int>(cuts.size()) < stages - 1) {
-            cuts.push_back(i);
-            ++stage;
-        }
-    }
+    for (int i = 0; i < ops; ++i)
+        while (static_cast<int>(cuts.size()) < stage_of[static_cast<size_t>(i)]) cuts.push_back(i);
     // Stages no op's midpoint fell in: cut them from the end, one op each, keeping order.
     for (int s = static_cast<int>(cuts.size()); s < stages - 1; ++s) cuts.push_back(ops);
     for (int s = stages - 2; s >= 0; --s) {

@@ -52,11 +52,10 @@ struct Candidate {
     // places it. An op the fuse pass joins to its producer goes with that producer.
     std::vector<int> at;
     // Pipeline cuts (a space that allows them, Space::cuts; rule pipeline): empty —
-    // stages of about equal FLOPs, placement's
-    // own cut — or stages − 1 indices into the space's ops, ascending, none 0: stage
-    // s + 1 begins at op cuts[s] (at the first op placement walks that comes of it
-    // or of an op after it: a contraction split's `op.partial`, an op the fuse pass
-    // kept).
+    // stages of about equal FLOPs, placement's own cut — or stages − 1 indices into
+    // the space's ops, ascending, none 0: stage s + 1 begins at op cuts[s] (at the
+    // first op placement walks that comes of it or of an op after it: a contraction
+    // split's `op.partial`, an op the fuse pass kept).
     std::vector<int> cuts;
     friend bool operator==(const Candidate &, const Candidate &) = default;
     // A stable text key ("0=4 -1 0=2x2=4 | shard", "… | shard | fuse -2,5", a map
@@ -118,10 +117,10 @@ public:
     // naming the spec that no candidate holds.
     Expected<Candidate, std::string> from_specs(const std::vector<ShardSpec> &specs, PlacementRule rule,
                                                 int stages = 0) const;
-    // The first op index of each stage s ≥ 1 of a pipeline of `stages` whose cuts
-    // fall where the ops' FLOPs (in the space's order) reach s/stages of the total —
-    // placement's own rule, on the space's ops — made strictly ascending (empty when
-    // the ops are too few).
+    // The first op index of each stage s ≥ 1 of a pipeline of `stages`, by
+    // placement's own rule (balanced_stages, passes/place.h) on the space's ops,
+    // made strictly ascending where a stage came out empty (empty when the ops are
+    // fewer than the stages).
     std::vector<int> balanced_cuts(int stages) const;
     // The most dims any operation offers.
     size_t most_choices() const;
@@ -129,8 +128,9 @@ public:
     // split is two specs on one op, the second splitting the first's shards).
     std::vector<ShardSpec> specs(const Candidate &c) const;
     // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
-    // "pipeline:2" with its stages, "pipeline:3 cut at fc2, attn" with cuts; then the maps, "· fc1 from device 2, gelu from
-    // device 5"; then "· fused", or "· fused but fc1, gelu").
+    // "pipeline:2" with its stages, "pipeline:3 cut at fc2, attn" with cuts; then the
+    // maps, "· fc1 from device 2, gelu from device 5"; then "· fused", or "· fused
+    // but fc1, gelu").
     std::string describe(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
     bool valid(const Candidate &c) const;
