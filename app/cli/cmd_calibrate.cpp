@@ -268,6 +268,9 @@ struct DeviceCase {
     int example = -1;
     plan::Plan plan;
     launch::LaunchResult result;
+    // A size case's every timed run ("steps_runs"), each a measurement of its one
+    // op at its shape; empty where the results keep only the median run's steps.
+    std::vector<launch::LaunchResult> runs;
     double enqueued = -1;  // seconds of the whole plan enqueued without host synchronisation; -1: not measured
 };
 
@@ -278,6 +281,10 @@ struct DeviceRun {
     std::vector<DeviceCase> cases;
     std::vector<std::string> failed;  // cases that failed on the device: not used
     int without_result = 0;           // cases of the pack the results do not hold
+    int gpus = 0;                     // GPUs the environment record names
+    // Plans of more devices than GPUs: run as virtual devices sharing one GPU, their
+    // steps contending for it — a measurement of no target's device: not used.
+    std::vector<std::string> shared;
 };
 
 std::string text_field(const ordered_json &j, const char *key) {
@@ -344,21 +351,24 @@ std::string environment_hardware(const ordered_json &env, std::string &gpu) {
     return out;
 }
 
-// The case's measured step durations, checked against its plan's steps: the same
-// number, each of the same kind and operation. The warm ones where the record has
+// A steps array's measured durations, checked against its plan's steps: the same
+// number, each of the same kind and operation.
+//
+// A case's: the warm ones where the record has
 // them ("steps_warm": the plan enqueued again after its first launch, whose steps
-// also count loading kernels and choosing algorithms), else the first launch's.
-Expected<std::vector<double>, std::string> measured_durations(const ordered_json &rec, const plan::Plan &p,
-                                                              const std::string &plan_file) {
-    auto steps = rec.find("steps_warm");
-    if (steps == rec.end() || !steps->is_array()) steps = rec.find("steps");
-    if (steps == rec.end() || !steps->is_array()) return unexpected(std::string("no steps array"));
-    if (steps->size() != p.steps.size())
-        return unexpected("has " + plural(static_cast<long long>(steps->size()), "step") + ", its plan " + plan_file + " " +
+// also count loading kernels and choosing algorithms — behind the gate since the
+// results say "warm_submission": "gated", so each is the GPU's time alone), else
+// the first launch's.
+// The durations of one steps array, checked against the plan's steps.
+Expected<std::vector<double>, std::string> step_durations(const ordered_json &steps, const plan::Plan &p,
+                                                          const std::string &plan_file) {
+    if (!steps.is_array()) return unexpected(std::string("a steps entry that is not an array"));
+    if (steps.size() != p.steps.size())
+        return unexpected("has " + plural(static_cast<long long>(steps.size()), "step") + ", its plan " + plan_file + " " +
                           std::to_string(p.steps.size()) + ": the results of another pack?");
     std::vector<double> out;
-    for (size_t i = 0; i < steps->size(); ++i) {
-        const ordered_json &s = (*steps)[i];
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const ordered_json &s = steps[i];
         const std::string where = "steps[" + std::to_string(i) + "]";
         const auto measured = s.is_object() ? s.find("measured_s") : s.end();
         if (measured == s.end() || !measured->is_number() || measured->get<double>() < 0)
@@ -372,6 +382,15 @@ Expected<std::vector<double>, std::string> measured_durations(const ordered_json
     }
     return out;
 }
+
+Expected<std::vector<double>, std::string> measured_durations(const ordered_json &rec, const plan::Plan &p,
+                                                              const std::string &plan_file) {
+    auto steps = rec.find("steps_warm");
+    if (steps == rec.end() || !steps->is_array()) steps = rec.find("steps");
+    if (steps == rec.end() || !steps->is_array()) return unexpected(std::string("no steps array"));
+    return step_durations(*steps, p, plan_file);
+}
+
 
 // A launch as the cuda backend would have reported it: the steps with their
 // measured durations, placed as the plan's schedule places them (the results keep
@@ -427,6 +446,10 @@ Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &r
     const std::string plan_file = (fs::path(pack) / in_pack->second.plan).string();
     auto loaded = plan::load_plan(plan_file);
     if (!loaded) return unexpected("case '" + name + "': its plan: " + loaded.error());
+    if (run.gpus > 0 && static_cast<int>(loaded->devices.size()) > run.gpus) {
+        run.shared.push_back(name);
+        return std::optional<DeviceCase>();
+    }
     if (retarget != nullptr) retargeted(*loaded, *retarget);
     auto durations = measured_durations(rec, *loaded, plan_file);
     if (!durations) return unexpected("case '" + name + "' " + durations.error());
@@ -438,9 +461,19 @@ Expected<std::optional<DeviceCase>, std::string> read_case(const ordered_json &r
         return unexpected("case '" + name + "' is a plan for target '" + loaded->target + "', but " + run.gpu +
                           " ran it: that measures nothing about the target" +
                           (retarget != nullptr ? std::string() : " (--target names the GPU's own target)"));
-    DeviceCase c{name, in_pack->second.group, in_pack->second.example, std::move(loaded).value(), {}, -1};
+    DeviceCase c{name, in_pack->second.group, in_pack->second.example, std::move(loaded).value(), {}, {}, -1};
     c.result = rebuilt_launch(c.plan, *durations, run.hardware, rec);
-    const auto enqueued = rec.find(benchmark ? "median_s" : "enqueued_s");
+    // A size case's every gated run: repeated measurements of its op at its shape.
+    if (const auto runs = rec.find("steps_runs"); in_pack->second.group == "size" && runs != rec.end()) {
+        if (!runs->is_array()) return unexpected("case '" + name + "': steps_runs is not an array");
+        for (size_t i = 0; i < runs->size(); ++i) {
+            auto d = step_durations((*runs)[i], c.plan, plan_file);
+            if (!d) return unexpected("case '" + name + "' steps_runs[" + std::to_string(i) + "] " + d.error());
+            c.runs.push_back(rebuilt_launch(c.plan, *d, run.hardware, rec));
+        }
+    }
+    // A benchmark's plan time as its steps were timed: behind the gate where it was.
+    const auto enqueued = rec.find(!benchmark ? "enqueued_s" : rec.contains("gated_median_s") ? "gated_median_s" : "median_s");
     if (enqueued != rec.end() && enqueued->is_number()) c.enqueued = enqueued->get<double>();
     return std::optional<DeviceCase>(std::move(c));
 }
@@ -466,6 +499,7 @@ Expected<DeviceRun, std::string> read_device_run(const std::vector<std::string> 
             const std::string kind = text_field(rec, "record");
             if (kind == "environment") {
                 run.hardware = environment_hardware(rec, run.gpu);
+                if (const auto g = rec.find("gpus"); g != rec.end() && g->is_array()) run.gpus = static_cast<int>(g->size());
                 if (run.hardware.empty()) return unexpected(where + "an environment record naming no GPU");
                 continue;
             }
@@ -481,7 +515,13 @@ Expected<DeviceRun, std::string> read_device_run(const std::vector<std::string> 
     for (const auto &[name, pc] : *manifest)
         run.without_result += seen.count(name) || pc.group == "benchmark" || pc.group == "size" ? 0 : 1;
     if (std::none_of(run.cases.begin(), run.cases.end(), [](const DeviceCase &c) { return c.group != "benchmark"; }))
-        return unexpected(files.front() + ": no passing case to calibrate from");
+        return unexpected(files.front() + ": no passing case to calibrate from" +
+                          (run.shared.empty()
+                               ? std::string()
+                               : ": " + plural(static_cast<long long>(run.shared.size()), "case") +
+                                     " of more devices than the " + plural(run.gpus, "GPU") +
+                                     " ran as virtual devices sharing it (their steps contend for it: no measurement "
+                                     "of the target's devices)"));
     return run;
 }
 
@@ -537,7 +577,15 @@ DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
     std::vector<cost::CalibrationSample> benchmark_steps;
     std::vector<const DeviceCase *> examples, held_out, benchmarks;
     for (const DeviceCase &c : run.cases) {
-        const auto samples = launch::calibration_samples(c.plan, cost::Model(target, c.plan.cluster), c.result);
+        const cost::Model model(target, c.plan.cluster);
+        auto samples = launch::calibration_samples(c.plan, model, c.result);
+        if (!c.runs.empty()) {  // a size case's every run instead of its median one
+            samples.clear();
+            for (const launch::LaunchResult &r : c.runs) {
+                const auto more = launch::calibration_samples(c.plan, model, r);
+                samples.insert(samples.end(), more.begin(), more.end());
+            }
+        }
         if (c.group == "benchmark") {  // judged by the fit on every case, never fitted
             benchmark_steps.insert(benchmark_steps.end(), samples.begin(), samples.end());
             benchmarks.push_back(&c);
@@ -587,6 +635,7 @@ void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, cons
     j["cases_used"] = f.train_cases + f.test_cases;
     j["size_cases"] = f.size_cases;  // of them: single ops at the benchmarks' sizes (fitted)
     j["failed_on_device"] = run.failed;
+    j["on_shared_gpus"] = run.shared;  // plans of more devices than GPUs: not used
     j["pack_cases_without_result"] = run.without_result;
     j["steps"] = {{"in_sample", accuracy_json(f.steps_in_sample)}, {"held_out", accuracy_json(f.steps_held_out)}};
     j["steps"]["in_sample"]["fitted_on"] = {{"cases", f.train_cases + f.test_cases}, {"measurements", f.all.samples().size()}};
@@ -613,6 +662,9 @@ void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const Dev
               << o.pack << ": " << plural(f.train_cases + f.test_cases, "passing case")
               << " used, "
               << run.failed.size() << " failed on the device and not used";
+    if (!run.shared.empty())
+        std::cout << ", " << run.shared.size() << " of more devices than the " << plural(run.gpus, "GPU")
+                  << " not used (virtual devices sharing a GPU contend for it: no measurement of the target's devices)";
     if (run.without_result > 0) std::cout << ", " << run.without_result << " of the pack without a result";
     std::cout << "\n  per step (kernels and copies), median |predicted − measured| / measured:\n"
               << "    in-sample: fitted on all " << plural(f.steps_in_sample.count, "measurement")

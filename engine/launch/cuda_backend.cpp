@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "launch/step_operands.h"
 #include "runtime/cuda/box_move.h"
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/gate.h"
 #include "runtime/cuda/kernel.h"
 
 namespace tapestry::launch {
@@ -127,20 +129,35 @@ public:
         return std::make_pair(a / 1e3, b / 1e3);
     }
 
-    Expected<EnqueuedRun, std::string> enqueued(int warmups, int repeats) {
+    Expected<EnqueuedRun, std::string> enqueued(int warmups, int repeats, Submission submission) {
         if (!plan_) return unexpected(std::string("the cuda backend has no plan prepared"));
+        const bool gated = submission == Submission::gated;
+        if (gated && !gate_) {
+            auto g = cuda::Gate::make();
+            if (!g) return unexpected(g.error());
+            gate_ = std::move(g).value();
+        }
         EnqueuedRun out;
         std::vector<std::vector<std::pair<double, double>>> per_run;
         for (int r = 0; r < warmups + repeats; ++r) {
-            if (auto o = record_origin(); !o) return unexpected(o.error());
-            for (size_t k = 0; k < streams_.size(); ++k)
-                if (streams_[k]) {
-                    cudaSetDevice(desc_.streams[k].gpu);
-                    cudaStreamWaitEvent(streams_[k], origin_[static_cast<size_t>(desc_.streams[k].gpu)], 0);
+            if (auto o = gated ? hold_at_gate() : record_origin(); !o) return unexpected(o.error());
+            {
+                // The gate opens when the last step is enqueued — or when enqueueing fails.
+                struct Opener {
+                    cuda::Gate *gate;
+                    ~Opener() {
+                        if (gate) gate->open();
+                    }
+                } opener{gated ? gate_.get() : nullptr};
+                for (size_t k = 0; k < streams_.size(); ++k)
+                    if (streams_[k]) {
+                        cudaSetDevice(desc_.streams[k].gpu);
+                        cudaStreamWaitEvent(streams_[k], origin_[static_cast<size_t>(desc_.streams[k].gpu)], 0);
+                    }
+                for (size_t s = 0; s < plan_->steps.size(); ++s) {
+                    auto e = enqueue_step(static_cast<int>(s));
+                    if (!e) return unexpected(step_text(static_cast<int>(s)) + ": " + e.error());
                 }
-            for (size_t s = 0; s < plan_->steps.size(); ++s) {
-                auto e = enqueue_step(static_cast<int>(s));
-                if (!e) return unexpected(step_text(static_cast<int>(s)) + ": " + e.error());
             }
             for (size_t k = 0; k < streams_.size(); ++k)
                 if (streams_[k]) {
@@ -148,6 +165,13 @@ public:
                     if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
                         return unexpected(err("running the plan (" + stream_text(static_cast<int>(k)) + ")", e));
                 }
+            for (cudaStream_t g : gate_streams_)
+                if (g) cudaStreamSynchronize(g);
+            if (gated && gate_->timed_out())
+                return unexpected("the gate holding the plan's " + std::to_string(plan_->steps.size()) +
+                                  " steps gave up after " + std::to_string(kGateLimit.count()) +
+                                  " ms, before the host had enqueued them all: gated times would hold the host's "
+                                  "submission");
             if (r < warmups) continue;
             std::vector<std::pair<double, double>> times;
             double last = 0;
@@ -167,6 +191,7 @@ public:
         const size_t median = order[order.size() / 2];
         out.seconds = out.runs[median];
         out.steps = per_run[median];
+        out.run_steps = std::move(per_run);
         return out;
     }
 
@@ -396,6 +421,33 @@ private:
         return std::monostate{};
     }
 
+    // The gated run's origin: every stream of each GPU idle, then on a stream of its own the
+    // gate's kernel and the origin event after it — recorded when the gate opens.
+    Expected<std::monostate, std::string> hold_at_gate() {
+        gate_->close();
+        gate_streams_.resize(static_cast<size_t>(desc_.gpus), nullptr);
+        for (int g = 0; g < desc_.gpus; ++g) {
+            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
+            for (size_t k = 0; k < streams_.size(); ++k)
+                if (streams_[k] && desc_.streams[k].gpu == g)
+                    if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
+                        return unexpected(err("waiting for " + stream_text(static_cast<int>(k)), e));
+            cudaStream_t &stream = gate_streams_[static_cast<size_t>(g)];
+            if (!stream)
+                if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
+                    return unexpected(err("creating the gate's stream on GPU " + std::to_string(g), e));
+            if (auto h = gate_->hold(stream, kGateLimit); !h) {
+                gate_->open();
+                return unexpected(h.error());
+            }
+            if (cudaError_t e = cudaEventRecord(origin_[static_cast<size_t>(g)], stream); e != cudaSuccess) {
+                gate_->open();
+                return unexpected(err("recording the gated run's start on GPU " + std::to_string(g), e));
+            }
+        }
+        return std::monostate{};
+    }
+
     // Enqueues step s: its waits, start event, work, end event, and the held streams' waits.
     Expected<StepOutcome, std::string> enqueue_step(int s) {
         const size_t i = static_cast<size_t>(s);
@@ -497,6 +549,13 @@ private:
         for (size_t k = 0; k < streams_.size(); ++k)
             if (streams_[k]) cudaStreamDestroy(streams_[k]);
         streams_.clear();
+        for (size_t g = 0; g < gate_streams_.size(); ++g)
+            if (gate_streams_[g]) {
+                cudaSetDevice(gpus_[g].ordinal);
+                cudaStreamSynchronize(gate_streams_[g]);
+                cudaStreamDestroy(gate_streams_[g]);
+            }
+        gate_streams_.clear();
         for (auto &[gpu, p] : allocations_) {
             cudaSetDevice(gpus_[static_cast<size_t>(gpu)].ordinal);
             cudaFree(p);
@@ -522,6 +581,9 @@ private:
     std::map<int, Staging> staging_;                        // per collective step that needs one
     std::vector<cudaStream_t> streams_;                     // per descriptor stream (null: unused)
     std::vector<cudaEvent_t> start_, end_, origin_;
+    std::unique_ptr<cuda::Gate> gate_;          // made by the first gated run
+    std::vector<cudaStream_t> gate_streams_;    // per GPU: the gate's kernel
+    static constexpr std::chrono::milliseconds kGateLimit{1000};
     std::map<OpId, ResolvedPlanOp> ops_;
     std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (kernel steps)
     std::int64_t extra_bytes_ = 0;
@@ -592,10 +654,10 @@ Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBack
     return std::unique_ptr<Backend>(new CudaBackend(options, std::move(use)));
 }
 
-Expected<EnqueuedRun, std::string> run_enqueued(Backend &backend, int warmups, int repeats) {
+Expected<EnqueuedRun, std::string> run_enqueued(Backend &backend, int warmups, int repeats, Submission submission) {
     auto *cuda = dynamic_cast<CudaBackend *>(&backend);
     if (!cuda) return unexpected("run_enqueued needs the cuda backend, not " + backend.name());
-    return cuda->enqueued(warmups, repeats);
+    return cuda->enqueued(warmups, repeats, submission);
 }
 
 }  // namespace tapestry::launch
@@ -613,7 +675,9 @@ Expected<std::vector<GpuInfo>, std::string> cuda_gpus() { return unexpected(std:
 Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBackendOptions &) {
     return unexpected(std::string(kNoCuda));
 }
-Expected<EnqueuedRun, std::string> run_enqueued(Backend &, int, int) { return unexpected(std::string(kNoCuda)); }
+Expected<EnqueuedRun, std::string> run_enqueued(Backend &, int, int, Submission) {
+    return unexpected(std::string(kNoCuda));
+}
 Expected<std::monostate, std::string> cuda_devices_usable() { return unexpected(std::string(kNoCuda)); }
 
 }  // namespace tapestry::launch

@@ -53,14 +53,28 @@ Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBack
 // The cuda backend's own measurement of a whole plan: every step enqueued in plan
 // order on its stream with its event waits and no host synchronisation between
 // steps — how a plan runs in production — `repeats` times after `warmups`; the
-// median of the runs' device times (first step's start to the last step's end,
-// CUDA events) and each step's device time in the median run. The backend must
-// have been prepared (launch_plan ran, or prepare and the uploads).
+// median of the runs' device times (the run's start to the last step's end, CUDA
+// events) and each step's device time in the median run. The backend must have
+// been prepared (launch_plan ran, or prepare and the uploads).
+//
+// How the GPU meets the host's submission:
+//  - live: the GPU starts on the first step while the host enqueues the rest — what
+//    one run of the plan costs, the first kernel's submission included (the time a
+//    peer framework's one call is compared with);
+//  - gated: every step is enqueued behind a gate (runtime/cuda/gate.h) that opens
+//    once the host has enqueued the last, and the run starts when it opens: the
+//    steps run back to back, and each step's time is its work on the GPU alone, with
+//    no host submission in it — what the cost model predicts and calibration fits.
+//    If the gate gave up before the host opened it, the run is an error that says so.
+enum class Submission { live, gated };
+
 struct EnqueuedRun {
     double seconds = 0;                 // median over the repeats
     std::vector<double> runs;           // every repeat's seconds
     std::vector<std::pair<double, double>> steps;  // per plan step: [start, end) in the median run
+    std::vector<std::vector<std::pair<double, double>>> run_steps;  // the same, per repeat (as `runs`)
 };
-Expected<EnqueuedRun, std::string> run_enqueued(Backend &cuda_backend, int warmups, int repeats);
+Expected<EnqueuedRun, std::string> run_enqueued(Backend &cuda_backend, int warmups, int repeats,
+                                                Submission submission = Submission::live);
 
 }  // namespace tapestry::launch

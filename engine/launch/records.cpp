@@ -22,7 +22,15 @@ bool measures_plan_target(const plan::Plan &plan, const std::string &backend, co
     if (backend != "cuda" || plan.target.empty() || plan.target == "host") return false;
     std::string model = plan.target.substr(0, plan.target.find('-'));
     for (char &c : model) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return hardware.find(model) != std::string::npos;
+    if (hardware.find(model) == std::string::npos) return false;
+    // The GPUs the description counts: the number before each " × ".
+    long long gpus = 0;
+    for (size_t at = hardware.find(" × "); at != std::string::npos; at = hardware.find(" × ", at + 1)) {
+        size_t digits = at;
+        while (digits > 0 && std::isdigit(static_cast<unsigned char>(hardware[digits - 1]))) --digits;
+        if (digits < at) gpus += std::stoll(hardware.substr(digits, std::min<size_t>(at - digits, 6)));
+    }
+    return gpus == 0 || static_cast<long long>(plan.devices.size()) <= gpus;
 }
 
 std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::Step &s) {

@@ -22,7 +22,9 @@ namespace tapestry::launch {
 // the cpu backend measures the host target (plans for `--target host`); the cuda
 // backend a GPU target whose model its `hardware` (Backend::describe) names (an
 // h200 plan on an NVIDIA H200); a plan for an H100 launched on the CPU measures
-// nothing about an H100.
+// nothing about an H100, nor does a plan of more devices than the GPUs `hardware`
+// counts ("cuda: 1 × NVIDIA H200 (…)"): its virtual devices share a GPU and their
+// steps contend for it, which the target's model of whole GPUs does not predict.
 bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware = {});
 
 // The work of a kernel or copy step as the cost model takes it (a copy as

@@ -72,12 +72,10 @@ QByteArray jsonl(const QList<QJsonObject> &lines) {
     return out;
 }
 
-const QJsonObject kH200Environment{{"record", "environment"},
-                                   {"note", "test data: made-up times"},
-                                   {"gpus", QJsonArray{QJsonObject{{"name", "NVIDIA H200"},
-                                                                   {"memory_bytes", 150109880320.0},
-                                                                   {"cc", "9.0"},
-                                                                   {"sms", 132}}}}};
+// Two GPUs: the made-up cases are 2-device plans, each device a GPU of its own.
+const QJsonObject kH200{{"name", "NVIDIA H200"}, {"memory_bytes", 150109880320.0}, {"cc", "9.0"}, {"sms", 132}};
+const QJsonObject kH200Environment{
+    {"record", "environment"}, {"note", "test data: made-up times"}, {"gpus", QJsonArray{kH200, kH200}}};
 
 DeviceRun made_up_device_run(const QTemporaryDir &dir, const QList<MadeUpCase> &cases) {
     DeviceRun run;
@@ -364,9 +362,11 @@ private slots:
         add_timed_plans(run, "benchmarks", {"b0"});
         add_timed_plans(run, "sizes", {"s0", "s1"});
         QJsonObject failed{{"record", "size"}, {"name", "s1"}, {"error", "out of memory"}};
+        // s0 with its every gated run: three measurements of each of its steps.
+        QJsonObject s0 = timed_record(run, "s0", "size");
+        s0["steps_runs"] = QJsonArray{s0["steps"], s0["steps"], s0["steps"]};
         const QString bench_file = dir.filePath("bench.jsonl");
-        tapestry::test::write_bytes(bench_file, jsonl({kH200Environment, timed_record(run, "b0", "benchmark"),
-                                                       timed_record(run, "s0", "size"), failed}));
+        tapestry::test::write_bytes(bench_file, jsonl({kH200Environment, timed_record(run, "b0", "benchmark"), s0, failed}));
         const auto r = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack,
                             "--json"});
         QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
@@ -377,12 +377,32 @@ private slots:
         QCOMPARE(j["failed_on_device"].toArray()[0].toString(), QString("s1"));
         const QJsonObject in = j["steps"].toObject()["in_sample"].toObject();
         const QJsonObject b = j["steps"].toObject()["benchmarks"].toObject();
-        QCOMPARE(b["count"].toInt(), in["count"].toInt() / 3);  // three fitted cases' steps, one benchmark's
+        QCOMPARE(b["count"].toInt(), in["count"].toInt() / 5);  // k0's, e0's and s0's three runs' steps, one benchmark's
         const auto text = cli({"calibrate", "--gpu-results", run.results, "--gpu-results", bench_file, "--pack", run.pack});
         QVERIFY2(text.code == 0, qPrintable(text.err + text.out));
         QVERIFY2(text.out.contains("held-out:  fitted on the kernel cases, the size cases and the even-numbered example") &&
                      text.out.contains("never fitted; their ops' sizes fitted from 1 single-op case launched apart)"),
                  qPrintable(text.out));
+    }
+
+    // A plan of more devices than the machine's GPUs ran on virtual devices sharing
+    // one: its steps contend for the GPU and measure none of the target's devices —
+    // not used, and said so.
+    void calibrateLeavesOutPlansOnSharedGpus() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, kFourCases);
+        QList<QJsonObject> lines;
+        QFile f(run.results);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        for (const QByteArray &l : f.readAll().split('\n'))
+            if (!l.isEmpty()) lines.append(QJsonDocument::fromJson(l).object());
+        lines[0]["gpus"] = QJsonArray{kH200};
+        tapestry::test::write_bytes(run.results, jsonl(lines));
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("no passing case to calibrate from: 4 cases of more devices than the 1 GPU ran as "
+                                "virtual devices sharing it"),
+                 qPrintable(r.err));
     }
 
     // A pack made for h200 that an H100 ran calibrates h100-sxm when --target says
@@ -473,7 +493,8 @@ private slots:
             bytes = jsonl(lines);
         } else if (what == "h100") {
             QJsonObject env = kH200Environment;
-            env["gpus"] = QJsonArray{QJsonObject{{"name", "NVIDIA H100 80GB HBM3"}, {"memory_bytes", 85e9}, {"cc", "9.0"}}};
+            const QJsonObject h100{{"name", "NVIDIA H100 80GB HBM3"}, {"memory_bytes", 85e9}, {"cc", "9.0"}};
+            env["gpus"] = QJsonArray{h100, h100};
             lines[0] = env;
             bytes = jsonl(lines);
         } else if (what == "unreadable") {

@@ -650,6 +650,13 @@ private slots:
         auto gpu = plan_of(g, 2, static_cast<int>(plan::Baseline::tp));
         QVERIFY(gpu.has_value());
         QVERIFY(!launch::measures_plan_target(gpu->plan, "cpu"));
+        // On the cuda backend: the target's GPU, with a GPU per plan device — not a
+        // two-device plan on one GPU's virtual devices, nor on another GPU.
+        QVERIFY(launch::measures_plan_target(gpu->plan, "cuda", "cuda: 2 × NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)"));
+        QVERIFY(launch::measures_plan_target(gpu->plan, "cuda", "cuda: 8 × NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)"));
+        QVERIFY(!launch::measures_plan_target(
+            gpu->plan, "cuda", "cuda: 1 × NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB); plans of several devices run as virtual devices on it"));
+        QVERIFY(!launch::measures_plan_target(gpu->plan, "cuda", "cuda: 2 × NVIDIA H200 (sm_90, 139.8 GiB)"));
         const Launched lg = launch_and_check(gpu->plan);
         const cost::Model h100_model(h100(), gpu->plan.cluster);
         auto on_gpu = launch::record_launch(*session, version->id, std::nullopt, std::nullopt, gpu->plan, lg.result, &lg.check, &h100_model);

@@ -689,6 +689,8 @@ std::vector<CaseSpec> kernel_cases(std::vector<Skipped> &skipped) {
 
 // ---- the example group -------------------------------------------------------------------
 
+std::vector<PlanRecipe> split_first(const Graph &g, int pieces, int n);
+
 bool has_shards(const Graph &g) {
     return std::any_of(g.operations().begin(), g.operations().end(),
                        [](const OpPtr &op) { return !op->shards.empty(); });
@@ -698,11 +700,19 @@ bool has_shards(const Graph &g) {
 // that states none gets the shard pass on its first operation (dim 1, else dim 0).
 std::vector<PlanRecipe> shard_placement(const Graph &g, int n) {
     if (n == 1 || has_shards(g)) return {PlanRecipe{{}, {}, n, "shard", std::nullopt}};
+    return split_first(g, n, n);
+}
+
+// The shard pass on the first operation (dim 1, else dim 0) into `pieces`, placed on
+// n devices: on one device, a plan of the same graph in smaller steps — more
+// one-device cases, whose steps measure the target's device alone (plans of more
+// devices than the lent GPU run as virtual devices sharing it; calibrate leaves them out).
+std::vector<PlanRecipe> split_first(const Graph &g, int pieces, int n) {
     const std::string first = g.operations().front()->id.value;
     std::vector<PlanRecipe> recipes;
     for (int dim : {1, 0})
         recipes.push_back(
-            {{"shard"}, {first + ":" + std::to_string(dim) + "=" + std::to_string(n)}, n, "shard", std::nullopt});
+            {{"shard"}, {first + ":" + std::to_string(dim) + "=" + std::to_string(pieces)}, n, "shard", std::nullopt});
     return recipes;
 }
 
@@ -732,7 +742,13 @@ std::vector<CaseSpec> example_cases(const fs::path &projects, std::vector<Skippe
         for (int n : {1, 2, 4, 8}) {
             const std::string prefix = stem + "." + std::to_string(n) + "dev.";
             cases.push_back({prefix + "shard", "example", source, g, shard_placement(*g, n)});
-            if (n == 1) continue;
+            if (n == 1) {
+                if (!has_shards(*g))
+                    for (int pieces : {2, 4})
+                        cases.push_back(
+                            {prefix + "split" + std::to_string(pieces), "example", source, g, split_first(*g, pieces, 1)});
+                continue;
+            }
             cases.push_back(
                 {prefix + "round-robin", "example", source, g, {PlanRecipe{{}, {}, n, "round-robin", std::nullopt}}});
             for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp})

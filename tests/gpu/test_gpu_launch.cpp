@@ -3,7 +3,8 @@
 // unsharded CPU run, at the outputs' dtype tolerance) — on one GPU the devices are
 // virtual, a stream set each; the fused form of every example too; a plan over a
 // device's memory is refused before launch naming the device; a failing step is
-// reported with its step and device. Without a GPU (CI: no driver gives
+// reported with its step and device; the timing gate holds and lets go, and a gated
+// run times every step in order. Without a GPU (CI: no driver gives
 // cudaGetDeviceCount error 35) every test is skipped saying why, and CTest shows
 // the suite as skipped (SKIP_REGULAR_EXPRESSION), never as passed.
 #include <QtTest/QtTest>
@@ -15,6 +16,7 @@
 #include "numeric_certify.h"
 #include "passes/fuse.h"
 #include "plan_support.h"
+#include "runtime/cuda/gate.h"
 
 using namespace tapestry;
 
@@ -80,6 +82,32 @@ private slots:
             QVERIFY2(r, r ? "" : r.error().c_str());
             const QString wrong = launch_and_check(r->plan);
             QVERIFY2(wrong.isEmpty(), qPrintable(wrong));
+        }
+    }
+
+    void gateHoldsAndLetsGo() {
+        auto ok = cuda::gate_self_check();
+        QVERIFY2(ok, ok ? "" : ok.error().c_str());
+    }
+
+    // Behind the gate the steps of a one-device plan run back to back on its compute
+    // stream: each within the run, in plan order, none overlapping the next.
+    void gatedRunHasEveryStepInOrder() {
+        auto r = plan_of(test::example_graph("gpt2_block"), 1, -1);
+        QVERIFY(r);
+        const plan::Plan &p = r->plan;
+        auto backend = launch::make_cuda_backend();
+        QVERIFY(backend);
+        auto launched = launch::launch_plan(p, **backend, make_random_inputs(p.graph, 7));
+        QVERIFY(launched && launched->ok());
+        auto gated = launch::run_enqueued(**backend, 1, 3, launch::Submission::gated);
+        QVERIFY2(gated, gated ? "" : gated.error().c_str());
+        QCOMPARE(gated->runs.size(), size_t{3});
+        QCOMPARE(gated->steps.size(), p.steps.size());
+        double previous_end = 0;
+        for (const auto &[start, end] : gated->steps) {
+            QVERIFY(start >= previous_end - 1e-6 && end >= start && end <= gated->seconds + 1e-6);
+            previous_end = end;
         }
     }
 
