@@ -51,9 +51,10 @@ Expected<std::string, std::string> keep_launch(const std::string &path, const pl
     if (!kept) return unexpected(kept.error());
     std::string line = "kept in " + path + " as launch " + std::to_string(kept->launch_id) + " of plan " +
                        std::to_string(kept->plan_id) + " (project '" + name + "')";
+    const std::string unmeasured = launch::target_not_measured(p, result.backend, result.hardware);
     line += kept->calibration_points > 0
                 ? ", with " + plural(kept->calibration_points, "calibration point") + " for target " + p.target
-                : "; no calibration points: the " + result.backend + " backend does not measure target " + p.target;
+                : "; no calibration points: " + (unmeasured.empty() ? "no step it measured is a kernel or copy" : unmeasured);
     return line;
 }
 

@@ -14,15 +14,16 @@
 
 namespace tapestry::launch {
 
-bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware) {
+std::string target_not_measured(const plan::Plan &plan, const std::string &backend, const std::string &hardware) {
+    const std::string nothing = "the " + backend + " backend does not measure target " + plan.target;
     // The host target is the CPU this process runs on (docs/targets.md); every
     // other built-in target is a GPU, measured by the cuda backend on that GPU: the
     // target's model ("h200" → H200, "h100-sxm" → H100) in the GPU's name.
-    if (backend == "cpu") return plan.target == "host";
-    if (backend != "cuda" || plan.target.empty() || plan.target == "host") return false;
+    if (backend == "cpu") return plan.target == "host" ? std::string() : nothing;
+    if (backend != "cuda" || plan.target.empty() || plan.target == "host") return nothing;
     std::string model = plan.target.substr(0, plan.target.find('-'));
     for (char &c : model) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (hardware.find(model) == std::string::npos) return false;
+    if (hardware.find(model) == std::string::npos) return nothing + " on " + hardware;
     // The GPUs the description counts: the number before each " × ".
     long long gpus = 0;
     for (size_t at = hardware.find(" × "); at != std::string::npos; at = hardware.find(" × ", at + 1)) {
@@ -30,7 +31,14 @@ bool measures_plan_target(const plan::Plan &plan, const std::string &backend, co
         while (digits > 0 && std::isdigit(static_cast<unsigned char>(hardware[digits - 1]))) --digits;
         if (digits < at) gpus += std::stoll(hardware.substr(digits, std::min<size_t>(at - digits, 6)));
     }
-    return gpus == 0 || static_cast<long long>(plan.devices.size()) <= gpus;
+    const auto devices = static_cast<long long>(plan.devices.size());
+    if (gpus == 0 || devices <= gpus) return {};
+    return "its " + std::to_string(devices) + " devices ran as virtual devices sharing " + std::to_string(gpus) +
+           (gpus == 1 ? " GPU" : " GPUs") + ", contending for it, which target " + plan.target + " does not predict";
+}
+
+bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware) {
+    return target_not_measured(plan, backend, hardware).empty();
 }
 
 std::optional<cost::KernelWork> step_work(const plan::Plan &plan, const plan::Step &s) {

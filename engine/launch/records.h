@@ -26,6 +26,9 @@ namespace tapestry::launch {
 // counts ("cuda: 1 × NVIDIA H200 (…)"): its virtual devices share a GPU and their
 // steps contend for it, which the target's model of whole GPUs does not predict.
 bool measures_plan_target(const plan::Plan &plan, const std::string &backend, const std::string &hardware = {});
+// Why not, said for a user ("the cpu backend does not measure target h100-sxm");
+// empty when it does.
+std::string target_not_measured(const plan::Plan &plan, const std::string &backend, const std::string &hardware = {});
 
 // The work of a kernel or copy step as the cost model takes it (a copy as
 // Model::copy_seconds counts it), and of a transfer or a collective between

@@ -665,6 +665,18 @@ private slots:
         QCOMPARE(session->calibration("h100-sxm")->size(), size_t{0});
     }
 
+    // A 16-bit output's tolerance grows with the roundings on its way: mlp_bf16 is six
+    // bf16 operations in a chain, the f32 mlp has none to count.
+    void reducedRoundingsCountTheLongestChain() {
+        const Graph bf16 = load_example("mlp_bf16");
+        QCOMPARE(launch::reduced_roundings(bf16, TensorId{"y"}), 6);
+        QCOMPARE(launch::reduced_roundings(bf16, TensorId{"a1"}), 2);
+        QCOMPARE(launch::reduced_roundings(bf16, TensorId{"x"}), 0);  // an input: nothing rounded it here
+        const Graph f32 = load_example("mlp");
+        for (const TensorPtr &t : f32.tensors())
+            if (t->role == TensorRole::output) QCOMPARE(launch::reduced_roundings(f32, t->id), 0);
+    }
+
     void aFailedLaunchIsKeptWithTheStepsBeforeIt() {
         auto r = plan_of(load_example("mlp"), 2, static_cast<int>(plan::Baseline::dp));
         QVERIFY(r.has_value());

@@ -22,6 +22,15 @@
 #       $OUT/bench-NAME-VALUE; --ncu profiles the first warm launch of the matching
 #       kernel in the first benchmark plan with Nsight Compute (speed of light,
 #       occupancy, memory), into $OUT/ncu.txt.
+#
+#   tests/gpu/run_on_device.sh pack-cli      here: the whole `tapestry` program with its
+#                                            libraries, packed (.gpu-cli/, xz)
+#   then run(command="bash tests/gpu/run_on_device.sh device-cli", carry=[".gpu-cli"], …)
+#       there: `tapestry devices`, and every example planned and launched with
+#       --backend cuda as a user would (one GPU, fused, four virtual devices, the bf16
+#       GPT-2 block), kept in a session (calibration points only where each plan device
+#       had a GPU), a plan over the device memory refused; each checked for its exit
+#       status and what it says, everything in $OUT/cli.log and the session.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 mode="${1:-}"
@@ -138,8 +147,104 @@ device_here() {
   return "$rc"
 }
 
+# The whole command-line program, for `tapestry launch --backend cuda` on the device:
+# the stripped binary with every library ldd lists that the device lacks (oneDNN for
+# the reference run among them), as one xz archive — over 64 MiB unpacked.
+pack_cli_here() {
+  cmake --build build --target tapestry || exit 1
+  grep -qx '/.gpu-cli/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.gpu-cli/' >> .git/info/exclude; }
+  rm -rf .gpu-cli && mkdir -p .gpu-cli/stage/bin .gpu-cli/stage/lib
+  cp build/app/tapestry .gpu-cli/stage/bin/
+  strip --strip-unneeded .gpu-cli/stage/bin/tapestry
+  ldd build/app/tapestry | awk '/=> \//{print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+      libcuda.so*|libcudart*|libcublas*|libcudnn*|libnvrtc*|libnccl*|libnvJitLink*) ;;
+      *) cp -L "$lib" .gpu-cli/stage/lib/ ;;
+    esac
+  done
+  strip --strip-unneeded .gpu-cli/stage/lib/* 2>/dev/null || true
+  tar -C .gpu-cli/stage -cJf .gpu-cli/tapestry-cli.tar.xz . && rm -rf .gpu-cli/stage
+  local size
+  size=$(du -sm --apparent-size .gpu-cli | cut -f1)
+  echo "== .gpu-cli: tapestry and its libraries, ${size} MiB packed"
+  if [ "$size" -gt 60 ]; then echo "run_on_device.sh: .gpu-cli is ${size} MiB, over what a device call carries" >&2; exit 1; fi
+}
+
+# There: unpacks the program and runs the commands a user would, each checked for its
+# exit status and what it must say; a line "ok"/"FAIL" each, everything in $OUT/cli.log.
+device_cli_here() {
+  local oracle=0
+  [ "${1:-}" = "--oracle" ] && oracle=1
+  local out="${OUT:-/tmp/tapestry-gpu-out}" work=/tmp/tapestry-cli
+  mkdir -p "$out" && rm -rf "$work" && mkdir -p "$work/run"
+  tar -xJf .gpu-cli/tapestry-cli.tar.xz -C "$work" || exit 1
+  local libdirs
+  libdirs=$(cuda_library_dirs | paste -sd:)
+  export LD_LIBRARY_PATH="$work/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
+  local t="$work/bin/tapestry" w="$work/run" failed=0 target
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+    *H200*) target=h200 ;;
+    *H100*) target=h100-sxm ;;
+    *) target=h100-sxm ;;
+  esac
+  # check TITLE WANTED_EXIT TEXT_IT_MUST_SAY -- COMMAND…
+  check() {
+    local title="$1" want="$2" says="$3"
+    shift 4
+    { echo "== $title"; echo "\$ $*"; } >> "$out/cli.log"
+    local got
+    "$@" > "$w/last.txt" 2>&1
+    got=$?
+    cat "$w/last.txt" >> "$out/cli.log"
+    echo "(exit $got)" >> "$out/cli.log"
+    if [ "$got" = "$want" ] && { [ -z "$says" ] || grep -qE -- "$says" "$w/last.txt"; }; then
+      echo "ok   $title"
+    else
+      echo "FAIL $title (exit $got, wanted $want${says:+, saying /$says/})"; tail -5 "$w/last.txt"; failed=$((failed + 1))
+    fi
+  }
+  local s="$w/launches.tapestry-session"
+  check "tapestry devices lists the GPU" 0 "GPU 0: NVIDIA H(100|200)" -- "$t" devices
+  check "tapestry devices --json" 0 '"peers"' -- "$t" devices --json
+  local p
+  for p in projects/*.tapestry.json; do
+    local name
+    name=$(basename "$p" .tapestry.json)
+    check "plan $name for $target, 1 device" 0 "" -- "$t" plan "$p" --target "$target" --devices 1 -o "$w/$name.1.plan.json"
+    check "launch $name on 1 GPU (kept, calibration points for $target)" 0 "calibration point" -- \
+      "$t" launch "$w/$name.1.plan.json" --backend cuda --session "$s" --steps
+    check "plan $name fused, 1 device" 0 "" -- "$t" plan "$p" --target "$target" --pipeline fuse --devices 1 -o "$w/$name.fuse.plan.json"
+    check "launch $name fused on 1 GPU" 0 "" -- "$t" launch "$w/$name.fuse.plan.json" --backend cuda --session "$s"
+    check "plan $name on 4 devices (tp)" 0 "" -- "$t" plan "$p" --target "$target" --devices 4 --baseline tp -o "$w/$name.4.plan.json"
+    check "launch $name on 4 virtual devices of 1 GPU (no calibration points)" 0 "no calibration points" -- \
+      "$t" launch "$w/$name.4.plan.json" --backend cuda --session "$s"
+  done
+  check "plan the bf16 GPT-2 block (batch 8, sequence 1024), fused" 0 "" -- \
+    "$t" plan projects/benchmarks/gpt2_block_bf16.tapestry.json --target "$target" --pipeline fuse --devices 1 -o "$w/bench.plan.json"
+  check "launch the bf16 GPT-2 block on the GPU" 0 "" -- "$t" launch "$w/bench.plan.json" --backend cuda --session "$s" --steps
+  check "a plan over the device memory is refused before launch" 1 "needs" -- \
+    "$t" launch "$w/mlp.1.plan.json" --backend cuda --device-memory 1KiB
+  check "the bf16 GPT-2 block in 64 MiB a device is refused, naming the device" 1 "device .* needs" -- \
+    "$t" launch "$w/bench.plan.json" --backend cuda --device-memory 64MiB
+  check "the session keeps the launches" 0 "" -- "$t" session list "$s"
+  if [ $oracle = 1 ]; then
+    # Which is nearer the truth where the GPU's and the CPU's bf16 differ: each against
+    # the double-precision oracle (minutes on a big graph, bounded).
+    check "the bf16 GPT-2 block on the GPU against the oracle" 0 "" -- \
+      timeout "${TAPESTRY_GPU_ORACLE_S:-150}" "$t" launch "$w/bench.plan.json" --backend cuda --oracle
+    check "the bf16 GPT-2 block on the CPU against the oracle" 0 "" -- \
+      timeout "${TAPESTRY_GPU_ORACLE_S:-150}" "$t" launch "$w/bench.plan.json" --backend cpu --oracle
+  fi
+  cp "$s" "$out/" 2>/dev/null
+  echo "cli checks: $failed failed"
+  return $((failed > 0))
+}
+
 case "$mode" in
   pack) pack_here "$@" ;;
   device) device_here "$@" ;;
-  *) echo "usage: $0 pack [--quick] | device [--only TEXT] [--no-sanitizer] [--no-torch]" >&2; exit 2 ;;
+  pack-cli) pack_cli_here "$@" ;;
+  device-cli) device_cli_here "$@" ;;
+  *) echo "usage: $0 pack [--quick] | device [--only TEXT] [--no-sanitizer] [--no-torch] | pack-cli | device-cli [--oracle]" >&2; exit 2 ;;
 esac
