@@ -4,9 +4,12 @@
 #   tests/gpu/run_on_device.sh pack [--quick]
 #       here (Debian, our packages, no GPU): builds tapestry-gpu-check and
 #       tapestry-gpu-pack, makes the pack of cases (plans, inputs, references),
-#       and gathers into .gpu/ the program with every library `ldd` lists that
-#       the device machine lacks (not libc, libstdc++ or the CUDA libraries,
-#       which it has) — checked against the 64 MiB a device call may carry.
+#       and gathers into .gpu/program.tar.xz the program with every library `ldd`
+#       lists that the device machine lacks (not libc, libstdc++ or the CUDA
+#       libraries, which it has) — checked against the 64 MiB a device call may
+#       carry; with .gpu-cli (pack-cli, below) both fit in one call:
+#       run(command="bash tests/gpu/run_on_device.sh device; bash tests/gpu/run_on_device.sh device-cli",
+#           carry=[".gpu", ".gpu-cli"], …)
 #
 #   then, through the device tool:  run(command="bash tests/gpu/run_on_device.sh device",
 #                                       carry=[".gpu"], timeout_s=…)
@@ -59,7 +62,19 @@ pack_here() {
   size=$(du -sm --apparent-size .gpu | cut -f1)
   echo "== .gpu: $(ls .gpu/lib | wc -l) libraries, $(find .gpu/pack -name plan.json | wc -l) cases, ${size} MiB"
   ls .gpu/lib
+  # The program and its libraries as one xz archive (a third of their size), so that
+  # .gpu and .gpu-cli (pack-cli) fit in one device call's 64 MiB together.
+  tar -C .gpu -cJf .gpu/program.tar.xz bin lib && rm -rf .gpu/bin .gpu/lib
+  size=$(du -sm --apparent-size .gpu | cut -f1)
+  echo "== .gpu packed: ${size} MiB"
   if [ "$size" -gt 60 ]; then echo "run_on_device.sh: .gpu is ${size} MiB, over what a device call carries" >&2; exit 1; fi
+}
+
+# There: the program unpacked into /tmp/tapestry-gpu (bin/, lib/), afresh each call (a
+# warm machine may hold an older one).
+unpack_program() {
+  local dir=/tmp/tapestry-gpu
+  rm -rf "$dir" && mkdir -p "$dir" && tar -xJf .gpu/program.tar.xz -C "$dir"
 }
 
 # The directories holding the CUDA libraries of the device image (the toolkit's, and
@@ -95,16 +110,18 @@ device_here() {
   } | tee "$out/environment.txt"
   local libdirs torch_path="${LD_LIBRARY_PATH:-}"
   libdirs=$(cuda_library_dirs | paste -sd:)
-  export LD_LIBRARY_PATH="$PWD/.gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
+  unpack_program || { echo "run_on_device.sh: .gpu/program.tar.xz could not be unpacked" >&2; return 1; }
+  local gpu_check=/tmp/tapestry-gpu/bin/tapestry-gpu-check
+  export LD_LIBRARY_PATH="/tmp/tapestry-gpu/lib:${libdirs}:${LD_LIBRARY_PATH:-}"
   # Each part bounded (seconds; TAPESTRY_GPU_*_S), so that a device call's limit still
   # brings back what ran: the benchmark plans first, then PyTorch's, then every case.
   local bench_s="${TAPESTRY_GPU_BENCH_S:-120}" torch_s="${TAPESTRY_GPU_TORCH_S:-240}"
   local cases_s="${TAPESTRY_GPU_CASES_S:-900}" sanitizer_s="${TAPESTRY_GPU_SANITIZER_S:-300}"
   echo "== tapestry-gpu-check: the benchmark plans"
-  timeout "$bench_s" .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
+  timeout "$bench_s" "$gpu_check" .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
   for setting in "${bench_envs[@]}"; do
     echo "== tapestry-gpu-check: the benchmark plans again with $setting"
-    env "$setting" timeout "$bench_s" .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16 \
+    env "$setting" timeout "$bench_s" "$gpu_check" .gpu/pack --only gpt2_block_bf16 \
       --out "$out/bench-${setting//=/-}" 2>&1 | tee "$out/bench-${setting//=/-}.log"
   done
   if [ -n "$ncu_kernel" ] && command -v ncu >/dev/null; then
@@ -112,7 +129,7 @@ device_here() {
     timeout "${TAPESTRY_GPU_NCU_S:-120}" ncu --kernel-name "regex:$ncu_kernel" --launch-skip 1 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
       --section LaunchStats --section WarpStateStats \
-      .gpu/bin/tapestry-gpu-check .gpu/pack --only gpt2_block_bf16.1dev.fuse --out /tmp/tapestry-ncu > "$out/ncu.txt" 2>&1
+      "$gpu_check" .gpu/pack --only gpt2_block_bf16.1dev.fuse --out /tmp/tapestry-ncu > "$out/ncu.txt" 2>&1
     echo "ncu exit: $?" >> "$out/ncu.txt"
     grep -E "Duration|Throughput|Achieved Occupancy|Registers Per|Block Limit|Stall|ncu exit|==ERR|==WARNING" "$out/ncu.txt" | head -40
   fi
@@ -121,7 +138,7 @@ device_here() {
     # PyTorch with its own libraries: the image's cuDNN ahead of its bundled one is refused.
     LD_LIBRARY_PATH="$torch_path" PYTHONUNBUFFERED=1 timeout "$torch_s" python3 tests/gpu/bench_torch.py --warmup 5 --iters 20 2>&1 | tee "$out/torch.log"
   fi
-  local check=(.gpu/bin/tapestry-gpu-check .gpu/pack --no-bench --out "$out" --resume)
+  local check=("$gpu_check" .gpu/pack --no-bench --out "$out" --resume)
   [ -n "$only" ] && check+=(--only "$only")
   rm -f "$out/results.jsonl"
   local rc=0 group
@@ -141,7 +158,7 @@ device_here() {
   if [ $sanitizer = 1 ] && command -v compute-sanitizer >/dev/null; then
     echo "== compute-sanitizer (memcheck) on the quick cases"
     timeout "$sanitizer_s" compute-sanitizer --tool memcheck --error-exitcode 9 \
-      .gpu/bin/tapestry-gpu-check .gpu/pack --quick --no-bench 2>&1 | tail -30 | tee "$out/sanitizer.log"
+      "$gpu_check" .gpu/pack --quick --no-bench 2>&1 | tail -30 | tee "$out/sanitizer.log"
     echo "compute-sanitizer exit: ${PIPESTATUS[0]}" | tee -a "$out/sanitizer.log"
   fi
   return "$rc"
