@@ -70,7 +70,8 @@ Comparison compare(const std::map<TensorId, TensorData> &outputs, const fs::path
         c.ok = false;
         c.text = "the case names no outputs";
     }
-    for (const auto &[id, spec] : wanted.items()) {
+    for (const auto &[key, spec] : wanted.items()) {
+        const std::string id = key;  // a plain variable: clang before 16 lets no lambda capture a binding
         json d{{"tensor", id}};
         auto problem = [&](const std::string &why) {
             c.ok = false;

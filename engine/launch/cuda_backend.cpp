@@ -435,14 +435,20 @@ private:
     }
 
     // ---- running ------------------------------------------------------------------------
+    // Every plan stream of GPU g idle (made current): a run's origin comes before anything
+    // a step does.
+    Expected<std::monostate, std::string> idle_streams_of(int g) {
+        cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
+        for (size_t k = 0; k < streams_.size(); ++k)
+            if (streams_[k] && desc_.streams[k].gpu == g)
+                if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
+                    return unexpected(err("waiting for " + stream_text(static_cast<int>(k)), e));
+        return std::monostate{};
+    }
+
     Expected<std::monostate, std::string> record_origin() {
         for (int g = 0; g < desc_.gpus; ++g) {
-            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
-            // Every stream of this GPU idle first: the origin comes before anything a step does.
-            for (size_t k = 0; k < streams_.size(); ++k)
-                if (streams_[k] && desc_.streams[k].gpu == g)
-                    if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
-                        return unexpected(err("waiting for " + stream_text(static_cast<int>(k)), e));
+            if (auto idle = idle_streams_of(g); !idle) return idle;
             if (cudaError_t e = cudaEventRecord(origin_[static_cast<size_t>(g)], nullptr); e != cudaSuccess)
                 return unexpected(err("recording the launch's start on GPU " + std::to_string(g), e));
             if (cudaError_t e = cudaEventSynchronize(origin_[static_cast<size_t>(g)]); e != cudaSuccess)
@@ -457,11 +463,7 @@ private:
         gate_->close();
         gate_streams_.resize(static_cast<size_t>(desc_.gpus), nullptr);
         for (int g = 0; g < desc_.gpus; ++g) {
-            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
-            for (size_t k = 0; k < streams_.size(); ++k)
-                if (streams_[k] && desc_.streams[k].gpu == g)
-                    if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
-                        return unexpected(err("waiting for " + stream_text(static_cast<int>(k)), e));
+            if (auto idle = idle_streams_of(g); !idle) return idle;
             cudaStream_t &stream = gate_streams_[static_cast<size_t>(g)];
             if (!stream)
                 if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
