@@ -33,6 +33,7 @@
 #include "launch_support.h"
 #include "plan/plan_file.h"
 #include "plan/planner.h"
+#include "plan/simulate.h"
 #include "run_support.h"
 #include "target_support.h"
 
@@ -53,6 +54,7 @@ struct CalibrateOptions {
     int threads = 2;  // measuring the host
     bool remeasure = false;
     bool json = false;
+    int worst = 0;  // --gpu-results: the held-out steps the fit misses most, listed
 };
 
 std::string percent(double v) {
@@ -569,7 +571,27 @@ struct DeviceFit {
     // The benchmark plans (realistic sizes, bench/results.jsonl), judged by the fit
     // on every case.
     Accuracy steps_benchmarks, plans_benchmarks;
+    std::vector<std::pair<std::string, cost::CalibrationSample>> held_out_points;  // (case, point)
 };
+
+// A held-out point judged by the fit that did not see it.
+struct Miss {
+    std::string case_name;
+    cost::CalibrationSample point;
+    double calibrated = 0;
+    double error() const { return std::fabs(calibrated - point.measured) / point.measured; }
+};
+
+// The `n` held-out points whose calibrated prediction is furthest from the measurement.
+std::vector<Miss> worst_misses(const DeviceFit &f, int n) {
+    std::vector<Miss> out;
+    for (const auto &[name, p] : f.held_out_points)
+        if (p.measured > 0)
+            out.push_back({name, p, p.predicted * f.train.factor(p.kernel_class, p.size, p.kernel, p.threads, p.dtype, p.shape)});
+    std::stable_sort(out.begin(), out.end(), [](const Miss &a, const Miss &b) { return a.error() > b.error(); });
+    if (static_cast<int>(out.size()) > n) out.resize(static_cast<size_t>(std::max(0, n)));
+    return out;
+}
 
 DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
     DeviceFit f;
@@ -594,8 +616,12 @@ DeviceFit fit_device_run(const DeviceRun &run, const cost::Target &target) {
         const bool tested = c.group == "example" && c.example % 2 == 1;
         for (const cost::CalibrationSample &s : samples) {
             f.all.add(s);
-            if (tested) test.push_back(s);
-            else f.train.add(s);
+            if (tested) {
+                test.push_back(s);
+                f.held_out_points.emplace_back(c.name, s);
+            } else {
+                f.train.add(s);
+            }
         }
         (tested ? f.test_cases : f.train_cases)++;
         if (c.group == "size") ++f.size_cases;
@@ -647,6 +673,17 @@ void print_device_fit_json(const CalibrateOptions &o, const DeviceRun &run, cons
         j["plans"]["benchmarks"] = accuracy_json(f.plans_benchmarks);
     }
     j["table"] = table_json(f.all);
+    if (o.worst > 0) {
+        j["worst_held_out"] = ordered_json::array();
+        for (const Miss &m : worst_misses(f, o.worst))
+            j["worst_held_out"].push_back({{"case", m.case_name},
+                                           {"kernel", m.point.kernel},
+                                           {"dtype", m.point.dtype ? std::string(dtype_name(*m.point.dtype)) : ""},
+                                           {"shape", m.point.shape},
+                                           {"measured_s", m.point.measured},
+                                           {"predicted_s", m.point.predicted},
+                                           {"calibrated_s", m.calibrated}});
+    }
     if (!o.session.empty()) {
         j["session"] = o.session;
         j["not_kept"] = unkept;
@@ -687,6 +724,18 @@ void print_device_fit(const CalibrateOptions &o, const DeviceRun &run, const Dev
     if (f.benchmark_cases > 0)
         std::cout << "    benchmarks: " << plural(f.plans_benchmarks.count, "plan") << " (median of the enqueued runs), "
                   << accuracy_text(f.plans_benchmarks) << "\n";
+    if (o.worst > 0) {
+        const std::vector<Miss> worst = worst_misses(f, o.worst);
+        std::cout << "  the " << plural(static_cast<long long>(worst.size()), "held-out step")
+                  << " the fit misses most (predicted by the fit that did not see them):\n";
+        for (const Miss &m : worst)
+            std::cout << "    " << m.case_name << "  " << (m.point.kernel.empty() ? "?" : m.point.kernel) << " "
+                      << (m.point.dtype ? std::string(dtype_name(*m.point.dtype)) : std::string("?"))
+                      << (m.point.shape.empty() ? "" : " " + m.point.shape) << ": measured "
+                      << plan::seconds_text(m.point.measured) << ", predicted " << plan::seconds_text(m.point.predicted)
+                      << ", calibrated " << plan::seconds_text(m.calibrated) << " ("
+                      << (m.calibrated >= m.point.measured ? "+" : "−") << percent(m.error()) << ")\n";
+    }
     std::cout << "  the table (fitted on every case):\n";
     print_table(table_rows(f.all, target), "  ");
     if (!o.session.empty()) {
@@ -775,6 +824,11 @@ void add_calibrate_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "Threads for measuring the host")->check(CLI::Range(1, 256))->capture_default_str();
     cmd->add_flag("--remeasure", o->remeasure, "Measure the host again even if the session has a measurement");
     cmd->add_flag("--json", o->json, "Print the result as JSON");
+    cmd->add_option("--worst", o->worst,
+                    "With --gpu-results: also list the N held-out steps the fit misses most (case, kernel, dtype, "
+                    "shape, measured, predicted, calibrated)")
+        ->check(CLI::Range(1, 1000))
+        ->needs(results);
     cmd->footer("Exit codes: 0 every plan launched and checked (--gpu-results: the results read and fitted, and kept), "
                 "1 a project is bad or a launch failed (--gpu-results: a bad line, a missing plan, results of another "
                 "pack), 2 usage error.");

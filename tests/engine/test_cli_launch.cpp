@@ -385,6 +385,29 @@ private slots:
                  qPrintable(text.out));
     }
 
+    // --worst N lists the held-out steps the fit misses most: here every step of e1
+    // (measured at 4× the prediction; the fit's factor 2 leaves it 50 % short).
+    void calibrateListsTheWorstHeldOutSteps() {
+        QTemporaryDir dir;
+        const DeviceRun run = made_up_device_run(dir, kFourCases);
+        const auto r = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--worst", "2", "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const QJsonArray worst = QJsonDocument::fromJson(r.out.toUtf8()).object()["worst_held_out"].toArray();
+        QCOMPARE(worst.size(), 2);
+        for (const QJsonValue &v : worst) {
+            const QJsonObject m = v.toObject();
+            QCOMPARE(m["case"].toString(), QString("e1"));
+            QVERIFY(std::abs(m["calibrated_s"].toDouble() - 2 * m["predicted_s"].toDouble()) < 1e-6 * m["predicted_s"].toDouble());
+            QVERIFY(std::abs(m["measured_s"].toDouble() / m["calibrated_s"].toDouble() - 2) < 1e-2);
+        }
+        const auto text = cli({"calibrate", "--gpu-results", run.results, "--pack", run.pack, "--worst", "2"});
+        QVERIFY2(text.code == 0 && text.out.contains("the 2 held-out steps the fit misses most") &&
+                     text.out.contains("    e1  ") && text.out.contains("(−50%)"),
+                 qPrintable(text.out + text.err));
+        const auto alone = cli({"calibrate", example_project("mlp"), "--worst", "2"});
+        QCOMPARE(alone.code, 2);  // --worst needs --gpu-results
+    }
+
     // A plan of more devices than the machine's GPUs ran on virtual devices sharing
     // one: its steps contend for the GPU and measure none of the target's devices —
     // not used, and said so.
