@@ -70,6 +70,10 @@ void recordLaunch(const LaunchJob &job, const launch::LaunchResult &result, cons
     out.plan_id = recorded->plan_id;
     out.launch_id = recorded->launch_id;
     out.calibration_points = recorded->calibration_points;
+    if (out.calibration_points == 0) {
+        const std::string why = launch::target_not_measured(job.plan->plan, result.backend, result.hardware);
+        out.calibration_note = why.empty() ? LaunchWorker::tr("no step it measured is a kernel or copy") : qs(why);
+    }
     if (auto history = session.launches(out.plan_id))
         out.history = std::move(history).value();
     else

@@ -64,6 +64,7 @@ struct LaunchOutcome {
     store::PlanId plan_id = 0;
     store::LaunchId launch_id = 0;
     int calibration_points = 0;
+    QString calibration_note;  // with none: why ("the cpu backend does not measure target h100-sxm")
     QString record_error;
     std::vector<store::LaunchRecord> history;  // the plan's launches, oldest first, this one last
     double milliseconds = 0;                   // request to outcome

@@ -468,7 +468,7 @@ void LaunchController::showStatus() {
                     .arg(outcome_.calibration_points > 0
                              ? tr(", %n calibration point(s) for %1", nullptr, outcome_.calibration_points)
                                    .arg(launched_ ? qs(launched_->plan.target) : QString())
-                             : QString());
+                             : tr("; no calibration points: %1").arg(outcome_.calibration_note.toHtmlEscaped()));
     else if (!outcome_.record_error.isEmpty())
         text += tr("<span style=\"color:#b91c1c\"> · not kept in the session: %1</span>")
                     .arg(outcome_.record_error.toHtmlEscaped());

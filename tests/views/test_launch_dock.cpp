@@ -587,6 +587,10 @@ private slots:
             first = lc->lastOutcome().plan_id;
             QVERIFY2(first != 0, qPrintable(lc->lastOutcome().record_error));
             QCOMPARE(lc->historyTable()->rowCount(), 1);
+            // Kept with no calibration points, and the status says why: an H100 plan run on this CPU.
+            QVERIFY2(lc->statusLabel()->text().contains(
+                         QStringLiteral("no calibration points: the cpu backend does not measure target h100-sxm")),
+                     qPrintable(lc->statusLabel()->text()));
 
             // Another plan: its own (empty) history; the first one again: its launch.
             QCOMPARE(lw.planAndReadHistory(QStringLiteral("h100-sxm"), QStringLiteral("dp"), 2), 0);
