@@ -357,10 +357,10 @@ std::string environment_hardware(const ordered_json &env, std::string &gpu) {
 // number, each of the same kind and operation.
 //
 // A case's: the warm ones where the record has
-// them ("steps_warm": the plan enqueued again after its first launch, whose steps
-// also count loading kernels and choosing algorithms — behind the gate since the
-// results say "warm_submission": "gated", so each is the GPU's time alone), else
-// the first launch's.
+// them ("steps_warm": the plan enqueued again after its launch, whose steps each
+// waited for the host — and, in results of a backend before the warm-up in
+// prepare, loaded kernels; behind the gate where the results say
+// "warm_submission": "gated", so each is the GPU's time alone), else the launch's.
 // The durations of one steps array, checked against the plan's steps.
 Expected<std::vector<double>, std::string> step_durations(const ordered_json &steps, const plan::Plan &p,
                                                           const std::string &plan_file) {

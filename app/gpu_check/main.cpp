@@ -313,9 +313,10 @@ int run(const Options &o) {
         rec["launch_wall_s"] = result->wall_seconds;
         rec["predicted_makespan_s"] = result->predicted_makespan;
         rec["steps"] = step_times(p, times);
-        // Warm: the plan enqueued again (its first launch also loaded kernels and chose
-        // algorithms) behind the gate, so that each step's time is the GPU's alone; each
-        // step's time in the median of 3 runs. Where the gate gave up, the live run's.
+        // Warm: the plan enqueued again behind the gate, so that each step's time is the
+        // GPU's alone (the launch's steps each waited for the host, and a backend before
+        // the warm-up in prepare also loaded kernels in them); each step's time in the
+        // median of 3 runs. Where the gate gave up, the live run's.
         auto timed = launch::run_enqueued(**backend, 1, 3, launch::Submission::gated);
         rec["warm_submission"] = "gated";
         if (!timed) {
