@@ -355,13 +355,6 @@ std::string environment_hardware(const ordered_json &env, std::string &gpu) {
 
 // A steps array's measured durations, checked against its plan's steps: the same
 // number, each of the same kind and operation.
-//
-// A case's: the warm ones where the record has
-// them ("steps_warm": the plan enqueued again after its launch, whose steps each
-// waited for the host — and, in results of a backend before the warm-up in
-// prepare, loaded kernels; behind the gate where the results say
-// "warm_submission": "gated", so each is the GPU's time alone), else the launch's.
-// The durations of one steps array, checked against the plan's steps.
 Expected<std::vector<double>, std::string> step_durations(const ordered_json &steps, const plan::Plan &p,
                                                           const std::string &plan_file) {
     if (!steps.is_array()) return unexpected(std::string("a steps entry that is not an array"));
@@ -385,6 +378,11 @@ Expected<std::vector<double>, std::string> step_durations(const ordered_json &st
     return out;
 }
 
+// A case's measured step durations: the warm ones where the record has them
+// ("steps_warm": the plan enqueued again after its launch, whose steps each waited
+// for the host — and, in results of a backend before the warm-up in prepare,
+// loaded kernels; behind the gate where the results say "warm_submission":
+// "gated", so each is the GPU's time alone), else the launch's.
 Expected<std::vector<double>, std::string> measured_durations(const ordered_json &rec, const plan::Plan &p,
                                                               const std::string &plan_file) {
     auto steps = rec.find("steps_warm");
@@ -392,7 +390,6 @@ Expected<std::vector<double>, std::string> measured_durations(const ordered_json
     if (steps == rec.end() || !steps->is_array()) return unexpected(std::string("no steps array"));
     return step_durations(*steps, p, plan_file);
 }
-
 
 // A launch as the cuda backend would have reported it: the steps with their
 // measured durations, placed as the plan's schedule places them (the results keep

@@ -17,34 +17,9 @@ std::vector<double> as_doubles(const TensorData &t) {
     return out;
 }
 
-bool reduced(DType d) { return d == DType::bf16 || d == DType::f16; }
-
-// reduced_roundings (launch/check.h), remembering each tensor's count.
-int roundings_to(const Graph &g, const TensorId &id, std::map<TensorId, int> &memo) {
-    if (auto it = memo.find(id); it != memo.end()) return it->second;
-    memo[id] = 0;  // a graph is acyclic; this only guards a malformed one
-    int deepest = 0;
-    const std::vector<OpId> producers = g.producers(id);
-    for (const OpId &p : producers)
-        if (const Operation *op = g.find_op(p))
-            for (const PortBinding &in : op->inputs)
-                for (const TensorSelection &sel : in.selections) deepest = std::max(deepest, roundings_to(g, sel.tensor, memo));
-    const Tensor *t = g.find_tensor(id);
-    const int here = deepest + (t != nullptr && reduced(t->dtype) && !producers.empty() ? 1 : 0);
-    memo[id] = here;
-    return here;
-}
-
 verify::OutputComparison compare(const Graph &g, const Tensor &t, const TensorData &actual,
                                  const std::vector<double> &expected, const char *against, const CheckOptions &options) {
-    verify::Tolerance floor = verify::dtype_tolerance_floor(t.dtype);
-    // The floor of a 16-bit output covers four roundings (bf16: 2^-6 of the scale, four
-    // of its 2^-8 steps); each further rounding on the way adds a quarter of it. On an
-    // H200 the bf16 GPT-2 block (batch 8, sequence 1024; eight roundings fused) was 38
-    // from the CPU's reference at scale 1,728 (the floor: 27), and each 170 from the
-    // double-precision oracle: the two agree with each other far better than either
-    // with exact arithmetic.
-    if (reduced(t.dtype)) floor.atol *= std::max(1.0, reduced_roundings(g, t.id) / 4.0);
+    const verify::Tolerance floor = verify::output_tolerance_floor(g, t);
     const double atol = std::max(options.atol, floor.atol), rtol = std::max(options.rtol, floor.rtol);
     verify::OutputComparison c = verify::compare_values(actual, expected, atol * verify::output_scale(expected), rtol);
     c.tensor = t.id.value;
@@ -53,11 +28,6 @@ verify::OutputComparison compare(const Graph &g, const Tensor &t, const TensorDa
 }
 
 }  // namespace
-
-int reduced_roundings(const Graph &g, const TensorId &id) {
-    std::map<TensorId, int> memo;
-    return roundings_to(g, id, memo);
-}
 
 bool LaunchCheck::pass() const {
     return !comparisons.empty() &&

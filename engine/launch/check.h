@@ -22,12 +22,6 @@ struct CheckOptions {
     int threads = 2;      // the reference run's
 };
 
-// The roundings to a 16-bit float (bf16, f16) on the longest path from the graph's
-// inputs to tensor `id`: one at each operation writing such a tensor. A 16-bit
-// output's tolerance against the reference grows with it: the dtype's floor covers
-// four roundings, each further one adds a quarter (docs/launch.md).
-int reduced_roundings(const Graph &g, const TensorId &id);
-
 struct LaunchCheck {
     std::vector<verify::OutputComparison> comparisons;  // per output: against "unsharded", then "oracle"
     bool pass() const;

@@ -119,6 +119,39 @@ Tolerance dtype_tolerance_floor(DType dtype) {
     }
 }
 
+namespace {
+
+bool reduced(DType d) { return d == DType::bf16 || d == DType::f16; }
+
+// reduced_roundings, remembering each tensor's count.
+int roundings_to(const Graph &g, const TensorId &id, std::map<TensorId, int> &memo) {
+    if (auto it = memo.find(id); it != memo.end()) return it->second;
+    memo[id] = 0;  // a graph is acyclic; this only guards a malformed one
+    int deepest = 0;
+    const std::vector<OpId> producers = g.producers(id);
+    for (const OpId &p : producers)
+        if (const Operation *op = g.find_op(p))
+            for (const PortBinding &in : op->inputs)
+                for (const TensorSelection &sel : in.selections) deepest = std::max(deepest, roundings_to(g, sel.tensor, memo));
+    const Tensor *t = g.find_tensor(id);
+    const int here = deepest + (t != nullptr && reduced(t->dtype) && !producers.empty() ? 1 : 0);
+    memo[id] = here;
+    return here;
+}
+
+}  // namespace
+
+int reduced_roundings(const Graph &g, const TensorId &id) {
+    std::map<TensorId, int> memo;
+    return roundings_to(g, id, memo);
+}
+
+Tolerance output_tolerance_floor(const Graph &g, const Tensor &t) {
+    Tolerance floor = dtype_tolerance_floor(t.dtype);
+    if (reduced(t.dtype)) floor.atol *= std::max(1.0, reduced_roundings(g, t.id) / 4.0);
+    return floor;
+}
+
 bool VerifyReport::pass() const {
     return std::all_of(comparisons.begin(), comparisons.end(), [](const OutputComparison &c) { return c.pass; });
 }

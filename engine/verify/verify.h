@@ -65,6 +65,21 @@ struct Tolerance {
 };
 Tolerance dtype_tolerance_floor(DType dtype);
 
+// The roundings to a 16-bit float (bf16, f16) on the longest path from the graph's
+// inputs to tensor `id`: one at each operation writing such a tensor.
+int reduced_roundings(const Graph &g, const TensorId &id);
+
+// dtype_tolerance_floor of output `t` of `g`, its atol grown with the path: two
+// executions of one graph in 16 bits (a plan's kernels, the reference's) round
+// differently at each operation on the way — another order of a sum, another
+// fusion — and drift apart with the path's length. The floor covers four roundings
+// (each at most half a unit in the last place: 2^-8 of the scale for bf16); each
+// further one adds a quarter. (On an H200 the fused bf16 GPT-2 block at batch 8,
+// sequence 1024 — eight roundings, scale 1,728 — was 38 from the CPU's reference
+// against a plain floor of 27, and the GPU's and the CPU's outputs each 170 from
+// the oracle.)
+Tolerance output_tolerance_floor(const Graph &g, const Tensor &t);
+
 struct OutputComparison {
     std::string tensor;
     std::string against;  // "oracle", "original" (VerifyOptions::original) or "unsharded"

@@ -669,12 +669,12 @@ private slots:
     // bf16 operations in a chain, the f32 mlp has none to count.
     void reducedRoundingsCountTheLongestChain() {
         const Graph bf16 = load_example("mlp_bf16");
-        QCOMPARE(launch::reduced_roundings(bf16, TensorId{"y"}), 6);
-        QCOMPARE(launch::reduced_roundings(bf16, TensorId{"a1"}), 2);
-        QCOMPARE(launch::reduced_roundings(bf16, TensorId{"x"}), 0);  // an input: nothing rounded it here
+        QCOMPARE(verify::reduced_roundings(bf16, TensorId{"y"}), 6);
+        QCOMPARE(verify::reduced_roundings(bf16, TensorId{"a1"}), 2);
+        QCOMPARE(verify::reduced_roundings(bf16, TensorId{"x"}), 0);  // an input: nothing rounded it here
         const Graph f32 = load_example("mlp");
         for (const TensorPtr &t : f32.tensors())
-            if (t->role == TensorRole::output) QCOMPARE(launch::reduced_roundings(f32, t->id), 0);
+            if (t->role == TensorRole::output) QCOMPARE(verify::reduced_roundings(f32, t->id), 0);
     }
 
     void aFailedLaunchIsKeptWithTheStepsBeforeIt() {
