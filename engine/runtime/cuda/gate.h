@@ -4,7 +4,7 @@
 // then run back to back, and their CUDA-event times are the GPU's own, with no
 // host submission inside them (an idle GPU otherwise starts a step's timing when
 // its start event arrives, and waits there for the host to finish enqueueing the
-// kernel: 4–10 µs on an H100/H200, most of a small kernel's time).
+// kernel: 7–15 µs on an H200, most of a small kernel's time).
 //
 // The kernel gives up by itself after `limit` (a host that never opens the gate
 // cannot hang the GPU) and the gate then says it timed out: the GPU started before
