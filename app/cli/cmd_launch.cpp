@@ -38,6 +38,7 @@ struct LaunchCommandOptions {
     std::string plan;
     std::string backend = "cpu";
     bool tf32 = false;
+    std::string transport = "auto";
     std::string inputs_dir;
     std::string outputs_dir;
     std::uint64_t seed = 0;
@@ -143,6 +144,7 @@ int launch_command(const LaunchCommandOptions &o) {
         co.max_devices = o.max_devices;
         co.device_memory = bo.device_memory;
         co.tf32 = o.tf32;
+        co.transport = launch::transport_from_name(o.transport).value_or(launch::CudaTransport::automatic);
         auto made = launch::make_cuda_backend(co);
         if (made) backend = std::move(made).value();
         else backend_error = "--backend cuda: " + made.error();
@@ -312,7 +314,7 @@ int devices_command(bool json) {
         if (mpi) backends.push_back({{"name", "mpi"}, {"max_devices_per_rank", cpu_backend->max_devices()}});
         ordered_json list = ordered_json::array();
         if (gpus) {
-            backends.push_back({{"name", "cuda"}, {"gpus", gpus->size()}});
+            backends.push_back({{"name", "cuda"}, {"gpus", gpus->size()}, {"nccl", launch::cuda_nccl_status()}});
             for (const launch::GpuInfo &g : *gpus)
                 list.push_back({{"ordinal", g.ordinal},
                                 {"name", g.name},
@@ -324,6 +326,7 @@ int devices_command(bool json) {
         }
         ordered_json out{{"backends", backends}, {"gpus", list}, {"not_built", not_built}};
         if (!gpus) out["gpus_unavailable"] = gpus.error();
+        if (cuda) out["nccl"] = launch::cuda_nccl_status();
         print_json(out);
         return kExitOk;
     }
@@ -333,7 +336,8 @@ int devices_command(bool json) {
         std::cout << "  mpi: built in; under mpirun -np N each rank owns a block of the plan's devices (up to "
                   << cpu_backend->max_devices() << " a rank)\n";
     if (cuda && gpus) {
-        std::cout << "  cuda: " << gpus->size() << " GPU" << (gpus->size() == 1 ? "" : "s") << "\n";
+        std::cout << "  cuda: " << gpus->size() << " GPU" << (gpus->size() == 1 ? "" : "s") << "; NCCL "
+                  << launch::cuda_nccl_status() << "\n";
         for (const launch::GpuInfo &g : *gpus) {
             std::cout << "    GPU " << g.ordinal << ": " << g.name << ", " << byte_text(g.memory) << " (" << byte_text(g.free)
                       << " free), compute capability " << g.cc_major << "." << g.cc_minor << ", " << g.multiprocessors
@@ -343,7 +347,7 @@ int devices_command(bool json) {
             std::cout << "\n";
         }
     } else if (cuda) {
-        std::cout << "  cuda: built in, but " << gpus.error() << "\n";
+        std::cout << "  cuda: built in (NCCL " << launch::cuda_nccl_status() << "), but " << gpus.error() << "\n";
     }
     if (!not_built.empty()) {
         std::cout << "not built into this tapestry:";
@@ -386,6 +390,12 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "cpu backend: threads per kernel (default: the cores shared among the devices)")
         ->check(CLI::Range(1, 256));
     cmd->add_flag("--tf32", o->tf32, "cuda backend: f32 matrix products on TF32 tensor cores (faster, ~1e-3 relative error)");
+    cmd->add_option("--transport", o->transport,
+                    "cuda backend: how transfers and collectives move data between plan devices: auto (NCCL between "
+                    "GPUs, copies on one GPU), peer (copies through peer access) or nccl (NCCL messages, also between "
+                    "virtual devices of one GPU)")
+        ->check(CLI::IsMember({"auto", "peer", "nccl"}))
+        ->capture_default_str();
     cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
     cmd->add_option("--kill-rank", o->kill_rank, "Testing: RANK:STEPS, that rank kills itself after STEPS steps")->group("");
     cmd->add_option("--session", o->session,

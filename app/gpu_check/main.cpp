@@ -11,8 +11,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <execinfo.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +47,13 @@ using namespace tapestry;
 
 namespace {
 
+// The case running, for the crash report (a fixed buffer: read in a signal handler).
+char g_case[256] = "(before the first case)";
+
+}  // namespace
+
+namespace {
+
 struct Options {
     std::string pack;
     std::string out;
@@ -53,6 +65,8 @@ struct Options {
     bool no_bench = false;
     int warmups = 3, repeats = 10;
     bool tf32 = false;
+    std::string transport = "auto";
+    int min_devices = 0;
 };
 
 struct Comparison {
@@ -221,6 +235,7 @@ int run(const Options &o) {
     }
     launch::CudaBackendOptions bo;
     bo.tf32 = o.tf32;
+    bo.transport = launch::transport_from_name(o.transport).value_or(launch::CudaTransport::automatic);
     // One backend for every case: the GPUs' handles and caches are made once.
     auto backend = launch::make_cuda_backend(bo);
     int passed = 0, failed = 0;
@@ -228,6 +243,7 @@ int run(const Options &o) {
     std::vector<std::string> failures;
     for (const json &c : manifest.value("cases", json::array())) {
         const std::string name = c.value("name", "?");
+        std::snprintf(g_case, sizeof g_case, "%s", name.c_str());
         if (!o.only.empty() && name.find(o.only) == std::string::npos) continue;
         if (o.quick && !c.value("quick", false)) continue;
         if (done.count(name)) continue;
@@ -258,7 +274,9 @@ int run(const Options &o) {
             continue;
         }
         const plan::Plan &p = *loaded;
+        if (static_cast<int>(p.devices.size()) < o.min_devices) continue;
         rec["devices"] = p.devices.size();
+        rec["transport"] = o.transport;
         if (o.describe) {
             auto d = launch::describe_cuda_launch(p, static_cast<int>(gpus->size()));
             std::cout << (d ? launch::descriptors_text(p, *d) : d.error() + "\n");
@@ -414,7 +432,26 @@ int run(const Options &o) {
 
 }  // namespace
 
+namespace {
+
+// A crash says which case and where (the frames as object+offset: addr2line them
+// against the unstripped build here), then dies of the same signal.
+extern "C" void on_crash(int sig) {
+    char head[400];
+    const int n = std::snprintf(head, sizeof head, "\ntapestry-gpu-check: crashed (signal %d) in case %s; frames:\n", sig, g_case);
+    if (n > 0) (void)!write(STDERR_FILENO, head, static_cast<size_t>(std::min<int>(n, sizeof head - 1)));
+    void *frames[64];
+    backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
+    std::signal(SIGSEGV, on_crash);
+    std::signal(SIGABRT, on_crash);
+    std::signal(SIGBUS, on_crash);
     CLI::App app{"tapestry-gpu-check: launch a pack of plans (tapestry-gpu-pack) on this machine's GPUs, compare "
                  "with the references, time every step."};
     Options o;
@@ -429,6 +466,12 @@ int main(int argc, char **argv) {
     app.add_option("--warmups", o.warmups, "Benchmark warm-up runs")->capture_default_str();
     app.add_option("--repeats", o.repeats, "Benchmark timed runs")->capture_default_str();
     app.add_flag("--tf32", o.tf32, "f32 matrix products on TF32 tensor cores");
+    app.add_option("--transport", o.transport,
+                   "Transfers between plan devices: auto, peer (copies) or nccl (NCCL messages, on one GPU a "
+                   "one-rank communicator sending to itself)")
+        ->check(CLI::IsMember({"auto", "peer", "nccl"}))
+        ->capture_default_str();
+    app.add_option("--min-devices", o.min_devices, "Only the cases whose plan has at least this many devices");
     CLI11_PARSE(app, argc, argv);
     return run(o);
 }

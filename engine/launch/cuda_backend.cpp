@@ -5,6 +5,25 @@
 // plan at once.
 #include "launch/cuda_backend.h"
 
+namespace tapestry::launch {
+
+std::string_view transport_name(CudaTransport t) {
+    switch (t) {
+        case CudaTransport::automatic: return "auto";
+        case CudaTransport::peer: return "peer";
+        case CudaTransport::nccl: return "nccl";
+    }
+    return "auto";
+}
+
+std::optional<CudaTransport> transport_from_name(std::string_view name) {
+    for (CudaTransport t : {CudaTransport::automatic, CudaTransport::peer, CudaTransport::nccl})
+        if (transport_name(t) == name) return t;
+    return std::nullopt;
+}
+
+}  // namespace tapestry::launch
+
 #if TAPESTRY_HAVE_CUDA
 
 #include <cuda_runtime_api.h>
@@ -12,8 +31,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "common/checked_size.h"
 #include "launch/collectives.h"
@@ -24,11 +45,38 @@
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/gate.h"
 #include "runtime/cuda/kernel.h"
+#include "runtime/cuda/nccl.h"
 
 namespace tapestry::launch {
 namespace {
 
 std::string err(const std::string &what, cudaError_t e) { return cuda::cuda_error(what.c_str(), e); }
+
+using Clock = std::chrono::steady_clock;
+
+// Whether a box's elements lie dense in row-major order (extents of 1 aside): then
+// its flat elements [lo, hi) are one run of memory.
+bool dense(const HostBox &b) {
+    std::int64_t expect = 1;
+    for (size_t d = b.shape.size(); d-- > 0;) {
+        if (b.shape[d] != 1 && b.strides[d] != expect) return false;
+        expect *= b.shape[d];
+    }
+    return true;
+}
+
+// A flat view of `elements` elements whose element `lo` is at `at`: what a box move
+// reads or writes element by element where a message is staged (elements below lo
+// are never touched; the base is computed as an integer, not a pointer).
+cuda::View flat_window(std::byte *at, DType dtype, std::int64_t elements, std::int64_t lo) {
+    cuda::View v;
+    v.data = reinterpret_cast<std::byte *>(reinterpret_cast<std::uintptr_t>(at) -
+                                           static_cast<std::uintptr_t>(lo * dtype_bytes(dtype)));
+    v.dtype = dtype;
+    v.shape = ZPoint(std::vector<std::int64_t>{elements});
+    v.strides = {1};
+    return v;
+}
 
 cuda::View view_of(const HostBox &b) {
     cuda::View v;
@@ -69,6 +117,15 @@ public:
         std::string out = "cuda:";
         for (const auto &[n, count] : names) out += " " + std::to_string(count) + " × " + n;
         if (gpus_.size() == 1) out += "; plans of several devices run as virtual devices on it";
+        switch (options_.transport) {
+            case CudaTransport::automatic:
+                if (gpus_.size() > 1)
+                    out += cuda::nccl_built() ? "; transfers between GPUs by NCCL " + cuda::nccl_version()
+                                              : "; transfers between GPUs by peer copies (no NCCL in this build)";
+                break;
+            case CudaTransport::peer: out += "; transfers by peer copies"; break;
+            case CudaTransport::nccl: out += "; every transfer by NCCL " + cuda::nccl_version(); break;
+        }
         return out;
     }
 
@@ -81,6 +138,7 @@ public:
         if (auto c = make_contexts(); !c) return c;
         if (auto m = allocate(); !m) return m;
         if (auto s = make_streams(); !s) return s;
+        if (auto n = make_nccl(); !n) return n;
         if (auto k = make_kernels(); !k) return k;
         return warm_up();
     }
@@ -118,6 +176,10 @@ public:
 
     // The launch's time origin: an event on every GPU, recorded before any step.
     Expected<std::monostate, std::string> synchronize() override { return record_origin(); }
+    void set_wait_limits(double timeout_seconds, std::function<bool()> stop) override {
+        wait_limit_ = std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, timeout_seconds) * 1000));
+        stop_ = std::move(stop);
+    }
 
     std::optional<std::pair<double, double>> device_time(int step) const override {
         const size_t i = static_cast<size_t>(step);
@@ -230,7 +292,9 @@ private:
             if (!c) return unexpected(c.error());
             contexts_.push_back(std::move(c).value());
         }
-        // Several GPUs in one process: transfers between them read the peer's memory.
+        // Several GPUs in one process moving by peer copies: transfers between them read
+        // the peer's memory. (NCCL finds its own way.)
+        if (uses_nccl()) return std::monostate{};
         for (int a = 0; a < desc_.gpus; ++a)
             for (int b = 0; b < desc_.gpus; ++b) {
                 if (a == b) continue;
@@ -524,9 +588,41 @@ private:
     Expected<StepOutcome, std::string> run_step(int s) {
         auto out = enqueue_step(s);
         if (!out) return out;
-        if (cudaError_t e = cudaEventSynchronize(end_[static_cast<size_t>(s)]); e != cudaSuccess)
-            return unexpected(err("it failed on the GPU", e));
+        if (auto w = wait_for_end(s); !w) return unexpected(w.error());
         return out;
+    }
+
+    // Polls step s's end event, bounded: by the launch's wait limit (a kernel that never
+    // ends, an NCCL message whose peer never comes), by an error NCCL reports, and by
+    // the launcher's stop flag. NCCL's communicators are aborted on a timeout or an NCCL
+    // error, which ends their operations in flight; a kernel that never ends leaves its
+    // GPU wedged, and this backend then no longer waits for its streams.
+    Expected<std::monostate, std::string> wait_for_end(int s) {
+        const auto start = Clock::now(), deadline = start + wait_limit_;
+        cudaEvent_t end = end_[static_cast<size_t>(s)];
+        for (int polls = 0;; ++polls) {
+            const cudaError_t e = cudaEventQuery(end);
+            if (e == cudaSuccess) return std::monostate{};
+            if (e != cudaErrorNotReady) return unexpected(err("it failed on the GPU", e));
+            if (nccl_)
+                if (auto a = nccl_->async_error()) {
+                    nccl_->abort();
+                    return unexpected(*a);
+                }
+            if (stop_ && stop_()) return unexpected(std::string("stopped: the launch failed elsewhere"));
+            if (Clock::now() >= deadline) {
+                const bool nccl = nccl_ && !nccl_->aborted();
+                if (nccl) nccl_->abort();
+                else wedged_ = true;
+                return unexpected("it did not finish on GPU " + std::to_string(gpu_of_step(s)) + " within " +
+                                  std::to_string(wait_limit_.count() / 1000.0).substr(0, 6) + " s" +
+                                  (nccl ? " (NCCL's communicators aborted)"
+                                        : " (a kernel that does not end: the GPU stays busy until this process exits)"));
+            }
+            // Short steps end within microseconds: spin a little before sleeping.
+            if (polls < 2000) std::this_thread::yield();
+            else std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
     }
 
     // ---- BoxMemory: boxes of GPU memory, moved on the running step's stream -------------------
@@ -540,6 +636,7 @@ private:
     }
     Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst, std::int64_t lo,
                                       std::int64_t hi, bool add) override {
+        if (nccl_ && from != to) return nccl_hop(step, from, src, to, dst, lo, hi, add);
         move_here(step, src, dst, lo, hi, add);
         if (!move_error_.empty()) return unexpected(move_error_);
         return from == to ? 0.0 : static_cast<double>(hi - lo) * dtype_bytes(src.dtype);
@@ -561,8 +658,156 @@ private:
         return host_box(p, flat, flat, dtype);
     }
 
+    // ---- NCCL --------------------------------------------------------------------------
+    bool uses_nccl() const {
+        if (plan_->devices.size() < 2) return false;
+        switch (options_.transport) {
+            case CudaTransport::automatic: return desc_.gpus > 1 && cuda::nccl_built();
+            case CudaTransport::peer: return false;
+            case CudaTransport::nccl: return true;
+        }
+        return false;
+    }
+
+    // A transfer's or collective's bytes at most in one hop: its largest box (or its
+    // writes together: reduce_scatter's staged messages) at its widest dtype.
+    std::int64_t hop_bound(const plan::Step &st) const {
+        std::int64_t largest = 0, writes = 0, widest = 1;
+        for (const auto *regions : {&st.reads, &st.writes})
+            for (const plan::Region &r : *regions) {
+                largest = std::max(largest, r.box.size());
+                widest = std::max<std::int64_t>(widest, dtype_bytes(plan_->buffers[static_cast<size_t>(r.buffer)].dtype));
+            }
+        for (const plan::Region &w : st.writes) writes = size_add(writes, w.box.size());
+        return size_mul(std::max(largest, writes), widest);
+    }
+
+    // The communicators (one per GPU of the plan, kept from plan to plan on the same
+    // GPUs), a stream per GPU for a hop's far side, the events that fork it from and
+    // join it to the step's stream, and per stream a staging pair (send, receive) for
+    // hops whose boxes are not dense, sized by the largest hop of its steps.
+    Expected<std::monostate, std::string> make_nccl() {
+        if (!uses_nccl()) {
+            nccl_.reset();
+            return std::monostate{};
+        }
+        if (!nccl_ || nccl_->ranks() != desc_.gpus || nccl_->aborted()) {
+            nccl_.reset();
+            std::vector<int> ordinals;
+            for (int g = 0; g < desc_.gpus; ++g) ordinals.push_back(gpus_[static_cast<size_t>(g)].ordinal);
+            auto made = cuda::NcclComms::make(ordinals, wait_limit_);
+            if (!made) return unexpected(made.error());
+            nccl_ = std::move(made).value();
+        }
+        far_.assign(static_cast<size_t>(desc_.gpus), nullptr);
+        fork_.assign(static_cast<size_t>(desc_.gpus), nullptr);
+        join_.assign(static_cast<size_t>(desc_.gpus), nullptr);
+        for (int g = 0; g < desc_.gpus; ++g) {
+            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
+            if (cudaError_t e = cudaStreamCreateWithFlags(&far_[static_cast<size_t>(g)], cudaStreamNonBlocking); e != cudaSuccess)
+                return unexpected(err("creating the NCCL stream of GPU " + std::to_string(g), e));
+            for (auto *events : {&fork_, &join_})
+                if (cudaError_t e = cudaEventCreateWithFlags(&(*events)[static_cast<size_t>(g)], cudaEventDisableTiming); e != cudaSuccess)
+                    return unexpected(err("creating events", e));
+        }
+        std::map<cudaStream_t, std::pair<int, std::int64_t>> need;  // stream → (gpu, bytes)
+        for (size_t s = 0; s < plan_->steps.size(); ++s) {
+            const plan::Step &st = plan_->steps[s];
+            if (st.kind == plan::StepKind::kernel) continue;
+            const std::int64_t bound = hop_bound(st);
+            const int gs = gpu_of_step(static_cast<int>(s));
+            auto grow = [&](cudaStream_t k, int g) {
+                auto &[gpu, bytes] = need[k];
+                gpu = g;
+                bytes = std::max(bytes, bound);
+            };
+            grow(streams_[static_cast<size_t>(desc_.steps[s].stream)], gs);
+            std::vector<int> devices = st.participants;
+            devices.push_back(st.device);
+            if (st.peer >= 0) devices.push_back(st.peer);
+            for (int d : devices)
+                if (const int g = desc_.device_gpu[static_cast<size_t>(d)]; g != gs) grow(far_[static_cast<size_t>(g)], g);
+        }
+        nccl_staging_.clear();
+        std::string error;
+        for (const auto &[stream, want] : need) {
+            const std::int64_t half = schedule_align(want.second);
+            auto *p = static_cast<std::byte *>(device_alloc(want.first, size_mul(half, 2), "the NCCL staging of GPU " + std::to_string(want.first), error));
+            if (!error.empty()) return unexpected(error);
+            extra_bytes_ += size_mul(half, 2);
+            nccl_staging_[stream] = {p, p ? p + half : nullptr};
+        }
+        return std::monostate{};
+    }
+
+    // One hop as an NCCL message: packed into the sender's staging unless its elements
+    // are one run of memory, received into the receiver's staging unless they can land
+    // in place (a dense box of the same dtype, not added), unpacked from there. The side
+    // on the step's GPU runs on the step's stream, the other on its GPU's NCCL stream,
+    // forked from the step's stream and joined back to it. Serialised: the launcher's
+    // stream workers share the communicators.
+    Expected<double, std::string> nccl_hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
+                                           std::int64_t lo, std::int64_t hi, bool add) {
+        if (hi <= lo) return 0.0;
+        std::lock_guard lock(nccl_mutex_);
+        const int ga = desc_.device_gpu[static_cast<size_t>(from)], gb = desc_.device_gpu[static_cast<size_t>(to)];
+        const int gs = gpu_of_step(step);
+        cudaStream_t here = streams_[static_cast<size_t>(desc_.steps[static_cast<size_t>(step)].stream)];
+        cudaStream_t sa = ga == gs ? here : far_[static_cast<size_t>(ga)], sb = gb == gs ? here : far_[static_cast<size_t>(gb)];
+        std::vector<std::pair<cudaStream_t, int>> forked;
+        for (auto [k, g] : {std::pair{sa, ga}, std::pair{sb, gb}})
+            if (k != here && std::find(forked.begin(), forked.end(), std::pair{k, g}) == forked.end()) {
+                cudaSetDevice(gpus_[static_cast<size_t>(gs)].ordinal);
+                if (cudaError_t e = cudaEventRecord(fork_[static_cast<size_t>(gs)], here); e != cudaSuccess)
+                    return unexpected(err("forking an NCCL message's far side", e));
+                if (cudaError_t e = cudaStreamWaitEvent(k, fork_[static_cast<size_t>(gs)], 0); e != cudaSuccess)
+                    return unexpected(err("forking an NCCL message's far side", e));
+                forked.emplace_back(k, g);
+            }
+        const std::int64_t esize = dtype_bytes(src.dtype), bytes = size_mul(hi - lo, esize);
+        const std::int64_t elements = src.elements();
+        auto staged = [&](cudaStream_t k, bool receive) -> std::byte * {
+            auto it = nccl_staging_.find(k);
+            return it == nccl_staging_.end() ? nullptr : (receive ? it->second.second : it->second.first);
+        };
+        const std::byte *send = src.data + lo * esize;
+        if (!dense(src)) {
+            std::byte *pack = staged(sa, false);
+            if (!pack) return unexpected(std::string("no NCCL staging was prepared for its sender"));
+            cudaSetDevice(gpus_[static_cast<size_t>(ga)].ordinal);
+            if (auto r = cuda::enqueue_box_move(view_of(src), flat_window(pack, src.dtype, elements, lo), lo, hi, false, sa); !r)
+                return unexpected("packing an NCCL message: " + r.error());
+            send = pack;
+        }
+        const bool unpack = add || !dense(dst) || dst.dtype != src.dtype;
+        std::byte *receive = unpack ? staged(sb, true) : dst.data + lo * esize;
+        if (!receive) return unexpected(std::string("no NCCL staging was prepared for its receiver"));
+        if (auto x = nccl_->exchange(ga, send, sa, gb, receive, sb, bytes, wait_limit_); !x)
+            return unexpected(device_name(from) + " → " + device_name(to) + ": " + x.error());
+        if (unpack) {
+            cudaSetDevice(gpus_[static_cast<size_t>(gb)].ordinal);
+            if (auto r = cuda::enqueue_box_move(flat_window(receive, src.dtype, elements, lo), view_of(dst), lo, hi, add, sb); !r)
+                return unexpected("unpacking an NCCL message: " + r.error());
+        }
+        for (auto [k, g] : forked) {
+            cudaSetDevice(gpus_[static_cast<size_t>(g)].ordinal);
+            if (cudaError_t e = cudaEventRecord(join_[static_cast<size_t>(g)], k); e != cudaSuccess)
+                return unexpected(err("joining an NCCL message's far side", e));
+            if (cudaError_t e = cudaStreamWaitEvent(here, join_[static_cast<size_t>(g)], 0); e != cudaSuccess)
+                return unexpected(err("joining an NCCL message's far side", e));
+        }
+        cudaSetDevice(gpus_[static_cast<size_t>(gs)].ordinal);
+        return from == to ? 0.0 : static_cast<double>(bytes);
+    }
+
     void release() {
         if (!plan_) return;
+        if (wedged_) {
+            // A kernel that never ended holds its stream: waiting for it, or freeing what
+            // it uses, would hang. The process's end releases it all.
+            plan_ = nullptr;
+            return;
+        }
         for (size_t k = 0; k < streams_.size(); ++k)
             if (streams_[k]) {
                 cudaSetDevice(gpus_[static_cast<size_t>(desc_.streams[k].gpu)].ordinal);
@@ -588,6 +833,19 @@ private:
                 cudaStreamDestroy(gate_streams_[g]);
             }
         gate_streams_.clear();
+        for (size_t g = 0; g < far_.size(); ++g) {
+            cudaSetDevice(gpus_[g].ordinal);
+            if (far_[g]) {
+                cudaStreamSynchronize(far_[g]);
+                cudaStreamDestroy(far_[g]);
+            }
+            for (cudaEvent_t e : {fork_[g], join_[g]})
+                if (e) cudaEventDestroy(e);
+        }
+        far_.clear();
+        fork_.clear();
+        join_.clear();
+        nccl_staging_.clear();
         for (auto &[gpu, p] : allocations_) {
             cudaSetDevice(gpus_[static_cast<size_t>(gpu)].ordinal);
             cudaFree(p);
@@ -619,6 +877,17 @@ private:
     std::map<OpId, ResolvedPlanOp> ops_;
     std::vector<std::unique_ptr<PreparedKernel>> kernels_;  // per step (kernel steps)
     std::int64_t extra_bytes_ = 0;
+    // NCCL (make_nccl): the communicators, per GPU a stream and fork/join events for a
+    // hop's far side, per stream its staging (send half, receive half).
+    std::unique_ptr<cuda::NcclComms> nccl_;
+    std::vector<cudaStream_t> far_;
+    std::vector<cudaEvent_t> fork_, join_;
+    std::map<cudaStream_t, std::pair<std::byte *, std::byte *>> nccl_staging_;
+    std::mutex nccl_mutex_;
+    // The launcher's bounds on a wait (set_wait_limits) and whether a kernel outlived one.
+    std::chrono::milliseconds wait_limit_{120000};
+    std::function<bool()> stop_;
+    bool wedged_ = false;
     // The first failed box move of the step being enqueued (BoxMemory::move_here has no error channel).
     static thread_local std::string move_error_;
 };
@@ -628,6 +897,7 @@ thread_local std::string CudaBackend::move_error_;
 }  // namespace
 
 bool cuda_backend_built() { return true; }
+std::string cuda_nccl_status() { return cuda::nccl_version(); }
 
 Expected<std::vector<GpuInfo>, std::string> cuda_gpus() {
     int count = 0;
@@ -703,6 +973,7 @@ const char *kNoCuda = "this build has no CUDA backend (CMake found no CUDA toolk
 }
 
 bool cuda_backend_built() { return false; }
+std::string cuda_nccl_status() { return kNoCuda; }
 Expected<std::vector<GpuInfo>, std::string> cuda_gpus() { return unexpected(std::string(kNoCuda)); }
 Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBackendOptions &) {
     return unexpected(std::string(kNoCuda));

@@ -5,14 +5,17 @@
 // step is timed by CUDA events around it. Kernels come from runtime/cuda
 // (cuBLASLt, cuDNN, our own, NVRTC-compiled fused chains). A plan for more devices
 // than GPUs runs on GPU 0 with a stream set per virtual device and
-// device-to-device copies for its transfers and collectives.
+// device-to-device copies for its transfers and collectives. Between GPUs a
+// transfer's or a collective's hops are NCCL messages (runtime/cuda/nccl.h).
 // Built where CMake finds the CUDA toolkit (TAPESTRY_WITH_CUDA); elsewhere, and on
 // machines without a driver or GPU, make_cuda_backend says why.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/expected.h"
@@ -20,15 +23,28 @@
 
 namespace tapestry::launch {
 
+// How a hop of a transfer or collective between two plan devices moves its elements.
+enum class CudaTransport {
+    automatic,  // NCCL between GPUs where this build has it, else peer copies; on one GPU, copies
+    peer,       // copies through peer access (cudaMemcpy-like box moves), also between GPUs
+    nccl,       // NCCL messages, also between virtual devices of one GPU (a one-rank communicator
+                // sending to itself): every NCCL path of a plan on one lent GPU
+};
+std::string_view transport_name(CudaTransport t);  // "auto", "peer", "nccl"
+std::optional<CudaTransport> transport_from_name(std::string_view name);
+
 struct CudaBackendOptions {
     int max_devices = 64;            // plan devices it accepts (virtual devices beyond the GPUs)
     int gpus = 0;                    // GPUs to use (0: all it finds)
     std::int64_t device_memory = 0;  // bytes one plan device may hold (0: its GPU's free memory, shared)
     bool tf32 = false;               // f32 matrix products on TF32 tensor cores
+    CudaTransport transport = CudaTransport::automatic;
 };
 
 // Whether this build has the cuda backend.
 bool cuda_backend_built();
+// The NCCL library its transfers between GPUs use ("2.28.3"), or why there is none.
+std::string cuda_nccl_status();
 
 struct GpuInfo {
     int ordinal = 0;

@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -542,6 +543,18 @@ private slots:
         const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
         QCOMPARE(j["backends"].toArray()[0].toObject()["name"].toString(), QString("cpu"));
         QVERIFY(j["backends"].toArray()[0].toObject()["cores"].toInt() >= 1);
+        // A build with the cuda backend names the NCCL its transfers between GPUs use, or why none.
+        if (!j["not_built"].toArray().contains(QJsonValue("cuda"))) {
+            const QString nccl = j["nccl"].toString();
+            QVERIFY2(QRegularExpression("^2\\.\\d+\\.\\d+$").match(nccl).hasMatch() || nccl.contains("no NCCL"),
+                     qPrintable(nccl));
+        }
+    }
+
+    void launchRefusesAnUnknownTransport() {
+        const auto r = cli({"launch", "no.plan.json", "--backend", "cuda", "--transport", "carrier-pigeon"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--transport"), qPrintable(r.err));
     }
 };
 

@@ -13,11 +13,13 @@
 #
 #   then, through the device tool:  run(command="bash tests/gpu/run_on_device.sh device",
 #                                       carry=[".gpu"], timeout_s=…)
-#   tests/gpu/run_on_device.sh device [--only TEXT] [--no-sanitizer] [--no-torch]
+#   tests/gpu/run_on_device.sh device [--only TEXT] [--no-sanitizer] [--no-torch] [--no-bench] [--no-cases]
 #                                     [--bench-env NAME=VALUE]… [--ncu KERNEL_REGEX]
 #       there (nvcc, PyTorch, none of our packages): prints which CUDA, cuBLASLt,
 #       cuDNN, NCCL and NVRTC the image has; runs tapestry-gpu-check on the pack
-#       (every case against its reference, every step timed), the quick cases
+#       (every case against its reference, every step timed), the example cases
+#       of several devices again with every transfer an NCCL message
+#       (--transport nccl, into $OUT/nccl), the quick cases
 #       again under compute-sanitizer (memcheck), and the PyTorch baselines
 #       (tests/gpu/bench_torch.py); everything it writes lands in $OUT.
 #       Each --bench-env times the benchmark plans again with that environment
@@ -86,13 +88,15 @@ cuda_library_dirs() {
 }
 
 device_here() {
-  local only="" sanitizer=1 torch=1 ncu_kernel="" setting
+  local only="" sanitizer=1 torch=1 bench=1 cases=1 ncu_kernel="" setting
   local -a bench_envs=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --only) only="$2"; shift ;;
       --no-sanitizer) sanitizer=0 ;;
       --no-torch) torch=0 ;;
+      --no-bench) bench=0 ;;
+      --no-cases) cases=0 ;;
       --bench-env) bench_envs+=("$2"); shift ;;
       --ncu) ncu_kernel="$2"; shift ;;
     esac
@@ -117,8 +121,10 @@ device_here() {
   # brings back what ran: the benchmark plans first, then PyTorch's, then every case.
   local bench_s="${TAPESTRY_GPU_BENCH_S:-120}" torch_s="${TAPESTRY_GPU_TORCH_S:-240}"
   local cases_s="${TAPESTRY_GPU_CASES_S:-900}" sanitizer_s="${TAPESTRY_GPU_SANITIZER_S:-300}"
-  echo "== tapestry-gpu-check: the benchmark plans"
-  timeout "$bench_s" "$gpu_check" .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
+  if [ $bench = 1 ]; then
+    echo "== tapestry-gpu-check: the benchmark plans"
+    timeout "$bench_s" "$gpu_check" .gpu/pack --only gpt2_block_bf16 --out "$out/bench" 2>&1 | tee "$out/bench.log"
+  fi
   for setting in "${bench_envs[@]}"; do
     echo "== tapestry-gpu-check: the benchmark plans again with $setting"
     env "$setting" timeout "$bench_s" "$gpu_check" .gpu/pack --only gpt2_block_bf16 \
@@ -145,7 +151,9 @@ device_here() {
   # The example plans first, then the kernel cases, each with half the time. A kernel
   # fault leaves the GPU unusable to its process: it exits 3, and a new process goes on
   # after the cases already recorded (--resume).
-  for group in example kernel; do
+  local groups="example kernel"
+  [ $cases = 1 ] || groups=""
+  for group in $groups; do
     echo "== tapestry-gpu-check: the $group cases"
     local deadline=$((SECONDS + cases_s / 2)) grc=3
     while [ "$grc" = 3 ] && [ $SECONDS -lt $deadline ]; do
@@ -154,7 +162,18 @@ device_here() {
     done
     [ "$grc" = 0 ] || rc=$grc
   done
-  grep -E "^(summary|  )" "$out/check.log" | tail -40
+  [ -f "$out/check.log" ] && grep -E "^(summary|  )" "$out/check.log" | tail -40
+  # The example plans of several devices again with every transfer an NCCL message: on
+  # one GPU a one-rank communicator sending to itself (NCCL refuses two ranks on one GPU).
+  echo "== tapestry-gpu-check: the example cases of 2 or more devices over NCCL (--transport nccl)"
+  mkdir -p "$out/nccl"
+  local deadline=$((SECONDS + ${TAPESTRY_GPU_NCCL_S:-240})) nrc=3
+  while [ "$nrc" = 3 ] && [ $SECONDS -lt $deadline ]; do
+    timeout $((deadline - SECONDS)) "$gpu_check" .gpu/pack --no-bench --group example --min-devices 2 \
+      --transport nccl --out "$out/nccl" --resume ${only:+--only "$only"} 2>&1 | tee -a "$out/nccl.log" | grep -v "^ok "
+    nrc=${PIPESTATUS[0]}
+  done
+  [ "$nrc" = 0 ] || rc=$nrc
   if [ $sanitizer = 1 ] && command -v compute-sanitizer >/dev/null; then
     echo "== compute-sanitizer (memcheck) on the quick cases"
     timeout "$sanitizer_s" compute-sanitizer --tool memcheck --error-exitcode 9 \

@@ -1,7 +1,9 @@
 // Plans launched on this machine's GPUs (issue 18, label gpu): every example ×
 // 1, 2, 4, 8 devices × baseline on the cuda backend equals the reference (the
 // unsharded CPU run, at the outputs' dtype tolerance) — on one GPU the devices are
-// virtual, a stream set each; the fused form of every example too; a plan over a
+// virtual, a stream set each; the same plans with every transfer an NCCL message
+// (--transport nccl: on one GPU a one-rank communicator sending to itself), also
+// behind the timing gate; the fused form of every example too; a plan over a
 // device's memory is refused before launch naming the device; a failing step is
 // reported with its step and device; the timing gate holds and lets go, and a gated
 // run times every step in order. Without a GPU (CI: no driver gives
@@ -68,6 +70,41 @@ private slots:
                 ++launched;
             }
         QVERIFY(launched >= 4);
+    }
+
+    // Every hop of every transfer and collective through NCCL: packed where its box is
+    // not dense, received in place or staged and unpacked (added, for reductions).
+    void multiDevicePlansOverNcclEqualTheReference_data() { everyExamplePlanEqualsTheReference_data(); }
+    void multiDevicePlansOverNcclEqualTheReference() {
+        QFETCH(QString, example);
+        const Graph g = test::example_graph(example.toStdString());
+        launch::CudaBackendOptions bo;
+        bo.transport = launch::CudaTransport::nccl;
+        int launched = 0;
+        for (int n : {2, 4, 8})
+            for (int b = -1; b < 4; ++b) {
+                auto r = plan_of(g, n, b);
+                if (!r) continue;
+                const QString wrong = launch_and_check(r->plan, bo);
+                QVERIFY2(wrong.isEmpty(), qPrintable(QString("%1 on %2 devices (%3) over NCCL: %4").arg(example).arg(n).arg(b).arg(wrong)));
+                ++launched;
+            }
+        QVERIFY(launched >= 3);
+    }
+
+    void ncclTransportRunsBehindTheGate() {
+        auto r = plan_of(test::example_graph("mlp"), 2, static_cast<int>(plan::Baseline::tp));
+        QVERIFY(r);
+        launch::CudaBackendOptions bo;
+        bo.transport = launch::CudaTransport::nccl;
+        auto backend = launch::make_cuda_backend(bo);
+        QVERIFY(backend);
+        QVERIFY2((*backend)->describe().find("every transfer by NCCL") != std::string::npos, (*backend)->describe().c_str());
+        auto launched = launch::launch_plan(r->plan, **backend, make_random_inputs(r->plan.graph, 7));
+        QVERIFY2(launched && launched->ok(), launched ? launched->fault.message.c_str() : launched.error().c_str());
+        auto gated = launch::run_enqueued(**backend, 1, 3, launch::Submission::gated);
+        QVERIFY2(gated, gated ? "" : gated.error().c_str());
+        QCOMPARE(gated->steps.size(), r->plan.steps.size());
     }
 
     void fusedExamplesEqualTheReference_data() { everyExamplePlanEqualsTheReference_data(); }

@@ -7,6 +7,7 @@
 #include <nvrtc.h>
 
 #include "runtime/cuda/gemm.h"
+#include "runtime/cuda/nccl.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace tapestry::cuda {
@@ -36,6 +37,7 @@ std::map<std::string, std::string> cuda_library_versions() {
     out["cudnn"] = std::to_string(dnn / 10000) + "." + std::to_string(dnn / 100 % 100) + "." + std::to_string(dnn % 100);
     int major = 0, minor = 0;
     out["nvrtc"] = nvrtcVersion(&major, &minor) == NVRTC_SUCCESS ? std::to_string(major) + "." + std::to_string(minor) : "unknown";
+    if (nccl_built()) out["nccl"] = nccl_version();
     return out;
 }
 

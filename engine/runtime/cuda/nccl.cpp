@@ -1,0 +1,208 @@
+// NCCL communicators for the cuda backend (runtime/cuda/nccl.h).
+#include "runtime/cuda/nccl.h"
+
+#if TAPESTRY_HAVE_NCCL
+
+#include <nccl.h>
+
+#include <thread>
+#include <tuple>
+
+namespace tapestry::cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclComm_t comm_of(void *c) { return static_cast<ncclComm_t>(c); }
+
+std::string nccl_text(const char *what, ncclResult_t r, ncclComm_t comm = nullptr) {
+    std::string out = std::string(what) + ": NCCL " + ncclGetErrorString(r);
+    if (comm)
+        if (const char *last = ncclGetLastError(comm); last && *last) out += " (" + std::string(last) + ")";
+    return out;
+}
+
+std::string millis_text(std::chrono::milliseconds limit) {
+    const auto ms = limit.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+}
+
+}  // namespace
+
+bool nccl_built() { return true; }
+
+std::string nccl_version() {
+    int v = 0;
+    if (ncclResult_t r = ncclGetVersion(&v); r != ncclSuccess) return nccl_text("ncclGetVersion", r);
+    // NCCL_VERSION(X,Y,Z) = X·10000 + Y·100 + Z since 2.9.
+    return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vector<int> &ordinals,
+                                                                  std::chrono::milliseconds limit) {
+    if (ordinals.empty()) return unexpected(std::string("NCCL: no GPU to make a communicator for"));
+    std::unique_ptr<NcclComms> out(new NcclComms());
+    out->ordinals_ = ordinals;
+    out->comms_.assign(ordinals.size(), nullptr);
+    ncclUniqueId id;
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return unexpected(nccl_text("ncclGetUniqueId", r));
+    const int n = static_cast<int>(ordinals.size());
+    // Every rank of this process in one group: their set-ups wait for each other.
+    ncclGroupStart();
+    for (int i = 0; i < n; ++i) {
+        cudaSetDevice(ordinals[static_cast<size_t>(i)]);
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 0;
+        ncclComm_t c = nullptr;
+        const ncclResult_t r = ncclCommInitRankConfig(&c, n, id, i, &config);
+        out->comms_[static_cast<size_t>(i)] = c;
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclGroupEnd();
+            out->abort();
+            return unexpected(nccl_text(("making the communicator of GPU " + std::to_string(ordinals[static_cast<size_t>(i)])).c_str(), r));
+        }
+    }
+    if (ncclResult_t r = ncclGroupEnd(); r != ncclSuccess && r != ncclInProgress) {
+        out->abort();
+        return unexpected(nccl_text("making the communicators (ncclGroupEnd)", r));
+    }
+    const auto deadline = Clock::now() + limit;
+    for (int i = 0; i < n; ++i) {
+        while (true) {
+            ncclResult_t state = ncclSuccess;
+            ncclCommGetAsyncError(comm_of(out->comms_[static_cast<size_t>(i)]), &state);
+            if (state == ncclSuccess) break;
+            if (state != ncclInProgress) {
+                const std::string why = nccl_text(("making the communicator of GPU " + std::to_string(ordinals[static_cast<size_t>(i)])).c_str(),
+                                                  state, comm_of(out->comms_[static_cast<size_t>(i)]));
+                out->abort();
+                return unexpected(why);
+            }
+            if (Clock::now() >= deadline) {
+                out->abort();
+                return unexpected("NCCL did not set up the communicators of " + std::to_string(n) + " GPU" +
+                                  (n == 1 ? "" : "s") + " within " + millis_text(limit) + ": aborted");
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+    }
+    return out;
+}
+
+NcclComms::~NcclComms() {
+    if (aborted_) return;
+    if (async_error()) {
+        abort();
+        return;
+    }
+    // Finalize flushes what is in flight; a communicator that does not settle within
+    // a few seconds is aborted rather than waited for.
+    for (void *c : comms_)
+        if (c) ncclCommFinalize(comm_of(c));
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    for (void *c : comms_) {
+        if (!c) continue;
+        ncclResult_t state = ncclInProgress;
+        while (state == ncclInProgress && Clock::now() < deadline) {
+            ncclCommGetAsyncError(comm_of(c), &state);
+            if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        if (state != ncclSuccess) {
+            abort();
+            return;
+        }
+    }
+    for (void *c : comms_)
+        if (c) ncclCommDestroy(comm_of(c));
+}
+
+Status NcclComms::exchange(int from, const void *src, cudaStream_t from_stream, int to, void *dst, cudaStream_t to_stream,
+                           std::int64_t bytes, std::chrono::milliseconds limit) {
+    if (aborted_) return unexpected(std::string("NCCL: the communicators were aborted after an earlier failure"));
+    if (from < 0 || to < 0 || from >= ranks() || to >= ranks())
+        return unexpected("NCCL: rank " + std::to_string(from) + " → " + std::to_string(to) + " outside the " +
+                          std::to_string(ranks()) + " ranks");
+    if (bytes <= 0) return std::monostate{};
+    const std::string what = "NCCL message of " + std::to_string(bytes) + " bytes from rank " + std::to_string(from) +
+                             " (GPU " + std::to_string(ordinals_[static_cast<size_t>(from)]) + ") to rank " +
+                             std::to_string(to) + " (GPU " + std::to_string(ordinals_[static_cast<size_t>(to)]) + ")";
+    ncclComm_t cf = comm_of(comms_[static_cast<size_t>(from)]), ct = comm_of(comms_[static_cast<size_t>(to)]);
+    const size_t count = static_cast<size_t>(bytes);
+    ncclGroupStart();
+    ncclResult_t rs = ncclSend(src, count, ncclUint8, to, cf, from_stream);
+    ncclResult_t rr = ncclRecv(dst, count, ncclUint8, from, ct, to_stream);
+    ncclResult_t rg = ncclGroupEnd();
+    for (auto [r, c, call] : {std::tuple{rs, cf, "ncclSend"}, std::tuple{rr, ct, "ncclRecv"}, std::tuple{rg, cf, "ncclGroupEnd"}})
+        if (r != ncclSuccess && r != ncclInProgress) return unexpected(nccl_text((what + ": " + call).c_str(), r, c));
+    // Non-blocking communicators: the calls may still be in progress on the host.
+    const auto deadline = Clock::now() + limit;
+    for (ncclComm_t c : {cf, ct}) {
+        while (true) {
+            ncclResult_t state = ncclSuccess;
+            ncclCommGetAsyncError(c, &state);
+            if (state == ncclSuccess) break;
+            if (state != ncclInProgress) {
+                const std::string why = nccl_text(what.c_str(), state, c);
+                abort();
+                return unexpected(why);
+            }
+            if (Clock::now() >= deadline) {
+                abort();
+                return unexpected(what + ": NCCL did not take it within " + millis_text(limit) + ": aborted");
+            }
+            std::this_thread::yield();
+        }
+    }
+    return std::monostate{};
+}
+
+std::optional<std::string> NcclComms::async_error() const {
+    if (aborted_) return std::string("NCCL: the communicators were aborted");
+    for (size_t i = 0; i < comms_.size(); ++i) {
+        if (!comms_[i]) continue;
+        ncclResult_t state = ncclSuccess;
+        if (ncclCommGetAsyncError(comm_of(comms_[i]), &state) != ncclSuccess) continue;
+        if (state != ncclSuccess && state != ncclInProgress)
+            return nccl_text(("NCCL rank " + std::to_string(i) + " (GPU " + std::to_string(ordinals_[i]) + ")").c_str(),
+                             state, comm_of(comms_[i]));
+    }
+    return std::nullopt;
+}
+
+void NcclComms::abort() {
+    if (aborted_) return;
+    aborted_ = true;
+    for (void *&c : comms_)
+        if (c) {
+            ncclCommAbort(comm_of(c));
+            c = nullptr;
+        }
+}
+
+}  // namespace tapestry::cuda
+
+#else  // no NCCL in this build
+
+namespace tapestry::cuda {
+
+namespace {
+const char *kNoNccl = "this build has no NCCL (CMake found no nccl.h and libnccl: install NCCL and rebuild)";
+}
+
+bool nccl_built() { return false; }
+std::string nccl_version() { return kNoNccl; }
+
+Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vector<int> &, std::chrono::milliseconds) {
+    return unexpected(std::string(kNoNccl));
+}
+NcclComms::~NcclComms() = default;
+Status NcclComms::exchange(int, const void *, cudaStream_t, int, void *, cudaStream_t, std::int64_t,
+                           std::chrono::milliseconds) {
+    return unexpected(std::string(kNoNccl));
+}
+std::optional<std::string> NcclComms::async_error() const { return std::nullopt; }
+void NcclComms::abort() { aborted_ = true; }
+
+}  // namespace tapestry::cuda
+
+#endif
