@@ -604,13 +604,16 @@ private:
             const cudaError_t e = cudaEventQuery(end);
             if (e == cudaSuccess) return std::monostate{};
             if (e != cudaErrorNotReady) return unexpected(err("it failed on the GPU", e));
-            if (nccl_)
+            // NCCL's calls on a communicator are not to overlap: another stream worker in
+            // nccl_hop holds the lock, and this poll waits for the next round.
+            if (std::unique_lock lock(nccl_mutex_, std::try_to_lock); lock && nccl_)
                 if (auto a = nccl_->async_error()) {
                     nccl_->abort();
                     return unexpected(*a);
                 }
             if (stop_ && stop_()) return unexpected(std::string("stopped: the launch failed elsewhere"));
             if (Clock::now() >= deadline) {
+                std::lock_guard lock(nccl_mutex_);
                 const bool nccl = nccl_ && !nccl_->aborted();
                 if (nccl) nccl_->abort();
                 else wedged_ = true;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -36,47 +37,55 @@ constexpr int kTagStepBase = 16;  // a step's messages: 16 + step
 
 using Clock = std::chrono::steady_clock;
 
-class MpiBackend final : public HostBackend {
+// The ranks of MPI_COMM_WORLD (a duplicate of it) as a RankWorld, and the bounded
+// waits the mpi backend's messages use too.
+class MpiWorld final : public RankWorld {
 public:
-    MpiBackend(const CpuBackendOptions &options, MPI_Comm comm, int rank, int size, long tag_ub)
-        : HostBackend(options), comm_(comm), rank_(rank), size_(size), tag_ub_(tag_ub) {}
+    MpiWorld(MPI_Comm comm, int rank, int size, long tag_ub, int node_rank, int node_ranks)
+        : comm_(comm), rank_(rank), size_(size), tag_ub_(tag_ub), node_rank_(node_rank), node_ranks_(node_ranks) {}
 
-    std::string name() const override { return "mpi"; }
-    std::string describe() const override {
-        const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-        return "mpi: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", " + std::to_string(cores) +
-               (cores == 1 ? " core" : " cores") + " (" + cpu::cpu_isa().name + ") here, up to " +
-               std::to_string(options_.max_devices) + " devices a rank";
-    }
-    int max_devices() const override { return options_.max_devices * size_; }
     int rank() const override { return rank_; }
     int ranks() const override { return size_; }
-    bool owns(int device) const override { return local(device); }
-
-    Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override {
-        devices_ = static_cast<int>(plan.devices.size());
-        if (size_ > devices_)
-            return unexpected(std::to_string(size_) + " ranks run a plan of " + std::to_string(devices_) +
-                              " devices: a rank needs at least one device (run mpirun -np " + std::to_string(devices_) +
-                              " or fewer)");
-        if (static_cast<long>(plan.steps.size()) + kTagStepBase > tag_ub_)
-            return unexpected("the plan's " + std::to_string(plan.steps.size()) + " steps exceed this MPI's tag range (" +
-                              std::to_string(tag_ub_) + ")");
-        return HostBackend::prepare(plan);
-    }
+    int node_ranks() const override { return node_ranks_; }
+    int node_rank() const override { return node_rank_; }
+    long tag_ub() const { return tag_ub_; }
+    MPI_Comm comm() const { return comm_; }
+    std::mutex &mutex() { return mpi_; }
 
     void set_wait_limits(double timeout_seconds, std::function<bool()> stop) override {
         timeout_ = timeout_seconds;
         stop_ = std::move(stop);
     }
 
-    Expected<std::monostate, std::string> synchronize() override {
+    Expected<std::monostate, std::string> barrier(const std::string &what) override {
         MPI_Request r;
         {
             std::lock_guard lock(mpi_);
             MPI_Ibarrier(comm_, &r);
         }
-        return wait(r, "the other ranks to start", -1);
+        return wait(r, what, -1);
+    }
+
+    Expected<std::monostate, std::string> broadcast(void *data, std::int64_t bytes, int root, const std::string &what) override {
+        if (bytes > INT_MAX) return unexpected(what + ": over 2 GiB in one broadcast");
+        MPI_Request r;
+        {
+            std::lock_guard lock(mpi_);
+            MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm_, &r);
+        }
+        return wait(r, what, root == rank_ ? -1 : root);
+    }
+
+    Expected<std::vector<std::int64_t>, std::string> allgather(std::int64_t value, const std::string &what) override {
+        std::vector<long long> all(static_cast<size_t>(size_));
+        long long mine = value;
+        MPI_Request r;
+        {
+            std::lock_guard lock(mpi_);
+            MPI_Iallgather(&mine, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG, comm_, &r);
+        }
+        if (auto w = wait(r, what, -1); !w) return unexpected(w.error());
+        return std::vector<std::int64_t>(all.begin(), all.end());
     }
 
     void announce_fault(const std::string &message) override {
@@ -106,13 +115,16 @@ public:
         return remote_fault_;
     }
 
-    Expected<std::monostate, std::string> gather(std::vector<MeasuredStep> &steps) override {
+    Expected<std::monostate, std::string> gather_at_root(
+        const plan::Plan &plan, std::vector<MeasuredStep> &steps, const std::function<int(int buffer)> &owner,
+        const std::function<Expected<std::vector<std::byte>, std::string>(int buffer)> &bytes_of,
+        const std::function<void(int buffer, std::vector<std::byte> bytes)> &store) override {
         // The output buffers, in the order both sides walk them.
         std::vector<int> outputs;
         std::set<int> seen;
-        for (const plan::OutputPiece &p : plan_->outputs)
+        for (const plan::OutputPiece &p : plan.outputs)
             if (seen.insert(p.buffer).second) outputs.push_back(p.buffer);
-        if (rank_ != 0) return send_to_root(steps, outputs);
+        if (rank_ != 0) return send_to_root(steps, outputs, owner, bytes_of);
         std::string errors;
         std::set<int> silent;
         for (int r = 1; r < size_; ++r) {
@@ -123,80 +135,21 @@ public:
             }
         }
         for (int b : outputs) {
-            const plan::Buffer &buf = plan_->buffers[static_cast<size_t>(b)];
-            const int owner = rank_of(buf.device);
-            if (owner == 0 || silent.count(owner)) continue;
-            resident_[static_cast<size_t>(b)].resize(static_cast<size_t>(buf.bytes));
-            data_[static_cast<size_t>(b)] = resident_[static_cast<size_t>(b)].data();
-            auto got = receive(data_[static_cast<size_t>(b)], buf.bytes, owner, kTagOutput,
-                               "output buffer " + std::to_string(b) + " from rank " + std::to_string(owner));
+            const std::int64_t bytes = plan.buffers[static_cast<size_t>(b)].bytes;
+            const int from = owner(b);
+            if (from == 0 || silent.count(from)) continue;
+            std::vector<std::byte> data(static_cast<size_t>(bytes));
+            auto got = receive(data.data(), bytes, from, kTagOutput,
+                               "output buffer " + std::to_string(b) + " from rank " + std::to_string(from));
             if (!got) {
                 errors += (errors.empty() ? "" : "; ") + got.error();
-                silent.insert(owner);
+                silent.insert(from);
+                continue;
             }
+            store(b, std::move(data));
         }
         if (!errors.empty()) return unexpected(errors);
         return std::monostate{};
-    }
-
-protected:
-    bool local(int device) const override { return rank_of(device) == rank_; }
-
-    Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
-                                      std::int64_t lo, std::int64_t hi, bool add) override {
-        const bool here = local(from), there = local(to);
-        if (here && there) return HostBackend::hop(step, from, src, to, dst, lo, hi, add);
-        if (!here && !there) return 0.0;
-        const std::int64_t bytes = (hi - lo) * dtype_bytes(src.dtype);
-        if (bytes > INT_MAX) return unexpected(std::string("a message of over 2 GiB (not sent in pieces yet)"));
-        if (here) {
-            Pending p;
-            p.bytes.resize(static_cast<size_t>(bytes));
-            pack_elements(src, lo, hi, p.bytes.data());
-            p.peer = rank_of(to);
-            {
-                std::lock_guard lock(mpi_);
-                MPI_Isend(p.bytes.data(), static_cast<int>(bytes), MPI_BYTE, p.peer, kTagStepBase + step, comm_, &p.request);
-            }
-            std::lock_guard lock(pending_mutex_);
-            pending_[step].push_back(std::move(p));
-            return static_cast<double>(bytes);
-        }
-        std::vector<std::byte> in(static_cast<size_t>(bytes));
-        auto got = receive(in.data(), bytes, rank_of(from), kTagStepBase + step,
-                           "a message from rank " + std::to_string(rank_of(from)) + " (device " +
-                               plan_->devices[static_cast<size_t>(from)].name + ") at step " + std::to_string(step));
-        if (!got) return unexpected(got.error());
-        unpack_elements(in.data(), dst, lo, hi, add);
-        return 0.0;
-    }
-
-    Expected<std::monostate, std::string> finish_hops(int step) override {
-        std::vector<Pending> mine;
-        {
-            std::lock_guard lock(pending_mutex_);
-            auto it = pending_.find(step);
-            if (it == pending_.end()) return std::monostate{};
-            mine = std::move(it->second);
-            pending_.erase(it);
-        }
-        for (Pending &p : mine) {
-            auto done = wait(p.request, "rank " + std::to_string(p.peer) + " to take step " + std::to_string(step) +
-                                            "'s message", p.peer);
-            if (!done) return done;
-        }
-        return std::monostate{};
-    }
-
-private:
-    struct Pending {
-        std::vector<std::byte> bytes;
-        MPI_Request request = MPI_REQUEST_NULL;
-        int peer = 0;
-    };
-
-    int rank_of(int device) const {
-        return devices_ > 0 ? static_cast<int>(static_cast<long long>(device) * size_ / devices_) : 0;
     }
 
     // Polls `r` until it completes, the launch stops, another rank reports a fault
@@ -231,6 +184,7 @@ private:
 
     Expected<std::monostate, std::string> receive(std::byte *into, std::int64_t bytes, int from, int tag,
                                                   const std::string &what) {
+        if (bytes > INT_MAX) return unexpected(what + ": a message of over 2 GiB (not sent in pieces yet)");
         MPI_Request r;
         {
             std::lock_guard lock(mpi_);
@@ -239,6 +193,7 @@ private:
         return wait(r, what, from);
     }
 
+private:
     // Rank 0: rank r's measured steps (6 doubles each), however many it sends.
     Expected<std::monostate, std::string> receive_steps(int r, std::vector<MeasuredStep> &steps) {
         const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
@@ -267,7 +222,9 @@ private:
         return std::monostate{};
     }
 
-    Expected<std::monostate, std::string> send_to_root(const std::vector<MeasuredStep> &steps, const std::vector<int> &outputs) {
+    Expected<std::monostate, std::string> send_to_root(
+        const std::vector<MeasuredStep> &steps, const std::vector<int> &outputs, const std::function<int(int)> &owner,
+        const std::function<Expected<std::vector<std::byte>, std::string>(int buffer)> &bytes_of) {
         std::vector<double> v;
         for (const MeasuredStep &m : steps)
             v.insert(v.end(), {static_cast<double>(m.step), m.start, m.end, m.predicted, m.moved_bytes, static_cast<double>(m.rank)});
@@ -278,11 +235,14 @@ private:
         }
         if (auto w = wait(r, "rank 0 to take the measurements", 0); !w) return w;
         for (int b : outputs) {
-            const plan::Buffer &buf = plan_->buffers[static_cast<size_t>(b)];
-            if (!local(buf.device)) continue;
+            if (owner(b) != rank_) continue;
+            auto bytes = bytes_of(b);
+            if (!bytes) return unexpected("output buffer " + std::to_string(b) + ": " + bytes.error());
+            if (bytes->size() > static_cast<size_t>(INT_MAX))
+                return unexpected("output buffer " + std::to_string(b) + ": over 2 GiB (not sent in pieces yet)");
             {
                 std::lock_guard lock(mpi_);
-                MPI_Isend(data_[static_cast<size_t>(b)], static_cast<int>(buf.bytes), MPI_BYTE, 0, kTagOutput, comm_, &r);
+                MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, 0, kTagOutput, comm_, &r);
             }
             if (auto w = wait(r, "rank 0 to take output buffer " + std::to_string(b), 0); !w) return w;
         }
@@ -292,21 +252,132 @@ private:
     MPI_Comm comm_;
     int rank_ = 0, size_ = 1;
     long tag_ub_ = 32767;
-    int devices_ = 0;
+    int node_rank_ = 0, node_ranks_ = 1;
     double timeout_ = 120;
     std::function<bool()> stop_;
     std::mutex mpi_;
-    std::mutex pending_mutex_;
-    std::map<int, std::vector<Pending>> pending_;  // per step: sends in flight
     std::string fault_text_;
     std::optional<std::string> remote_fault_;
 };
 
-}  // namespace
+class MpiBackend final : public HostBackend {
+public:
+    MpiBackend(const CpuBackendOptions &options, std::shared_ptr<MpiWorld> world)
+        : HostBackend(options), world_(std::move(world)), rank_(world_->rank()), size_(world_->ranks()) {}
 
-bool mpi_backend_built() { return true; }
+    std::string name() const override { return "mpi"; }
+    std::string describe() const override {
+        const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+        return "mpi: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", " + std::to_string(cores) +
+               (cores == 1 ? " core" : " cores") + " (" + cpu::cpu_isa().name + ") here, up to " +
+               std::to_string(options_.max_devices) + " devices a rank";
+    }
+    int max_devices() const override { return options_.max_devices * size_; }
+    int rank() const override { return rank_; }
+    int ranks() const override { return size_; }
+    bool owns(int device) const override { return local(device); }
 
-Expected<std::unique_ptr<Backend>, std::string> make_mpi_backend(const CpuBackendOptions &options) {
+    Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override {
+        devices_ = static_cast<int>(plan.devices.size());
+        if (size_ > devices_)
+            return unexpected(std::to_string(size_) + " ranks run a plan of " + std::to_string(devices_) +
+                              " devices: a rank needs at least one device (run mpirun -np " + std::to_string(devices_) +
+                              " or fewer)");
+        if (static_cast<long>(plan.steps.size()) + kTagStepBase > world_->tag_ub())
+            return unexpected("the plan's " + std::to_string(plan.steps.size()) + " steps exceed this MPI's tag range (" +
+                              std::to_string(world_->tag_ub()) + ")");
+        return HostBackend::prepare(plan);
+    }
+
+    void set_wait_limits(double timeout_seconds, std::function<bool()> stop) override {
+        world_->set_wait_limits(timeout_seconds, std::move(stop));
+    }
+    Expected<std::monostate, std::string> synchronize() override { return world_->barrier("the other ranks to start"); }
+    void announce_fault(const std::string &message) override { world_->announce_fault(message); }
+    std::optional<std::string> remote_fault() override { return world_->remote_fault(); }
+
+    Expected<std::monostate, std::string> gather(std::vector<MeasuredStep> &steps) override {
+        return world_->gather_at_root(
+            *plan_, steps, [this](int b) { return rank_of(plan_->buffers[static_cast<size_t>(b)].device); },
+            [this](int b) -> Expected<std::vector<std::byte>, std::string> {
+                const std::byte *p = data_[static_cast<size_t>(b)];
+                return std::vector<std::byte>(p, p + plan_->buffers[static_cast<size_t>(b)].bytes);
+            },
+            [this](int b, std::vector<std::byte> bytes) {
+                resident_[static_cast<size_t>(b)] = std::move(bytes);
+                data_[static_cast<size_t>(b)] = resident_[static_cast<size_t>(b)].data();
+            });
+    }
+
+protected:
+    bool local(int device) const override { return rank_of(device) == rank_; }
+
+    Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst,
+                                      std::int64_t lo, std::int64_t hi, bool add) override {
+        const bool here = local(from), there = local(to);
+        if (here && there) return HostBackend::hop(step, from, src, to, dst, lo, hi, add);
+        if (!here && !there) return 0.0;
+        const std::int64_t bytes = (hi - lo) * dtype_bytes(src.dtype);
+        if (bytes > INT_MAX) return unexpected(std::string("a message of over 2 GiB (not sent in pieces yet)"));
+        if (here) {
+            Pending p;
+            p.bytes.resize(static_cast<size_t>(bytes));
+            pack_elements(src, lo, hi, p.bytes.data());
+            p.peer = rank_of(to);
+            {
+                std::lock_guard lock(world_->mutex());
+                MPI_Isend(p.bytes.data(), static_cast<int>(bytes), MPI_BYTE, p.peer, kTagStepBase + step, world_->comm(),
+                          &p.request);
+            }
+            std::lock_guard lock(pending_mutex_);
+            pending_[step].push_back(std::move(p));
+            return static_cast<double>(bytes);
+        }
+        std::vector<std::byte> in(static_cast<size_t>(bytes));
+        auto got = world_->receive(in.data(), bytes, rank_of(from), kTagStepBase + step,
+                                   "a message from rank " + std::to_string(rank_of(from)) + " (device " +
+                                       plan_->devices[static_cast<size_t>(from)].name + ") at step " + std::to_string(step));
+        if (!got) return unexpected(got.error());
+        unpack_elements(in.data(), dst, lo, hi, add);
+        return 0.0;
+    }
+
+    Expected<std::monostate, std::string> finish_hops(int step) override {
+        std::vector<Pending> mine;
+        {
+            std::lock_guard lock(pending_mutex_);
+            auto it = pending_.find(step);
+            if (it == pending_.end()) return std::monostate{};
+            mine = std::move(it->second);
+            pending_.erase(it);
+        }
+        for (Pending &p : mine) {
+            auto done = world_->wait(p.request, "rank " + std::to_string(p.peer) + " to take step " + std::to_string(step) +
+                                                    "'s message", p.peer);
+            if (!done) return done;
+        }
+        return std::monostate{};
+    }
+
+private:
+    struct Pending {
+        std::vector<std::byte> bytes;
+        MPI_Request request = MPI_REQUEST_NULL;
+        int peer = 0;
+    };
+
+    int rank_of(int device) const { return rank_of_device(device, devices_, size_); }
+
+    std::shared_ptr<MpiWorld> world_;
+    int rank_ = 0, size_ = 1;
+    int devices_ = 0;
+    std::mutex pending_mutex_;
+    std::map<int, std::vector<Pending>> pending_;  // per step: sends in flight
+};
+
+// MPI started in this process (once; MPI_Init_thread) and its world: MPI_COMM_WORLD
+// duplicated, errors returned, the ranks of this machine found by a shared-memory split.
+Expected<std::shared_ptr<MpiWorld>, std::string> start_mpi_world() {
     int started = 0;
     MPI_Initialized(&started);
     if (!started) {
@@ -326,7 +397,36 @@ Expected<std::unique_ptr<Backend>, std::string> make_mpi_backend(const CpuBacken
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &flag);
     const long tag_ub = flag && value ? static_cast<long>(*static_cast<int *>(value)) : 32767;
-    return std::unique_ptr<Backend>(std::make_unique<MpiBackend>(options, comm, rank, size, tag_ub));
+    MPI_Comm node;
+    int node_rank = 0, node_ranks = 1;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &node_rank);
+        MPI_Comm_size(node, &node_ranks);
+        MPI_Comm_free(&node);
+    }
+    return std::make_shared<MpiWorld>(comm, rank, size, tag_ub, node_rank, node_ranks);
+}
+
+}  // namespace
+
+bool mpi_backend_built() { return true; }
+
+Expected<std::unique_ptr<Backend>, std::string> make_mpi_backend(const CpuBackendOptions &options) {
+    auto world = start_mpi_world();
+    if (!world) return unexpected(world.error());
+    return std::unique_ptr<Backend>(std::make_unique<MpiBackend>(options, std::move(world).value()));
+}
+
+Expected<std::shared_ptr<RankWorld>, std::string> make_mpi_world() {
+    auto world = start_mpi_world();
+    if (!world) return unexpected(world.error());
+    return std::shared_ptr<RankWorld>(std::move(world).value());
+}
+
+bool launched_by_mpi() {
+    for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"})
+        if (std::getenv(v)) return true;
+    return false;
 }
 
 void finish_mpi(bool clean) {
@@ -344,10 +444,13 @@ namespace tapestry::launch {
 
 bool mpi_backend_built() { return false; }
 
+const char *kNoMpi = "this tapestry was built without MPI: install OpenMPI (openmpi-bin, libopenmpi-dev) and build again";
+
 Expected<std::unique_ptr<Backend>, std::string> make_mpi_backend(const CpuBackendOptions &) {
-    return unexpected(std::string(
-        "this tapestry was built without MPI: install OpenMPI (openmpi-bin, libopenmpi-dev) and build again"));
+    return unexpected(std::string(kNoMpi));
 }
+Expected<std::shared_ptr<RankWorld>, std::string> make_mpi_world() { return unexpected(std::string(kNoMpi)); }
+bool launched_by_mpi() { return false; }
 
 void finish_mpi(bool) {}
 

@@ -15,6 +15,7 @@
 #include "common/expected.h"
 #include "launch/backend.h"
 #include "launch/cpu_backend.h"
+#include "launch/rank_world.h"
 
 namespace tapestry::launch {
 
@@ -24,6 +25,14 @@ bool mpi_backend_built();
 // Starts MPI in this process (once; MPI_Init_thread) and returns the backend of
 // this rank. `options` apply per rank (max_devices: devices per rank).
 Expected<std::unique_ptr<Backend>, std::string> make_mpi_backend(const CpuBackendOptions &options = {});
+
+// MPI started in this process and its ranks as a RankWorld (launch/rank_world.h):
+// what the cuda backend takes to run as one rank of `mpirun -np N tapestry launch
+// PLAN --backend cuda`.
+Expected<std::shared_ptr<RankWorld>, std::string> make_mpi_world();
+
+// Whether this process was started by mpirun or srun (their environment variables).
+bool launched_by_mpi();
 
 // Ends MPI in this process. After a clean run every rank calls it with
 // `clean`; after a fault MPI_Finalize could wait for a dead rank for ever, so
