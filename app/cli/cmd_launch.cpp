@@ -23,6 +23,7 @@
 #include "launch/cuda_backend.h"
 #include "launch/launch.h"
 #include "launch/mpi_backend.h"
+#include "launch/rank_world.h"
 #include "plan/plan_file.h"
 #include "run_support.h"
 #include "runtime/cpu/cpu_isa.h"
@@ -135,6 +136,7 @@ int launch_command(const LaunchCommandOptions &o) {
         else backend_error = "--device-memory: " + bytes.error();
     }
     std::unique_ptr<launch::Backend> backend;
+    std::shared_ptr<launch::RankWorld> world;  // --backend cuda under mpirun
     if (o.backend == "mpi") {
         auto made = launch::make_mpi_backend(bo);
         if (made) backend = std::move(made).value();
@@ -145,16 +147,24 @@ int launch_command(const LaunchCommandOptions &o) {
         co.device_memory = bo.device_memory;
         co.tf32 = o.tf32;
         co.transport = launch::transport_from_name(o.transport).value_or(launch::CudaTransport::automatic);
-        auto made = launch::make_cuda_backend(co);
-        if (made) backend = std::move(made).value();
-        else backend_error = "--backend cuda: " + made.error();
+        // Under mpirun each rank owns a block of the plan's devices on its GPUs.
+        if (launch::launched_by_mpi()) {
+            auto made = launch::make_mpi_world();
+            if (made) co.world = world = std::move(made).value();
+            else backend_error = "--backend cuda under mpirun: " + made.error();
+        }
+        if (backend_error.empty()) {
+            auto made = launch::make_cuda_backend(co);
+            if (made) backend = std::move(made).value();
+            else backend_error = "--backend cuda: " + made.error();
+        }
     } else {
         backend = launch::make_cpu_backend(bo);
     }
     // Under mpirun every rank runs this command; rank 0 reports. A refusal before the
     // run comes alike on every rank (the same plan and inputs): each ends MPI
     // cleanly, so that mpirun does not stop rank 0 before it has said why.
-    const bool root = !backend || backend->rank() == 0;
+    const bool root = backend ? backend->rank() == 0 : !world || world->rank() == 0;
     auto refuse = [&](const std::string &message) {
         if (root && o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
         else if (root) std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
@@ -370,7 +380,7 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--backend", o->backend,
                     "Where to run it: cpu (every device in this process), mpi (under mpirun: each rank owns a block "
                     "of the devices) or cuda (this machine's GPUs; more devices than GPUs run as virtual devices on "
-                    "GPU 0)")
+                    "GPU 0; under mpirun each rank owns a block of the devices on its GPUs, NCCL between ranks)")
         ->check(CLI::IsMember({"cpu", "mpi", "cuda"}))
         ->capture_default_str();
     cmd->add_option("--inputs", o->inputs_dir,

@@ -30,6 +30,7 @@ std::optional<CudaTransport> transport_from_name(std::string_view name) {
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -40,6 +41,7 @@ std::optional<CudaTransport> transport_from_name(std::string_view name) {
 #include "launch/collectives.h"
 #include "launch/cuda_descriptors.h"
 #include "launch/host_boxes.h"
+#include "launch/rank_world.h"
 #include "launch/step_operands.h"
 #include "runtime/cuda/box_move.h"
 #include "runtime/cuda/context.h"
@@ -89,22 +91,27 @@ cuda::View view_of(const HostBox &b) {
 
 class CudaBackend final : public Backend, private BoxMemory {
 public:
-    CudaBackend(const CudaBackendOptions &options, std::vector<GpuInfo> gpus)
-        : options_(options), gpus_(std::move(gpus)) {}
+    CudaBackend(const CudaBackendOptions &options, std::vector<GpuInfo> gpus, int found_gpus, bool shared_gpus)
+        : options_(options), gpus_(std::move(gpus)), world_(options.world), shared_gpus_(shared_gpus),
+          found_gpus_(found_gpus) {}
     ~CudaBackend() override {
         release();
         contexts_.clear();
     }
 
     std::string name() const override { return "cuda"; }
-    int max_devices() const override { return gpus_.empty() ? 0 : options_.max_devices; }
+    int max_devices() const override { return gpus_.empty() ? 0 : options_.max_devices * ranks(); }
+    int rank() const override { return world_ ? world_->rank() : 0; }
+    int ranks() const override { return world_ ? world_->ranks() : 1; }
+    bool owns(int device) const override { return !world_ || rank_of_device(device, devices_, ranks()) == rank(); }
 
     std::int64_t device_capacity(int devices) const override {
         if (options_.device_memory > 0) return options_.device_memory;
         if (gpus_.empty()) return 0;
-        // Several plan devices on one GPU share its free memory.
+        // Several plan devices on one GPU share its free memory (under mpirun: a rank's devices).
         const int n = static_cast<int>(gpus_.size());
-        const int per_gpu = devices > n ? devices : 1;
+        const int mine = (devices + ranks() - 1) / ranks();
+        const int per_gpu = mine > n ? mine : 1;
         std::int64_t least = gpus_.front().free;
         for (const GpuInfo &g : gpus_) least = std::min(least, g.free);
         return least / std::max(1, per_gpu);
@@ -115,6 +122,7 @@ public:
         for (const GpuInfo &g : gpus_)
             names[g.name + " (sm_" + std::to_string(g.cc_major) + std::to_string(g.cc_minor) + ", " + byte_text(g.memory) + ")"]++;
         std::string out = "cuda:";
+        if (world_) out += " rank " + std::to_string(rank()) + " of " + std::to_string(ranks()) + ",";
         for (const auto &[n, count] : names) out += " " + std::to_string(count) + " × " + n;
         if (gpus_.size() == 1) out += "; plans of several devices run as virtual devices on it";
         switch (options_.transport) {
@@ -132,7 +140,8 @@ public:
     Expected<std::monostate, std::string> prepare(const plan::Plan &plan) override {
         release();
         plan_ = &plan;
-        auto d = describe_cuda_launch(plan, static_cast<int>(gpus_.size()));
+        devices_ = static_cast<int>(plan.devices.size());
+        auto d = describe_cuda_launch(plan, static_cast<int>(gpus_.size()), CudaRanks{rank(), ranks()});
         if (!d) return unexpected(d.error());
         desc_ = std::move(d).value();
         if (auto c = make_contexts(); !c) return c;
@@ -149,7 +158,7 @@ public:
             return unexpected(buffer_name(buffer) + ": " + std::to_string(bytes.size()) + " bytes given for its " +
                               std::to_string(b.bytes));
         if (bytes.empty()) return std::monostate{};
-        cudaSetDevice(gpu_of_buffer(buffer));
+        cudaSetDevice(gpus_[static_cast<size_t>(gpu_of_buffer(buffer))].ordinal);
         if (cudaError_t e = cudaMemcpy(data_[static_cast<size_t>(buffer)], bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
             e != cudaSuccess)
             return unexpected(err("copying " + buffer_name(buffer) + " to the GPU", e));
@@ -162,7 +171,15 @@ public:
             return unexpected(buffer_name(buffer) + ": " + std::to_string(bytes.size()) + " bytes asked of its " +
                               std::to_string(b.bytes));
         if (bytes.empty()) return std::monostate{};
-        cudaSetDevice(gpu_of_buffer(buffer));
+        if (!owns(b.device)) {  // another rank's output, gathered to rank 0
+            auto it = remote_outputs_.find(buffer);
+            if (it == remote_outputs_.end() || it->second.size() != bytes.size())
+                return unexpected(buffer_name(buffer) + ": rank " + std::to_string(rank_of_device(b.device, devices_, ranks())) +
+                                  " holds it and did not send it");
+            std::copy(it->second.begin(), it->second.end(), bytes.begin());
+            return std::monostate{};
+        }
+        cudaSetDevice(gpus_[static_cast<size_t>(gpu_of_buffer(buffer))].ordinal);
         if (cudaError_t e = cudaMemcpy(bytes.data(), data_[static_cast<size_t>(buffer)], bytes.size(), cudaMemcpyDeviceToHost);
             e != cudaSuccess)
             return unexpected(err("copying " + buffer_name(buffer) + " from the GPU", e));
@@ -175,15 +192,39 @@ public:
     Expected<StepOutcome, std::string> run_collective(int step) override { return run_step(step); }
 
     // The launch's time origin: an event on every GPU, recorded before any step.
-    Expected<std::monostate, std::string> synchronize() override { return record_origin(); }
+    // Under mpirun every rank reaches a barrier first.
+    Expected<std::monostate, std::string> synchronize() override {
+        next_ticket_ = 0;
+        if (world_)
+            if (auto b = world_->barrier("the other ranks to start"); !b) return b;
+        return record_origin();
+    }
     void set_wait_limits(double timeout_seconds, std::function<bool()> stop) override {
         wait_limit_ = std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, timeout_seconds) * 1000));
+        if (world_) world_->set_wait_limits(timeout_seconds, stop);
         stop_ = std::move(stop);
+    }
+    void announce_fault(const std::string &message) override {
+        if (world_) world_->announce_fault(message);
+    }
+    std::optional<std::string> remote_fault() override { return world_ ? world_->remote_fault() : std::nullopt; }
+    Expected<std::monostate, std::string> gather(std::vector<MeasuredStep> &steps) override {
+        if (!world_ || ranks() == 1) return std::monostate{};
+        remote_outputs_.clear();
+        return world_->gather_at_root(
+            *plan_, steps,
+            [this](int b) { return rank_of_device(plan_->buffers[static_cast<size_t>(b)].device, devices_, ranks()); },
+            [this](int b) -> Expected<std::vector<std::byte>, std::string> {
+                std::vector<std::byte> bytes(static_cast<size_t>(plan_->buffers[static_cast<size_t>(b)].bytes));
+                if (auto d = download(b, bytes); !d) return unexpected(d.error());
+                return bytes;
+            },
+            [this](int b, std::vector<std::byte> bytes) { remote_outputs_[b] = std::move(bytes); });
     }
 
     std::optional<std::pair<double, double>> device_time(int step) const override {
         const size_t i = static_cast<size_t>(step);
-        if (i >= start_.size() || !start_[i]) return std::nullopt;
+        if (i >= start_.size() || !start_[i] || !desc_.steps[i].here) return std::nullopt;
         const int gpu = desc_.streams[static_cast<size_t>(desc_.steps[i].stream)].gpu;
         float a = 0, b = 0;
         if (cudaEventElapsedTime(&a, origin_[static_cast<size_t>(gpu)], start_[i]) != cudaSuccess ||
@@ -194,6 +235,7 @@ public:
 
     Expected<EnqueuedRun, std::string> enqueued(int warmups, int repeats, Submission submission) {
         if (!plan_) return unexpected(std::string("the cuda backend has no plan prepared"));
+        if (ranks() > 1) return unexpected(std::string("run_enqueued times a plan in one process, not one rank of several"));
         const bool gated = submission == Submission::gated;
         if (gated && !gate_) {
             auto g = cuda::Gate::make();
@@ -203,6 +245,7 @@ public:
         EnqueuedRun out;
         std::vector<std::vector<std::pair<double, double>>> per_run;
         for (int r = 0; r < warmups + repeats; ++r) {
+            next_ticket_ = 0;
             if (auto o = gated ? hold_at_gate() : record_origin(); !o) return unexpected(o.error());
             {
                 // The gate opens when the last step is enqueued — or when enqueueing fails.
@@ -214,7 +257,7 @@ public:
                 } opener{gated ? gate_.get() : nullptr};
                 for (size_t k = 0; k < streams_.size(); ++k)
                     if (streams_[k]) {
-                        cudaSetDevice(desc_.streams[k].gpu);
+                        cudaSetDevice(gpus_[static_cast<size_t>(desc_.streams[k].gpu)].ordinal);
                         cudaStreamWaitEvent(streams_[k], origin_[static_cast<size_t>(desc_.streams[k].gpu)], 0);
                     }
                 for (size_t s = 0; s < plan_->steps.size(); ++s) {
@@ -224,7 +267,7 @@ public:
             }
             for (size_t k = 0; k < streams_.size(); ++k)
                 if (streams_[k]) {
-                    cudaSetDevice(desc_.streams[k].gpu);
+                    cudaSetDevice(gpus_[static_cast<size_t>(desc_.streams[k].gpu)].ordinal);
                     if (cudaError_t e = cudaStreamSynchronize(streams_[k]); e != cudaSuccess)
                         return unexpected(err("running the plan (" + stream_text(static_cast<int>(k)) + ")", e));
                 }
@@ -342,6 +385,7 @@ private:
             if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
                 return unexpected(err("clearing the plan's memory on GPU " + std::to_string(g), e));
         }
+        next_ticket_ = 0;
         for (size_t s = 0; s < plan_->steps.size(); ++s)
             if (auto e = enqueue_step(static_cast<int>(s)); !e)
                 return unexpected("warming up " + step_text(static_cast<int>(s)) + ": " + e.error());
@@ -360,6 +404,7 @@ private:
         std::string error;
         for (size_t d = 0; d < n; ++d) {
             const int gpu = desc_.device_gpu[d];
+            if (gpu < 0) continue;  // another rank's
             arena[d] = static_cast<std::byte *>(device_alloc(gpu, desc_.arena_bytes[d], "device " + device_name(static_cast<int>(d)) + ": its arena", error));
             if (!error.empty()) return unexpected(error);
             resident[d] = static_cast<std::byte *>(device_alloc(gpu, desc_.resident_bytes[d], "device " + device_name(static_cast<int>(d)) + ": its resident buffers", error));
@@ -394,6 +439,7 @@ private:
         streams_.assign(desc_.streams.size(), nullptr);
         std::vector<char> used(desc_.streams.size(), 0);
         for (const CudaStepLaunch &l : desc_.steps) {
+            if (!l.here) continue;
             used[static_cast<size_t>(l.stream)] = 1;
             for (int h : l.holds) used[static_cast<size_t>(h)] = 1;
         }
@@ -406,6 +452,7 @@ private:
         start_.assign(plan_->steps.size(), nullptr);
         end_.assign(plan_->steps.size(), nullptr);
         for (size_t s = 0; s < plan_->steps.size(); ++s) {
+            if (!desc_.steps[s].here) continue;
             cudaSetDevice(gpus_[static_cast<size_t>(gpu_of_step(static_cast<int>(s)))].ordinal);
             if (cudaError_t e = cudaEventCreate(&start_[s]); e != cudaSuccess) return unexpected(err("creating events", e));
             if (cudaError_t e = cudaEventCreate(&end_[s]); e != cudaSuccess) return unexpected(err("creating events", e));
@@ -433,7 +480,7 @@ private:
         std::string error;
         for (size_t i = 0; i < plan_->steps.size(); ++i) {
             const plan::Step &s = plan_->steps[i];
-            if (s.kind != plan::StepKind::kernel) continue;
+            if (s.kind != plan::StepKind::kernel || !desc_.steps[i].here) continue;
             auto k = make_kernel(s);
             if (!k) return unexpected(step_text(static_cast<int>(i)) + ": " + k.error());
             const std::int64_t need = static_cast<std::int64_t>(k->kernel->workspace_bytes());
@@ -548,6 +595,13 @@ private:
     Expected<StepOutcome, std::string> enqueue_step(int s) {
         const size_t i = static_cast<size_t>(s);
         const CudaStepLaunch &l = desc_.steps[i];
+        if (!l.here) return StepOutcome{};  // another rank's
+        if (auto turn = await_turn(s); !turn) return unexpected(turn.error());
+        struct EndTurn {
+            CudaBackend *self;
+            int step;
+            ~EndTurn() { self->end_turn(step); }
+        } end_turn_on_exit{this, s};
         cudaStream_t stream = streams_[static_cast<size_t>(l.stream)];
         cudaSetDevice(gpus_[static_cast<size_t>(gpu_of_step(s))].ordinal);
         for (int w : l.waits)
@@ -582,6 +636,33 @@ private:
             if (cudaError_t e = cudaStreamWaitEvent(streams_[static_cast<size_t>(h)], end_[i], 0); e != cudaSuccess)
                 return unexpected(err("holding " + stream_text(h), e));
         return out;
+    }
+
+    // Under mpirun the steps whose messages cross ranks are enqueued in plan order on
+    // every rank (a ticket each): NCCL matches two ranks' sends and receives in the
+    // order they were posted, and the launcher's stream workers would post them in
+    // whatever order their steps became ready.
+    Expected<std::monostate, std::string> await_turn(int s) {
+        const int t = ticket_.empty() ? -1 : ticket_[static_cast<size_t>(s)];
+        if (t < 0) return std::monostate{};
+        std::unique_lock lock(ticket_mutex_);
+        const auto deadline = Clock::now() + wait_limit_;
+        while (next_ticket_ != t) {
+            if (stop_ && stop_()) return unexpected(std::string("stopped: the launch failed elsewhere"));
+            if (Clock::now() >= deadline)
+                return unexpected("waited over " + std::to_string(wait_limit_.count() / 1000.0).substr(0, 6) +
+                                  " s for the steps before it whose messages cross ranks to be enqueued");
+            ticket_cv_.wait_for(lock, std::chrono::milliseconds(10));
+        }
+        return std::monostate{};
+    }
+    void end_turn(int s) {
+        if (ticket_.empty() || ticket_[static_cast<size_t>(s)] < 0) return;
+        {
+            std::lock_guard lock(ticket_mutex_);
+            ++next_ticket_;
+        }
+        ticket_cv_.notify_all();
     }
 
     // The launcher's way: enqueue, then wait for the step's end.
@@ -633,13 +714,14 @@ private:
         const plan::Buffer &b = plan_->buffers[static_cast<size_t>(buffer)];
         return host_box(data_[static_cast<size_t>(buffer)], b.region, box, b.dtype);
     }
-    bool local(int device) const override {
-        (void)device;
-        return true;
-    }
+    bool local(int device) const override { return owns(device); }
     Expected<double, std::string> hop(int step, int from, const HostBox &src, int to, const HostBox &dst, std::int64_t lo,
                                       std::int64_t hi, bool add) override {
+        const bool here = owns(from), there = owns(to);
+        if (!here && !there) return 0.0;  // two other ranks' hop
         if (nccl_ && from != to) return nccl_hop(step, from, src, to, dst, lo, hi, add);
+        if (!here || !there)
+            return unexpected("a message between ranks (" + device_name(from) + " → " + device_name(to) + ") without NCCL");
         move_here(step, src, dst, lo, hi, add);
         if (!move_error_.empty()) return unexpected(move_error_);
         return from == to ? 0.0 : static_cast<double>(hi - lo) * dtype_bytes(src.dtype);
@@ -662,7 +744,35 @@ private:
     }
 
     // ---- NCCL --------------------------------------------------------------------------
+    // The devices a transfer or collective step moves data between.
+    static std::vector<int> step_devices(const plan::Step &st) {
+        std::vector<int> devices = st.participants;
+        devices.push_back(st.device);
+        if (st.peer >= 0) devices.push_back(st.peer);
+        return devices;
+    }
+    // Whether step s moves data between this rank's devices and another rank's.
+    bool crosses_ranks(int s) const {
+        const plan::Step &st = plan_->steps[static_cast<size_t>(s)];
+        if (ranks() == 1 || st.kind == plan::StepKind::kernel) return false;
+        bool mine = false, theirs = false;
+        for (int d : step_devices(st)) (owns(d) ? mine : theirs) = true;
+        return mine && theirs;
+    }
+    // Whether any step of the plan moves data between two ranks (the same answer on every rank).
+    bool plan_crosses_ranks() const {
+        if (ranks() == 1) return false;
+        for (const plan::Step &st : plan_->steps) {
+            if (st.kind == plan::StepKind::kernel) continue;
+            std::vector<int> owners;
+            for (int d : step_devices(st)) owners.push_back(rank_of_device(d, devices_, ranks()));
+            if (std::adjacent_find(owners.begin(), owners.end(), std::not_equal_to<>()) != owners.end()) return true;
+        }
+        return false;
+    }
+
     bool uses_nccl() const {
+        if (plan_crosses_ranks()) return true;
         if (plan_->devices.size() < 2) return false;
         switch (options_.transport) {
             case CudaTransport::automatic: return desc_.gpus > 1 && cuda::nccl_built();
@@ -690,17 +800,68 @@ private:
     // join it to the step's stream, and per stream a staging pair (send, receive) for
     // hops whose boxes are not dense, sized by the largest hop of its steps.
     Expected<std::monostate, std::string> make_nccl() {
+        ticket_.assign(plan_->steps.size(), -1);
+        for (int s = 0, t = 0; s < static_cast<int>(plan_->steps.size()); ++s)
+            if (desc_.steps[static_cast<size_t>(s)].here && crosses_ranks(s)) ticket_[static_cast<size_t>(s)] = t++;
         if (!uses_nccl()) {
             nccl_.reset();
             return std::monostate{};
         }
-        if (!nccl_ || nccl_->ranks() != desc_.gpus || nccl_->aborted()) {
+        std::vector<int> ordinals;
+        for (int g = 0; g < desc_.gpus; ++g) ordinals.push_back(gpus_[static_cast<size_t>(g)].ordinal);
+        if (plan_crosses_ranks()) {
+            // One NCCL rank per GPU of every process, made anew for each plan (every rank
+            // prepares it): the ranks' GPU counts gathered, the unique id rank 0's.
+            if (!cuda::nccl_built())
+                return unexpected("the plan moves data between ranks, which needs NCCL: " + cuda::nccl_version());
+            if (shared_gpus_)
+                return unexpected("the plan moves data between ranks, but the " + std::to_string(world_->node_ranks()) +
+                                  " ranks on this machine share its " + std::to_string(found_gpus_) +
+                                  " GPU(s), and NCCL refuses two ranks on one GPU: run at most " +
+                                  std::to_string(found_gpus_) + " rank(s) a machine");
             nccl_.reset();
-            std::vector<int> ordinals;
-            for (int g = 0; g < desc_.gpus; ++g) ordinals.push_back(gpus_[static_cast<size_t>(g)].ordinal);
-            auto made = cuda::NcclComms::make(ordinals, wait_limit_);
+            auto counts = world_->allgather(desc_.gpus, "every rank's GPU count");
+            if (!counts) return unexpected(counts.error());
+            cuda::NcclBootstrap boot;
+            for (int r = 0; r < ranks(); ++r) {
+                if (r == rank()) boot.first = boot.ranks;
+                boot.ranks += static_cast<int>((*counts)[static_cast<size_t>(r)]);
+            }
+            boot.id.assign(128, '\0');
+            if (rank() == 0) {
+                auto id = cuda::nccl_unique_id();
+                if (!id) return unexpected(id.error());
+                boot.id = *id;
+            }
+            if (auto b = world_->broadcast(boot.id.data(), static_cast<std::int64_t>(boot.id.size()), 0, "NCCL's unique id from rank 0"); !b)
+                return unexpected(b.error());
+            auto made = cuda::NcclComms::make(ordinals, wait_limit_, &boot);
             if (!made) return unexpected(made.error());
             nccl_ = std::move(made).value();
+            // Device d's NCCL rank: its rank's first, plus its GPU there.
+            std::vector<int> first_device(static_cast<size_t>(ranks()), -1), device_count(static_cast<size_t>(ranks()), 0);
+            for (int d = 0; d < devices_; ++d) {
+                const int r = rank_of_device(d, devices_, ranks());
+                if (first_device[static_cast<size_t>(r)] < 0) first_device[static_cast<size_t>(r)] = d;
+                ++device_count[static_cast<size_t>(r)];
+            }
+            std::vector<int> first_rank(static_cast<size_t>(ranks()), 0);
+            for (int r = 1; r < ranks(); ++r)
+                first_rank[static_cast<size_t>(r)] = first_rank[static_cast<size_t>(r - 1)] + static_cast<int>((*counts)[static_cast<size_t>(r - 1)]);
+            nccl_rank_.assign(static_cast<size_t>(devices_), 0);
+            for (int d = 0; d < devices_; ++d) {
+                const size_t r = static_cast<size_t>(rank_of_device(d, devices_, ranks()));
+                const bool one_each = (*counts)[r] >= device_count[r];
+                nccl_rank_[static_cast<size_t>(d)] = first_rank[r] + (one_each ? d - first_device[r] : 0);
+            }
+        } else {
+            if (!nccl_ || nccl_->ranks() != desc_.gpus || nccl_->aborted()) {
+                nccl_.reset();
+                auto made = cuda::NcclComms::make(ordinals, wait_limit_);
+                if (!made) return unexpected(made.error());
+                nccl_ = std::move(made).value();
+            }
+            nccl_rank_ = desc_.device_gpu;
         }
         far_.assign(static_cast<size_t>(desc_.gpus), nullptr);
         fork_.assign(static_cast<size_t>(desc_.gpus), nullptr);
@@ -716,7 +877,7 @@ private:
         std::map<cudaStream_t, std::pair<int, std::int64_t>> need;  // stream → (gpu, bytes)
         for (size_t s = 0; s < plan_->steps.size(); ++s) {
             const plan::Step &st = plan_->steps[s];
-            if (st.kind == plan::StepKind::kernel) continue;
+            if (st.kind == plan::StepKind::kernel || !desc_.steps[s].here) continue;
             const std::int64_t bound = hop_bound(st);
             const int gs = gpu_of_step(static_cast<int>(s));
             auto grow = [&](cudaStream_t k, int g) {
@@ -725,11 +886,8 @@ private:
                 bytes = std::max(bytes, bound);
             };
             grow(streams_[static_cast<size_t>(desc_.steps[s].stream)], gs);
-            std::vector<int> devices = st.participants;
-            devices.push_back(st.device);
-            if (st.peer >= 0) devices.push_back(st.peer);
-            for (int d : devices)
-                if (const int g = desc_.device_gpu[static_cast<size_t>(d)]; g != gs) grow(far_[static_cast<size_t>(g)], g);
+            for (int d : step_devices(st))
+                if (const int g = desc_.device_gpu[static_cast<size_t>(d)]; g >= 0 && g != gs) grow(far_[static_cast<size_t>(g)], g);
         }
         nccl_staging_.clear();
         std::string error;
@@ -753,13 +911,15 @@ private:
                                            std::int64_t lo, std::int64_t hi, bool add) {
         if (hi <= lo) return 0.0;
         std::lock_guard lock(nccl_mutex_);
+        // A side on another rank has no GPU here (-1) and no stream: that rank posts it.
         const int ga = desc_.device_gpu[static_cast<size_t>(from)], gb = desc_.device_gpu[static_cast<size_t>(to)];
         const int gs = gpu_of_step(step);
         cudaStream_t here = streams_[static_cast<size_t>(desc_.steps[static_cast<size_t>(step)].stream)];
-        cudaStream_t sa = ga == gs ? here : far_[static_cast<size_t>(ga)], sb = gb == gs ? here : far_[static_cast<size_t>(gb)];
+        auto side = [&](int g) -> cudaStream_t { return g < 0 ? nullptr : g == gs ? here : far_[static_cast<size_t>(g)]; };
+        cudaStream_t sa = side(ga), sb = side(gb);
         std::vector<std::pair<cudaStream_t, int>> forked;
         for (auto [k, g] : {std::pair{sa, ga}, std::pair{sb, gb}})
-            if (k != here && std::find(forked.begin(), forked.end(), std::pair{k, g}) == forked.end()) {
+            if (k && k != here && std::find(forked.begin(), forked.end(), std::pair{k, g}) == forked.end()) {
                 cudaSetDevice(gpus_[static_cast<size_t>(gs)].ordinal);
                 if (cudaError_t e = cudaEventRecord(fork_[static_cast<size_t>(gs)], here); e != cudaSuccess)
                     return unexpected(err("forking an NCCL message's far side", e));
@@ -773,8 +933,8 @@ private:
             auto it = nccl_staging_.find(k);
             return it == nccl_staging_.end() ? nullptr : (receive ? it->second.second : it->second.first);
         };
-        const std::byte *send = src.data + lo * esize;
-        if (!dense(src)) {
+        const std::byte *send = src.data ? src.data + lo * esize : nullptr;
+        if (sa && !dense(src)) {
             std::byte *pack = staged(sa, false);
             if (!pack) return unexpected(std::string("no NCCL staging was prepared for its sender"));
             cudaSetDevice(gpus_[static_cast<size_t>(ga)].ordinal);
@@ -782,10 +942,11 @@ private:
                 return unexpected("packing an NCCL message: " + r.error());
             send = pack;
         }
-        const bool unpack = add || !dense(dst) || dst.dtype != src.dtype;
-        std::byte *receive = unpack ? staged(sb, true) : dst.data + lo * esize;
-        if (!receive) return unexpected(std::string("no NCCL staging was prepared for its receiver"));
-        if (auto x = nccl_->exchange(ga, send, sa, gb, receive, sb, bytes, wait_limit_); !x)
+        const bool unpack = sb && (add || !dense(dst) || dst.dtype != src.dtype);
+        std::byte *receive = !sb ? nullptr : unpack ? staged(sb, true) : dst.data + lo * esize;
+        if (sb && !receive) return unexpected(std::string("no NCCL staging was prepared for its receiver"));
+        const int ra = nccl_rank_[static_cast<size_t>(from)], rb = nccl_rank_[static_cast<size_t>(to)];
+        if (auto x = nccl_->exchange(ra, send, sa, rb, receive, sb, bytes, wait_limit_); !x)
             return unexpected(device_name(from) + " → " + device_name(to) + ": " + x.error());
         if (unpack) {
             cudaSetDevice(gpus_[static_cast<size_t>(gb)].ordinal);
@@ -800,7 +961,8 @@ private:
                 return unexpected(err("joining an NCCL message's far side", e));
         }
         cudaSetDevice(gpus_[static_cast<size_t>(gs)].ordinal);
-        return from == to ? 0.0 : static_cast<double>(bytes);
+        // The bytes this rank sent (the receiver's rank counts none, as the mpi backend's).
+        return from == to || !sa ? 0.0 : static_cast<double>(bytes);
     }
 
     void release() {
@@ -883,6 +1045,7 @@ private:
     // NCCL (make_nccl): the communicators, per GPU a stream and fork/join events for a
     // hop's far side, per stream its staging (send half, receive half).
     std::unique_ptr<cuda::NcclComms> nccl_;
+    std::vector<int> nccl_rank_;  // per plan device
     std::vector<cudaStream_t> far_;
     std::vector<cudaEvent_t> fork_, join_;
     std::map<cudaStream_t, std::pair<std::byte *, std::byte *>> nccl_staging_;
@@ -891,6 +1054,17 @@ private:
     std::chrono::milliseconds wait_limit_{120000};
     std::function<bool()> stop_;
     bool wedged_ = false;
+    // Under mpirun (options.world): the ranks, this rank's devices, the outputs other
+    // ranks sent to rank 0, and the order of the steps whose messages cross ranks.
+    std::shared_ptr<RankWorld> world_;
+    int devices_ = 0;
+    bool shared_gpus_ = false;  // more ranks on this machine than GPUs
+    int found_gpus_ = 0;        // the GPUs this machine has
+    std::map<int, std::vector<std::byte>> remote_outputs_;
+    std::vector<int> ticket_;  // per step: its place among the steps crossing ranks, or -1
+    int next_ticket_ = 0;
+    std::mutex ticket_mutex_;
+    std::condition_variable ticket_cv_;
     // The first failed box move of the step being enqueued (BoxMemory::move_here has no error channel).
     static thread_local std::string move_error_;
 };
@@ -955,8 +1129,21 @@ Expected<std::unique_ptr<Backend>, std::string> make_cuda_backend(const CudaBack
     auto gpus = cuda_gpus();
     if (!gpus) return unexpected(gpus.error());
     std::vector<GpuInfo> use = std::move(gpus).value();
+    const int found = static_cast<int>(use.size());
+    bool shared = false;
+    if (options.world && options.world->node_ranks() > 1) {
+        // The ranks of one machine split its GPUs: rank i of L takes [i·G/L, (i+1)·G/L);
+        // more ranks than GPUs share them (rank i on GPU i mod G), which NCCL refuses.
+        const int L = options.world->node_ranks(), i = options.world->node_rank();
+        if (L <= found) {
+            use = std::vector<GpuInfo>(use.begin() + i * found / L, use.begin() + (i + 1) * found / L);
+        } else {
+            use = {use[static_cast<size_t>(i % found)]};
+            shared = true;
+        }
+    }
     if (options.gpus > 0 && static_cast<int>(use.size()) > options.gpus) use.resize(static_cast<size_t>(options.gpus));
-    return std::unique_ptr<Backend>(new CudaBackend(options, std::move(use)));
+    return std::unique_ptr<Backend>(new CudaBackend(options, std::move(use), found, shared));
 }
 
 Expected<EnqueuedRun, std::string> run_enqueued(Backend &backend, int warmups, int repeats, Submission submission) {

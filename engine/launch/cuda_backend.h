@@ -23,6 +23,8 @@
 
 namespace tapestry::launch {
 
+class RankWorld;  // launch/rank_world.h
+
 // How a hop of a transfer or collective between two plan devices moves its elements.
 enum class CudaTransport {
     automatic,  // NCCL between GPUs where this build has it, else peer copies; on one GPU, copies
@@ -39,6 +41,12 @@ struct CudaBackendOptions {
     std::int64_t device_memory = 0;  // bytes one plan device may hold (0: its GPU's free memory, shared)
     bool tf32 = false;               // f32 matrix products on TF32 tensor cores
     CudaTransport transport = CudaTransport::automatic;
+    // Under mpirun (`tapestry launch PLAN --backend cuda` on every rank): the ranks
+    // (make_mpi_world). This process is one rank owning a contiguous block of the plan's
+    // devices (as the mpi backend) on its GPUs — the ranks of one machine split its
+    // GPUs — and messages between ranks are NCCL's, bootstrapped over MPI; rank 0
+    // gathers the measurements and outputs. Null: every device in this process.
+    std::shared_ptr<RankWorld> world;
 };
 
 // Whether this build has the cuda backend.

@@ -13,6 +13,7 @@
 #include "launch/cuda_backend.h"
 #include "launch/cuda_descriptors.h"
 #include "launch/launch.h"
+#include "launch/rank_world.h"
 #include "plan_support.h"
 
 using namespace tapestry;
@@ -35,6 +36,7 @@ QString unordered_dependency(const plan::Plan &p, const launch::CudaLaunchDescri
     std::map<int, int> last;  // stream → the last step on it so far (run there or held)
     for (size_t i = 0; i < n; ++i) {
         const launch::CudaStepLaunch &l = d.steps[i];
+        if (!l.here) continue;  // another rank's (a rank orders only its own steps)
         if (auto it = last.find(l.stream); it != last.end()) before[i].push_back(it->second);
         for (int w : l.waits) before[i].push_back(w);
         last[l.stream] = static_cast<int>(i);
@@ -50,7 +52,7 @@ QString unordered_dependency(const plan::Plan &p, const launch::CudaLaunchDescri
         }
     for (size_t i = 0; i < n; ++i)
         for (int dep : p.steps[i].deps)
-            if (!reach[i][static_cast<size_t>(dep)])
+            if (d.steps[i].here && d.steps[static_cast<size_t>(dep)].here && !reach[i][static_cast<size_t>(dep)])
                 return QString("step %1 may start before its dependency, step %2").arg(i).arg(dep);
     return {};
 }
@@ -137,6 +139,50 @@ private slots:
             }
         QVERIFY(checked >= 4);
         qInfo("%s: %d plans checked", qPrintable(example), checked);
+    }
+
+    // Under mpirun each rank describes its own part: its devices on its GPUs, the others'
+    // at GPU -1; every step runs on a rank holding one of its streams, on a stream of
+    // that rank, waiting only for that rank's steps, and its dependencies there ordered.
+    void ranksDescribeTheirOwnDevices() {
+        auto tp = plan_of(test::example_graph("mlp"), 2, static_cast<int>(plan::Baseline::tp));
+        QVERIFY(tp);
+        auto r1 = launch::describe_cuda_launch(tp->plan, 1, launch::CudaRanks{1, 2});
+        QVERIFY2(r1, r1 ? "" : r1.error().c_str());
+        QCOMPARE(r1->device_gpu, (std::vector<int>{-1, 0}));
+        QVERIFY(!r1->virtual_devices);
+        const std::string text = launch::descriptors_text(tp->plan, *r1);
+        QVERIFY2(text.find("device 0:0 gpu -") != std::string::npos && text.find("elsewhere") != std::string::npos, text.c_str());
+        auto three = launch::describe_cuda_launch(tp->plan, 1, launch::CudaRanks{0, 3});
+        QVERIFY(!three && three.error().find("a rank needs at least one device") != std::string::npos);
+        for (const char *e : {"mlp", "attention", "gpt2_block"}) {
+            const Graph g = test::example_graph(e);
+            for (int b = -1; b < 4; ++b) {
+                auto r = plan_of(g, 4, b);
+                if (!r) continue;
+                const plan::Plan &p = r->plan;
+                for (int ranks : {2, 4}) {
+                    std::vector<int> ran(p.steps.size(), 0);
+                    for (int rank = 0; rank < ranks; ++rank) {
+                        auto d = launch::describe_cuda_launch(p, 2, launch::CudaRanks{rank, ranks});
+                        QVERIFY2(d, d ? "" : d.error().c_str());
+                        for (size_t dev = 0; dev < p.devices.size(); ++dev)
+                            QCOMPARE(d->device_gpu[dev] >= 0, launch::rank_of_device(static_cast<int>(dev), 4, ranks) == rank);
+                        for (size_t i = 0; i < p.steps.size(); ++i) {
+                            const launch::CudaStepLaunch &l = d->steps[i];
+                            if (!l.here) continue;
+                            ++ran[i];
+                            QVERIFY(d->streams[static_cast<size_t>(l.stream)].gpu >= 0);
+                            for (int h : l.holds) QVERIFY(d->streams[static_cast<size_t>(h)].gpu >= 0);
+                            for (int w : l.waits) QVERIFY(d->steps[static_cast<size_t>(w)].here);
+                        }
+                        const QString wrong = unordered_dependency(p, *d);
+                        QVERIFY2(wrong.isEmpty(), qPrintable(QString("%1 rank %2 of %3: %4").arg(e).arg(rank).arg(ranks).arg(wrong)));
+                    }
+                    for (size_t i = 0; i < p.steps.size(); ++i) QVERIFY(ran[i] >= 1);
+                }
+            }
+        }
     }
 
     // A plan whose buffer lies outside its arena is refused, naming the buffer.

@@ -29,10 +29,11 @@ QString make_plan(const QTemporaryDir &dir, const QString &example, const QStrin
 }
 
 // `mpirun -np N tapestry launch PLAN --backend mpi …`; rank 0 prints.
-tapestry::test::CliResult mpirun(int ranks, const QStringList &launch_args, const QStringList &mpi_args = {}) {
+tapestry::test::CliResult mpirun(int ranks, const QStringList &launch_args, const QStringList &mpi_args = {},
+                                 const QString &backend = "mpi") {
     QStringList args{"--oversubscribe", "-np", QString::number(ranks)};
     args += mpi_args;
-    args += QStringList{tapestry::test::cli_path(), "launch"} + launch_args + QStringList{"--backend", "mpi"};
+    args += QStringList{tapestry::test::cli_path(), "launch"} + launch_args + QStringList{"--backend", backend};
     return run_cli(mpiexec(), args, {}, 180000);
 }
 
@@ -120,6 +121,20 @@ private slots:
         const auto r = mpirun(3, {plan});
         QVERIFY(r.code != 0);
         QVERIFY2(r.err.contains("3 ranks run a plan of 2 devices"), qPrintable(r.err));
+    }
+
+    // `--backend cuda` under mpirun makes each rank one of the cuda backend's (NCCL
+    // between ranks; tests/gpu on a GPU). Where there is no GPU every rank says why it
+    // cannot run — rank 0 alone prints it, once.
+    void cudaRanksWithoutAGpuSayWhyOnce() {
+        const auto d = cli({"devices"});
+        if (!d.out.contains("cuda: built in")) QSKIP("this tapestry was built without the cuda backend");
+        if (!d.out.contains("no GPU")) QSKIP("this machine has a GPU: tests/gpu launches on it");
+        QTemporaryDir dir;
+        const QString plan = make_plan(dir, "mlp", {"--devices", "2", "--baseline", "tp"});
+        const auto r = mpirun(2, {plan}, {}, "cuda");
+        QVERIFY(r.code != 0);
+        QCOMPARE(r.err.count("--backend cuda: no GPU"), 1);
     }
 };
 

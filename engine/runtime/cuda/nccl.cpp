@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <cstring>
 #include <thread>
 #include <tuple>
 
@@ -38,15 +39,34 @@ std::string nccl_version() {
     return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
+Expected<std::string, std::string> nccl_unique_id() {
+    ncclUniqueId id;
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return unexpected(nccl_text("ncclGetUniqueId", r));
+    return std::string(id.internal, sizeof id.internal);
+}
+
 Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vector<int> &ordinals,
-                                                                  std::chrono::milliseconds limit) {
+                                                                  std::chrono::milliseconds limit,
+                                                                  const NcclBootstrap *bootstrap) {
     if (ordinals.empty()) return unexpected(std::string("NCCL: no GPU to make a communicator for"));
     std::unique_ptr<NcclComms> out(new NcclComms());
     out->ordinals_ = ordinals;
     out->comms_.assign(ordinals.size(), nullptr);
-    ncclUniqueId id;
-    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return unexpected(nccl_text("ncclGetUniqueId", r));
     const int n = static_cast<int>(ordinals.size());
+    out->ranks_ = bootstrap ? bootstrap->ranks : n;
+    out->first_ = bootstrap ? bootstrap->first : 0;
+    if (out->first_ < 0 || out->first_ + n > out->ranks_)
+        return unexpected("NCCL: ranks " + std::to_string(out->first_) + "…" + std::to_string(out->first_ + n - 1) +
+                          " outside the " + std::to_string(out->ranks_) + " ranks");
+    ncclUniqueId id;
+    if (bootstrap) {
+        if (bootstrap->id.size() != sizeof id.internal)
+            return unexpected("NCCL: a unique id of " + std::to_string(bootstrap->id.size()) + " bytes, not " +
+                              std::to_string(sizeof id.internal));
+        std::memcpy(id.internal, bootstrap->id.data(), sizeof id.internal);
+    } else if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+        return unexpected(nccl_text("ncclGetUniqueId", r));
+    }
     // Every rank of this process in one group: their set-ups wait for each other.
     ncclGroupStart();
     for (int i = 0; i < n; ++i) {
@@ -54,7 +74,7 @@ Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vec
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 0;
         ncclComm_t c = nullptr;
-        const ncclResult_t r = ncclCommInitRankConfig(&c, n, id, i, &config);
+        const ncclResult_t r = ncclCommInitRankConfig(&c, out->ranks_, id, out->first_ + i, &config);
         out->comms_[static_cast<size_t>(i)] = c;
         if (r != ncclSuccess && r != ncclInProgress) {
             ncclGroupEnd();
@@ -81,7 +101,8 @@ Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vec
             if (Clock::now() >= deadline) {
                 out->abort();
                 return unexpected("NCCL did not set up the communicators of " + std::to_string(n) + " GPU" +
-                                  (n == 1 ? "" : "s") + " within " + millis_text(limit) + ": aborted");
+                                  (n == 1 ? "" : "s") + " within " + millis_text(limit) +
+                                  (out->ranks_ > n ? " (another process's ranks did not come)" : "") + ": aborted");
             }
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
@@ -123,20 +144,26 @@ Status NcclComms::exchange(int from, const void *src, cudaStream_t from_stream, 
         return unexpected("NCCL: rank " + std::to_string(from) + " → " + std::to_string(to) + " outside the " +
                           std::to_string(ranks()) + " ranks");
     if (bytes <= 0) return std::monostate{};
+    auto where = [&](int r) {
+        return local(r) ? " (GPU " + std::to_string(ordinals_[static_cast<size_t>(r - first_)]) + ")" : std::string(" (another process)");
+    };
     const std::string what = "NCCL message of " + std::to_string(bytes) + " bytes from rank " + std::to_string(from) +
-                             " (GPU " + std::to_string(ordinals_[static_cast<size_t>(from)]) + ") to rank " +
-                             std::to_string(to) + " (GPU " + std::to_string(ordinals_[static_cast<size_t>(to)]) + ")";
-    ncclComm_t cf = comm_of(comms_[static_cast<size_t>(from)]), ct = comm_of(comms_[static_cast<size_t>(to)]);
+                             where(from) + " to rank " + std::to_string(to) + where(to);
+    ncclComm_t cf = local(from) ? comm_of(comms_[static_cast<size_t>(from - first_)]) : nullptr;
+    ncclComm_t ct = local(to) ? comm_of(comms_[static_cast<size_t>(to - first_)]) : nullptr;
+    if (!cf && !ct) return std::monostate{};
     const size_t count = static_cast<size_t>(bytes);
     ncclGroupStart();
-    ncclResult_t rs = ncclSend(src, count, ncclUint8, to, cf, from_stream);
-    ncclResult_t rr = ncclRecv(dst, count, ncclUint8, from, ct, to_stream);
+    ncclResult_t rs = cf ? ncclSend(src, count, ncclUint8, to, cf, from_stream) : ncclSuccess;
+    ncclResult_t rr = ct ? ncclRecv(dst, count, ncclUint8, from, ct, to_stream) : ncclSuccess;
     ncclResult_t rg = ncclGroupEnd();
-    for (auto [r, c, call] : {std::tuple{rs, cf, "ncclSend"}, std::tuple{rr, ct, "ncclRecv"}, std::tuple{rg, cf, "ncclGroupEnd"}})
+    ncclComm_t any = cf ? cf : ct;
+    for (auto [r, c, call] : {std::tuple{rs, cf, "ncclSend"}, std::tuple{rr, ct, "ncclRecv"}, std::tuple{rg, any, "ncclGroupEnd"}})
         if (r != ncclSuccess && r != ncclInProgress) return unexpected(nccl_text((what + ": " + call).c_str(), r, c));
     // Non-blocking communicators: the calls may still be in progress on the host.
     const auto deadline = Clock::now() + limit;
     for (ncclComm_t c : {cf, ct}) {
+        if (!c) continue;
         while (true) {
             ncclResult_t state = ncclSuccess;
             ncclCommGetAsyncError(c, &state);
@@ -163,7 +190,7 @@ std::optional<std::string> NcclComms::async_error() const {
         ncclResult_t state = ncclSuccess;
         if (ncclCommGetAsyncError(comm_of(comms_[i]), &state) != ncclSuccess) continue;
         if (state != ncclSuccess && state != ncclInProgress)
-            return nccl_text(("NCCL rank " + std::to_string(i) + " (GPU " + std::to_string(ordinals_[i]) + ")").c_str(),
+            return nccl_text(("NCCL rank " + std::to_string(first_ + static_cast<int>(i)) + " (GPU " + std::to_string(ordinals_[i]) + ")").c_str(),
                              state, comm_of(comms_[i]));
     }
     return std::nullopt;
@@ -192,7 +219,9 @@ const char *kNoNccl = "this build has no NCCL (CMake found no nccl.h and libnccl
 bool nccl_built() { return false; }
 std::string nccl_version() { return kNoNccl; }
 
-Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vector<int> &, std::chrono::milliseconds) {
+Expected<std::string, std::string> nccl_unique_id() { return unexpected(std::string(kNoNccl)); }
+Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vector<int> &, std::chrono::milliseconds,
+                                                                  const NcclBootstrap *) {
     return unexpected(std::string(kNoNccl));
 }
 NcclComms::~NcclComms() = default;

@@ -26,23 +26,39 @@ bool nccl_built();
 // The NCCL library this process runs with ("2.28.3"), or why there is none.
 std::string nccl_version();
 
+// How the processes of a distributed launch meet: NCCL's unique id (made by one
+// process, nccl_unique_id, and sent to the others — over MPI), the ranks in all, and
+// this process's first.
+struct NcclBootstrap {
+    std::string id;  // ncclUniqueId's bytes
+    int ranks = 0;
+    int first = 0;
+};
+Expected<std::string, std::string> nccl_unique_id();
+
 class NcclComms {
 public:
-    // One communicator for each GPU (CUDA ordinals, distinct), rank i on ordinals[i],
-    // all in this process. Waits at most `limit` for NCCL to set them up.
+    // One communicator for each GPU (CUDA ordinals, distinct) of this process: rank i
+    // on ordinals[i] — or, with a bootstrap, rank first + i of its ranks, the others in
+    // other processes making theirs with the same id. Waits at most `limit` for NCCL
+    // to set them up (every process's).
     static Expected<std::unique_ptr<NcclComms>, std::string> make(const std::vector<int> &ordinals,
-                                                                  std::chrono::milliseconds limit);
+                                                                  std::chrono::milliseconds limit,
+                                                                  const NcclBootstrap *bootstrap = nullptr);
     // Finalized and destroyed; aborted instead when one failed or timed out.
     ~NcclComms();
     NcclComms(const NcclComms &) = delete;
     NcclComms &operator=(const NcclComms &) = delete;
 
-    int ranks() const { return static_cast<int>(ordinals_.size()); }
+    int ranks() const { return ranks_; }
+    // Whether NCCL rank r's communicator is in this process.
+    bool local(int r) const { return r >= first_ && r < first_ + static_cast<int>(ordinals_.size()); }
 
     // `bytes` bytes from `src` on rank `from` (enqueued on `from_stream`, a stream of
     // its GPU) into `dst` on rank `to` (on `to_stream`); from == to sends to itself.
-    // Returns once NCCL has taken both calls (at most `limit`); the data moves when
-    // the streams reach them.
+    // Only the sides whose rank is in this process are posted (the other process
+    // posts its side, in the same order). Returns once NCCL has taken the calls (at
+    // most `limit`); the data moves when the streams reach them.
     Status exchange(int from, const void *src, cudaStream_t from_stream, int to, void *dst, cudaStream_t to_stream,
                     std::int64_t bytes, std::chrono::milliseconds limit);
 
@@ -57,7 +73,8 @@ public:
 private:
     NcclComms() = default;
     std::vector<int> ordinals_;
-    std::vector<void *> comms_;  // ncclComm_t per rank
+    std::vector<void *> comms_;  // ncclComm_t per local rank
+    int ranks_ = 0, first_ = 0;
     bool aborted_ = false;
 };
 
