@@ -264,6 +264,27 @@ device_cli_here() {
   check "the bf16 GPT-2 block in 64 MiB a device is refused, naming the device" 1 "device .* needs" -- \
     "$t" launch "$w/bench.plan.json" --backend cuda --device-memory 64MiB
   check "the session keeps the launches" 0 "" -- "$t" session list "$s"
+  check "launch mlp on 4 virtual devices with every transfer an NCCL message" 0 "every transfer by NCCL" -- \
+    "$t" launch "$w/mlp.4.plan.json" --backend cuda --transport nccl
+  # Under mpirun, where the image has one: each rank a block of the devices (the ranks of
+  # one GPU cannot exchange by NCCL, which refuses two ranks on one GPU). Reported apart:
+  # an image's MPI may not speak to the OpenMPI this program was built with.
+  if command -v mpirun > /dev/null; then
+    echo "== mpirun on this image: $(command -v mpirun) ($(mpirun --version 2>&1 | head -1))" | tee -a "$out/cli.log"
+    local mpi_failed=$failed
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    check "plan mlp on 2 devices (dp)" 0 "" -- "$t" plan projects/mlp.tapestry.json --target "$target" --devices 2 --baseline dp -o "$w/mlp.2dp.plan.json"
+    check "mpirun -np 1: one rank owns mlp's 4 devices (tp) on the GPU" 0 "" -- \
+      timeout 120 mpirun -np 1 "$t" launch "$w/mlp.4.plan.json" --backend cuda --timeout 60
+    check "mpirun -np 2: mlp's 2 devices (dp, no messages between ranks) on one GPU" 0 "" -- \
+      timeout 120 mpirun --oversubscribe -np 2 "$t" launch "$w/mlp.2dp.plan.json" --backend cuda --timeout 60
+    check "mpirun -np 2: a plan with messages between ranks sharing one GPU is refused" 1 "NCCL refuses two ranks on one GPU" -- \
+      timeout 120 mpirun --oversubscribe -np 2 "$t" launch "$w/mlp.4.plan.json" --backend cuda --timeout 60
+    echo "mpi checks: $((failed - mpi_failed)) failed (not counted below)"
+    failed=$mpi_failed
+  else
+    echo "== no mpirun on this image: the cuda backend under mpirun is not run here"
+  fi
   if [ $oracle = 1 ]; then
     # Which is nearer the truth where the GPU's and the CPU's bf16 differ: each against
     # the double-precision oracle (minutes on a big graph, bounded).
