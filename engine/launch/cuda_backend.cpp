@@ -693,6 +693,13 @@ private:
                     return unexpected(*a);
                 }
             if (stop_ && stop_()) return unexpected(std::string("stopped: the launch failed elsewhere"));
+            // Another rank's fault (its NCCL messages will not come): checked between sleeps.
+            if (world_ && polls >= 2000 && polls % 20 == 0)
+                if (auto f = world_->remote_fault()) {
+                    std::lock_guard lock(nccl_mutex_);
+                    if (nccl_) nccl_->abort();
+                    return unexpected(*f);
+                }
             if (Clock::now() >= deadline) {
                 std::lock_guard lock(nccl_mutex_);
                 const bool nccl = nccl_ && !nccl_->aborted();
@@ -1011,6 +1018,7 @@ private:
         fork_.clear();
         join_.clear();
         nccl_staging_.clear();
+        ticket_.clear();
         for (auto &[gpu, p] : allocations_) {
             cudaSetDevice(gpus_[static_cast<size_t>(gpu)].ordinal);
             cudaFree(p);
