@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <execinfo.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,8 +48,12 @@ using namespace tapestry;
 
 namespace {
 
-// The case running, for the crash report (a fixed buffer: read in a signal handler).
+// The case running, for the crash report (fixed buffers: read in a signal handler),
+// and the results file with the line that records the case as crashed — written by
+// the handler, so that --resume goes on after it.
 char g_case[256] = "(before the first case)";
+char g_crash_line[600] = "";
+int g_results_fd = -1;
 
 }  // namespace
 
@@ -182,6 +187,7 @@ int run(const Options &o) {
             }
         }
         results.open(file, o.resume ? std::ios::app : std::ios::trunc);
+        g_results_fd = ::open(file.c_str(), O_WRONLY | O_APPEND);
     }
     auto emit = [&](const json &j) {
         if (results) results << j.dump() << "\n";
@@ -244,6 +250,11 @@ int run(const Options &o) {
     for (const json &c : manifest.value("cases", json::array())) {
         const std::string name = c.value("name", "?");
         std::snprintf(g_case, sizeof g_case, "%s", name.c_str());
+        {
+            json crashed{{"record", "case"}, {"name", name}, {"group", c.value("group", "")}, {"ok", false},
+                         {"error", "the process crashed running it (tapestry-gpu-check's log has the frames)"}};
+            std::snprintf(g_crash_line, sizeof g_crash_line, "%s\n", crashed.dump().c_str());
+        }
         if (!o.only.empty() && name.find(o.only) == std::string::npos) continue;
         if (o.quick && !c.value("quick", false)) continue;
         if (done.count(name)) continue;
@@ -442,6 +453,7 @@ extern "C" void on_crash(int sig) {
     if (n > 0) (void)!write(STDERR_FILENO, head, static_cast<size_t>(std::min<int>(n, sizeof head - 1)));
     void *frames[64];
     backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+    if (g_results_fd >= 0 && g_crash_line[0]) (void)!write(g_results_fd, g_crash_line, std::strlen(g_crash_line));
     std::signal(sig, SIG_DFL);
     std::raise(sig);
 }

@@ -147,7 +147,7 @@ device_here() {
   local check=("$gpu_check" .gpu/pack --no-bench --out "$out" --resume)
   [ -n "$only" ] && check+=(--only "$only")
   rm -f "$out/results.jsonl"
-  local rc=0 group
+  local rc=0 group crashed=0
   # The example plans first, then the kernel cases, each with half the time. A kernel
   # fault leaves the GPU unusable to its process: it exits 3, and a new process goes on
   # after the cases already recorded (--resume).
@@ -159,20 +159,25 @@ device_here() {
     while [ "$grc" = 3 ] && [ $SECONDS -lt $deadline ]; do
       timeout $((deadline - SECONDS)) "${check[@]}" --group $group 2>&1 | tee -a "$out/check.log"
       grc=${PIPESTATUS[0]}
+      if [ "$grc" -gt 128 ] && [ "$grc" != 137 ]; then echo "(the check crashed: exit $grc; going on after the crashed case)"; grc=3; crashed=1; fi
     done
     [ "$grc" = 0 ] || rc=$grc
+    [ "$crashed" = 1 ] && rc=1
   done
   [ -f "$out/check.log" ] && grep -E "^(summary|  )" "$out/check.log" | tail -40
   # The example plans of several devices again with every transfer an NCCL message: on
   # one GPU a one-rank communicator sending to itself (NCCL refuses two ranks on one GPU).
   echo "== tapestry-gpu-check: the example cases of 2 or more devices over NCCL (--transport nccl)"
   mkdir -p "$out/nccl"
-  local deadline=$((SECONDS + ${TAPESTRY_GPU_NCCL_S:-240})) nrc=3
+  local deadline=$((SECONDS + ${TAPESTRY_GPU_NCCL_S:-240})) nrc=3 ncrashed=0
   while [ "$nrc" = 3 ] && [ $SECONDS -lt $deadline ]; do
     timeout $((deadline - SECONDS)) "$gpu_check" .gpu/pack --no-bench --group example --min-devices 2 \
       --transport nccl --out "$out/nccl" --resume ${only:+--only "$only"} 2>&1 | tee -a "$out/nccl.log" | grep -v "^ok "
     nrc=${PIPESTATUS[0]}
+    # A crash (killed by a signal: 128 + its number) recorded its case as failed: go on after it.
+    if [ "$nrc" -gt 128 ] && [ "$nrc" != 137 ]; then echo "(the check crashed: exit $nrc; going on after the crashed case)"; nrc=3; ncrashed=1; fi
   done
+  [ "$ncrashed" = 1 ] && [ "$nrc" = 0 ] && nrc=1
   [ "$nrc" = 0 ] || rc=$nrc
   if [ $sanitizer = 1 ] && command -v compute-sanitizer >/dev/null; then
     echo "== compute-sanitizer (memcheck) on the quick cases"
