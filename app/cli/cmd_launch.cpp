@@ -39,7 +39,7 @@ struct LaunchCommandOptions {
     std::string plan;
     std::string backend = "cpu";
     bool tf32 = false;
-    std::string transport = "auto";
+    std::string transport;  // "" when not given: auto
     std::string inputs_dir;
     std::string outputs_dir;
     std::uint64_t seed = 0;
@@ -161,6 +161,9 @@ int launch_command(const LaunchCommandOptions &o) {
     } else {
         backend = launch::make_cpu_backend(bo);
     }
+    // The cuda backend's settings would change nothing elsewhere: said, not ignored.
+    if (backend_error.empty() && o.backend != "cuda" && (o.tf32 || !o.transport.empty()))
+        backend_error = std::string(o.tf32 ? "--tf32" : "--transport") + " applies to --backend cuda, not --backend " + o.backend;
     // Under mpirun every rank runs this command; rank 0 reports. A refusal before the
     // run comes alike on every rank (the same plan and inputs): each ends MPI
     // cleanly, so that mpirun does not stop rank 0 before it has said why.
@@ -403,9 +406,8 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--transport", o->transport,
                     "cuda backend: how transfers and collectives move data between plan devices: auto (NCCL between "
                     "GPUs, copies on one GPU), peer (copies through peer access) or nccl (NCCL messages, also between "
-                    "virtual devices of one GPU)")
-        ->check(CLI::IsMember({"auto", "peer", "nccl"}))
-        ->capture_default_str();
+                    "virtual devices of one GPU); default auto")
+        ->check(CLI::IsMember({"auto", "peer", "nccl"}));
     cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
     cmd->add_option("--kill-rank", o->kill_rank, "Testing: RANK:STEPS, that rank kills itself after STEPS steps")->group("");
     cmd->add_option("--session", o->session,

@@ -556,6 +556,16 @@ private slots:
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("--transport"), qPrintable(r.err));
     }
+
+    // The cuda backend's settings given with another backend are refused, not ignored.
+    void cudaSettingsWithTheCpuBackendAreRefused() {
+        auto r = cli({"launch", "no.plan.json", "--transport", "nccl"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("--transport applies to --backend cuda, not --backend cpu"), qPrintable(r.err));
+        r = cli({"launch", "no.plan.json", "--tf32"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("--tf32 applies to --backend cuda"), qPrintable(r.err));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCliLaunch)
