@@ -41,8 +41,10 @@ std::optional<CudaTransport> transport_from_name(std::string_view name) {
 #include "launch/collectives.h"
 #include "launch/cuda_descriptors.h"
 #include "launch/host_boxes.h"
+#include "launch/launch.h"
 #include "launch/rank_world.h"
 #include "launch/step_operands.h"
+#include "plan/simulate.h"
 #include "runtime/cuda/box_move.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/gate.h"
@@ -650,8 +652,8 @@ private:
         while (next_ticket_ != t) {
             if (stop_ && stop_()) return unexpected(std::string("stopped: the launch failed elsewhere"));
             if (Clock::now() >= deadline)
-                return unexpected("waited over " + std::to_string(wait_limit_.count() / 1000.0).substr(0, 6) +
-                                  " s for the steps before it whose messages cross ranks to be enqueued");
+                return unexpected("waited over " + plan::seconds_text(wait_limit_.count() / 1000.0) +
+                                  " for the steps before it whose messages cross ranks to be enqueued");
             ticket_cv_.wait_for(lock, std::chrono::milliseconds(10));
         }
         return std::monostate{};
@@ -706,7 +708,7 @@ private:
                 if (nccl) nccl_->abort();
                 else wedged_ = true;
                 return unexpected("it did not finish on GPU " + std::to_string(gpu_of_step(s)) + " within " +
-                                  std::to_string(wait_limit_.count() / 1000.0).substr(0, 6) + " s" +
+                                  plan::seconds_text(wait_limit_.count() / 1000.0) +
                                   (nccl ? " (NCCL's communicators aborted)"
                                         : " (a kernel that does not end: the GPU stays busy until this process exits)"));
             }
@@ -751,11 +753,10 @@ private:
     }
 
     // ---- NCCL --------------------------------------------------------------------------
-    // The devices a transfer or collective step moves data between.
+    // The devices a step touches: those whose streams it holds (launch.h step_streams).
     static std::vector<int> step_devices(const plan::Step &st) {
-        std::vector<int> devices = st.participants;
-        devices.push_back(st.device);
-        if (st.peer >= 0) devices.push_back(st.peer);
+        std::vector<int> devices;
+        for (int k : step_streams(st)) devices.push_back(k / 2);
         return devices;
     }
     // Whether step s moves data between this rank's devices and another rank's.

@@ -23,6 +23,19 @@ std::string nccl_text(const char *what, ncclResult_t r, ncclComm_t comm = nullpt
     return out;
 }
 
+// Polls a non-blocking communicator until its calls have settled or `deadline`
+// passes: ncclSuccess, the error it reports, or ncclInProgress past the deadline.
+ncclResult_t settle(ncclComm_t c, Clock::time_point deadline) {
+    for (int polls = 0;; ++polls) {
+        ncclResult_t state = ncclSuccess;
+        if (ncclResult_t r = ncclCommGetAsyncError(c, &state); r != ncclSuccess) return r;
+        if (state != ncclInProgress || Clock::now() >= deadline) return state;
+        // Most calls settle within microseconds: spin a little before sleeping.
+        if (polls < 1000) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+}
+
 std::string millis_text(std::chrono::milliseconds limit) {
     const auto ms = limit.count();
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
@@ -88,24 +101,17 @@ Expected<std::unique_ptr<NcclComms>, std::string> NcclComms::make(const std::vec
     }
     const auto deadline = Clock::now() + limit;
     for (int i = 0; i < n; ++i) {
-        while (true) {
-            ncclResult_t state = ncclSuccess;
-            ncclCommGetAsyncError(comm_of(out->comms_[static_cast<size_t>(i)]), &state);
-            if (state == ncclSuccess) break;
-            if (state != ncclInProgress) {
-                const std::string why = nccl_text(("making the communicator of GPU " + std::to_string(ordinals[static_cast<size_t>(i)])).c_str(),
-                                                  state, comm_of(out->comms_[static_cast<size_t>(i)]));
-                out->abort();
-                return unexpected(why);
-            }
-            if (Clock::now() >= deadline) {
-                out->abort();
-                return unexpected("NCCL did not set up the communicators of " + std::to_string(n) + " GPU" +
-                                  (n == 1 ? "" : "s") + " within " + millis_text(limit) +
-                                  (out->ranks_ > n ? " (another process's ranks did not come)" : "") + ": aborted");
-            }
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
+        ncclComm_t c = comm_of(out->comms_[static_cast<size_t>(i)]);
+        const ncclResult_t state = settle(c, deadline);
+        if (state == ncclSuccess) continue;
+        const std::string why =
+            state == ncclInProgress
+                ? "NCCL did not set up the communicators of " + std::to_string(n) + " GPU" + (n == 1 ? "" : "s") +
+                      " within " + millis_text(limit) + (out->ranks_ > n ? " (another process's ranks did not come)" : "") +
+                      ": aborted"
+                : nccl_text(("making the communicator of GPU " + std::to_string(ordinals[static_cast<size_t>(i)])).c_str(), state, c);
+        out->abort();
+        return unexpected(why);
     }
     return out;
 }
@@ -121,18 +127,11 @@ NcclComms::~NcclComms() {
     for (void *c : comms_)
         if (c) ncclCommFinalize(comm_of(c));
     const auto deadline = Clock::now() + std::chrono::seconds(5);
-    for (void *c : comms_) {
-        if (!c) continue;
-        ncclResult_t state = ncclInProgress;
-        while (state == ncclInProgress && Clock::now() < deadline) {
-            ncclCommGetAsyncError(comm_of(c), &state);
-            if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
-        if (state != ncclSuccess) {
+    for (void *c : comms_)
+        if (c && settle(comm_of(c), deadline) != ncclSuccess) {
             abort();
             return;
         }
-    }
     for (void *c : comms_)
         if (c) ncclCommDestroy(comm_of(c));
 }
@@ -164,21 +163,13 @@ Status NcclComms::exchange(int from, const void *src, cudaStream_t from_stream, 
     const auto deadline = Clock::now() + limit;
     for (ncclComm_t c : {cf, ct}) {
         if (!c) continue;
-        while (true) {
-            ncclResult_t state = ncclSuccess;
-            ncclCommGetAsyncError(c, &state);
-            if (state == ncclSuccess) break;
-            if (state != ncclInProgress) {
-                const std::string why = nccl_text(what.c_str(), state, c);
-                abort();
-                return unexpected(why);
-            }
-            if (Clock::now() >= deadline) {
-                abort();
-                return unexpected(what + ": NCCL did not take it within " + millis_text(limit) + ": aborted");
-            }
-            std::this_thread::yield();
-        }
+        const ncclResult_t state = settle(c, deadline);
+        if (state == ncclSuccess) continue;
+        const std::string why = state == ncclInProgress
+                                    ? what + ": NCCL did not take it within " + millis_text(limit) + ": aborted"
+                                    : nccl_text(what.c_str(), state, c);
+        abort();
+        return unexpected(why);
     }
     return std::monostate{};
 }
