@@ -52,6 +52,7 @@ struct LaunchCommandOptions {
     bool steps = false;
     bool json = false;
     int fail_step = -1;  // hidden: tests inject a fault
+    int fail_prepare_rank = -1;  // hidden: that rank fails its preparation (tests)
     std::string kill_rank;  // hidden: "R:K" — rank R kills itself after its K-th step (tests of a dying rank)
 };
 
@@ -202,6 +203,7 @@ int launch_command(const LaunchCommandOptions &o) {
     launch::LaunchOptions lo;
     lo.wait_timeout_seconds = o.timeout;
     lo.fail_step = o.fail_step;
+    lo.fail_prepare_rank = o.fail_prepare_rank;
     const int rank = backend->rank();
     lo.progress = [&bar, rank, kill_rank, kill_after](int done, int total) {
         if (rank == kill_rank && done >= kill_after) std::raise(SIGKILL);  // a rank dying mid-run (tests)
@@ -409,6 +411,7 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
                     "virtual devices of one GPU); default auto")
         ->check(CLI::IsMember({"auto", "peer", "nccl"}));
     cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
+    cmd->add_option("--fail-prepare-rank", o->fail_prepare_rank, "Testing: that rank fails its preparation of the plan")->group("");
     cmd->add_option("--kill-rank", o->kill_rank, "Testing: RANK:STEPS, that rank kills itself after STEPS steps")->group("");
     cmd->add_option("--session", o->session,
                     "Keep the plan, the launch and its measured steps in this session (and, for a plan of the host "

@@ -102,6 +102,15 @@ public:
         (void)timeout_seconds;
         (void)stop;
     }
+    // Every rank calls it once it has prepared the plan and loaded its inputs, with
+    // how that went (`what`: "preparing the plan"): a distributed backend tells
+    // every rank every rank's outcome (launch/rank_world.h agree_ranks), so a rank
+    // that could not get ready fails them all at once, named, instead of leaving
+    // them to wait out the wait limit at the start. One process: its own outcome.
+    virtual Expected<std::monostate, std::string> agree(Expected<std::monostate, std::string> mine, const std::string &what) {
+        (void)what;
+        return mine;
+    }
     // Every rank calls it before the first step: the ranks start together.
     virtual Expected<std::monostate, std::string> synchronize() { return std::monostate{}; }
     // A fault here, told to the other ranks; a fault another rank told (the

@@ -143,12 +143,18 @@ public:
         release();
         plan_ = &plan;
         devices_ = static_cast<int>(plan.devices.size());
-        auto d = describe_cuda_launch(plan, static_cast<int>(gpus_.size()), CudaRanks{rank(), ranks()});
-        if (!d) return unexpected(d.error());
-        desc_ = std::move(d).value();
-        if (auto c = make_contexts(); !c) return c;
-        if (auto m = allocate(); !m) return m;
-        if (auto s = make_streams(); !s) return s;
+        auto local = [&]() -> Expected<std::monostate, std::string> {
+            auto d = describe_cuda_launch(plan, static_cast<int>(gpus_.size()), CudaRanks{rank(), ranks()});
+            if (!d) return unexpected(d.error());
+            desc_ = std::move(d).value();
+            if (auto c = make_contexts(); !c) return c;
+            if (auto m = allocate(); !m) return m;
+            return make_streams();
+        }();
+        // NCCL's set-up waits for every rank: first every rank hears whether the others
+        // have their GPUs ready (a rank out of memory fails them all at once, named).
+        if (world_) local = agree_ranks(*world_, std::move(local), "preparing its GPUs");
+        if (!local) return local;
         if (auto n = make_nccl(); !n) return n;
         if (auto k = make_kernels(); !k) return k;
         return warm_up();
@@ -205,6 +211,9 @@ public:
         wait_limit_ = std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.001, timeout_seconds) * 1000));
         if (world_) world_->set_wait_limits(timeout_seconds, stop);
         stop_ = std::move(stop);
+    }
+    Expected<std::monostate, std::string> agree(Expected<std::monostate, std::string> mine, const std::string &what) override {
+        return world_ ? agree_ranks(*world_, std::move(mine), what) : mine;
     }
     void announce_fault(const std::string &message) override {
         if (world_) world_->announce_fault(message);

@@ -458,8 +458,13 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
                                                 const std::map<TensorId, TensorData> &inputs,
                                                 const LaunchOptions &options) {
     if (auto fits = check_fits(plan, backend); !fits) return unexpected(fits.error());
-    if (auto prepared = backend.prepare(plan); !prepared) return unexpected(prepared.error());
-    if (auto loaded = load_inputs(plan, backend, inputs); !loaded) return unexpected(loaded.error());
+    // The backend's waits while it gets ready (other ranks' answers) are bounded too.
+    backend.set_wait_limits(options.wait_timeout_seconds, options.cancelled);
+    Expected<std::monostate, std::string> ready = backend.prepare(plan);
+    if (ready && options.fail_prepare_rank == backend.rank())
+        ready = unexpected(std::string("injected fault (LaunchOptions::fail_prepare_rank)"));
+    if (ready) ready = load_inputs(plan, backend, inputs);
+    if (auto agreed = backend.agree(std::move(ready), "preparing the plan"); !agreed) return unexpected(agreed.error());
 
     LaunchOptions options_here = options;
     options_here.rank = backend.rank();

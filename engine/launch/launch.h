@@ -35,6 +35,8 @@ struct LaunchOptions {
     int rank = 0;
     // Tests: fail step N as a kernel fault would ("injected fault"), -1: none.
     int fail_step = -1;
+    // Tests: this rank fails its preparation ("injected fault"), -1: none.
+    int fail_prepare_rank = -1;
 };
 
 struct DeviceMeasurement {

@@ -292,6 +292,9 @@ public:
     void set_wait_limits(double timeout_seconds, std::function<bool()> stop) override {
         world_->set_wait_limits(timeout_seconds, std::move(stop));
     }
+    Expected<std::monostate, std::string> agree(Expected<std::monostate, std::string> mine, const std::string &what) override {
+        return agree_ranks(*world_, std::move(mine), what);
+    }
     Expected<std::monostate, std::string> synchronize() override { return world_->barrier("the other ranks to start"); }
     void announce_fault(const std::string &message) override { world_->announce_fault(message); }
     std::optional<std::string> remote_fault() override { return world_->remote_fault(); }

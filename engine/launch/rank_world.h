@@ -52,6 +52,15 @@ public:
         const std::function<void(int buffer, std::vector<std::byte> bytes)> &store) = 0;
 };
 
+// Every rank's outcome of a stage every rank goes through (preparing a plan,
+// loading its inputs), told to every rank: a rank whose own outcome is an error
+// returns it; the others, when a rank failed, return what the first failed rank
+// said ("rank 1 could not finish preparing the plan: …"). So no rank waits out the wait limit for
+// a rank that will never come. Every rank must call it, failed or not: an
+// allgather of the outcomes, then the failed rank's message broadcast from it.
+Expected<std::monostate, std::string> agree_ranks(RankWorld &world, Expected<std::monostate, std::string> mine,
+                                                  const std::string &what);
+
 // The rank owning plan device `device` of `devices` when `ranks` ranks share them:
 // contiguous blocks, device d on rank ⌊d·ranks/devices⌋.
 inline int rank_of_device(int device, int devices, int ranks) {

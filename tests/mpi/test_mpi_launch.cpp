@@ -115,6 +115,22 @@ private slots:
         QCOMPARE(static_cast<int>(steps->size()), j["steps"].toArray().size());
     }
 
+    // A rank that cannot get ready (out of memory, a kernel it cannot build) fails
+    // every rank at once, named by rank 0 with its own words — not after the others
+    // have waited out the wait limit at the start.
+    void aRankThatCannotPrepareIsNamedAtOnce() {
+        QTemporaryDir dir;
+        const QString plan = make_plan(dir, "mlp", {"--devices", "2", "--baseline", "tp"});
+        QElapsedTimer clock;
+        clock.start();
+        const auto r = mpirun(2, {plan, "--timeout", "100", "--fail-prepare-rank", "1"});
+        QVERIFY2(r.code != -1, "mpirun did not end: a hang");
+        QVERIFY(r.code != 0);
+        QVERIFY2(clock.elapsed() < 60000, qPrintable(QString("took %1 ms: waited for the failed rank").arg(clock.elapsed())));
+        QVERIFY2(r.err.contains("rank 1 could not finish preparing the plan: injected fault"), qPrintable(r.err));
+        QCOMPARE(r.err.count("tapestry:"), 1);  // rank 0 alone reports
+    }
+
     void moreRanksThanDevicesIsRefused() {
         QTemporaryDir dir;
         const QString plan = make_plan(dir, "mlp", {"--devices", "2", "--baseline", "dp"});
