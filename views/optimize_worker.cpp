@@ -31,10 +31,10 @@ QString internalError(const std::exception &e) {
 // A rule by the name search::rule_name gives it: every rule the engine has (the
 // names are the engine's; no list here to fall behind it).
 
-ParetoPoint pointOf(const search::Scored &s, const search::Space &space) {
+ParetoPoint pointOf(const search::Scored &s, const search::Evaluator &evaluator) {
     ParetoPoint p;
     p.key = qs(s.candidate.key());
-    p.description = qs(space.describe(s.candidate));
+    p.description = qs(evaluator.describe(s.candidate));
     p.mutator = qs(s.mutator);
     p.candidate = s.candidate;
     p.figures = s.evaluation.figures;
@@ -58,6 +58,7 @@ store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<do
     r.unfused = p.candidate.unfused;
     r.at = p.candidate.at;
     r.cuts = p.candidate.cuts;
+    r.substitution = p.candidate.substitution;
     r.key = p.key.toStdString();
     r.description = p.description.toStdString();
     r.objectives = objectives;
@@ -88,6 +89,7 @@ Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r
     p.candidate.unfused = r.unfused;
     p.candidate.at = r.at;
     p.candidate.cuts = r.cuts;
+    p.candidate.substitution = r.substitution;
     p.figures.makespan = r.makespan_seconds;
     p.figures.peak = r.peak_bytes;
     p.figures.devices = r.devices;
@@ -200,8 +202,11 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     if (!calibration) return unexpected(calibration.error());
     std::vector<const FusionBackend *> fusion;
     if (setup.fusion) fusion.push_back(&cpu::fusion_backend());
-    return std::make_shared<const search::Evaluator>(g, *space, setup.target, *shape, setup.objectives,
-                                                     setup.constraints, std::move(calibration).value(), fusion);
+    auto evaluator = std::make_shared<search::Evaluator>(g, *space, setup.target, *shape, setup.objectives,
+                                                         setup.constraints, std::move(calibration).value(), fusion);
+    if (setup.substitute)
+        if (auto offered = evaluator->offer_substitutions({"expand", "fuse"}); !offered) return unexpected(offered.error());
+    return std::shared_ptr<const search::Evaluator>(std::move(evaluator));
 }
 
 
@@ -219,7 +224,8 @@ std::string settingsJson(const RunSettings &s) {
                         {QStringLiteral("stall_generations"), s.options.stall_generations},
                         {QStringLiteral("fusion"), s.fusion},
                         {QStringLiteral("maps"), s.maps},
-                        {QStringLiteral("cuts"), s.cuts}};
+                        {QStringLiteral("cuts"), s.cuts},
+                        {QStringLiteral("substitute"), s.substitute}};
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -246,6 +252,7 @@ Expected<RunSettings, std::string> parseSettings(const std::string &json) {
     s.fusion = o.value(QStringLiteral("fusion")).toBool(false);
     s.maps = o.value(QStringLiteral("maps")).toBool(false);
     s.cuts = o.value(QStringLiteral("cuts")).toBool(false);
+    s.substitute = o.value(QStringLiteral("substitute")).toBool(false);
     return s;
 }
 
@@ -345,14 +352,14 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         RunKeeper keeper(job);
         keeper.start(
             RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
-                        job.setup.fusion, job.setup.maps, job.setup.cuts});
+                        job.setup.fusion, job.setup.maps, job.setup.cuts, job.setup.substitute});
         search::SearchHooks hooks;
         hooks.stop = &stop;
         // Every candidate, on this thread: kept for the session, queued for the GUI.
         hooks.candidate = [&](const search::Scored &s) {
             std::optional<ParetoPoint> p;
             if (s.evaluation.ok) {
-                p = pointOf(s, ev.space());
+                p = pointOf(s, ev);
                 keeper.add(recordOf(*p, s.evaluation.point.objectives));
             }
             std::lock_guard lock(stream.mutex);
@@ -462,7 +469,7 @@ PlansOutcome OptimizeWorker::plans(const SearchSetup &setup, const std::vector<s
         }
         const search::Evaluator &ev = **evaluator;
         for (const search::Candidate &c : candidates) {
-            if (!ev.space().valid(c)) {
+            if (const search::Space *own = ev.space_of(c); !own || !own->valid(c)) {
                 out.error = QStringLiteral("the candidate '%1' does not fit the graph's search space").arg(qs(c.key()));
                 return out;
             }
@@ -485,7 +492,7 @@ PlansOutcome OptimizeWorker::plans(const SearchSetup &setup, const std::vector<s
             if (why.empty() && !r->certificate.pass()) why = "plan: " + r->certificate.badge();
             if (!why.empty()) {
                 out.error = QStringLiteral("internal error: the plan '%1' fails its certificate (%2); please report it")
-                                .arg(qs(ev.space().describe(c)), qs(why));
+                                .arg(qs(ev.describe(c)), qs(why));
                 return out;
             }
             out.plans.push_back(std::move(r));

@@ -46,6 +46,9 @@ struct SearchSetup {
     // Whether a pipeline candidate may cut its stages where it says
     // (search::Candidate::cuts), as `tapestry optimize --cuts`.
     bool cuts = false;
+    // Whether a candidate may start from a substitution's graph (goals expand and
+    // fuse; search::Candidate::substitution), as `tapestry optimize --substitute`.
+    bool substitute = false;
     // The session whose launches on the target calibrate every figure — the
     // search's, its plans' and the baselines' — as `tapestry optimize --session`
     // (read on the worker: the wake reads plans back); null: uncalibrated.
@@ -60,7 +63,7 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
 // One evaluated candidate as the dock draws and keeps it.
 struct ParetoPoint {
     QString key;          // search::Candidate::key(), unique within a run
-    QString description;  // Space::describe: "fc1:0=4 … · shard"
+    QString description;  // Evaluator::describe: "fc1:0=4 … · shard"
     QString mutator;      // what made it
     search::Candidate candidate;
     search::Figures figures;  // predictions
@@ -86,6 +89,7 @@ struct RunSettings {
     bool fusion = false;            // fusion in the space (runs kept before it read as without)
     bool maps = false;              // device maps in the space (runs kept before them read as without)
     bool cuts = false;              // pipeline cuts in the space (runs kept before them read as without)
+    bool substitute = false;        // substitution choices in the space (runs kept before them read as without)
 };
 std::string settingsJson(const RunSettings &settings);
 Expected<RunSettings, std::string> parseSettings(const std::string &json);

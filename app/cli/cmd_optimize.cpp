@@ -52,6 +52,7 @@ struct OptimizeOptions {
     bool no_fusion = false;       // leave fusion out of the search space
     bool maps = false;            // device maps in the search space
     bool cuts = false;            // pipeline cuts in the search space
+    bool substitute = false;      // substitution choices (expand, fuse) in the search space
     std::uint64_t check_seed = 1;  // its random inputs
 };
 
@@ -80,9 +81,9 @@ ordered_json figures_json(const search::Figures &f) {
 }
 
 // The front's rows as the front files take them.
-std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &front, const search::Space &space) {
+std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &front, const search::Evaluator &evaluator) {
     std::vector<search::FrontRow> rows;
-    for (const search::Scored &s : front) rows.push_back({space.describe(s.candidate), s.candidate.key(), s.evaluation.figures});
+    for (const search::Scored &s : front) rows.push_back({evaluator.describe(s.candidate), s.candidate.key(), s.evaluation.figures});
     return rows;
 }
 
@@ -188,7 +189,18 @@ int optimize_command(const OptimizeOptions &o) {
     // Pipeline cuts (on request): a pipeline's stages cut at ops of its own choosing
     // instead of by FLOPs (docs/search.md, "Pipeline cuts").
     space->allow_cuts(o.cuts);
-    const search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints, *calibration, fusion);
+    search::Evaluator evaluator(g, *space, *target, *shape, *objectives, constraints, *calibration, fusion);
+    // Substitution choices (on request): a candidate may start from the graph the
+    // substitution pass makes for a goal (docs/search.md, "Substitution").
+    std::vector<std::string> substitutions;
+    if (o.substitute) {
+        auto offered = evaluator.offer_substitutions({"expand", "fuse"});
+        if (!offered) {
+            report_error(o.project, offered.error());
+            return kExitInvalid;
+        }
+        substitutions = std::move(offered).value();
+    }
 
     search::SearchOptions so;
     so.population = o.population;
@@ -236,7 +248,7 @@ int optimize_command(const OptimizeOptions &o) {
         }
         if (!why.empty()) {
             ++failed;
-            std::cerr << "tapestry: internal error: the front's plan '" << space->describe(s.candidate)
+            std::cerr << "tapestry: internal error: the front's plan '" << evaluator.describe(s.candidate)
                       << "' fails its certificate (" << why << "); it is left out — please report it\n";
             continue;
         }
@@ -266,7 +278,7 @@ int optimize_command(const OptimizeOptions &o) {
             if (!report) why = "numeric check: " + numeric;
             if (!why.empty()) {
                 ++failed;
-                std::cerr << "tapestry: internal error: the front's plan '" << space->describe(s.candidate)
+                std::cerr << "tapestry: internal error: the front's plan '" << evaluator.describe(s.candidate)
                           << "' fails its " << why << "; it is left out — please report it\n";
                 continue;
             }
@@ -311,9 +323,9 @@ int optimize_command(const OptimizeOptions &o) {
     if (!o.export_front.empty()) {
         std::string text;
         if (o.export_front.size() >= 4 && o.export_front.substr(o.export_front.size() - 4) == ".csv")
-            text = search::front_csv(front_rows(front, *space));
+            text = search::front_csv(front_rows(front, evaluator));
         else
-            text = search::front_json({o.project, target->name, o.devices, o.seed}, front_rows(front, *space));
+            text = search::front_json({o.project, target->name, o.devices, o.seed}, front_rows(front, evaluator));
         if (!write_output(o.export_front, text, o.project)) return kExitInvalid;
     }
     if (export_index >= 0) {
@@ -340,6 +352,7 @@ int optimize_command(const OptimizeOptions &o) {
         j["fusion"] = !o.no_fusion;
         j["maps"] = o.maps;
         j["cuts"] = o.cuts;
+        j["substitutions"] = substitutions;
         j["label"] = "predictions of the cost model (not measurements)";
         const cost::CalibrationError ce = calibration->error();
         j["calibration"] = {{"samples", ce.samples},
@@ -354,7 +367,7 @@ int optimize_command(const OptimizeOptions &o) {
         ordered_json fj = ordered_json::array();
         for (size_t i = 0; i < front.size(); ++i)
             fj.push_back({{"index", i},
-                          {"plan", space->describe(front[i].candidate)},
+                          {"plan", evaluator.describe(front[i].candidate)},
                           {"figures", figures_json(front[i].evaluation.figures)},
                           {"certificates", "PASS"},
                           {"numeric_check", o.check ? ordered_json(checks[i]) : ordered_json(nullptr)}});
@@ -381,6 +394,7 @@ int optimize_command(const OptimizeOptions &o) {
               << formatted(result->evaluations / std::max(1e-9, result->seconds), "%.0f") << "/s), "
               << result->generations << " generations, stopped: " << result->stopped << "\n";
     std::cout << "  " << plan::calibration_summary(*calibration, target->name, *shape) << "\n";
+    for (const std::string &line : substitutions) std::cout << "  substitution " << line << "\n";
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
               << "): " << front.size() << " plans\n";
     std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};
@@ -391,7 +405,7 @@ int optimize_command(const OptimizeOptions &o) {
         rows.push_back({std::to_string(i), plan::seconds_text(f.makespan),
                         byte_text(static_cast<std::int64_t>(f.peak)) + (f.violation > 0 ? " (" + f.violated + ")" : ""),
                         std::to_string(f.devices), byte_text(static_cast<std::int64_t>(f.comm_bytes)),
-                        space->describe(front[i].candidate)});
+                        evaluator.describe(front[i].candidate)});
         if (energy) rows.back().insert(rows.back().end() - 1, search::joules_text(f.energy));
         if (o.check) rows.back().insert(rows.back().end() - 1, checks[i]);
     }
@@ -454,6 +468,9 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--cuts", o->cuts,
                   "Let a pipeline candidate cut its stages at operations of its own choosing instead of by FLOPs "
                   "(a wider space, searched more thinly in the same budget)");
+    cmd->add_flag("--substitute", o->substitute,
+                  "Let a candidate start from the graph the substitution pass makes (goal expand: attention, layer "
+                  "norm … made of shardable ops; goal fuse), each stage certified (a wider space)");
     cmd->add_flag("--check", o->check,
                   "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
                   "and the double-precision oracle, on random inputs");

@@ -225,6 +225,11 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     cuts_box_->setObjectName(QStringLiteral("optimizeCuts"));
     cuts_box_->setToolTip(tr("Let each pipeline candidate cut its stages at operations of its own choosing instead "
                              "of by FLOPs: a wider space, searched more thinly in the same budget"));
+    substitute_box_ = new QCheckBox(tr("Start from substituted graphs"), box);
+    substitute_box_->setObjectName(QStringLiteral("optimizeSubstitute"));
+    substitute_box_->setToolTip(tr("Let each candidate start from the graph the substitution pass makes — attention "
+                                   "and layer norm made of shardable ops (expand), or fused kinds (fuse) — each "
+                                   "stage certified: a wider space, searched more thinly in the same budget"));
     start_button_ = new QPushButton(tr("Start"), box);
     start_button_->setObjectName(QStringLiteral("optimizeStart"));
     start_button_->setToolTip(
@@ -250,6 +255,7 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     form->addRow(new QLabel(tr("Fusion"), box), fusion_box_);
     form->addRow(new QLabel(tr("Placement"), box), maps_box_);
     form->addRow(new QLabel(QString(), box), cuts_box_);
+    form->addRow(new QLabel(tr("Graph"), box), substitute_box_);
     form->addRow(buttons);
     return box;
 }
@@ -332,6 +338,7 @@ void OptimizeController::restoreSettings() {
     fusion_box_->setChecked(settings.value(QStringLiteral("optimize/fusion"), true).toBool());
     maps_box_->setChecked(settings.value(QStringLiteral("optimize/maps"), false).toBool());
     cuts_box_->setChecked(settings.value(QStringLiteral("optimize/cuts"), false).toBool());
+    substitute_box_->setChecked(settings.value(QStringLiteral("optimize/substitute"), false).toBool());
 }
 
 void OptimizeController::rememberSettings() const {
@@ -351,6 +358,7 @@ void OptimizeController::rememberSettings() const {
     settings.setValue(QStringLiteral("optimize/fusion"), fusion_box_->isChecked());
     settings.setValue(QStringLiteral("optimize/maps"), maps_box_->isChecked());
     settings.setValue(QStringLiteral("optimize/cuts"), cuts_box_->isChecked());
+    settings.setValue(QStringLiteral("optimize/substitute"), substitute_box_->isChecked());
 }
 
 void OptimizeController::updateActions() {
@@ -452,6 +460,7 @@ bool OptimizeController::startSearch() {
     job.setup.fusion = fusion_box_->isChecked();
     job.setup.maps = maps_box_->isChecked();
     job.setup.cuts = cuts_box_->isChecked();
+    job.setup.substitute = substitute_box_->isChecked();
     job.session = session_->sharedSession();
     job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
@@ -911,6 +920,7 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
                                     o.settings.fusion,
                                     o.settings.maps,
                                     o.settings.cuts,
+                                    o.settings.substitute,
                                     session_->sharedSession()};
         target_label_ = qs(target->name);
         if (shown.memory_cap <= 0) shown.memory_cap = target->device.memory_bytes.value;

@@ -71,7 +71,8 @@ public:
     QSpinBox *stallBox() const { return stall_box_; }  // generations without a move (0: never stop for it)
     QCheckBox *fusionBox() const { return fusion_box_; }  // candidates may fuse
     QCheckBox *mapsBox() const { return maps_box_; }
-    QCheckBox *cutsBox() const { return cuts_box_; }      // pipeline candidates may cut their stages at chosen ops      // candidates may place ops by device maps
+    QCheckBox *cutsBox() const { return cuts_box_; }      // pipeline candidates may cut their stages at chosen ops
+    QCheckBox *substituteBox() const { return substitute_box_; }  // candidates may start from substituted graphs
     QPushButton *startButton() const { return start_button_; }
     QPushButton *stopButton() const { return stop_button_; }
     QPushButton *compareButton() const { return compare_button_; }
@@ -180,6 +181,7 @@ private:
     QCheckBox *fusion_box_ = nullptr;
     QCheckBox *maps_box_ = nullptr;
     QCheckBox *cuts_box_ = nullptr;
+    QCheckBox *substitute_box_ = nullptr;
     QPushButton *start_button_ = nullptr;
     QPushButton *stop_button_ = nullptr;
     QPushButton *compare_button_ = nullptr;

@@ -11,6 +11,7 @@
 #include "plan/compile.h"
 #include "ops/library.h"
 #include "passes/fuse.h"
+#include "passes/substitute.h"
 #include "plan/planner.h"
 
 namespace tapestry::search {
@@ -105,6 +106,75 @@ Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::Cluste
     space_.allow_fusion(!fusion_.empty());
 }
 
+namespace {
+
+// The operations of a graph as ids and kinds in dependency order: two substitutions
+// that give the same list gave one graph.
+std::vector<std::pair<std::string, std::string>> op_list(const Graph &g) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const Operation *op : dependency_order(g).order) out.emplace_back(op->id.value, op->kind);
+    return out;
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>, std::string> Evaluator::offer_substitutions(const std::vector<std::string> &goals) {
+    std::vector<std::string> lines;
+    for (const std::string &goal : goals) {
+        if (substituted(goal)) continue;
+        SubstituteOptions o;
+        o.goal = goal;
+        o.certify = CertifyOptions{};
+        auto st = substitute(graph_, o);
+        if (!st) return unexpected("substitution '" + goal + "': " + st.error());
+        if (!st->certificate.certified())
+            return unexpected("substitution '" + goal + "': its stage is not certified: " + st->certificate.badge());
+        const auto ops = op_list(st->graph);
+        bool same = st->diff.empty() || ops == op_list(graph_);
+        for (const auto &other : substituted_) same = same || ops == op_list(other->stage.graph);
+        if (same) {
+            lines.push_back(goal + ": changes nothing (no choice added)");
+            continue;
+        }
+        auto space = Space::of(st->graph, space_.devices());
+        if (!space) return unexpected("substitution '" + goal + "': " + space.error());
+        space->allow_fusion(space_.fusion());
+        space->allow_maps(space_.maps());
+        space->allow_cuts(space_.cuts());
+        space->set_substitution(goal);
+        // "…, rules fired: attention-expand×1, layernorm-expand×2; extracted cost …"
+        std::string fired = st->summary;
+        if (const size_t at = fired.find("rules fired: "); at != std::string::npos) fired = fired.substr(at + 13);
+        if (const size_t end = fired.find(';'); end != std::string::npos) fired.resize(end);
+        lines.push_back(goal + ": " + fired + " — " + std::to_string(space->ops().size()) + " operations");
+        substituted_.push_back(std::make_shared<const Substituted>(Substituted{std::move(st).value(), std::move(space).value()}));
+    }
+    return lines;
+}
+
+const Evaluator::Substituted *Evaluator::substituted(const std::string &goal) const {
+    for (const auto &s : substituted_)
+        if (s->space.substitution() == goal) return s.get();
+    return nullptr;
+}
+
+std::vector<const Space *> Evaluator::spaces() const {
+    std::vector<const Space *> out{&space_};
+    for (const auto &s : substituted_) out.push_back(&s->space);
+    return out;
+}
+
+const Space *Evaluator::space_of(const Candidate &c) const {
+    if (c.substitution.empty()) return &space_;
+    const Substituted *s = substituted(c.substitution);
+    return s ? &s->space : nullptr;
+}
+
+std::string Evaluator::describe(const Candidate &c) const {
+    const Space *s = space_of(c);
+    return s ? s->describe(c) : c.key() + " (substitution '" + c.substitution + "' not offered)";
+}
+
 std::vector<std::string> Evaluator::device_names() const {
     return plan::device_names(model_.shape());
 }
@@ -175,12 +245,18 @@ Expected<Materialized, std::string> Evaluator::materialize(const Candidate &c, b
 // candidate made them (the same splits; and fusion); certified stages are always
 // made afresh (the memo's are uncertified).
 Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool certify, bool keep_stages) const {
-    if (!space_.valid(c)) return unexpected("candidate '" + c.key() + "' is not in the search space");
+    const Substituted *from = c.substitution.empty() ? nullptr : substituted(c.substitution);
+    if (!c.substitution.empty() && !from)
+        return unexpected("candidate '" + c.key() + "' starts from substitution '" + c.substitution +
+                          "', which this search does not offer");
+    const Space &space = from ? from->space : space_;
+    if (!space.valid(c)) return unexpected("candidate '" + c.key() + "' is not in the search space");
     Materialized m;
-    const Graph *current = &graph_;
-    int made = 0;  // stages made before placement
-    std::vector<ShardSpec> specs = space_.specs(c);
-    const std::string splits = certify ? std::string() : c.split_key();
+    const Graph *current = from ? &from->stage.graph : &graph_;
+    int made = from ? 1 : 0;  // stages made before placement
+    std::vector<ShardSpec> specs = space.specs(c);
+    // Memo keys: the splits (and fusion) of one substitution's graph.
+    const std::string splits = certify ? std::string() : c.substitution + "|" + c.split_key();
     // The stage kept under `key`, or the one `make` makes (kept for the next candidate).
     auto stage = [&](const std::string &key, auto &&make) -> Expected<std::shared_ptr<const Stage>, std::string> {
         if (!certify)
@@ -212,7 +288,7 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
         auto st = stage("fuse " + splits + " | " + c.fusion_key(), [&] {
             FuseOptions f;
             f.backends = fusion_;
-            for (int i : c.unfused) f.exclude.push_back(space_.ops()[static_cast<size_t>(i)].op);
+            for (int i : c.unfused) f.exclude.push_back(space.ops()[static_cast<size_t>(i)].op);
             if (certify) f.certify = CertifyOptions{};
             return fuse(*current, f);
         });
@@ -226,9 +302,9 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     p.rule = c.rule;
     p.stages = c.stages;
     p.text = std::string(rule_name(c.rule)) + (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : "");
-    p.cuts = pipeline_cuts(space_, c, *current);
+    p.cuts = pipeline_cuts(space, c, *current);
     for (size_t i = 0; i < p.cuts.size(); ++i) p.text += (i ? "," : "@") + p.cuts[i].value;
-    for (auto &[op, devices] : device_maps(space_, c, *current, p.devices)) {
+    for (auto &[op, devices] : device_maps(space, c, *current, p.devices)) {
         p.text += ";" + op.value + "=";
         for (size_t k = 0; k < devices.size(); ++k) p.text += (k ? "," : "") + devices[k];
         p.ops.emplace(op, std::move(devices));
@@ -241,13 +317,14 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     plan::PlanSource source;
     source.stage = made + 1;
     source.pass = placed->pass;
-    source.options = space_.describe(c);
+    source.options = space.describe(c);
     source.certificate = placed->certificate.badge();
     auto compiled = plan::compile_plan(*placed, model_, source, signatures_.get());
     if (!compiled) return unexpected(compiled.error());
     m.plan = std::move(compiled).value();
     m.prediction = plan::simulate(m.plan);
     if (keep_stages) {
+        if (from) m.stages.push_back(from->stage);
         if (sharded) m.stages.push_back(*sharded);
         if (fused) m.stages.push_back(*fused);
         m.stages.push_back(std::move(placed).value());

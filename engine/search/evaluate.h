@@ -71,7 +71,7 @@ std::string joules_text(double joules);
 
 // A candidate made into its stages and plan.
 struct Materialized {
-    std::vector<Stage> stages;  // shard (when something is split), fuse (when fused), place
+    std::vector<Stage> stages;  // substitute (when chosen), shard (when something is split), fuse (when fused), place
     plan::Plan plan;
     plan::Prediction prediction;
 };
@@ -107,7 +107,24 @@ public:
               std::vector<Objective> objectives, Constraints constraints, cost::Calibration calibration = {},
               std::vector<const FusionBackend *> fusion = {});
 
+    // The space of the graph as given (Candidate::substitution empty).
     const Space &space() const { return space_; }
+    // Substitution choices (docs/search.md, "Substitution"): for each goal
+    // ("expand", "fuse"), the substitution pass run once on the graph — its stage
+    // certified — and a space of its result, so a candidate may start from it
+    // instead (Candidate::substitution). A goal that changes nothing, or gives a
+    // graph another goal gave, adds no choice. Returns one line per goal ("expand:
+    // attention-expand×1, layernorm-expand×2 — 43 operations"; "fuse: changes
+    // nothing"); fails naming the goal the pass refuses.
+    Expected<std::vector<std::string>, std::string> offer_substitutions(const std::vector<std::string> &goals);
+    // Every space a candidate may come from: the graph as given first, then each
+    // substitution offered.
+    std::vector<const Space *> spaces() const;
+    // The space a candidate's choices index (by its substitution), or null when the
+    // evaluator offers no such substitution.
+    const Space *space_of(const Candidate &c) const;
+    // Space::describe by the candidate's own space.
+    std::string describe(const Candidate &c) const;
     const std::vector<Objective> &objectives() const { return objectives_; }
     const Constraints &constraints() const { return constraints_; }
     const cost::Model &model() const { return model_; }
@@ -130,6 +147,13 @@ public:
 private:
     Graph graph_;
     Space space_;
+    // A substitution offered: the pass's stage (certified) and the space of its graph.
+    struct Substituted {
+        Stage stage;
+        Space space;
+    };
+    std::vector<std::shared_ptr<const Substituted>> substituted_;  // shared by copies
+    const Substituted *substituted(const std::string &goal) const;
     cost::Model model_;
     std::vector<Objective> objectives_;
     Constraints constraints_;

@@ -225,6 +225,42 @@ bool remap(const Space &s, Candidate &c, Rng &rng) {
     return true;
 }
 
+// The candidate carried to another space (another substitution's graph): each op
+// both graphs have (by id) keeps its split where the other space offers the dim
+// and the parts fit, and stays out of the fusion if it was; the rest starts whole.
+// The rule, its stages (where the other graph has the ops for them) and the fusion
+// go with it; device maps and cuts, which name the old graph's ops, do not.
+bool carry(const Space &from, const Space &to, const Candidate &c, Candidate &out) {
+    out = to.unsplit();
+    out.rule = c.rule;
+    out.stages = c.rule == PlacementRule::pipeline ? std::min<int>(c.stages, static_cast<int>(to.ops().size())) : 0;
+    if (out.rule == PlacementRule::pipeline && out.stages < 2) {
+        out.rule = PlacementRule::by_shard;
+        out.stages = 0;
+    }
+    out.fused = c.fused && to.fusion();
+    std::map<std::string, size_t> index;
+    for (size_t j = 0; j < from.ops().size(); ++j) index.emplace(from.ops()[j].op.value, j);
+    auto offers = [&](size_t i, int dim, int parts) {
+        const Coord e = extent_of(to.ops()[i], dim);
+        return e >= parts && parts <= to.devices();
+    };
+    for (size_t i = 0; i < to.ops().size(); ++i) {
+        const auto it = index.find(to.ops()[i].op.value);
+        if (it == index.end()) continue;
+        const size_t j = it->second;
+        if (j < c.dim.size() && c.dim[j] >= 0 && offers(i, c.dim[j], c.pieces(j))) {
+            out.dim[i] = c.dim[j];
+            out.parts[i] = c.parts[j];
+            if (c.has_second(j)) out.set_second(i, to.ops().size(), c.dim2[j], c.parts2[j]);
+        }
+        if (out.fused && std::binary_search(c.unfused.begin(), c.unfused.end(), static_cast<int>(j)))
+            out.unfused.push_back(static_cast<int>(i));
+    }
+    std::sort(out.unfused.begin(), out.unfused.end());
+    return to.valid(out);
+}
+
 }  // namespace
 
 std::vector<BaselineCandidate> baseline_candidates(const Evaluator &e) {
@@ -282,6 +318,9 @@ public:
     Search(const Evaluator &e, const SearchOptions &o, const SearchHooks &h)
         : eval_(e), opt_(o), hooks_(h), rng_(o.seed), start_(Clock::now()) {
         mutator_list_ = mutators_of(e.space());
+        // Where the evaluator offers substitutions, a candidate may move to another
+        // substitution's graph (handled by the search: it needs both spaces).
+        if (e.spaces().size() > 1) mutator_list_.push_back({"substitute", nullptr});
         mutators_ = static_cast<int>(mutator_list_.size());
         stats_.resize(mutator_list_.size());
         for (int m = 0; m < mutators_; ++m) stats_[static_cast<size_t>(m)].name = mutator_list_[static_cast<size_t>(m)].name;
@@ -301,6 +340,8 @@ private:
     double refresh_weights();  // each mutator's weight from its record; their sum
     std::vector<Scored> select(std::vector<Scored> pool);
     bool update_front(const std::vector<Scored> &fresh);
+    // Applies mutator m to c (in c's own space); whether it changed c.
+    bool mutate(int m, Candidate &c);
     std::vector<Point> points(const std::vector<Scored> &v) const {
         std::vector<Point> out;
         for (const Scored &s : v) out.push_back(s.evaluation.point);
@@ -448,47 +489,73 @@ bool Search::update_front(const std::vector<Scored> &fresh) {
     return changed;
 }
 
+bool Search::mutate(int m, Candidate &c) {
+    const Mutator &mu = mutator_list_[static_cast<size_t>(m)];
+    const Space *own = eval_.space_of(c);
+    if (!own) return false;
+    if (mu.apply) return mu.apply(*own, c, rng_);
+    // "substitute": to another of the evaluator's spaces, drawn uniformly.
+    const std::vector<const Space *> all = eval_.spaces();
+    std::vector<const Space *> others;
+    for (const Space *s : all)
+        if (s != own) others.push_back(s);
+    if (others.empty()) return false;
+    const Space *to = others[static_cast<size_t>(uniform(rng_, 0, static_cast<int>(others.size()) - 1))];
+    Candidate moved;
+    if (!carry(*own, *to, c, moved)) return false;
+    c = std::move(moved);
+    return true;
+}
+
 Expected<SearchResult, std::string> Search::run() {
-    const Space &space = eval_.space();
     SearchResult result;
     // The first population: nothing split, the batch split over each power of two
-    // and over every device, the warm start, then mutations of those.
-    std::vector<Candidate> seeds{space.unsplit()};
-    std::vector<std::string> made_by{"seed"};
-    for (int p = 2; p <= space.devices(); p *= 2) {
-        seeds.push_back(space.batch_split(p));
+    // and over every device, the warm start, then mutations of those — from the
+    // graph as given and from each substitution offered (the hand baselines from
+    // the graph as given: theirs).
+    std::vector<Candidate> seeds;
+    std::vector<std::string> made_by;
+    for (const Space *each : eval_.spaces()) {
+        const Space &space = *each;
+        const bool given = space.substitution().empty();
+        seeds.push_back(space.unsplit());
         made_by.push_back("seed");
-    }
-    if (space.devices() > 1) {
-        seeds.push_back(space.batch_split(space.devices()));
-        made_by.push_back("seed");
-        // Every op split the same way over every device, per dim choice (the second
-        // choice of a linear is its output features: a tensor-parallel start).
-        for (size_t k = 1; k < space.most_choices(); ++k) {
-            seeds.push_back(space.uniform_split(k, space.devices()));
+        for (int p = 2; p <= space.devices(); p *= 2) {
+            seeds.push_back(space.batch_split(p));
             made_by.push_back("seed");
         }
-        // Data parallel over tensor-parallel groups: the batch over outer groups, each
-        // group's ops split along a dim choice (a product split), for each outer count.
-        for (int outer = 2; outer < space.devices(); outer *= 2)
+        if (space.devices() > 1) {
+            seeds.push_back(space.batch_split(space.devices()));
+            made_by.push_back("seed");
+            // Every op split the same way over every device, per dim choice (the second
+            // choice of a linear is its output features: a tensor-parallel start).
             for (size_t k = 1; k < space.most_choices(); ++k) {
-                Candidate c = space.product_split(outer, k, space.devices() / outer);
-                if (c.dim2.empty() || std::find(seeds.begin(), seeds.end(), c) != seeds.end()) continue;
-                c.rule = PlacementRule::spread;
-                seeds.push_back(std::move(c));
+                seeds.push_back(space.uniform_split(k, space.devices()));
                 made_by.push_back("seed");
             }
-        // The hand baselines' shardings (docs/plans.md) where they are candidates:
-        // the search starts from them, so its front is never worse than they are.
-        for (BaselineCandidate &b : baseline_candidates(eval_)) {
-            if (std::find(seeds.begin(), seeds.end(), b.candidate) != seeds.end()) continue;
-            seeds.push_back(std::move(b.candidate));
-            made_by.push_back(std::string("baseline ") + plan::baseline_name(b.baseline));
+            // Data parallel over tensor-parallel groups: the batch over outer groups, each
+            // group's ops split along a dim choice (a product split), for each outer count.
+            for (int outer = 2; outer < space.devices(); outer *= 2)
+                for (size_t k = 1; k < space.most_choices(); ++k) {
+                    Candidate c = space.product_split(outer, k, space.devices() / outer);
+                    if (c.dim2.empty() || std::find(seeds.begin(), seeds.end(), c) != seeds.end()) continue;
+                    c.rule = PlacementRule::spread;
+                    seeds.push_back(std::move(c));
+                    made_by.push_back("seed");
+                }
+            // The hand baselines' shardings (docs/plans.md) where they are candidates:
+            // the search starts from them, so its front is never worse than they are.
+            if (given)
+                for (BaselineCandidate &b : baseline_candidates(eval_)) {
+                    if (std::find(seeds.begin(), seeds.end(), b.candidate) != seeds.end()) continue;
+                    seeds.push_back(std::move(b.candidate));
+                    made_by.push_back(std::string("baseline ") + plan::baseline_name(b.baseline));
+                }
         }
     }
     // Where the space allows fusion, each start fused too (fusion saves the
     // elementwise epilogues' round trips through memory).
-    if (space.fusion())
+    if (eval_.space().fusion())
         for (size_t k = 0, n = seeds.size(); k < n; ++k) {
             Candidate c = seeds[k];
             c.fused = true;
@@ -496,17 +563,16 @@ Expected<SearchResult, std::string> Search::run() {
             made_by.push_back(made_by[k] + " fused");
         }
     for (const Candidate &c : opt_.warm_start)
-        if (space.valid(c)) {
+        if (const Space *own = eval_.space_of(c); own && own->valid(c)) {
             seeds.push_back(c);
             made_by.push_back("warm start");
         }
     for (int tries = 0; static_cast<int>(seeds.size()) < opt_.population && tries < 50 * opt_.population; ++tries) {
         Candidate c = seeds[static_cast<size_t>(uniform(rng_, 0, static_cast<int>(seeds.size()) - 1))];
         const int m = uniform(rng_, 0, mutators_ - 1);
-        const Mutator &mu = mutator_list_[static_cast<size_t>(m)];
-        if (!mu.apply(space, c, rng_)) continue;
+        if (!mutate(m, c)) continue;
         seeds.push_back(std::move(c));
-        made_by.push_back(mu.name);
+        made_by.push_back(mutator_list_[static_cast<size_t>(m)].name);
     }
     std::vector<Scored> first = evaluate(seeds, made_by);
     population_ = select(first);
@@ -563,7 +629,7 @@ Expected<SearchResult, std::string> Search::run() {
             int m = -1;
             for (int attempt = 0; attempt < 8 && m < 0; ++attempt) {
                 const int pick = draw_mutator();
-                if (mutator_list_[static_cast<size_t>(pick)].apply(space, c, rng_)) m = pick;
+                if (mutate(pick, c)) m = pick;
             }
             if (m < 0) continue;
             children.push_back(std::move(c));

@@ -59,6 +59,7 @@ std::string Candidate::key() const {
     k += " | " + std::string(rule_name(rule)) + (rule == PlacementRule::pipeline ? ":" + std::to_string(stages) : std::string());
     for (size_t i = 0; i < cuts.size(); ++i) k += (i ? "," : "@") + std::to_string(cuts[i]);
     if (fused) k += " | " + fusion_key();
+    if (!substitution.empty()) k += " | substitute:" + substitution;
     return k;
 }
 
@@ -129,6 +130,7 @@ Expected<Space, std::string> Space::of(const Graph &g, int devices) {
 
 Candidate Space::unsplit() const {
     Candidate c;
+    c.substitution = substitution_;
     c.dim.assign(ops_.size(), -1);
     c.parts.assign(ops_.size(), 1);
     return c;
@@ -256,10 +258,12 @@ std::string Space::describe(const Candidate &c) const {
             if (c.unfused[i] >= 0 && static_cast<size_t>(c.unfused[i]) < ops_.size())
                 out += (i ? ", " : " but ") + ops_[static_cast<size_t>(c.unfused[i])].op.value;
     }
+    if (!c.substitution.empty()) out += " · substituted (" + c.substitution + ")";
     return out;
 }
 
 bool Space::valid(const Candidate &c) const {
+    if (c.substitution != substitution_) return false;
     if (c.dim.size() != ops_.size() || c.parts.size() != ops_.size()) return false;
     for (size_t i = 0; i < ops_.size(); ++i) {
         if (c.dim[i] < 0) {

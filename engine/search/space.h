@@ -57,9 +57,16 @@ struct Candidate {
     // first op placement walks that comes of it or of an op after it: a contraction
     // split's `op.partial`, an op the fuse pass kept).
     std::vector<int> cuts;
+    // Substitution (an evaluator that offers it, Evaluator::offer_substitutions):
+    // empty — the graph as given — or the goal of the substitution pass run on it
+    // first ("expand": composites such as attention and layer norm made of
+    // shardable ops; "fuse"). The per-op choices above are then those of the
+    // substituted graph's space (its operations, its order).
+    std::string substitution;
     friend bool operator==(const Candidate &, const Candidate &) = default;
     // A stable text key ("0=4 -1 0=2x2=4 | shard", "… | shard | fuse -2,5", a map
-    // "0=4@2", cuts "… | pipeline:3@4,9") for caches and files.
+    // "0=4@2", cuts "… | pipeline:3@4,9", a substitution "… | substitute:expand")
+    // for caches and files.
     std::string key() const;
     // The second split of op i, when it has one.
     bool has_second(size_t i) const { return i < dim2.size() && dim2[i] >= 0; }
@@ -98,6 +105,10 @@ public:
     // Whether pipeline candidates may cut their stages where they say (Candidate::cuts).
     bool cuts() const { return cuts_; }
     void allow_cuts(bool on) { cuts_ = on; }
+    // The substitution whose graph this space is of ("" for the graph as given):
+    // its candidates carry it (Candidate::substitution).
+    const std::string &substitution() const { return substitution_; }
+    void set_substitution(std::string goal) { substitution_ = std::move(goal); }
 
     // Nothing split (one device).
     Candidate unsplit() const;
@@ -130,7 +141,7 @@ public:
     // "fc1:0=4 fc2:2=2 · round-robin" (specs as the CLI writes them, then the rule;
     // "pipeline:2" with its stages, "pipeline:3 cut at fc2, attn" with cuts; then the
     // maps, "· fc1 from device 2, gelu from device 5"; then "· fused", or "· fused
-    // but fc1, gelu").
+    // but fc1, gelu"; then "· substituted (expand)").
     std::string describe(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
     bool valid(const Candidate &c) const;
@@ -141,6 +152,7 @@ private:
     bool fusion_ = false;
     bool maps_ = false;
     bool cuts_ = false;
+    std::string substitution_;
 };
 
 const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"

@@ -1439,7 +1439,7 @@ Expected<std::vector<CalibrationRow>, StoreError> Session::calibration(std::stri
 //                     "communication_bytes", "energy_joules", "violation", "violated"}} (energy_joules
 //                     may be absent: rows written before it read as 0)
 //   plan_json        {"candidate": {"dim": [..], "parts": [..], "rule", "stages", ["dim2", "parts2"],
-//                     ["fused", "unfused"], ["at"], ["cuts"]}, "key",
+//                     ["fused", "unfused"], ["at"], ["cuts"], ["substitution"]}, "key",
 //                     "description", "index", "mutator"} — the choices, not a plan: a plan
 //                     is rebuilt from them (search::Evaluator::materialize).
 
@@ -1450,6 +1450,9 @@ using nlohmann::json;
 bool search_outcome(std::string_view status) {
     return status == "finished" || status == "stopped" || status == "failed";
 }
+
+// A candidate's substitution: none, or a goal of the substitution pass.
+bool known_substitution(const std::string &goal) { return goal.empty() || goal == "expand" || goal == "fuse"; }
 
 // Why a candidate cannot be stored, or nothing.
 std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandidateRecord &c) {
@@ -1482,6 +1485,8 @@ std::optional<StoreError> candidate_refusal(SearchRunId run, const SearchCandida
         if (c.cuts[i] < 1 || static_cast<size_t>(c.cuts[i]) >= c.dim.size() || (i && c.cuts[i] <= c.cuts[i - 1]))
             return invalid("'" + c.key + "' cuts its pipeline at operation " + std::to_string(c.cuts[i]) + " of " +
                            std::to_string(c.dim.size()) + " (cuts ascend from operation 1)");
+    if (!known_substitution(c.substitution))
+        return invalid("'" + c.key + "' starts from substitution '" + c.substitution + "' (known: expand, fuse)");
     bool finite = std::isfinite(c.makespan_seconds) && std::isfinite(c.peak_bytes) &&
                   std::isfinite(c.communication_bytes) && std::isfinite(c.energy_joules) && std::isfinite(c.violation);
     for (double v : c.objectives) finite = finite && std::isfinite(v);
@@ -1514,6 +1519,7 @@ std::string choices_json(const SearchCandidateRecord &c) {
     }
     if (!c.at.empty()) candidate["at"] = c.at;  // only mapped candidates carry maps
     if (!c.cuts.empty()) candidate["cuts"] = c.cuts;  // only explicitly cut pipelines carry cuts
+    if (!c.substitution.empty()) candidate["substitution"] = c.substitution;  // only substituted candidates
     return json{{"candidate", candidate},
                 {"key", c.key},
                 {"description", c.description},
@@ -1575,6 +1581,7 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
         }
         if (k.contains("at")) c.at = member<std::vector<int>>(k, "plan_json.candidate", "at");
         if (k.contains("cuts")) c.cuts = member<std::vector<int>>(k, "plan_json.candidate", "cuts");
+        if (k.contains("substitution")) c.substitution = member<std::string>(k, "plan_json.candidate", "substitution");
         c.key = member<std::string>(p, "plan_json", "key");
         c.description = member<std::string>(p, "plan_json", "description");
         c.index = member<std::int64_t>(p, "plan_json", "index");
@@ -1598,6 +1605,8 @@ std::string read_candidate(const std::string &objectives, const std::string &cho
             if (c.cuts[i] < 1 || static_cast<size_t>(c.cuts[i]) >= c.dim.size() || (i && c.cuts[i] <= c.cuts[i - 1]))
                 throw BadRow{"plan_json.candidate: cuts names operation " + std::to_string(c.cuts[i]) + " of " +
                              std::to_string(c.dim.size()) + " (ascending, from 1)"};
+        if (!known_substitution(c.substitution))
+            throw BadRow{"plan_json.candidate: substitution '" + c.substitution + "' (known: expand, fuse)"};
     } catch (const BadRow &bad) {
         return bad.why;
     }

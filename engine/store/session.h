@@ -175,6 +175,7 @@ struct SearchCandidateRecord {
     std::vector<int> unfused;        // when fused: the operations kept out of it (indices, ascending)
     std::vector<int> at;             // empty, or per operation: the device its map starts from (-1: the rule)
     std::vector<int> cuts;           // pipeline: empty, or the operations where stages 2, 3, … begin (ascending)
+    std::string substitution;        // empty, or the substitution goal its graph comes of ("expand", "fuse")
     std::string key;                 // Candidate::key(), unique within a run
     std::string description;         // Space::describe: "fc1:0=4 … · shard"
     std::vector<double> objectives;  // in the run's objective order (predictions)

@@ -166,6 +166,43 @@ private slots:
         QVERIFY(!drew_cut(j));
         for (const QJsonValue &v : j["front"].toArray()) QVERIFY(!v.toObject()["plan"].toString().contains(" cut at "));
     }
+    // --substitute: candidates may start from the expanded graph (attention made of
+    // matmuls and a softmax); every front plan, substituted ones too, certified and
+    // numerically checked; a substituted front plan exports as a plan file whose
+    // stage options say so. Without the flag no candidate is substituted.
+    void substitutionOnRequest() {
+        QTemporaryDir dir;
+        const QStringList search = {"optimize", project("attention"), "--target", "h100", "--devices", "8",
+                                    "--evaluations", "1500", "--budget", "0", "--seed", "1", "--json"};
+        auto r = cli(search + QStringList{"--substitute", "--check"});
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        const QJsonArray lines = j["substitutions"].toArray();
+        QCOMPARE(lines.size(), 2);
+        QVERIFY2(lines[0].toString().startsWith("expand: attention-expand×1"), qPrintable(lines[0].toString()));
+        QCOMPARE(lines[1].toString(), QStringLiteral("fuse: changes nothing (no choice added)"));
+        int substituted = -1;
+        const QJsonArray front = j["front"].toArray();
+        for (int i = 0; i < front.size(); ++i) {
+            const QJsonObject f = front[i].toObject();
+            QVERIFY2(f["numeric_check"].toString().startsWith("PASS"), qPrintable(f["plan"].toString()));
+            if (substituted < 0 && f["plan"].toString().endsWith("· substituted (expand)")) substituted = i;
+        }
+        QVERIFY2(substituted >= 0, "no substituted plan on the attention example's front");
+        const QString out = dir.filePath("substituted.plan.json");
+        r = cli(search + QStringList{"--substitute", "--export-plan", QString::number(substituted), out});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject plan = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(plan["source"].toObject()["stage"].toInt(), 4);  // substitute, shard, fuse, place
+        QVERIFY(plan["source"].toObject()["options"].toString().endsWith("· substituted (expand)"));
+        r = cli(search);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(j["substitutions"].toArray().isEmpty());
+        for (const QJsonValue &v : j["front"].toArray()) QVERIFY(!v.toObject()["plan"].toString().contains("substituted"));
+    }
     // A session's measurements of the target calibrate the search's figures, its
     // front's and its baselines', the same way `tapestry plan --session` does: the
     // dp baseline beside the front is the plan's own calibrated prediction.

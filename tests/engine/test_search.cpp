@@ -552,6 +552,103 @@ private slots:
     // they fuse alike): the memo serves them, and every figure is the one a fresh
     // evaluation (every pass run again) gives; the search's front is the same with
     // and without it.
+    // Substitution choices: a candidate may start from the graph the substitution
+    // pass makes (attention expanded into shardable ops), its stage certified and
+    // first among the plan's stages; its figures are the compiled plan's; the search
+    // moves candidates between the graphs (mapping each op's split by id) and gives
+    // one front for one seed at any thread count.
+    void substitutionIsACandidateChoice() {
+        const Graph g = plan::without_shards(test::example_graph("attention"));
+        Evaluator e = fusing_evaluator_for(g, 4);
+        QCOMPARE(e.spaces().size(), size_t{1});
+        auto lines = e.offer_substitutions({"expand", "fuse"});
+        QVERIFY2(lines.has_value(), lines ? "" : lines.error().c_str());
+        QCOMPARE(lines->size(), size_t{2});
+        QVERIFY2(lines->at(0).rfind("expand: attention-expand×1", 0) == 0, lines->at(0).c_str());
+        QCOMPARE(QString::fromStdString(lines->at(1)), QStringLiteral("fuse: changes nothing (no choice added)"));
+        QCOMPARE(e.spaces().size(), size_t{2});
+        const Space &expanded = *e.spaces()[1];
+        QCOMPARE(QString::fromStdString(expanded.substitution()), QStringLiteral("expand"));
+        QVERIFY(expanded.fusion());  // the flags of the space as given
+        auto has = [](const Space &s, const char *op) {
+            return std::any_of(s.ops().begin(), s.ops().end(), [&](const OpChoices &o) { return o.op.value == op; });
+        };
+        QVERIFY(has(expanded, "attention.softmax") && !has(expanded, "attention") && has(e.space(), "attention"));
+        // Offered twice: nothing more.
+        QVERIFY(e.offer_substitutions({"expand"}).has_value());
+        QCOMPARE(e.spaces().size(), size_t{2});
+
+        Candidate c = expanded.batch_split(4);
+        c.fused = true;
+        QCOMPARE(QString::fromStdString(c.substitution), QStringLiteral("expand"));
+        QVERIFY(expanded.valid(c) && !e.space().valid(c));
+        QCOMPARE(e.space_of(c), &expanded);
+        QVERIFY(QString::fromStdString(c.key()).endsWith(" | fuse | substitute:expand"));
+        QVERIFY2(e.describe(c).find("· fused · substituted (expand)") != std::string::npos, e.describe(c).c_str());
+        auto m = e.materialize(c, true);
+        QVERIFY2(m.has_value(), m ? "" : m.error().c_str());
+        QCOMPARE(QString::fromStdString(m->stages.front().pass), QStringLiteral("substitute"));
+        QCOMPARE(m->stages.size(), size_t{4});  // substitute, shard, fuse, place
+        for (const Stage &st : m->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        QVERIFY(plan::certify_plan(m->plan).pass());
+        QCOMPARE(m->plan.source.stage, 4);
+        const Evaluation ev = e.evaluate(c);
+        QVERIFY2(ev.ok, ev.error.c_str());
+        QCOMPARE(ev.figures.makespan, m->prediction.makespan);
+        QCOMPARE(ev.figures.peak, static_cast<double>(m->prediction.peak));
+        // The same splits of the graph as given are another plan (the memo keeps them apart).
+        Candidate given = e.space().batch_split(4);
+        given.fused = true;
+        const Evaluation eg = e.evaluate(given);
+        QVERIFY2(eg.ok, eg.error.c_str());
+        QVERIFY(eg.figures.makespan != ev.figures.makespan || eg.figures.peak != ev.figures.peak);
+        // A substitution the evaluator does not offer: refused by name.
+        Candidate bogus = c;
+        bogus.substitution = "inline";
+        QVERIFY(e.space_of(bogus) == nullptr);
+        const Evaluation eb = e.evaluate(bogus);
+        QVERIFY(!eb.ok);
+        QVERIFY2(eb.error.find("does not offer") != std::string::npos, eb.error.c_str());
+
+        long substituted = 0, moved = 0;  // streamed candidates with a plan: of the expanded graph, made by "substitute"
+        auto run = [&](int threads) {
+            SearchOptions o;
+            o.seed = 5;
+            o.threads = threads;
+            o.max_evaluations = 400;
+            o.budget_seconds = 0;
+            SearchHooks h;
+            h.candidate = [&](const Scored &sc) {
+                if (threads != 1 || !sc.evaluation.ok) return;
+                substituted += sc.candidate.substitution == "expand";
+                moved += sc.mutator == "substitute";
+            };
+            auto r = optimize(e, o, h);
+            if (!r) qFatal("%s", r.error().c_str());
+            return std::move(r).value();
+        };
+        const SearchResult one = run(1), two = run(2);
+        QVERIFY(substituted > 0 && moved > 0);
+        QCOMPARE(one.front.size(), two.front.size());
+        for (size_t i = 0; i < one.front.size(); ++i) QCOMPARE(one.front[i].candidate.key(), two.front[i].candidate.key());
+        const auto sub = std::find_if(one.mutators.begin(), one.mutators.end(),
+                                      [](const MutatorStats &ms) { return ms.name == "substitute"; });
+        QVERIFY(sub != one.mutators.end() && sub->trials > 0);
+        for (const Scored &s : one.front) {
+            auto fm = e.materialize(s.candidate, true);
+            QVERIFY2(fm.has_value(), fm ? "" : fm.error().c_str());
+            for (const Stage &st : fm->stages) QVERIFY2(st.certificate.pass(), st.certificate.text().c_str());
+        }
+        // Without substitutions the search has no such mutator.
+        const Evaluator plain = fusing_evaluator_for(g, 4);
+        SearchOptions o;
+        o.max_evaluations = 60;
+        o.budget_seconds = 0;
+        auto r = optimize(plain, o);
+        QVERIFY(r.has_value());
+        QVERIFY(std::none_of(r->mutators.begin(), r->mutators.end(), [](const MutatorStats &ms) { return ms.name == "substitute"; }));
+    }
+
     void sharedStagesGiveTheSameFigures() {
         const Graph g = example("gpt2_block");
         auto target = cost::builtin_target("h100-sxm");

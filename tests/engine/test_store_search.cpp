@@ -42,6 +42,7 @@ SearchCandidateRecord candidate(int i, int generation) {
     }
     if (i % 3 == 1) c.at = {-1, 2, 0};  // device maps: fc2 from device 2, the third op from device 0
     if (c.rule == "pipeline" && i % 2 == 0) c.cuts = {2};  // stage 2 begins at the third op
+    if (i % 5 == 4) c.substitution = "expand";  // the candidate starts from the expanded graph
     c.key = "k" + std::to_string(i);
     c.description = "fc1:0=4, fc2:1=2 · " + c.rule;  // a comma and a non-ASCII dot survive
     c.makespan_seconds = 1e-3 / (i + 1);
@@ -59,6 +60,7 @@ bool same(const SearchCandidateRecord &a, const SearchCandidateRecord &b) {
     return a.generation == b.generation && a.index == b.index && a.mutator == b.mutator && a.dim == b.dim &&
            a.dim2 == b.dim2 && a.parts2 == b.parts2 && a.parts == b.parts && a.rule == b.rule && a.stages == b.stages &&
            a.fused == b.fused && a.unfused == b.unfused && a.at == b.at && a.cuts == b.cuts &&
+           a.substitution == b.substitution &&
            a.key == b.key && a.description == b.description && a.objectives == b.objectives &&
            a.makespan_seconds == b.makespan_seconds && a.peak_bytes == b.peak_bytes && a.devices == b.devices &&
            a.communication_bytes == b.communication_bytes && a.energy_joules == b.energy_joules &&
@@ -258,6 +260,9 @@ private slots:
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.rule', 'pipeline', "
                "'$.candidate.stages', 3, '$.candidate.cuts', json('[2, 1]')) WHERE id = 2"
             << "plan_json.candidate: cuts names operation 1 of 3 (ascending, from 1)";
+        QTest::newRow("an unknown substitution")
+            << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.substitution', 'inline') WHERE id = 2"
+            << "plan_json.candidate: substitution 'inline' (known: expand, fuse)";
         QTest::newRow("a map that is not a list")
             << "UPDATE search_candidates SET plan_json = json_set(plan_json, '$.candidate.at', 'everywhere') WHERE id = 2"
             << "plan_json.candidate: 'at' has the wrong type (string)";
@@ -335,6 +340,9 @@ private slots:
         QTest::newRow("cuts out of order")
             << 16 << "invalid"
             << "a candidate of search run 1 'k7' cuts its pipeline at operation 2 of 3 (cuts ascend from operation 1)";
+        QTest::newRow("an unknown substitution")
+            << 17 << "invalid"
+            << "a candidate of search run 1 'k7' starts from substitution 'inline' (known: expand, fuse)";
     }
 
     void bad_write_is_refused() {
@@ -387,6 +395,7 @@ private slots:
                 bad.stages = 3;
                 bad.cuts = {2, 2};
                 break;
+            case 17: bad.substitution = "inline"; break;
         }
         if (what <= 2) record = s->start_search_run(run);
         if (what == 6 || what == 7 || what >= 9) status = s->append_search_candidates(1, {candidate(8, 2), bad});

@@ -538,6 +538,63 @@ private slots:
             if (!c.cuts.empty()) QCOMPARE(static_cast<int>(c.cuts.size()), c.stages - 1);
     }
 
+    // "Start from substituted graphs": candidates of the expanded attention graph
+    // stream onto the chart with their description, one opens in the Plan dock with
+    // the substitution stage first and the chart's figures, and the session keeps
+    // the setting and each candidate's substitution.
+    void substitutionIsASettingOfTheRun() {
+        RunSettings r;
+        r.devices = 4;
+        r.objectives = {search::Objective::time};
+        r.substitute = true;
+        QVERIFY(parseSettings(settingsJson(r))->substitute);
+        QVERIFY(!parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->substitute);
+
+        const QString path = dir_.filePath(QStringLiteral("substitute.tapestry-session"));
+        {
+            OptimizeWindow ow;
+            QVERIFY(ow.openSession(path));
+            QVERIFY(openAndWait(ow.w, examplePath(QStringLiteral("attention"))));
+            QVERIFY(!ow.opt->substituteBox()->isChecked());
+            ow.settings(4, 300, 0, 0);
+            ow.opt->mapsBox()->setChecked(false);  // an earlier test's run may have left them on
+            ow.opt->cutsBox()->setChecked(false);
+            ow.opt->substituteBox()->setChecked(true);
+            QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+            ParetoChart *chart = ow.opt->chart();
+            chart->redrawNow();
+            QString expanded;
+            for (const ParetoPoint &p : chart->points())
+                if (p.candidate.substitution == "expand" && expanded.isEmpty()) expanded = p.key;
+            QVERIFY2(!expanded.isEmpty(), "no candidate starts from the expanded graph");
+            QVERIFY(expanded.endsWith(QStringLiteral(" | substitute:expand")));
+            QVERIFY(chart->point(expanded)->description.endsWith(QStringLiteral("· substituted (expand)")));
+            QSignalSpy opened(ow.opt, &OptimizeController::pointOpened);
+            QVERIFY(ow.opt->openPoint(expanded));
+            QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+            QCOMPARE(opened.front().at(1).toString(), QString());
+            const auto result = ow.w.plans()->result();
+            QVERIFY(result);
+            QCOMPARE(QString::fromStdString(result->stages.front().pass), QStringLiteral("substitute"));
+            QCOMPARE(result->prediction.makespan, chart->point(expanded)->figures.makespan);
+            ow.opt->substituteBox()->setChecked(false);  // the next test's runs start without it
+        }
+        auto s = store::Session::open(path.toStdString(), store::OpenMode::read_only);
+        QVERIFY(s);
+        const auto projects = (*s)->projects();
+        QVERIFY(projects && !projects->empty());
+        std::optional<store::SearchRunRecord> found;
+        for (const auto &project : *projects)
+            if (auto runs = (*s)->search_runs(project.id); runs && !runs->empty()) found = runs->front();
+        QVERIFY(found.has_value());
+        auto settings = parseSettings(found->settings_json);
+        QVERIFY(settings && settings->substitute);
+        const auto run = (*s)->load_search_run(found->id);
+        QVERIFY(run.has_value());
+        QVERIFY(std::any_of(run->candidates.begin(), run->candidates.end(),
+                            [](const store::SearchCandidateRecord &c) { return c.substitution == "expand"; }));
+    }
+
     // ---- the chart alone ------------------------------------------------------------
 
     void chartThinsZoomsAndHits() {
