@@ -2,6 +2,7 @@
 
 #include <QButtonGroup>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -84,6 +85,21 @@ LaunchDialog::LaunchDialog(QWidget *parent) : QDialog(parent) {
     form->addRow(tr("&Wait timeout"), timeout_);
     column->addLayout(form);
 
+    // The cuda backend's own settings (as tapestry launch --transport, --tf32).
+    auto *gpu_box = new QGroupBox(tr("GPUs (cuda backend)"), this);
+    auto *gpu_form = new QFormLayout(gpu_box);
+    transport_ = new QComboBox(gpu_box);
+    transport_->setObjectName(QStringLiteral("launchTransport"));
+    transport_->addItem(tr("Automatic — NCCL between GPUs, copies on one"), QStringLiteral("auto"));
+    transport_->addItem(tr("Peer copies (cudaMemcpyPeer) only"), QStringLiteral("peer"));
+    transport_->addItem(tr("NCCL messages for every hop"), QStringLiteral("nccl"));
+    transport_->setToolTip(tr("How a transfer or collective moves data between the plan's devices on the GPUs"));
+    gpu_form->addRow(tr("T&ransfers"), transport_);
+    tf32_ = new QCheckBox(tr("&TF32 tensor cores for f32 products (about 10 bits of mantissa)"), gpu_box);
+    tf32_->setObjectName(QStringLiteral("launchTf32"));
+    gpu_form->addRow(tf32_);
+    column->addWidget(gpu_box);
+
     auto *progress_row = new QHBoxLayout;
     progress_ = new QProgressBar(this);
     progress_->setObjectName(QStringLiteral("launchProgress"));
@@ -147,6 +163,8 @@ LaunchSettings LaunchDialog::settings() const {
     s.seed = static_cast<quint64>(seed_->value());
     s.oracle = oracle_->isChecked();
     s.wait_timeout_seconds = timeout_->value();
+    s.transport = transport_->currentData().toString();
+    s.tf32 = tf32_->isChecked();
     return s;
 }
 
@@ -156,6 +174,9 @@ void LaunchDialog::setSettings(const LaunchSettings &s) {
     seed_->setValue(static_cast<int>(s.seed));
     oracle_->setChecked(s.oracle);
     timeout_->setValue(s.wait_timeout_seconds);
+    const int transport = transport_->findData(s.transport);
+    transport_->setCurrentIndex(transport >= 0 ? transport : 0);
+    tf32_->setChecked(s.tf32);
 }
 
 void LaunchDialog::setRunning(bool running) {
@@ -202,6 +223,10 @@ void LaunchDialog::updateState() {
     seed_->setEnabled(!running_);
     folder_edit_->setEnabled(!running_ && folder_->isChecked());
     browse_->setEnabled(!running_ && folder_->isChecked());
+    const bool cuda = backends_->currentItem() &&
+                      backends_->currentItem()->data(Qt::UserRole).toString() == QLatin1String("cuda");
+    transport_->setEnabled(!running_ && cuda);
+    tf32_->setEnabled(!running_ && cuda);
     // A backend that cannot hold the plan's devices is listed, not launchable.
     QString why;
     const int row = backends_->currentRow();

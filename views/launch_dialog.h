@@ -12,6 +12,7 @@
 
 class QButtonGroup;
 class QCheckBox;
+class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -35,6 +36,11 @@ struct LaunchSettings {
     quint64 seed = 1;
     bool oracle = false;
     double wait_timeout_seconds = 120;
+    // The cuda backend's (docs/gpu.md): how data moves between GPUs ("auto": NCCL
+    // between GPUs, copies on one; "peer"; "nccl") and TF32 for f32 products — as
+    // `tapestry launch --transport` and `--tf32`.
+    QString transport = QStringLiteral("auto");
+    bool tf32 = false;
 };
 
 class LaunchDialog : public QDialog {
@@ -66,6 +72,8 @@ public:
     QLineEdit *folderEdit() const { return folder_edit_; }
     QCheckBox *oracleBox() const { return oracle_; }
     QDoubleSpinBox *timeoutBox() const { return timeout_; }
+    QComboBox *transportBox() const { return transport_; }  // enabled for the cuda backend
+    QCheckBox *tf32Box() const { return tf32_; }            // enabled for the cuda backend
     QPushButton *launchButton() const { return launch_; }
     QPushButton *cancelButton() const { return cancel_; }
     QProgressBar *progressBar() const { return progress_; }
@@ -91,6 +99,8 @@ private:
     QPushButton *browse_ = nullptr;
     QCheckBox *oracle_ = nullptr;
     QDoubleSpinBox *timeout_ = nullptr;
+    QComboBox *transport_ = nullptr;
+    QCheckBox *tf32_ = nullptr;
     QProgressBar *progress_ = nullptr;
     QLabel *phase_ = nullptr;
     QLabel *status_ = nullptr;

@@ -164,7 +164,15 @@ LaunchOutcome LaunchWorker::execute(const LaunchJob &job, const std::function<bo
         }
         std::unique_ptr<launch::Backend> backend;
         if (job.backend == QLatin1String("cuda")) {
-            auto made = launch::make_cuda_backend();
+            launch::CudaBackendOptions co;
+            const auto transport = launch::transport_from_name(job.transport.toStdString());
+            if (!transport) {
+                out.error = tr("not launched: unknown GPU transport '%1' (auto, peer, nccl)").arg(job.transport);
+                return out;
+            }
+            co.transport = *transport;
+            co.tf32 = job.tf32;
+            auto made = launch::make_cuda_backend(co);
             if (!made) {
                 out.error = tr("not launched: the cuda backend: %1").arg(qs(made.error()));
                 return out;

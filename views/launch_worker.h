@@ -36,6 +36,8 @@ struct LaunchJob {
     bool oracle = false;                           // also compare the outputs with the oracle
     double wait_timeout_seconds = 120;             // launch::LaunchOptions::wait_timeout_seconds
     int fail_step = -1;                            // tests: launch::LaunchOptions::fail_step
+    QString transport = QStringLiteral("auto");    // cuda: launch::CudaBackendOptions::transport by name
+    bool tf32 = false;                             // cuda: launch::CudaBackendOptions::tf32
     // Where the launch is kept (none: not kept): the session, the document's
     // project there (0: created, named `project_name`) and the document's graph,
     // the editor version the plan hangs off.

@@ -97,6 +97,8 @@ LaunchController::LaunchController(views::GraphDocument *doc, SessionController 
     settings_.seed = settings.value(QStringLiteral("launch/seed"), 1).toULongLong();
     settings_.oracle = settings.value(QStringLiteral("launch/oracle"), false).toBool();
     settings_.wait_timeout_seconds = settings.value(QStringLiteral("launch/timeout"), 120.0).toDouble();
+    settings_.transport = settings.value(QStringLiteral("launch/transport"), QStringLiteral("auto")).toString();
+    settings_.tf32 = settings.value(QStringLiteral("launch/tf32"), false).toBool();
     updateActions();
 }
 
@@ -279,6 +281,8 @@ bool LaunchController::startLaunch(const views::LaunchSettings &settings) {
     remembered.setValue(QStringLiteral("launch/seed"), static_cast<qulonglong>(settings.seed));
     remembered.setValue(QStringLiteral("launch/oracle"), settings.oracle);
     remembered.setValue(QStringLiteral("launch/timeout"), settings.wait_timeout_seconds);
+    remembered.setValue(QStringLiteral("launch/transport"), settings.transport);
+    remembered.setValue(QStringLiteral("launch/tf32"), settings.tf32);
 
     views::LaunchJob job;
     job.plan = shown;
@@ -288,6 +292,8 @@ bool LaunchController::startLaunch(const views::LaunchSettings &settings) {
     job.oracle = settings.oracle;
     job.wait_timeout_seconds = settings.wait_timeout_seconds;
     job.fail_step = fail_step_;
+    job.transport = settings.transport;
+    job.tf32 = settings.tf32;
     job.session = session_->sharedSession();
     if (job.session) {
         job.project = session_->projectId();

@@ -14,6 +14,7 @@
 // With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-launch.png,
 // studio-replan.png and studio-launch-dialog.png.
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -226,6 +227,31 @@ private slots:
         if (const QString shots = screenshotDir(); !shots.isEmpty()) {
             QTest::qWait(100);
             QVERIFY(dialog->grab().save(QDir(shots).filePath(QStringLiteral("studio-launch-dialog.png"))));
+        }
+        // The cuda backend's settings (as tapestry launch --transport, --tf32): offered
+        // only while it is the backend picked, and carried into its launch.
+        QCOMPARE(dialog->transportBox()->count(), 3);
+        QVERIFY(!dialog->transportBox()->isEnabled() && !dialog->tf32Box()->isEnabled());
+        if (launch::cuda_backend_built()) {
+            dialog->backendList()->setCurrentRow(1);
+            QVERIFY(dialog->transportBox()->isEnabled() && dialog->tf32Box()->isEnabled());
+            dialog->transportBox()->setCurrentIndex(dialog->transportBox()->findData(QStringLiteral("nccl")));
+            dialog->tf32Box()->setChecked(true);
+            const LaunchSettings picked = dialog->settings();
+            QCOMPARE(picked.backend, QStringLiteral("cuda"));
+            QCOMPARE(picked.transport, QStringLiteral("nccl"));
+            QVERIFY(picked.tf32);
+            if (!launch::cuda_gpus()) {
+                // No GPU here: refused, saying why, in the dialog (which stays open).
+                QCOMPARE(lw.launch(dialog), QStringLiteral("refused"));
+                QVERIFY(dialog && dialog->isVisible());
+                QVERIFY2(dialog->statusLabel()->text().contains(QStringLiteral("the cuda backend")),
+                         qPrintable(dialog->statusLabel()->text()));
+            }
+            dialog->transportBox()->setCurrentIndex(0);
+            dialog->tf32Box()->setChecked(false);
+            dialog->backendList()->setCurrentRow(0);
+            QVERIFY(!dialog->transportBox()->isEnabled());
         }
         QVERIFY2(dialog->planLabel()->text().contains(QStringLiteral("4 × host")),
                  qPrintable(dialog->planLabel()->text()));
