@@ -20,6 +20,9 @@
 //               Then held out: two folds, each fitting on every other plan's
 //               launches and predicting the plans it did not see (the same
 //               targets), so the figures say how the table carries to new plans.
+//               Last, where a per-plan miss comes from: each test launch's own
+//               steps replayed through its plan's schedule against its wall (the
+//               schedule model alone), and how far one plan's launches spread.
 //   bench_launch [--part overhead|accuracy|all] [--rounds N] [--fits F] [--front K] [--project FILE] [--steps]
 //   (--steps: each launched step's median time; in the accuracy part beside its
 //   first fitting launch's, its prediction and its calibrated prediction)
@@ -282,10 +285,11 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
         std::string what;
         plan::Plan plan;
         std::vector<launch::LaunchResult> fits;
-        launch::LaunchResult test;
+        launch::LaunchResult test;             // the median of the test launches, step by step
+        std::vector<launch::LaunchResult> tests;  // each test launch
     };
     std::vector<Pair> plans;
-    auto add_plan = [&](const std::string &what, const plan::Plan &plan) { plans.push_back(Pair{what, plan, {}, {}}); };
+    auto add_plan = [&](const std::string &what, const plan::Plan &plan) { plans.push_back(Pair{what, plan, {}, {}, {}}); };
     // Every plan launched F + N times, in rounds — each round launches every plan
     // once, so this VM's drift (10–20% within minutes) weighs on every plan alike
     // instead of on the plans launched in a slow minute. The process's very first
@@ -309,7 +313,10 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
                 if (k < fits) p.fits.push_back(std::move(l).value());
                 else tests[i].push_back(std::move(l).value());
             }
-        for (size_t i = 0; i < plans.size(); ++i) plans[i].test = median_launch(tests[i]);
+        for (size_t i = 0; i < plans.size(); ++i) {
+            plans[i].test = median_launch(tests[i]);
+            plans[i].tests = std::move(tests[i]);
+        }
         return true;
     };
     for (int n : {1, 2, 4})
@@ -500,6 +507,32 @@ int accuracy(const std::string &project, bool per_step, int fits, int rounds, in
     std::printf("  per plan, measured vs measured (the fitting launches' median wall against the test launches'): "
                 "Kendall tau %.2f, median difference %.1f%% — this machine's repeatability\n",
                 launch::kendall_tau(plan_fit_meas, plan_meas), launch::median_relative_error(plan_fit_meas, plan_meas) * 100);
+    // Where a plan-level miss comes from: each test launch's own step times replayed
+    // through its plan's schedule (with the fitted wake) against that launch's wall
+    // — how well the schedule model explains a launch once its steps are known —,
+    // and how far one plan's launches spread (max − min over the median), the noise
+    // a per-plan ranking has to see through. (Replaying the per-step medians, as the
+    // lines above do, drops each launch's slow moments, which fall on different
+    // steps each time: it comes out below the median wall.)
+    std::vector<double> own_replay, own_wall, spread;
+    for (const Pair &p : plans) {
+        plan::Plan woken = p.plan;
+        if (woken.cluster.shared_cores > 0) woken.cluster.wake = cal.wake();
+        std::vector<double> walls;
+        for (const launch::LaunchResult &l : p.tests) {
+            std::vector<double> d(p.plan.steps.size(), 0);
+            for (const launch::MeasuredStep &ms : l.steps) d[static_cast<size_t>(ms.step)] = ms.end - ms.start;
+            own_replay.push_back(plan::simulate(woken, d).makespan);
+            own_wall.push_back(l.wall_seconds);
+            walls.push_back(l.wall_seconds);
+        }
+        if (walls.size() >= 2)
+            spread.push_back((*std::max_element(walls.begin(), walls.end()) - *std::min_element(walls.begin(), walls.end())) /
+                             median(walls));
+    }
+    std::printf("  per launch: its own steps replayed through the plan's schedule against its wall: median error %.1f%% "
+                "over %zu launches; one plan's launches spread %.1f%% (median over plans of (max - min) / median wall)\n",
+                launch::median_relative_error(own_replay, own_wall) * 100, own_wall.size(), spread.empty() ? 0.0 : median(spread) * 100);
     return 0;
 }
 
