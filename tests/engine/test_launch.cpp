@@ -3,8 +3,10 @@
 // the reference; random certified plans from random shard specs; both all_reduce
 // algorithms; measured memory by the plan's lifetimes; and every failure — a
 // device over its memory, too many devices, a failing step, a wait that never
-// ends, a cancel — reported with its step and device, in bounded time.
+// ends, a cancel — reported with its step and device, in bounded time; and the
+// ranks' agreement on getting ready (launch::agree_ranks, ranks as threads).
 #include <QtTest/QtTest>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "io/project_file.h"
 #include "io/random_inputs.h"
@@ -20,6 +23,7 @@
 #include "launch/accuracy.h"
 #include "launch/host_boxes.h"
 #include "launch/launch.h"
+#include "launch/rank_world.h"
 #include "launch/records.h"
 #include "ops/library.h"
 #include "passes/shard.h"
@@ -110,11 +114,92 @@ plan::Plan one_slice_plan(const Params &params, const std::vector<std::int64_t> 
     return std::move(r).value().plan;
 }
 
+// Ranks in one process, a thread each: allgather and broadcast through shared
+// memory behind a barrier — what launch::agree_ranks needs, without MPI.
+struct LocalRanks {
+    explicit LocalRanks(int n) : count(n), sync(n), values(static_cast<size_t>(n)) {}
+    int count;
+    std::barrier<> sync;
+    std::vector<std::int64_t> values;
+    std::vector<std::byte> bytes;
+};
+
+class LocalWorld : public launch::RankWorld {
+public:
+    LocalWorld(LocalRanks &shared, int rank) : s_(shared), rank_(rank) {}
+    int rank() const override { return rank_; }
+    int ranks() const override { return s_.count; }
+    int node_ranks() const override { return s_.count; }
+    int node_rank() const override { return rank_; }
+    void set_wait_limits(double, std::function<bool()>) override {}
+    Expected<std::monostate, std::string> barrier(const std::string &) override {
+        s_.sync.arrive_and_wait();
+        return std::monostate{};
+    }
+    Expected<std::monostate, std::string> broadcast(void *data, std::int64_t bytes, int root, const std::string &) override {
+        if (rank_ == root) s_.bytes.assign(static_cast<std::byte *>(data), static_cast<std::byte *>(data) + bytes);
+        s_.sync.arrive_and_wait();
+        if (rank_ != root) std::memcpy(data, s_.bytes.data(), static_cast<size_t>(bytes));
+        s_.sync.arrive_and_wait();
+        return std::monostate{};
+    }
+    Expected<std::vector<std::int64_t>, std::string> allgather(std::int64_t value, const std::string &) override {
+        s_.values[static_cast<size_t>(rank_)] = value;
+        s_.sync.arrive_and_wait();
+        std::vector<std::int64_t> out = s_.values;
+        s_.sync.arrive_and_wait();
+        return out;
+    }
+    void announce_fault(const std::string &) override {}
+    std::optional<std::string> remote_fault() override { return std::nullopt; }
+    Expected<std::monostate, std::string> gather_at_root(
+        const plan::Plan &, std::vector<launch::MeasuredStep> &, const std::function<int(int)> &,
+        const std::function<Expected<std::vector<std::byte>, std::string>(int)> &,
+        const std::function<void(int, std::vector<std::byte>)> &) override {
+        return std::monostate{};
+    }
+
+private:
+    LocalRanks &s_;
+    int rank_;
+};
+
+// What each of `n` ranks gets from agree_ranks when the ranks in `failed` fail
+// ("out of memory on rank r"): "" for an outcome that is fine, else its message.
+std::vector<std::string> agreed(int n, const std::set<int> &failed) {
+    LocalRanks shared(n);
+    std::vector<std::string> out(static_cast<size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+            LocalWorld world(shared, r);
+            Expected<std::monostate, std::string> mine = std::monostate{};
+            if (failed.count(r)) mine = unexpected("out of memory on rank " + std::to_string(r));
+            auto a = launch::agree_ranks(world, std::move(mine), "preparing the plan");
+            out[static_cast<size_t>(r)] = a ? std::string() : a.error();
+        });
+    for (std::thread &t : threads) t.join();
+    return out;
+}
+
 }  // namespace
 
 class TestLaunch : public QObject {
     Q_OBJECT
 private slots:
+    // ---- ranks agreeing on getting ready (launch/rank_world.h) ----
+    // Every rank hears every rank's outcome: a failed rank keeps its own words,
+    // the others get the first failed rank's, named; all fine, all go on.
+    void ranksAgreeOnGettingReady() {
+        QCOMPARE(agreed(3, {}), (std::vector<std::string>{"", "", ""}));
+        const std::string of1 = "rank 1 could not finish preparing the plan: out of memory on rank 1";
+        QCOMPARE(agreed(3, {1}), (std::vector<std::string>{of1, "out of memory on rank 1", of1}));
+        const std::string of0 = "rank 0 could not finish preparing the plan: out of memory on rank 0";
+        QCOMPARE(agreed(3, {0, 2}), (std::vector<std::string>{"out of memory on rank 0", of0, "out of memory on rank 2"}));
+        QCOMPARE(agreed(1, {0}), std::vector<std::string>{"out of memory on rank 0"});
+        QCOMPARE(agreed(1, {}), std::vector<std::string>{""});
+    }
+
     // ---- the element moves under the collectives ----
     void hostBoxesCopyAndAddAcrossStrides() {
         // A 3×4 box at [1:4, 2:6] of a 5×8 buffer, copied into a dense 3×4 buffer.
