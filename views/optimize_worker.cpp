@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "launch/records.h"
+#include "passes/substitute.h"
 #include "plan/baselines.h"
 #include "plan/certify.h"
 #include "runtime/cpu/fusion_backend.h"
@@ -205,7 +206,7 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     auto evaluator = std::make_shared<search::Evaluator>(g, *space, setup.target, *shape, setup.objectives,
                                                          setup.constraints, std::move(calibration).value(), fusion);
     if (setup.substitute)
-        if (auto offered = evaluator->offer_substitutions({"expand", "fuse"}); !offered) return unexpected(offered.error());
+        if (auto offered = evaluator->offer_substitutions(substitution_goals()); !offered) return unexpected(offered.error());
     return std::shared_ptr<const search::Evaluator>(std::move(evaluator));
 }
 

@@ -13,6 +13,7 @@
 #include "cli_support.h"
 #include "common/checked_size.h"
 #include "io/project_file.h"
+#include "passes/substitute.h"
 #include "plan/baselines.h"
 #include "plan/certify.h"
 #include "plan/plan_file.h"
@@ -194,7 +195,7 @@ int optimize_command(const OptimizeOptions &o) {
     // substitution pass makes for a goal (docs/search.md, "Substitution").
     std::vector<std::string> substitutions;
     if (o.substitute) {
-        auto offered = evaluator.offer_substitutions({"expand", "fuse"});
+        auto offered = evaluator.offer_substitutions(substitution_goals());
         if (!offered) {
             report_error(o.project, offered.error());
             return kExitInvalid;

@@ -3,6 +3,7 @@
 // the extraction keeps are the input's own pointers.
 #include "passes/substitute.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -20,9 +21,15 @@ std::string cost_text(double c) {
 
 }  // namespace
 
+const std::vector<std::string> &substitution_goals() {
+    static const std::vector<std::string> goals{"expand", "fuse"};
+    return goals;
+}
+
 Expected<Stage, std::string> substitute(const Graph &g, const SubstituteOptions &options) {
     const OpLibrary &library = options.library ? *options.library : OpLibrary::standard();
-    if (options.goal != "expand" && options.goal != "fuse")
+    const auto &goals = substitution_goals();
+    if (std::find(goals.begin(), goals.end(), options.goal) == goals.end())
         return unexpected("substitute: unknown goal '" + options.goal + "' (goals: expand, fuse)");
     const std::vector<std::string> names = options.rules.empty() ? default_rewrite_names() : options.rules;
     auto rules = rewrites_by_name(names, library);

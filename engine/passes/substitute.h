@@ -35,4 +35,7 @@ struct SubstituteOptions {
 // another writer are left as they are. Errors: an unknown rule or goal.
 Expected<Stage, std::string> substitute(const Graph &g, const SubstituteOptions &options);
 
+// The goals the pass knows, in the order the search offers them: "expand", "fuse".
+const std::vector<std::string> &substitution_goals();
+
 }  // namespace tapestry
