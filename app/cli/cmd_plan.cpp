@@ -47,6 +47,7 @@ struct PlanOptions {
     std::string baseline;
     int tp = 0;
     int micro_batches = 0;
+    std::string order;  // "": as the planner chooses
     std::string out;
     bool json = false;
     int threads = 2;
@@ -129,6 +130,7 @@ int plan_command(const PlanOptions &o) {
     request.maps = o.maps;
     request.tp = o.tp;
     request.micro_batches = o.micro_batches;
+    if (!o.order.empty()) request.order = plan::parse_step_order(o.order);  // CLI checked the name
     auto result = plan::make_plan(g, request);
     if (!result) {
         report_error(o.project, result.error());
@@ -324,6 +326,10 @@ void add_plan_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--baseline", o->baseline, "A hand baseline instead of the placement: dp, tp, pp, dp×tp (or dpxtp)");
     cmd->add_option("--tp", o->tp, "dp×tp: the tensor-parallel degree (default: one node's devices, at most 8)");
     cmd->add_option("--micro-batches", o->micro_batches, "pp: micro-batches (default: one per stage)");
+    cmd->add_option("--order", o->order,
+                    "Step order: dependency (op by op) or ready (by when each step can start: a pipeline's "
+                    "micro-batches overlap); default ready for a pipeline (--baseline pp, --placement pipeline), dependency otherwise (docs/plans.md)")
+        ->check(CLI::IsMember({"dependency", "ready"}));
     cmd->add_option("-o,--out", o->out, "Write the plan file (tapestry-plan JSON)");
     cmd->add_flag("--json", o->json, "Machine-readable summary on stdout");
     cmd->add_option("--threads", o->threads, "Threads for measuring the host target")->capture_default_str();

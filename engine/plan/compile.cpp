@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
+#include <tuple>
 #include <set>
 #include <unordered_map>
 
@@ -138,7 +140,6 @@ public:
     }
 
     Expected<Plan, std::string> run(const PlanSource &source);
-    void add_workspace(Plan &plan) const;
 
 private:
     Expected<int, std::string> device_of(const Operation &op, size_t k) const;
@@ -623,8 +624,8 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
 // their class) gets one buffer of the largest such figure, alive from the device's
 // first step to its last — backends allocate it once, so no other buffer shares
 // its bytes and no dependency is needed for it.
-void Compiler::add_workspace(Plan &plan) const {
-    const auto &figures = model_.target().device.workspace;
+void add_workspace(Plan &plan, const cost::Model &model) {
+    const auto &figures = model.target().device.workspace;
     const size_t n = plan.devices.size();
     std::vector<std::int64_t> bytes(n, 0);
     std::vector<int> first(n, -1), last(n, -1);
@@ -660,6 +661,154 @@ void Compiler::add_workspace(Plan &plan) const {
         b.last = last[d];
         plan.buffers.push_back(std::move(b));
     }
+}
+
+// Lifetimes in plan order, the kernel workspace, arena offsets per device, then
+// dependencies (including those between buffers that share arena bytes) and each
+// device's steps. Runs again after the steps are reordered (lifetimes, offsets and
+// dependencies all follow the order).
+void lay_out(Plan &plan, const cost::Model &model) {
+    const int n = static_cast<int>(plan.devices.size());
+    std::erase_if(plan.buffers, [](const Buffer &b) { return b.kind == BufferKind::workspace; });
+    for (Buffer &b : plan.buffers) {
+        b.first = b.last = -1;
+        b.offset = 0;
+    }
+    for (Device &d : plan.devices) {
+        d.steps.clear();
+        d.arena_bytes = d.resident_bytes = 0;
+    }
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        auto live = [&](const Region &r) {
+            Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
+            if (b.first < 0) b.first = static_cast<int>(i);
+            b.last = static_cast<int>(i);
+        };
+        for (const Region &r : plan.steps[i].reads) live(r);
+        for (const Region &r : plan.steps[i].writes) live(r);
+    }
+    add_workspace(plan, model);
+    std::vector<std::vector<int>> aliases(plan.buffers.size());
+    std::vector<std::vector<int>> on_device(static_cast<size_t>(n));
+    for (size_t b = 0; b < plan.buffers.size(); ++b) on_device[static_cast<size_t>(plan.buffers[b].device)].push_back(static_cast<int>(b));
+    for (int d = 0; d < n; ++d) {
+        Device &device = plan.devices[static_cast<size_t>(d)];
+        std::vector<int> arena;
+        std::vector<schedule::Interval> intervals;
+        for (int b : on_device[static_cast<size_t>(d)]) {
+            const Buffer &buf = plan.buffers[static_cast<size_t>(b)];
+            if (!buf.in_arena()) {
+                device.resident_bytes = size_add(device.resident_bytes, buf.bytes);
+                continue;
+            }
+            arena.push_back(b);
+            intervals.push_back(schedule::Interval{static_cast<std::size_t>(buf.bytes), buf.first, buf.last});
+        }
+        const schedule::Packing packing = schedule::pack_intervals(intervals);
+        device.arena_bytes = static_cast<std::int64_t>(packing.total);
+        for (size_t k = 0; k < arena.size(); ++k)
+            plan.buffers[static_cast<size_t>(arena[k])].offset = static_cast<std::int64_t>(packing.offsets[k]);
+        // A buffer reusing bytes waits for the buffers that used them before (through its writes).
+        const std::vector<std::vector<int>> before = schedule::reuse_predecessors(intervals, packing);
+        for (size_t k = 0; k < arena.size(); ++k)
+            for (int j : before[k]) aliases[static_cast<size_t>(arena[k])].push_back(arena[static_cast<size_t>(j)]);
+    }
+    std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        accesses[i].reserve(plan.steps[i].reads.size() + plan.steps[i].writes.size());
+        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
+        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
+    }
+    std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        Step &s = plan.steps[i];
+        s.deps = std::move(deps[i]);
+        if (s.kind == StepKind::collective) {
+            for (int d : s.participants) plan.devices[static_cast<size_t>(d)].steps.push_back(static_cast<int>(i));
+        } else {
+            plan.devices[static_cast<size_t>(s.device)].steps.push_back(static_cast<int>(i));
+            if (s.peer >= 0 && s.peer != s.device)
+                plan.devices[static_cast<size_t>(s.peer)].steps.push_back(static_cast<int>(i));
+        }
+    }
+}
+
+// The steps by when they can start (StepOrder::ready): a list schedule over the
+// data dependencies alone (the arena's reuse follows the order, so it cannot lead
+// it), every device with a compute and a communication stream as the simulation
+// has them; the ready step that can start first goes next, on a tie the one whose
+// inputs were ready last (depth first: a chain goes on before another begins),
+// then plan order. The steps sorted by their start in that schedule are a
+// topological order (a step starts no earlier than its inputs end; a step of no
+// duration sorts after its inputs by plan order), and the plan is laid out again
+// in it.
+void order_by_readiness(Plan &plan, const cost::Model &model) {
+    const size_t n = plan.steps.size();
+    if (n < 2) return;
+    std::vector<std::vector<schedule::Access>> accesses(n);
+    for (size_t i = 0; i < n; ++i) {
+        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
+        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
+    }
+    const std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, {});
+    std::vector<std::vector<int>> next(n);
+    std::vector<int> waiting(n, 0);
+    for (size_t j = 0; j < n; ++j) {
+        waiting[j] = static_cast<int>(deps[j].size());
+        for (int i : deps[j]) next[static_cast<size_t>(i)].push_back(static_cast<int>(j));
+    }
+    const size_t devices = plan.devices.size();
+    std::vector<double> free(2 * devices, 0);  // per device: compute, then communication
+    auto streams = [&](const Step &s, auto &&f) {
+        if (s.kind == StepKind::collective) {
+            for (int d : s.participants) f(free[devices + static_cast<size_t>(d)]);
+        } else if (s.kind == StepKind::send_recv) {
+            f(free[devices + static_cast<size_t>(s.device)]);
+            if (s.peer != s.device) f(free[devices + static_cast<size_t>(s.peer)]);
+        } else {
+            f(free[static_cast<size_t>(s.device)]);
+        }
+    };
+    std::vector<double> ready(n, 0), start(n, 0);
+    auto earliest = [&](size_t j) {
+        double t = ready[j];
+        streams(plan.steps[j], [&](double f) { t = std::max(t, f); });
+        return t;
+    };
+    // (start, −ready, index): the smallest first. A key goes stale when a stream it
+    // waits for is taken; it is looked at again when it comes up (starts only grow).
+    using Key = std::tuple<double, double, size_t>;
+    std::priority_queue<Key, std::vector<Key>, std::greater<>> queue;
+    for (size_t j = 0; j < n; ++j)
+        if (waiting[j] == 0) queue.emplace(earliest(j), -0.0, j);
+    while (!queue.empty()) {
+        const auto [key, minus_ready, j] = queue.top();
+        queue.pop();
+        const double t = earliest(j);
+        if (t > key) {
+            queue.emplace(t, minus_ready, j);
+            continue;
+        }
+        start[j] = t;
+        const double end = t + plan.steps[j].predicted;
+        streams(plan.steps[j], [&](double &f) { f = end; });
+        for (int k : next[j]) {
+            const size_t s = static_cast<size_t>(k);
+            ready[s] = std::max(ready[s], end);
+            if (--waiting[s] == 0) queue.emplace(earliest(s), -ready[s], s);
+        }
+    }
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return start[a] < start[b]; });
+    bool same = true;
+    for (size_t i = 0; i < n && same; ++i) same = order[i] == i;
+    if (same) return;
+    std::vector<Step> steps;
+    steps.reserve(n);
+    for (size_t i : order) steps.push_back(std::move(plan.steps[i]));
+    plan.steps = std::move(steps);
+    lay_out(plan, model);
 }
 
 // ---- slices as views ---------------------------------------------------------------------
@@ -857,62 +1006,9 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
 
     if (model_.target().kind == "gpu") forward_slices(plan, g_);
 
-    // Lifetimes in plan order, arena offsets per device, then dependencies
-    // (including those between buffers that share arena bytes).
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-        auto live = [&](const Region &r) {
-            Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
-            if (b.first < 0) b.first = static_cast<int>(i);
-            b.last = static_cast<int>(i);
-        };
-        for (const Region &r : plan.steps[i].reads) live(r);
-        for (const Region &r : plan.steps[i].writes) live(r);
-    }
-    add_workspace(plan);
-    std::vector<std::vector<int>> aliases(plan.buffers.size());
-    std::vector<std::vector<int>> on_device(static_cast<size_t>(n));
-    for (size_t b = 0; b < plan.buffers.size(); ++b) on_device[static_cast<size_t>(plan.buffers[b].device)].push_back(static_cast<int>(b));
-    for (int d = 0; d < n; ++d) {
-        Device &device = plan.devices[static_cast<size_t>(d)];
-        std::vector<int> arena;
-        std::vector<schedule::Interval> intervals;
-        for (int b : on_device[static_cast<size_t>(d)]) {
-            const Buffer &buf = plan.buffers[static_cast<size_t>(b)];
-            if (!buf.in_arena()) {
-                device.resident_bytes = size_add(device.resident_bytes, buf.bytes);
-                continue;
-            }
-            arena.push_back(b);
-            intervals.push_back(schedule::Interval{static_cast<std::size_t>(buf.bytes), buf.first, buf.last});
-        }
-        const schedule::Packing packing = schedule::pack_intervals(intervals);
-        device.arena_bytes = static_cast<std::int64_t>(packing.total);
-        for (size_t k = 0; k < arena.size(); ++k)
-            plan.buffers[static_cast<size_t>(arena[k])].offset = static_cast<std::int64_t>(packing.offsets[k]);
-        // A buffer reusing bytes waits for the buffers that used them before (through its writes).
-        const std::vector<std::vector<int>> before = schedule::reuse_predecessors(intervals, packing);
-        for (size_t k = 0; k < arena.size(); ++k)
-            for (int j : before[k]) aliases[static_cast<size_t>(arena[k])].push_back(arena[static_cast<size_t>(j)]);
-    }
-    std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-        accesses[i].reserve(plan.steps[i].reads.size() + plan.steps[i].writes.size());
-        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
-        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
-    }
-    std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-        Step &s = plan.steps[i];
-        s.deps = std::move(deps[i]);
-        if (s.kind == StepKind::collective) {
-            for (int d : s.participants) plan.devices[static_cast<size_t>(d)].steps.push_back(static_cast<int>(i));
-        } else {
-            plan.devices[static_cast<size_t>(s.device)].steps.push_back(static_cast<int>(i));
-            if (s.peer >= 0 && s.peer != s.device)
-                plan.devices[static_cast<size_t>(s.peer)].steps.push_back(static_cast<int>(i));
-        }
-    }
+    lay_out(plan, model_);
     predict_steps(plan, model_);
+    if (source.order == StepOrder::ready) order_by_readiness(plan, model_);
     return plan;
 }
 
@@ -959,6 +1055,16 @@ Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &
     if (source.options.empty()) source.options = stage.options;
     if (source.certificate.empty() && stage.certificate.certified()) source.certificate = stage.certificate.badge();
     return compile_plan(stage.graph, model, source, signatures);
+}
+
+const char *step_order_name(StepOrder o) {
+    return o == StepOrder::ready ? "ready" : "dependency";
+}
+
+std::optional<StepOrder> parse_step_order(std::string_view name) {
+    if (name == "dependency") return StepOrder::dependency;
+    if (name == "ready") return StepOrder::ready;
+    return std::nullopt;
 }
 
 const char *buffer_kind_name(BufferKind k) {

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/target.h"
@@ -102,12 +104,25 @@ struct OutputPiece {
     ZRange box;
 };
 
+// How the compiler orders the steps (docs/plans.md, "Step order"):
+//  * dependency — the graph's operations in dependency order, each op's pieces
+//    together (a device runs every micro-batch of an op before the next op);
+//  * ready — by when each step can start: a list schedule of the devices' streams
+//    over the data dependencies, each stream taking the ready step that can start
+//    first, the one whose inputs came last on a tie (so a chain goes on before
+//    another begins: a pipeline stage passes micro-batch 0 on before it starts
+//    micro-batch 1). Lifetimes, arena offsets and dependencies follow the order.
+enum class StepOrder { dependency, ready };
+const char *step_order_name(StepOrder o);  // "dependency", "ready"
+std::optional<StepOrder> parse_step_order(std::string_view name);
+
 struct PlanSource {
     std::string project;      // the project file, as given
     int stage = 0;            // the stage's number in its pipeline
     std::string pass;         // the stage's pass
     std::string options;      // the pass's options
     std::string certificate;  // the stage certificate's summary
+    StepOrder order = StepOrder::dependency;  // how the steps were ordered
 };
 
 struct Plan {

@@ -155,7 +155,8 @@ std::string plan_json(const Plan &plan, const Prediction *prediction) {
                          {"stage", plan.source.stage},
                          {"pass", plan.source.pass},
                          {"options", plan.source.options},
-                         {"certificate", plan.source.certificate}};
+                         {"certificate", plan.source.certificate},
+                         {"order", step_order_name(plan.source.order)}};
     doc["target"] = plan.target;
     doc["cluster"] = json{{"nodes", plan.cluster.nodes},
                           {"devices_per_node", plan.cluster.devices_per_node},
@@ -252,6 +253,11 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
         plan.source.pass = r.str(*src, "pass", "source", false);
         plan.source.options = r.str(*src, "options", "source", false);
         plan.source.certificate = r.str(*src, "certificate", "source", false);
+        if (src->contains("order")) {
+            const std::string order = r.str(*src, "order", "source");
+            if (const auto o = parse_step_order(order)) plan.source.order = *o;
+            else if (!r.failed()) r.fail("source.order", "'" + order + "' is not a step order (dependency, ready)");
+        }
     }
     plan.target = r.str(doc, "target", "");
     if (const json *c = r.at(doc, "cluster", "")) {

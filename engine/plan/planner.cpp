@@ -58,6 +58,9 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
     source.pass = result.stages.back().pass;
     source.options = result.stages.back().options;
     source.certificate = result.stages.back().certificate.badge();
+    const bool pipeline = request.baseline ? *request.baseline == Baseline::pp
+                                           : request.placement.rfind("pipeline", 0) == 0;
+    source.order = request.order ? *request.order : pipeline ? StepOrder::ready : StepOrder::dependency;
     auto plan = compile_plan(result.stages.back(), model, source);
     if (!plan) return unexpected(plan.error());
     result.plan = std::move(plan).value();

@@ -27,6 +27,10 @@ struct PlanRequest {
     std::optional<Baseline> baseline;    // instead of the placement: a hand baseline
     int tp = 0;                          // dp×tp degree (0: one node's devices)
     int micro_batches = 0;               // pp
+    // How the steps are ordered (StepOrder); none: by readiness for a pipeline (the
+    // pp baseline, placement pipeline[:S][@cuts]: its micro-batches overlap only
+    // so), in dependency order otherwise.
+    std::optional<StepOrder> order;
     PlanSource source;                   // project, stage number, pass, options, certificate
     // Measurements of this target's kernels (launches kept in a session fill it):
     // predictions are scaled by it, and its error is reported with the plan.

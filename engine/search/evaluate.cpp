@@ -318,6 +318,9 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     source.stage = made + 1;
     source.pass = placed->pass;
     source.options = space.describe(c);
+    // A pipeline's steps by readiness, so its micro-batches overlap (as `tapestry
+    // plan` orders a pipeline's); the other rules' op by op.
+    source.order = c.rule == PlacementRule::pipeline ? plan::StepOrder::ready : plan::StepOrder::dependency;
     source.certificate = placed->certificate.badge();
     auto compiled = plan::compile_plan(*placed, model_, source, signatures_.get());
     if (!compiled) return unexpected(compiled.error());

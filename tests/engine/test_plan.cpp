@@ -787,6 +787,83 @@ private slots:
         qInfo("%d plans certified, %d baselines refused as not fitting the graph", certified, refused);
         QVERIFY(certified >= 60);
     }
+    // A pipeline's steps by readiness (plan::StepOrder::ready, the default for
+    // pipelines): each stage passes a micro-batch on before it starts the next, so
+    // the stages overlap; the same steps as op by op, certified, and faster.
+    void pipelineStepsByReadiness() {
+        auto plan_with = [](const Graph &g, int devices, int micro, std::optional<plan::StepOrder> order) {
+            plan::PlanRequest req;
+            req.target = h100();
+            req.devices = devices;
+            req.baseline = plan::Baseline::pp;
+            req.micro_batches = micro;
+            req.order = order;
+            auto r = plan::make_plan(g, req);
+            if (!r) qFatal("make_plan: %s", r.error().c_str());
+            return std::move(r).value();
+        };
+        auto listing = [](const plan::Plan &p) {
+            std::string out;
+            for (const plan::Step &s : p.steps)
+                out += std::to_string(s.device) + (s.kind == plan::StepKind::send_recv ? ">" + std::to_string(s.peer) : "") +
+                       " " + (s.shard.empty() ? s.op : s.shard) + "\n";
+            return out;
+        };
+        // Each device's kernels in plan order, and when its transfers go ("0>1").
+        auto per_device = [](const plan::Plan &p) {
+            std::string out;
+            for (int d = 0; d < static_cast<int>(p.devices.size()); ++d) {
+                out += (d ? "; " : "") + std::to_string(d) + ":";
+                for (const plan::Step &s : p.steps)
+                    if (s.device == d)
+                        out += " " + (s.kind == plan::StepKind::send_recv ? ">" + std::to_string(s.peer) : s.shard);
+            }
+            return out;
+        };
+        // Golden orders, by hand: the tiny MLP in 2 micro-batches on 2 stages. Op by
+        // op, stage 0 finishes both micro-batches before its first transfer; by
+        // readiness micro-batch 0 leaves after fc2/0, and stage 1 works on it while
+        // stage 0 computes micro-batch 1.
+        const Graph tiny = test::parse(tiny_mlp());
+        const plan::PlanResult dep = plan_with(tiny, 2, 2, plan::StepOrder::dependency);
+        const plan::PlanResult ready = plan_with(tiny, 2, 2, std::nullopt);
+        QCOMPARE(dep.plan.source.order, plan::StepOrder::dependency);
+        QCOMPARE(ready.plan.source.order, plan::StepOrder::ready);
+        QCOMPARE(per_device(dep.plan), std::string("0: fc1/0 fc1/1 gelu1/0 gelu1/1 fc2/0 fc2/1 >1 >1; "
+                                                   "1: relu2/0 relu2/1 fc3/0 fc3/1 gelu3/0 gelu3/1 fc4/0 fc4/1"));
+        QCOMPARE(per_device(ready.plan), std::string("0: fc1/0 gelu1/0 fc2/0 fc1/1 >1 gelu1/1 fc2/1 >1; "
+                                                     "1: relu2/0 fc3/0 gelu3/0 fc4/0 relu2/1 fc3/1 gelu3/1 fc4/1"));
+        QVERIFY2(ready.certificate.pass(), ready.certificate.text().c_str());
+        // The GPT-2 block in 8 micro-batches through 8 stages (predictions).
+        const Graph block = load_example("gpt2_block");
+        const plan::PlanResult slow = plan_with(block, 8, 0, plan::StepOrder::dependency);
+        const plan::PlanResult fast = plan_with(block, 8, 0, std::nullopt);
+        QVERIFY2(fast.certificate.pass(), fast.certificate.text().c_str());
+        QVERIFY2(slow.certificate.pass(), slow.certificate.text().c_str());
+        qInfo("GPT-2 block, pp on 8 H100 (predictions): op by op %s, peak %s; by readiness %s, peak %s",
+              plan::seconds_text(slow.prediction.makespan).c_str(), byte_text(slow.prediction.peak).c_str(),
+              plan::seconds_text(fast.prediction.makespan).c_str(), byte_text(fast.prediction.peak).c_str());
+        QVERIFY(fast.prediction.makespan < 0.6 * slow.prediction.makespan);
+        // The same steps, in another order: only their order, lifetimes, offsets
+        // and dependencies differ.
+        auto steps = [](const plan::Plan &p) {
+            std::vector<std::string> out;
+            for (const plan::Step &s : p.steps)
+                out.push_back(std::string(plan::step_kind_name(s.kind)) + " " + s.op + " " + s.shard + " " +
+                              std::to_string(s.device) + ">" + std::to_string(s.peer) + " " + plan::step_shape(s));
+            std::sort(out.begin(), out.end());
+            return out;
+        };
+        QCOMPARE(steps(fast.plan), steps(slow.plan));
+        QVERIFY(listing(fast.plan) != listing(slow.plan));
+        // The order goes into the plan file and comes back.
+        const std::string text = plan::plan_json(fast.plan);
+        QVERIFY(text.find("\"order\": \"ready\"") != std::string::npos);
+        auto back = plan::parse_plan(text, "p.json");
+        QVERIFY2(back.has_value(), back ? "" : back.error().c_str());
+        QCOMPARE(back->source.order, plan::StepOrder::ready);
+        QCOMPARE(plan::plan_json(*back), text);
+    }
     void tensorParallelLowersToAllReduce() {
         const plan::PlanResult r = planned(load_example("gpt2_block"), 4, plan::Baseline::tp);
         QVERIFY2(r.certificate.pass(), r.certificate.text().c_str());
@@ -973,6 +1050,8 @@ private slots:
         QVERIFY2(kind.find("steps[0].kind: unknown value 'kernal'") != std::string::npos, kind.c_str());
         const std::string tensor = refuse("\"tensor\": \"x\"", "\"tensor\": \"nope\"");
         QVERIFY2(tensor.find("is not a tensor of the plan's graph") != std::string::npos, tensor.c_str());
+        const std::string order = refuse("\"order\": \"dependency\"", "\"order\": \"sideways\"");
+        QVERIFY2(order.find("p.json: source.order: 'sideways' is not a step order (dependency, ready)") == 0, order.c_str());
         QCOMPARE(plan::parse_plan("[]", "p.json").error(), std::string("p.json: expected a JSON object"));
         QVERIFY(!plan::load_plan("/nonexistent/plan.json"));
     }
