@@ -233,6 +233,12 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     baseline_box_->setToolTip(tr("A hand baseline (data, tensor or pipeline parallel) replaces the placement"));
     connect(baseline_box_, &QComboBox::currentIndexChanged, this,
             [this](int index) { placement_box_->setEnabled(index == 0); });
+    order_box_ = new QComboBox(row_widget);
+    order_box_->setObjectName(QStringLiteral("planOrder"));
+    order_box_->addItems({tr("auto"), QStringLiteral("dependency"), QStringLiteral("ready")});
+    order_box_->setToolTip(
+        tr("How the plan orders its steps — auto: by readiness for a pipeline (its micro-batches overlap), "
+           "op by op otherwise; dependency: op by op; ready: by when each step can start"));
     plan_button_ = new QPushButton(tr("Plan"), row_widget);
     plan_button_->setObjectName(QStringLiteral("planButton"));
     plan_button_->setDefault(true);
@@ -270,6 +276,8 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     row->addWidget(placement_box_);
     row->addWidget(formLabel(tr("&Baseline"), baseline_box_, row_widget));
     row->addWidget(baseline_box_);
+    row->addWidget(formLabel(tr("Step &order"), order_box_, row_widget));
+    row->addWidget(order_box_);
     row->addSpacing(8);
     row->addWidget(plan_button_);
     row->addWidget(cancel_button_);
@@ -590,6 +598,7 @@ bool PlanController::startPlan() {
         }
         job.request.baseline = *baseline;
     }
+    if (order_box_->currentIndex() > 0) job.request.order = plan::parse_step_order(order_box_->currentText().toStdString());
     // What the session has measured of this target calibrates the prediction; the
     // worker reads it (a large session's rows and plans are not read on the GUI thread).
     job.session = session_->sharedSession();
@@ -608,7 +617,8 @@ bool PlanController::startPlan() {
     // What the result will be of; the plan shown keeps its own until this one arrives.
     pending_ = Planned{graph, selectionName(), target->device.memory_bytes.value,
                        PlanSettings{selectionName(), devices_box_->value(), nodes_box_->value(),
-                                    placement_box_->currentText(), baseline_box_->currentText(), graph}};
+                                    placement_box_->currentText(), baseline_box_->currentText(),
+                                    order_box_->currentText(), graph}};
     QSettings settings;
     settings.setValue(QStringLiteral("plan/target"), pending_.target);
     settings.setValue(QStringLiteral("plan/devices"), devices_box_->value());
@@ -635,6 +645,7 @@ bool PlanController::replanWithDevices(const PlanSettings &settings, int devices
     nodes_box_->setValue(settings.nodes);
     placement_box_->setCurrentText(settings.placement);
     baseline_box_->setCurrentText(settings.baseline);
+    order_box_->setCurrentText(settings.order);
     return startPlan();
 }
 

@@ -63,6 +63,7 @@ struct PlanSettings {
     int nodes = 0;       // 0: auto
     QString placement;   // the placement rule
     QString baseline;    // the baseline box's text ("none": the placement rules)
+    QString order;       // the order box's text ("auto": by readiness for a pipeline)
     Graph graph;         // the graph planned
 };
 
@@ -89,6 +90,7 @@ public:
     QSpinBox *nodesBox() const { return nodes_box_; }
     QComboBox *placementBox() const { return placement_box_; }
     QComboBox *baselineBox() const { return baseline_box_; }
+    QComboBox *orderBox() const { return order_box_; }
     QPushButton *planButton() const { return plan_button_; }
     QPushButton *cancelButton() const { return cancel_button_; }
     QPushButton *exportButton() const { return export_button_; }
@@ -208,6 +210,7 @@ private:
     QSpinBox *nodes_box_ = nullptr;
     QComboBox *placement_box_ = nullptr;
     QComboBox *baseline_box_ = nullptr;
+    QComboBox *order_box_ = nullptr;
     QPushButton *plan_button_ = nullptr;
     QPushButton *cancel_button_ = nullptr;
     QPushButton *export_button_ = nullptr;

@@ -736,9 +736,9 @@ void lay_out(Plan &plan, const cost::Model &model) {
 // The steps by when they can start (StepOrder::ready): a list schedule over the
 // data dependencies alone (the arena's reuse follows the order, so it cannot lead
 // it), every device with a compute and a communication stream as the simulation
-// has them; the ready step that can start first goes next, on a tie the one whose
-// inputs were ready last (depth first: a chain goes on before another begins),
-// then plan order. The steps sorted by their start in that schedule are a
+// has them; the ready step that can start first goes next, on a tie the deepest
+// (the longest chain of dependencies behind it: a chain goes on before another
+// begins), then plan order (micro-batches of one op in their order). The steps sorted by their start in that schedule are a
 // topological order (a step starts no earlier than its inputs end; a step of no
 // duration sorts after its inputs by plan order), and the plan is laid out again
 // in it.
@@ -752,10 +752,13 @@ void order_by_readiness(Plan &plan, const cost::Model &model) {
     }
     const std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, {});
     std::vector<std::vector<int>> next(n);
-    std::vector<int> waiting(n, 0);
+    std::vector<int> waiting(n, 0), depth(n, 0);
     for (size_t j = 0; j < n; ++j) {
         waiting[j] = static_cast<int>(deps[j].size());
-        for (int i : deps[j]) next[static_cast<size_t>(i)].push_back(static_cast<int>(j));
+        for (int i : deps[j]) {
+            next[static_cast<size_t>(i)].push_back(static_cast<int>(j));
+            depth[j] = std::max(depth[j], depth[static_cast<size_t>(i)] + 1);
+        }
     }
     const size_t devices = plan.devices.size();
     std::vector<double> free(2 * devices, 0);  // per device: compute, then communication
@@ -775,18 +778,18 @@ void order_by_readiness(Plan &plan, const cost::Model &model) {
         streams(plan.steps[j], [&](double f) { t = std::max(t, f); });
         return t;
     };
-    // (start, −ready, index): the smallest first. A key goes stale when a stream it
+    // (start, −depth, index): the smallest first. A key goes stale when a stream it
     // waits for is taken; it is looked at again when it comes up (starts only grow).
-    using Key = std::tuple<double, double, size_t>;
+    using Key = std::tuple<double, int, size_t>;
     std::priority_queue<Key, std::vector<Key>, std::greater<>> queue;
     for (size_t j = 0; j < n; ++j)
-        if (waiting[j] == 0) queue.emplace(earliest(j), -0.0, j);
+        if (waiting[j] == 0) queue.emplace(earliest(j), -depth[j], j);
     while (!queue.empty()) {
-        const auto [key, minus_ready, j] = queue.top();
+        const auto [key, deeper, j] = queue.top();
         queue.pop();
         const double t = earliest(j);
         if (t > key) {
-            queue.emplace(t, minus_ready, j);
+            queue.emplace(t, deeper, j);
             continue;
         }
         start[j] = t;
@@ -795,7 +798,7 @@ void order_by_readiness(Plan &plan, const cost::Model &model) {
         for (int k : next[j]) {
             const size_t s = static_cast<size_t>(k);
             ready[s] = std::max(ready[s], end);
-            if (--waiting[s] == 0) queue.emplace(earliest(s), -ready[s], s);
+            if (--waiting[s] == 0) queue.emplace(earliest(s), -depth[s], s);
         }
     }
     std::vector<size_t> order(n);

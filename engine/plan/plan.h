@@ -109,9 +109,9 @@ struct OutputPiece {
 //    together (a device runs every micro-batch of an op before the next op);
 //  * ready — by when each step can start: a list schedule of the devices' streams
 //    over the data dependencies, each stream taking the ready step that can start
-//    first, the one whose inputs came last on a tie (so a chain goes on before
-//    another begins: a pipeline stage passes micro-batch 0 on before it starts
-//    micro-batch 1). Lifetimes, arena offsets and dependencies follow the order.
+//    first, the deepest on a tie (so a chain goes on before another begins: a
+//    pipeline stage passes micro-batch 0 on before it starts micro-batch 1).
+//    Lifetimes, arena offsets and dependencies follow the order.
 enum class StepOrder { dependency, ready };
 const char *step_order_name(StepOrder o);  // "dependency", "ready"
 std::optional<StepOrder> parse_step_order(std::string_view name);

@@ -13,7 +13,8 @@
 // target, measured again on request and planned on; Cancel during the measurement
 // back to idle with nothing stored.
 //
-// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-plan.png.
+// With TAPESTRY_SCREENSHOT_DIR set it saves docs/screenshots/studio-plan.png and
+// studio-plan-pipeline.png.
 #include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -366,6 +367,43 @@ private slots:
         QVERIFY(!pc->summaryLabel()->text().contains(QStringLiteral("plan again")));
     }
 
+    // The step order box: auto orders the pp baseline's steps by readiness (its
+    // micro-batches overlap), dependency op by op — slower, the same steps.
+    void stepOrderBoxOrdersThePipeline() {
+        PlanWindow pw;
+        QVERIFY(pw.open());
+        PlanController *pc = pw.plans;
+        QCOMPARE(pc->orderBox()->currentText(), QStringLiteral("auto"));
+        QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("shard"), QStringLiteral("pp")),
+                 qPrintable(pc->lastError()));
+        const std::shared_ptr<const plan::PlanResult> ready = pc->result();
+        QVERIFY(ready);
+        QCOMPARE(ready->plan.source.order, plan::StepOrder::ready);
+        if (const QString shots = screenshotDir(); !shots.isEmpty()) {
+            // The Gantt of the pipeline: the stages overlap micro-batch by micro-batch.
+            for (const char *name : {"paletteDock", "minimapDock"})
+                if (auto *dock = pw.w.findChild<QDockWidget *>(QString::fromLatin1(name))) dock->close();
+            pw.w.resizeDocks({pc->planDock()}, {470}, Qt::Vertical);
+            QTest::qWait(100);
+            pc->gantt()->fit();
+            QTest::qWait(100);
+            QVERIFY(pw.w.grab().save(QDir(shots).filePath(QStringLiteral("studio-plan-pipeline.png"))));
+        }
+        pc->orderBox()->setCurrentText(QStringLiteral("dependency"));
+        QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("shard"), QStringLiteral("pp")),
+                 qPrintable(pc->lastError()));
+        const std::shared_ptr<const plan::PlanResult> dep = pc->result();
+        QVERIFY(dep && dep != ready);
+        QCOMPARE(dep->plan.source.order, plan::StepOrder::dependency);
+        QCOMPARE(dep->plan.steps.size(), ready->plan.steps.size());
+        QVERIFY2(ready->prediction.makespan < dep->prediction.makespan,
+                 (plan::seconds_text(ready->prediction.makespan) + " vs " + plan::seconds_text(dep->prediction.makespan)).c_str());
+        QVERIFY(dep->certificate.pass() && ready->certificate.pass());
+        // Round-robin, auto: op by op.
+        pc->orderBox()->setCurrentText(QStringLiteral("auto"));
+        QVERIFY(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("round-robin"), QStringLiteral("none")));
+        QCOMPARE(pc->result()->plan.source.order, plan::StepOrder::dependency);
+    }
     void unmeasuredHostCopyShowsWhyItCannotPlan() {
         PlanWindow pw;
         QVERIFY(pw.open());
