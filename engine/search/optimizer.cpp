@@ -225,6 +225,30 @@ bool remap(const Space &s, Candidate &c, Rng &rng) {
     return true;
 }
 
+// Copies one op's split (its dim and parts, and its second split) to its twins —
+// the same op of the other layers of a stack (Space::twins) —, so that what one
+// layer found reaches every layer in one step.
+bool mirror(const Space &s, Candidate &c, Rng &rng) {
+    std::vector<size_t> with;
+    for (size_t i = 0; i < s.ops().size(); ++i)
+        if (!s.twins(i).empty()) with.push_back(i);
+    if (with.empty()) return false;
+    const size_t i = with[static_cast<size_t>(uniform(rng, 0, static_cast<int>(with.size()) - 1))];
+    bool changed = false;
+    for (int t : s.twins(i)) {
+        const size_t j = static_cast<size_t>(t);
+        const int d2 = c.has_second(i) ? c.dim2[i] : -1, p2 = c.has_second(i) ? c.parts2[i] : 1;
+        const int had2 = c.has_second(j) ? c.dim2[j] : -1, hadp2 = c.has_second(j) ? c.parts2[j] : 1;
+        if (c.dim[j] == c.dim[i] && c.parts[j] == c.parts[i] && had2 == d2 && hadp2 == p2) continue;
+        c.dim[j] = c.dim[i];
+        c.parts[j] = c.parts[i];
+        if (d2 >= 0) c.set_second(j, s.ops().size(), d2, p2);
+        else c.clear_second(j);
+        changed = true;
+    }
+    return changed;
+}
+
 // The candidate carried to another space (another substitution's graph): each op
 // both graphs have (by id) keeps its split where the other space offers the dim
 // and the parts fit, and stays out of the fusion if it was; the rest starts whole.
@@ -303,13 +327,15 @@ struct Mutator {
 constexpr Mutator kMutators[] = {{"reshard", reshard}, {"refactor", refactor}, {"unsplit", unsplit},
                                  {"chain", chain},     {"replace", replace},   {"product", product}};
 // The mutators of a space: "fuse" only where the space allows fusion, "remap"
-// only where it allows device maps, "cut" only where it allows pipeline cuts (so a
-// space without them draws exactly as before).
+// only where it allows device maps, "cut" only where it allows pipeline cuts,
+// "mirror" only where ops have twins (repeated layers) — so a space without them
+// draws exactly as before.
 std::vector<Mutator> mutators_of(const Space &s) {
     std::vector<Mutator> out(std::begin(kMutators), std::end(kMutators));
     if (s.fusion()) out.push_back({"fuse", toggle_fusion});
     if (s.maps()) out.push_back({"remap", remap});
     if (s.cuts()) out.push_back({"cut", recut});
+    if (s.has_twins()) out.push_back({"mirror", mirror});
     return out;
 }
 

@@ -2,6 +2,7 @@
 #include "search/space.h"
 
 #include <algorithm>
+#include <map>
 
 #include "graph/order.h"
 #include "graph/resolve.h"
@@ -100,6 +101,7 @@ Expected<Space, std::string> Space::of(const Graph &g, int devices) {
     if (!order.cyclic.empty()) return unexpected("the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
     Space s;
     s.devices_ = devices;
+    std::vector<std::string> keys;  // per op, its twin key
     for (const Operation *op : order.order) {
         if (op->kind == "move") continue;
         if (!op->shards.empty())
@@ -122,10 +124,40 @@ Expected<Space, std::string> Space::of(const Graph &g, int devices) {
             c.names.push_back(x.name);
         }
         c.flops = op_flops(g, *op, lib);
+        // Its twin key: kind, index space, choices, and the id with its first number
+        // made '#' — a number with more of the id after it (a layer's: "b3_c_fc",
+        // "h.3.mlp"; not "ln_2", the second of one layer). None: no twins.
+        std::string name = op->id.value;
+        const size_t at = name.find_first_of("0123456789");
+        const size_t end = at == std::string::npos ? at : name.find_first_not_of("0123456789", at);
+        if (end != std::string::npos) {
+            name.replace(at, end - at, "#");
+            std::string key = op->kind + "|" + sig.index_space.to_string() + "|";
+            for (size_t k = 0; k < c.dims.size(); ++k)
+                key += std::to_string(c.dims[k]) + ":" + std::to_string(c.extents[k]) + ",";
+            keys.push_back(key + "|" + name);
+        } else {
+            keys.push_back("#" + std::to_string(s.ops_.size()));  // unique: no twins
+        }
         s.ops_.push_back(std::move(c));
     }
     if (s.ops_.empty()) return unexpected(std::string("the graph has no operation to place"));
+    std::map<std::string, std::vector<int>> groups;
+    for (size_t i = 0; i < keys.size(); ++i) groups[keys[i]].push_back(static_cast<int>(i));
+    s.twins_.resize(s.ops_.size());
+    for (const auto &[key, members] : groups)
+        if (members.size() > 1)
+            for (int i : members) {
+                for (int j : members)
+                    if (j != i) s.twins_[static_cast<size_t>(i)].push_back(j);
+                s.has_twins_ = true;
+            }
     return s;
+}
+
+const std::vector<int> &Space::twins(size_t i) const {
+    static const std::vector<int> none;
+    return i < twins_.size() ? twins_[i] : none;
 }
 
 Candidate Space::unsplit() const {

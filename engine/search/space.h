@@ -133,6 +133,14 @@ public:
     // made strictly ascending where a stage came out empty (empty when the ops are
     // fewer than the stages).
     std::vector<int> balanced_cuts(int stages) const;
+    // The twins of op i: the other ops of the space with its kind, index space and
+    // choices whose id differs from its id only in its first number, where more of
+    // the id follows that number — the same op of another layer of a stack
+    // ("b3_c_fc" of "b0_c_fc", "/h.7/attn/…" of "/h.0/attn/…"; not "ln_2" of
+    // "ln_1"). Empty when it has none.
+    const std::vector<int> &twins(size_t i) const;
+    // Whether any op has twins (a graph of repeated layers).
+    bool has_twins() const { return has_twins_; }
     // The most dims any operation offers.
     size_t most_choices() const;
     // The shard specs of a candidate, in the space's order ("fc1:0=4"; a product
@@ -152,6 +160,8 @@ private:
     bool fusion_ = false;
     bool maps_ = false;
     bool cuts_ = false;
+    std::vector<std::vector<int>> twins_;  // per op
+    bool has_twins_ = false;
     std::string substitution_;
 };
 

@@ -14,15 +14,18 @@
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
 //                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts]
-//                [--no-stage-memo]
+//                [--no-stage-memo] [--seed N] [--export-front FILE]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
 // space, as `tapestry optimize --maps` searches; --cuts: pipeline cuts in the
 // space, as `tapestry optimize --cuts` searches; --no-stage-memo: every
-// evaluation runs every pass, the baseline of the shared stages.)
+// evaluation runs every pass, the baseline of the shared stages; --export-front:
+// the stack's front as `tapestry optimize --export-front` writes it, for
+// comparing fronts by hypervolume.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -33,6 +36,7 @@
 #include "plan/baselines.h"
 #include "plan/planner.h"
 #include "runtime/cpu/fusion_backend.h"
+#include "search/front_file.h"
 #include "search/optimizer.h"
 
 using namespace tapestry;
@@ -45,6 +49,8 @@ bool g_fusion = false;  // --fusion
 bool g_maps = false;    // --maps
 bool g_cuts = false;    // --cuts
 bool g_no_memo = false; // --no-stage-memo
+std::string g_export;    // --export-front FILE (the stack's front)
+std::uint64_t g_seed = 1;  // --seed N
 
 std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int nodes) {
     auto target = cost::builtin_target("h100-sxm");
@@ -116,10 +122,23 @@ int stack(const Graph &block, int layers, double budget, int threads) {
             last_size = p.front.size();
         }
     };
+    o.seed = g_seed;
     auto r = search::optimize(*e, o, hooks);
     if (!r) {
         std::fprintf(stderr, "%s\n", r.error().c_str());
         return 1;
+    }
+    if (!g_export.empty()) {
+        std::vector<search::FrontRow> rows;
+        for (const search::Scored &s : r->front) rows.push_back({e->describe(s.candidate), s.candidate.key(), s.evaluation.figures});
+        std::FILE *f = std::fopen(g_export.c_str(), "w");
+        if (!f) {
+            std::fprintf(stderr, "cannot write %s\n", g_export.c_str());
+            return 1;
+        }
+        const std::string text = search::front_json({"GPT-2 stack", "h100-sxm", devices, g_seed}, rows);
+        std::fwrite(text.data(), 1, text.size(), f);
+        std::fclose(f);
     }
     std::printf("stack: GPT-2 × %d on %d × h100-sxm (%d nodes), threads %d: %ld evaluations in %.1f s (%.1f/s), "
                 "stopped: %s; the front last moved at %.1f s (%zu plans); target ≤ 10 s to a still front: %s\n",
@@ -250,9 +269,11 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--maps")) g_maps = true;
         else if (!std::strcmp(argv[i], "--cuts")) g_cuts = true;
         else if (!std::strcmp(argv[i], "--no-stage-memo")) g_no_memo = true;
+        else if (!std::strcmp(argv[i], "--export-front") && i + 1 < argc) g_export = argv[++i];
+        else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) g_seed = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo]\n");
+                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--seed N] [--export-front FILE]\n");
             return 2;
         }
     }

@@ -23,6 +23,7 @@
 #include "plan/planner.h"
 #include "runtime/cpu/fusion_backend.h"
 #include "search/optimizer.h"
+#include "block_stack.h"
 #include "test_projects.h"
 
 using namespace tapestry;
@@ -807,6 +808,68 @@ private slots:
         QVERIFY2(found >= 0.99 * best, qPrintable(QString::number(found / best)));
     }
     // The same seed gives the same front, candidate for candidate, at 1 and 2 threads.
+    // A stack of layers: an op's twins are the same op of the other layers
+    // (Space::twins), and the "mirror" mutator copies one layer's split to them;
+    // a graph without layers has none, and its search draws as before.
+    void mirrorCarriesASplitToEveryLayer() {
+        const Graph block = test::parse(test::mlp_project_text(8));
+        const Graph g = testing::stack_blocks(block, "x", "y", 3);
+        auto space = Space::of(g, 4);
+        QVERIFY2(space.has_value(), space ? "" : space.error().c_str());
+        QVERIFY(space->has_twins());
+        auto index = [&](const std::string &id) {
+            for (size_t i = 0; i < space->ops().size(); ++i)
+                if (space->ops()[i].op.value == id) return static_cast<int>(i);
+            return -1;
+        };
+        const int fc1 = index("b0_fc1");
+        QVERIFY(fc1 >= 0);
+        std::vector<int> twins = space->twins(static_cast<size_t>(fc1));
+        std::sort(twins.begin(), twins.end());
+        std::vector<int> expected{index("b1_fc1"), index("b2_fc1")};
+        std::sort(expected.begin(), expected.end());
+        QCOMPARE(twins, expected);
+        // fc1 and fc2 of one layer are not twins: "fc1" ends with its number.
+        auto single = Space::of(block, 4);
+        QVERIFY(single && !single->has_twins());
+
+        const Evaluator e = evaluator_for(g, 4);
+        SearchOptions o;
+        o.seed = 5;
+        o.max_evaluations = 300;
+        o.budget_seconds = 0;
+        int mirrored = 0;
+        SearchHooks h;
+        h.candidate = [&](const Scored &sc) {
+            if (sc.mutator != "mirror") return;
+            ++mirrored;
+            // Some op's split now holds on every one of its twins.
+            bool uniform = false;
+            const Candidate &c = sc.candidate;
+            for (size_t i = 0; i < space->ops().size() && !uniform; ++i) {
+                const std::vector<int> &tw = space->twins(i);
+                if (tw.empty()) continue;
+                uniform = std::all_of(tw.begin(), tw.end(), [&](int j) {
+                    const size_t k = static_cast<size_t>(j);
+                    return c.dim[k] == c.dim[i] && c.parts[k] == c.parts[i] &&
+                           (c.has_second(k) ? c.dim2[k] : -1) == (c.has_second(i) ? c.dim2[i] : -1);
+                });
+            }
+            QVERIFY2(uniform, c.key().c_str());
+        };
+        auto r = optimize(e, o, h);
+        QVERIFY2(r.has_value(), r ? "" : r.error().c_str());
+        const auto m = std::find_if(r->mutators.begin(), r->mutators.end(),
+                                    [](const MutatorStats &st) { return st.name == "mirror"; });
+        QVERIFY(m != r->mutators.end());
+        QVERIFY(m->trials > 0);
+        QVERIFY(mirrored > 0);
+        // The MLP alone: no mirror among its mutators.
+        auto plain = optimize(evaluator_for(block, 4), o);
+        QVERIFY(plain.has_value());
+        QVERIFY(std::none_of(plain->mutators.begin(), plain->mutators.end(),
+                             [](const MutatorStats &st) { return st.name == "mirror"; }));
+    }
     void sameSeedSameFrontAtAnyThreadCount() {
         const Graph g = test::parse(test::mlp_project_text(64));
         const Evaluator e = evaluator_for(g, 4);
