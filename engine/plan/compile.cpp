@@ -740,11 +740,11 @@ void lay_out(Plan &plan, const cost::Model &model) {
 // (the longest chain of dependencies behind it: a chain goes on before another
 // begins), then plan order (micro-batches of one op in their order). The steps sorted by their start in that schedule are a
 // topological order (a step starts no earlier than its inputs end; a step of no
-// duration sorts after its inputs by plan order), and the plan is laid out again
-// in it.
+// duration sorts after its inputs by plan order), and the plan is laid out in
+// it.
 void order_by_readiness(Plan &plan, const cost::Model &model) {
     const size_t n = plan.steps.size();
-    if (n < 2) return;
+    if (n < 2) return lay_out(plan, model);
     std::vector<std::vector<schedule::Access>> accesses(n);
     for (size_t i = 0; i < n; ++i) {
         for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
@@ -806,11 +806,12 @@ void order_by_readiness(Plan &plan, const cost::Model &model) {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return start[a] < start[b]; });
     bool same = true;
     for (size_t i = 0; i < n && same; ++i) same = order[i] == i;
-    if (same) return;
-    std::vector<Step> steps;
-    steps.reserve(n);
-    for (size_t i : order) steps.push_back(std::move(plan.steps[i]));
-    plan.steps = std::move(steps);
+    if (!same) {
+        std::vector<Step> steps;
+        steps.reserve(n);
+        for (size_t i : order) steps.push_back(std::move(plan.steps[i]));
+        plan.steps = std::move(steps);
+    }
     lay_out(plan, model);
 }
 
@@ -938,7 +939,6 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
 
     Plan plan;
     plan.source = source;
-    plan.graph = g_;
     plan.target = model_.target().name;
     plan.cluster = model_.shape();
     if (plan.cluster.shared_cores > 0 && model_.calibration().wake_launches() > 0)
@@ -1009,9 +1009,11 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
 
     if (model_.target().kind == "gpu") forward_slices(plan, g_);
 
-    lay_out(plan, model_);
+    // The steps' predictions first: ordering by readiness schedules by them, and
+    // lays the plan out itself (once, in its order).
     predict_steps(plan, model_);
     if (source.order == StepOrder::ready) order_by_readiness(plan, model_);
+    else lay_out(plan, model_);
     return plan;
 }
 
@@ -1049,7 +1051,16 @@ void predict_steps(Plan &plan, const cost::Model &model) {
 
 Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source,
                                          const SignatureSource *signatures) {
-    return Compiler(g, model, signatures).run(source);
+    auto plan = Compiler(g, model, signatures).run(source);
+    if (plan) plan->graph = g;
+    return plan;
+}
+
+Expected<Plan, std::string> compile_plan(Graph &&g, const cost::Model &model, const PlanSource &source,
+                                         const SignatureSource *signatures) {
+    auto plan = Compiler(g, model, signatures).run(source);
+    if (plan) plan->graph = std::move(g);
+    return plan;
 }
 
 Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source,

@@ -31,6 +31,9 @@ namespace tapestry::plan {
 // ops' signatures — the search passes a memo (graph/derivation_cache.h).
 Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source = {},
                                          const SignatureSource *signatures = nullptr);
+// The same, the plan taking the graph over instead of a copy of it.
+Expected<Plan, std::string> compile_plan(Graph &&g, const cost::Model &model, const PlanSource &source = {},
+                                         const SignatureSource *signatures = nullptr);
 // The same for a stage (the plan remembers its pass, options and certificate).
 Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source = {},
                                          const SignatureSource *signatures = nullptr);

@@ -322,7 +322,9 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     // plan` orders a pipeline's); the other rules' op by op.
     source.order = c.rule == PlacementRule::pipeline ? plan::StepOrder::ready : plan::StepOrder::dependency;
     source.certificate = placed->certificate.badge();
-    auto compiled = plan::compile_plan(*placed, model_, source, signatures_.get());
+    // An evaluation keeps no stage: its plan takes the placed graph over.
+    auto compiled = keep_stages ? plan::compile_plan(placed->graph, model_, source, signatures_.get())
+                                : plan::compile_plan(std::move(placed->graph), model_, source, signatures_.get());
     if (!compiled) return unexpected(compiled.error());
     m.plan = std::move(compiled).value();
     m.prediction = plan::simulate(m.plan);
