@@ -14,6 +14,7 @@ TAPESTRY_PACKAGES=(
   python3  # tests/campaign/bad_inputs.py
   python3-jsonschema  # tests/targets/check_targets.py
   openmpi-bin libopenmpi-dev  # the mpi backend of tapestry launch (CTest label mpi)
+  libmimalloc-dev  # the allocator of tapestry, tapestry-studio and the benchmarks
 )
 
 tapestry_install_packages() {
