@@ -341,6 +341,28 @@ void OptimizeController::restoreSettings() {
     substitute_box_->setChecked(settings.value(QStringLiteral("optimize/substitute"), false).toBool());
 }
 
+// The settings of a run shown from the session, in the dock's fields: Start then
+// searches again as that run did (with its seed, the same front under an
+// evaluation budget). Not remembered as the user's settings until a search starts.
+void OptimizeController::showSettings(const views::SearchRunOutcome &o) {
+    const views::RunSettings &r = o.settings;
+    selectTarget(qs(o.run.target));
+    devices_box_->setValue(r.devices);
+    nodes_box_->setValue(r.nodes);
+    for (search::Objective ob : search::all_objectives())
+        objectiveBox(ob)->setChecked(std::find(r.objectives.begin(), r.objectives.end(), ob) != r.objectives.end());
+    memory_cap_box_->setValue(r.constraints.memory_cap / kGiB);
+    max_time_box_->setValue(r.constraints.max_time * 1e3);
+    budget_box_->setValue(r.options.budget_seconds);
+    evaluations_box_->setValue(static_cast<int>(std::min<long>(r.options.max_evaluations, evaluations_box_->maximum())));
+    seed_box_->setValue(static_cast<int>(std::min<std::uint64_t>(o.run.seed, static_cast<std::uint64_t>(seed_box_->maximum()))));
+    stall_box_->setValue(r.options.stall_generations);
+    fusion_box_->setChecked(r.fusion);
+    maps_box_->setChecked(r.maps);
+    cuts_box_->setChecked(r.cuts);
+    substitute_box_->setChecked(r.substitute);
+}
+
 void OptimizeController::rememberSettings() const {
     QSettings settings;
     settings.setValue(QStringLiteral("optimize/target"), target_box_->currentText());
@@ -927,6 +949,7 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
     } else {
         setup_error_ = tr("the run's target '%1' is not known here (%2)").arg(qs(o.run.target), qs(target.error()));
     }
+    showSettings(o);
     chart_->reset(o.settings.objectives);
     chart_->setConstraints(shown);
     chart_->addPoints(o.points);

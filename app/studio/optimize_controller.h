@@ -156,6 +156,7 @@ private:
     void onDocumentChanged(views::GraphDocument::Changes what);
     void listRuns();
     void fillRunBox();
+    void showSettings(const views::SearchRunOutcome &o);
     void showComparison(const views::PlansOutcome &outcome);
     void exportDialog(const QString &what);
     void giveDockRoom();

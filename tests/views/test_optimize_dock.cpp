@@ -293,6 +293,14 @@ private slots:
             id = (*s)->search_runs(project)->front().id;
             stored = (*s)->load_search_run(id)->candidates;
         }
+        {
+            // The user's last settings differ from the run's: the dock starts from them.
+            QSettings settings;
+            settings.setValue(QStringLiteral("optimize/devices"), 2);
+            settings.setValue(QStringLiteral("optimize/seed"), 99);
+            settings.setValue(QStringLiteral("optimize/evaluations"), 7);
+            settings.setValue(QStringLiteral("optimize/objectives"), QStringList{"time", "communication"});
+        }
         OptimizeWindow ow;
         QSignalSpy shown(ow.w.optimizer(), &OptimizeController::runShown);
         QVERIFY(ow.openSession(session_path_));
@@ -301,6 +309,16 @@ private slots:
         QCOMPARE(shown.front().at(1).toString(), QString());
         OptimizeController *opt = ow.opt;
         QCOMPARE(opt->shownRun(), id);
+        // The dock shows the run's settings (searchFillsTheChartAndOpensAPlan's: 4
+        // devices, 60 evaluations, seed 2, time · memory · devices), so Start runs it again.
+        QCOMPARE(opt->targetBox()->currentText(), QStringLiteral("h100-sxm"));
+        QCOMPARE(opt->devicesBox()->value(), 4);
+        QCOMPARE(opt->evaluationsBox()->value(), 60);
+        QCOMPARE(opt->seedBox()->value(), 2);
+        QVERIFY(opt->objectiveBox(search::Objective::time)->isChecked());
+        QVERIFY(opt->objectiveBox(search::Objective::memory)->isChecked());
+        QVERIFY(opt->objectiveBox(search::Objective::devices)->isChecked());
+        QVERIFY(!opt->objectiveBox(search::Objective::communication)->isChecked());
         QCOMPARE(opt->runBox()->count(), 1);
         QVERIFY(opt->runBox()->currentText().startsWith(QStringLiteral("#%1 · ").arg(id)));
         ParetoChart *chart = opt->chart();
