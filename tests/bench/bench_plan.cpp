@@ -35,7 +35,8 @@ double best_ms(int reps, const std::function<void()> &f) {
     return best;
 }
 
-int run(const std::string &label, const Graph &g, int devices, int nodes, int tp, int reps) {
+int run(const std::string &label, const Graph &g, int devices, int nodes, int tp, int reps,
+        plan::Baseline kind = plan::Baseline::dp_tp, plan::StepOrder order = plan::StepOrder::dependency) {
     auto target = cost::builtin_target("h100-sxm");
     auto shape = cost::cluster_shape(*target, devices, nodes);
     if (!shape) {
@@ -43,7 +44,7 @@ int run(const std::string &label, const Graph &g, int devices, int nodes, int tp
         return 1;
     }
     plan::BaselineOptions b;
-    b.kind = plan::Baseline::dp_tp;
+    b.kind = kind;
     b.devices = plan::device_names(*shape);
     b.tp = tp;
     b.devices_per_node = shape->devices_per_node;
@@ -65,7 +66,9 @@ int run(const std::string &label, const Graph &g, int devices, int nodes, int tp
     double cold_ms = 0, compile_ms = 1e30;
     for (int r = 0; r <= reps; ++r) {
         const auto t = std::chrono::steady_clock::now();
-        plan::Plan compiled = std::move(plan::compile_plan(placed, model)).value();
+        plan::PlanSource source;
+        source.order = order;
+        plan::Plan compiled = std::move(plan::compile_plan(placed, model, source)).value();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
         if (r == 0) cold_ms = ms;
         else compile_ms = std::min(compile_ms, ms);
@@ -120,5 +123,10 @@ int main(int argc, char **argv) {
                 reps, layers);
     if (run("GPT-2 block", block.graph, 8, 1, 8, reps)) return 1;
     const Graph stack = testing::stack_blocks(block.graph, "x", "y", layers);
-    return run("GPT-2 x" + std::to_string(layers), stack, 64, 8, 8, reps);
+    if (run("GPT-2 x" + std::to_string(layers), stack, 64, 8, 8, reps)) return 1;
+    // A pipeline's steps op by op and by readiness (plan::StepOrder): what ordering
+    // by readiness costs the compiler, and what it gains the pipeline.
+    const std::string pp = "GPT-2 x" + std::to_string(layers) + " pp";
+    if (run(pp + " dependency", stack, 64, 8, 8, reps, plan::Baseline::pp, plan::StepOrder::dependency)) return 1;
+    return run(pp + " ready", stack, 64, 8, 8, reps, plan::Baseline::pp, plan::StepOrder::ready);
 }
