@@ -154,6 +154,7 @@ int plan_command(const PlanOptions &o) {
         j["devices"] = static_cast<int>(p.devices.size());
         j["nodes"] = p.cluster.nodes;
         j["steps"] = static_cast<int>(p.steps.size());
+        j["order"] = plan::step_order_name(p.source.order);
         j["prediction"] = {{"label", "prediction of the cost model (not a measurement)"},
                            {"makespan_seconds", pred.makespan},
                            {"communication_seconds", pred.comm_seconds},
@@ -188,7 +189,8 @@ int plan_command(const PlanOptions &o) {
                   << (p.cluster.nodes == 1 ? " node" : " nodes") << "), "
                   << (request.baseline ? std::string("baseline ") + plan::baseline_name(*request.baseline)
                                        : "placement " + o.placement)
-                  << ": " << p.steps.size() << " steps\n";
+                  << ": " << p.steps.size() << " steps"
+                  << (p.source.order == plan::StepOrder::ready ? ", ordered by readiness" : "") << "\n";
         for (const Stage &s : result->stages) std::cout << "  " << s.pass << ": " << s.summary << "\n";
         if (const std::string cores = plan::cores_summary(p); !cores.empty()) std::cout << "  " << cores << "\n";
         std::cout << "  predicted: " << plan::plan_summary(*result, capacity) << "\n";

@@ -62,6 +62,30 @@ private slots:
         QVERIFY(j["prediction"].toObject()["makespan_seconds"].toDouble() > 0);
         QVERIFY(j["plan_certificate"].toString().startsWith("PASS"));
     }
+    // A pipeline's steps by readiness unless --order says otherwise (docs/plans.md,
+    // "Step order"): the summary, the JSON and the plan file say which.
+    void stepOrderOfAPipeline() {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("pp.plan.json");
+        const auto ready = cli({"plan", project("gpt2_block"), "--target", "h100", "--devices", "4", "--baseline", "pp",
+                                "-o", out});
+        QVERIFY2(ready.code == 0, qPrintable(ready.err + ready.out));
+        QVERIFY2(ready.out.contains("baseline pp: ") && ready.out.contains(" steps, ordered by readiness\n"),
+                 qPrintable(ready.out));
+        auto p = plan::load_plan(out.toStdString());
+        QVERIFY2(p.has_value(), p ? "" : p.error().c_str());
+        QCOMPARE(p->source.order, plan::StepOrder::ready);
+        QVERIFY(plan::certify_plan(*p).pass());
+        const auto dep = cli({"plan", project("gpt2_block"), "--target", "h100", "--devices", "4", "--baseline", "pp",
+                              "--order", "dependency", "--json"});
+        QVERIFY2(dep.code == 0, qPrintable(dep.err));
+        QCOMPARE(QJsonDocument::fromJson(dep.out.toUtf8()).object()["order"].toString(), QString("dependency"));
+        const auto shard = cli({"plan", project("mlp"), "--target", "h100", "--devices", "2", "--json"});
+        QCOMPARE(QJsonDocument::fromJson(shard.out.toUtf8()).object()["order"].toString(), QString("dependency"));
+        const auto bad = cli({"plan", project("mlp"), "--target", "h100", "--devices", "2", "--order", "sideways"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY2(bad.err.contains("--order") && bad.err.contains("sideways"), qPrintable(bad.err));
+    }
     void pipelineThenPlacement() {
         const auto r = cli({"plan", project("mlp"), "--pipeline", "shard", "--shard", "fc2:1=2", "--target", "h100",
                             "--devices", "2", "--placement", "round-robin"});
