@@ -663,21 +663,22 @@ void add_workspace(Plan &plan, const cost::Model &model) {
     }
 }
 
+// Each step's reads and writes as schedule::conflict_dependencies takes them.
+std::vector<std::vector<schedule::Access>> step_accesses(const Plan &plan) {
+    std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        accesses[i].reserve(plan.steps[i].reads.size() + plan.steps[i].writes.size());
+        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
+        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
+    }
+    return accesses;
+}
+
 // Lifetimes in plan order, the kernel workspace, arena offsets per device, then
 // dependencies (including those between buffers that share arena bytes) and each
-// device's steps. Runs again after the steps are reordered (lifetimes, offsets and
-// dependencies all follow the order).
+// device's steps — once, when the steps are in their final order.
 void lay_out(Plan &plan, const cost::Model &model) {
     const int n = static_cast<int>(plan.devices.size());
-    std::erase_if(plan.buffers, [](const Buffer &b) { return b.kind == BufferKind::workspace; });
-    for (Buffer &b : plan.buffers) {
-        b.first = b.last = -1;
-        b.offset = 0;
-    }
-    for (Device &d : plan.devices) {
-        d.steps.clear();
-        d.arena_bytes = d.resident_bytes = 0;
-    }
     for (size_t i = 0; i < plan.steps.size(); ++i) {
         auto live = [&](const Region &r) {
             Buffer &b = plan.buffers[static_cast<size_t>(r.buffer)];
@@ -713,13 +714,7 @@ void lay_out(Plan &plan, const cost::Model &model) {
         for (size_t k = 0; k < arena.size(); ++k)
             for (int j : before[k]) aliases[static_cast<size_t>(arena[k])].push_back(arena[static_cast<size_t>(j)]);
     }
-    std::vector<std::vector<schedule::Access>> accesses(plan.steps.size());
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-        accesses[i].reserve(plan.steps[i].reads.size() + plan.steps[i].writes.size());
-        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
-        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
-    }
-    std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, aliases);
+    std::vector<std::vector<int>> deps = schedule::conflict_dependencies(step_accesses(plan), aliases);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
         Step &s = plan.steps[i];
         s.deps = std::move(deps[i]);
@@ -736,21 +731,16 @@ void lay_out(Plan &plan, const cost::Model &model) {
 // The steps by when they can start (StepOrder::ready): a list schedule over the
 // data dependencies alone (the arena's reuse follows the order, so it cannot lead
 // it), every device with a compute and a communication stream as the simulation
-// has them; the ready step that can start first goes next, on a tie the deepest
-// (the longest chain of dependencies behind it: a chain goes on before another
-// begins), then plan order (micro-batches of one op in their order). The steps sorted by their start in that schedule are a
-// topological order (a step starts no earlier than its inputs end; a step of no
-// duration sorts after its inputs by plan order), and the plan is laid out in
-// it.
+// has them (for_each_stream); the ready step that can start first goes next, on
+// a tie the deepest (the longest chain of dependencies behind it: a chain goes on
+// before another begins), then plan order (one op's micro-batches in their
+// order). The steps sorted by their start in that schedule are a topological
+// order (a step starts no earlier than its inputs end; a step of no duration
+// sorts after its inputs by plan order), and the plan is laid out in it.
 void order_by_readiness(Plan &plan, const cost::Model &model) {
     const size_t n = plan.steps.size();
     if (n < 2) return lay_out(plan, model);
-    std::vector<std::vector<schedule::Access>> accesses(n);
-    for (size_t i = 0; i < n; ++i) {
-        for (const Region &r : plan.steps[i].reads) accesses[i].push_back(schedule::Access{r.buffer, &r.box, false, -1});
-        for (const Region &r : plan.steps[i].writes) accesses[i].push_back(schedule::Access{r.buffer, &r.box, true, -1});
-    }
-    const std::vector<std::vector<int>> deps = schedule::conflict_dependencies(accesses, {});
+    const std::vector<std::vector<int>> deps = schedule::conflict_dependencies(step_accesses(plan), {});
     std::vector<std::vector<int>> next(n);
     std::vector<int> waiting(n, 0), depth(n, 0);
     for (size_t j = 0; j < n; ++j) {
@@ -763,14 +753,9 @@ void order_by_readiness(Plan &plan, const cost::Model &model) {
     const size_t devices = plan.devices.size();
     std::vector<double> free(2 * devices, 0);  // per device: compute, then communication
     auto streams = [&](const Step &s, auto &&f) {
-        if (s.kind == StepKind::collective) {
-            for (int d : s.participants) f(free[devices + static_cast<size_t>(d)]);
-        } else if (s.kind == StepKind::send_recv) {
-            f(free[devices + static_cast<size_t>(s.device)]);
-            if (s.peer != s.device) f(free[devices + static_cast<size_t>(s.peer)]);
-        } else {
-            f(free[static_cast<size_t>(s.device)]);
-        }
+        for_each_stream(s, [&](int d, Stream stream) {
+            f(free[(stream == Stream::compute ? 0 : devices) + static_cast<size_t>(d)]);
+        });
     };
     std::vector<double> ready(n, 0), start(n, 0);
     auto earliest = [&](size_t j) {

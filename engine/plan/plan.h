@@ -84,6 +84,22 @@ struct Step {
     double predicted = 0;           // seconds (a prediction)
 };
 
+// The streams a step holds, as f(device, stream): a kernel or copy its device's
+// compute stream; a send_recv the communication streams of both ends; a collective
+// those of every participant. The simulation and the compiler's readiness order
+// both keep to it.
+template <class F>
+void for_each_stream(const Step &s, F &&f) {
+    if (s.kind == StepKind::collective) {
+        for (int d : s.participants) f(d, Stream::communication);
+    } else if (s.kind == StepKind::send_recv) {
+        f(s.device, Stream::communication);
+        if (s.peer != s.device) f(s.peer, Stream::communication);
+    } else {
+        f(s.device, Stream::compute);
+    }
+}
+
 // A kernel, copy or transfer step's exact shape, as calibration keys it
 // (cost::KernelWork::shape): the extents of the boxes it reads, then of those it
 // writes — "2048x768 768x3072 3072 > 2048x3072". "" for other steps.

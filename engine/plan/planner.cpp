@@ -25,6 +25,7 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
     result.cluster = *shape;
     const std::vector<std::string> names = device_names(*shape);
     Graph placed = g;
+    bool pipeline = request.baseline == Baseline::pp;  // a pipeline's steps go by readiness (below)
     if (request.baseline) {
         BaselineOptions b;
         b.kind = *request.baseline;
@@ -39,6 +40,7 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
         auto options = parse_placement(request.placement, request.maps, names);
         if (!options) return unexpected(options.error());
         options->certify = CertifyOptions{};
+        pipeline = options->rule == PlacementRule::pipeline;
         auto st = place(g, *options);
         if (!st) return unexpected(st.error());
         result.stages.push_back(std::move(st).value());
@@ -58,8 +60,6 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
     source.pass = result.stages.back().pass;
     source.options = result.stages.back().options;
     source.certificate = result.stages.back().certificate.badge();
-    const bool pipeline = request.baseline ? *request.baseline == Baseline::pp
-                                           : request.placement.rfind("pipeline", 0) == 0;
     source.order = request.order ? *request.order : pipeline ? StepOrder::ready : StepOrder::dependency;
     auto plan = compile_plan(result.stages.back(), model, source);
     if (!plan) return unexpected(plan.error());

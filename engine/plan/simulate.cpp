@@ -66,14 +66,10 @@ Prediction simulate(const Plan &plan, const std::vector<double> &durations) {
             }
         }
         auto streams = [&](auto &&f) {
-            if (s.kind == StepKind::collective) {
-                for (int d : s.participants) f(comm_free[static_cast<size_t>(d)], static_cast<size_t>(d));
-            } else if (s.kind == StepKind::send_recv) {
-                f(comm_free[static_cast<size_t>(s.device)], static_cast<size_t>(s.device));
-                if (s.peer != s.device) f(comm_free[static_cast<size_t>(s.peer)], static_cast<size_t>(s.peer));
-            } else {
-                f(compute_free[static_cast<size_t>(s.device)], static_cast<size_t>(s.device));
-            }
+            for_each_stream(s, [&](int d, Stream stream) {
+                const size_t k = static_cast<size_t>(d);
+                f(stream == Stream::compute ? compute_free[k] : comm_free[k], k);
+            });
         };
         streams([&](double &free, size_t) { start = std::max(start, free); });
         const double end = start + dur;

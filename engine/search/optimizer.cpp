@@ -234,10 +234,10 @@ bool mirror(const Space &s, Candidate &c, Rng &rng) {
         if (!s.twins(i).empty()) with.push_back(i);
     if (with.empty()) return false;
     const size_t i = with[static_cast<size_t>(uniform(rng, 0, static_cast<int>(with.size()) - 1))];
+    const int d2 = c.has_second(i) ? c.dim2[i] : -1, p2 = c.has_second(i) ? c.parts2[i] : 1;
     bool changed = false;
     for (int t : s.twins(i)) {
         const size_t j = static_cast<size_t>(t);
-        const int d2 = c.has_second(i) ? c.dim2[i] : -1, p2 = c.has_second(i) ? c.parts2[i] : 1;
         const int had2 = c.has_second(j) ? c.dim2[j] : -1, hadp2 = c.has_second(j) ? c.parts2[j] : 1;
         if (c.dim[j] == c.dim[i] && c.parts[j] == c.parts[i] && had2 == d2 && hadp2 == p2) continue;
         c.dim[j] = c.dim[i];

@@ -145,13 +145,13 @@ Expected<Space, std::string> Space::of(const Graph &g, int devices) {
     std::map<std::string, std::vector<int>> groups;
     for (size_t i = 0; i < keys.size(); ++i) groups[keys[i]].push_back(static_cast<int>(i));
     s.twins_.resize(s.ops_.size());
-    for (const auto &[key, members] : groups)
-        if (members.size() > 1)
-            for (int i : members) {
-                for (int j : members)
-                    if (j != i) s.twins_[static_cast<size_t>(i)].push_back(j);
-                s.has_twins_ = true;
-            }
+    for (const auto &[key, members] : groups) {
+        if (members.size() < 2) continue;
+        s.has_twins_ = true;
+        for (int i : members)
+            for (int j : members)
+                if (j != i) s.twins_[static_cast<size_t>(i)].push_back(j);
+    }
     return s;
 }
 
