@@ -273,76 +273,225 @@ std::vector<Transfer> data_movement(const Graph &g) {
     return data_movement(g, OpLibrary::standard());
 }
 
-std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib) {
+namespace {
+
+// What the walk decides for one tensor and one consumer: no move, or a move with
+// this collective, sharded on these boxes (the producers' writes, in the tensor's
+// own frame; none when one producer piece writes it all) on these devices ("":
+// unplaced) — and the nodes made for it, by the ids they were made under.
+struct Decision {
+    bool move = false;
+    std::string collective;
+    std::vector<ZRange> shards;
+    std::vector<std::string> devices;
+    struct Made {
+        std::string moved_id, move_id;
+        TensorPtr moved;
+        OpPtr move;
+    };
+    std::vector<Made> made;
+};
+
+Decision decide(const Operation &c, const Signature &sig, const Tensor &t, const Writers &writers, bool all_placed) {
+    Decision d;
+    const std::vector<Piece> readers = pieces_touching(c, sig, t.id, t.range.rank(), false, all_placed);
+    if (cross_device(writers.pieces, readers).empty()) return d;
+    auto boxes = partition_boxes(t, writers.pieces);
+    if (!boxes) return d;
+    d.move = true;
+    d.collective = choose_collective(c, sig, t, writers.pieces, readers);
+    const ZPoint origin = ZPoint::zeros(t.range.rank()) - t.range.start();
+    if (boxes->size() > 1) {
+        for (size_t k = 0; k < boxes->size(); ++k) {
+            d.shards.push_back((*boxes)[k].translated(origin));
+            d.devices.push_back(placed(writers.pieces[k].device));
+        }
+    } else if (!placed(writers.pieces.front().device).empty()) {
+        d.shards.push_back(ZRange::of_shape(t.range.shape()));
+        d.devices.push_back(writers.pieces.front().device);
+    }
+    return d;
+}
+
+// The moved tensor and the move of a decision, under these ids.
+std::pair<TensorPtr, OpPtr> make_move(const Decision &d, const Tensor &t, const std::string &moved_id,
+                                      const std::string &move_id) {
+    auto moved = std::make_shared<const Tensor>(
+        Tensor{TensorId(moved_id), moved_id, t.dtype, t.range, TensorRole::intermediate, {}, {}});
+    Operation move;
+    move.id = OpId(move_id);
+    move.name = move_id;
+    move.kind = "move";
+    move.params.set("collective", d.collective);
+    move.inputs.push_back(PortBinding{"x", {TensorSelection{t.id, t.range}}});
+    move.outputs.push_back(PortBinding{"y", {TensorSelection{moved->id, t.range}}});
+    for (size_t k = 0; k < d.shards.size(); ++k)
+        move.shards.push_back(Shard{ShardId(move_id + "/" + std::to_string(k)), d.shards[k], d.devices[k], {}, {}});
+    return {std::move(moved), std::make_shared<const Operation>(std::move(move))};
+}
+
+// The consumer reading `moved` where it read `tid`.
+OpPtr rebind(const Operation &c, const TensorId &tid, const TensorId &moved) {
+    Operation consumer = c;
+    for (PortBinding &b : consumer.inputs)
+        for (TensorSelection &s : b.selections)
+            if (s.tensor == tid) s.tensor = moved;
+    for (Shard &s : consumer.shards)  // stated shard selections follow the rebinding
+        for (PortBinding &b : s.inputs)
+            for (TensorSelection &sel : b.selections)
+                if (sel.tensor == tid) sel.tensor = moved;
+    return std::make_shared<const Operation>(std::move(consumer));
+}
+
+std::size_t mix_pointer(std::size_t h, const void *p) {
+    return h ^ (std::hash<const void *>{}(p) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+}
+
+}  // namespace
+
+struct MovementMemo::Tables {
+    // A decision's key: the tensor, the consumer as the walk found it, the tensor's
+    // producers, and whether the graph was placed.
+    struct Key {
+        const Tensor *tensor;
+        const Operation *consumer;
+        std::vector<const Operation *> writers;
+        bool placed;
+        friend bool operator==(const Key &, const Key &) = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key &k) const {
+            std::size_t h = mix_pointer(k.placed ? 1 : 0, k.tensor);
+            h = mix_pointer(h, k.consumer);
+            for (const Operation *w : k.writers) h = mix_pointer(h, w);
+            return h;
+        }
+    };
+    struct Entry {  // the nodes its key points at, held
+        TensorPtr tensor;
+        OpPtr consumer;
+        std::vector<OpPtr> writers;
+        Decision decision;
+    };
+    std::unordered_map<Key, Entry, KeyHash> decisions;
+    // A rebound consumer: (the consumer, the tensor, the moved tensor).
+    struct Rebound {
+        const Operation *consumer;
+        std::string tensor, moved;
+        friend bool operator==(const Rebound &, const Rebound &) = default;
+    };
+    struct ReboundHash {
+        std::size_t operator()(const Rebound &k) const {
+            return mix_pointer(std::hash<std::string>{}(k.tensor) ^ (std::hash<std::string>{}(k.moved) << 1), k.consumer);
+        }
+    };
+    std::unordered_map<Rebound, std::pair<OpPtr, OpPtr>, ReboundHash> rebound;  // (before, after)
+    std::size_t pieces = 0;  // the nodes' shards held (and one per entry)
+};
+
+MovementMemo::MovementMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
+MovementMemo::~MovementMemo() = default;
+std::size_t MovementMemo::size() const { return tables_->pieces; }
+
+std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib, MovementMemo *memo) {
     std::vector<OpId> inserted;
     std::vector<OpId> order;
     const bool all_placed = every_piece_placed(rw.graph());
     Resolved resolved(rw.graph(), lib);
     // Each tensor's writers, once per walk: the walk rebinds consumers and adds
-    // moves, but never changes what a tensor's producers write or where.
+    // moves, but never changes what a tensor's producers write or where — nor who
+    // they are (a move writes a tensor of its own), so they are listed once.
     std::unordered_map<TensorId, std::optional<Writers>> writers_memo;
-    for (const OpPtr &op : rw.graph().operations())
+    std::unordered_map<TensorId, std::vector<OpId>> producers_of;
+    for (const OpPtr &op : rw.graph().operations()) {
         if (op->kind != "move") order.push_back(op->id);
+        for (const TensorId &t : op->output_tensors()) {
+            std::vector<OpId> &v = producers_of[t];
+            if (v.empty() || v.back() != op->id) v.push_back(op->id);
+        }
+    }
+    if (memo && memo->size() > memo->entries_) memo->tables_ = std::make_unique<MovementMemo::Tables>();
+    static const std::vector<OpId> none;
     for (const OpId &cid : order) {
         std::set<TensorId> seen;
-        for (const TensorId &tid : rw.graph().op_ptr(cid)->input_tensors()) {
+        const OpPtr found = rw.graph().op_ptr(cid);  // as the walk found it (the decisions' key)
+        for (const TensorId &tid : found->input_tensors()) {
             if (!seen.insert(tid).second) continue;
             const OpPtr c = rw.graph().op_ptr(cid);  // the latest version: an earlier tensor may have rebound it
-            const Tensor *t = rw.graph().find_tensor(tid);
+            const TensorPtr t = rw.graph().tensor_ptr(tid);
             if (!t) continue;
+            const auto at = producers_of.find(tid);
+            const std::vector<OpId> &producers = at == producers_of.end() ? none : at->second;
             // Both sides whole on device 0: nothing can move (and big unsharded graphs stay cheap).
-            const std::vector<OpId> producers = rw.graph().producers(tid);
             if (c->shards.empty() && producers.size() == 1 && rw.graph().find_op(producers.front())->shards.empty())
                 continue;
             // What a move writes is already moved: its transfers follow its consumers' devices.
             if (producers.size() == 1 && rw.graph().find_op(producers.front())->kind == "move") continue;
-            auto memo = writers_memo.find(tid);
-            if (memo == writers_memo.end())
-                memo = writers_memo.emplace(tid, writers_of(rw.graph(), *t, resolved, all_placed)).first;
-            const std::optional<Writers> &writers = memo->second;
-            if (!writers) continue;
-            const Derivation *d = resolved.of(c);
-            if (!d) continue;
-            const std::vector<Piece> readers = pieces_touching(*c, d->signature, tid, t->range.rank(), false, all_placed);
-            if (cross_device(writers->pieces, readers).empty()) continue;
-            auto boxes = partition_boxes(*t, writers->pieces);
-            if (!boxes) continue;
-            const std::string collective = choose_collective(*c, d->signature, *t, writers->pieces, readers);
-
+            if (producers.empty()) continue;  // an input or parameter: placement's to hold where it is read
+            // The decision: from the memo, or made (and kept).
+            Decision made_here;
+            Decision *decision = &made_here;
+            MovementMemo::Tables::Key key;
+            if (memo) {
+                key.tensor = t.get();
+                key.consumer = found.get();
+                key.placed = all_placed;
+                for (const OpId &p : producers) key.writers.push_back(rw.graph().find_op(p));
+                const auto hit = memo->tables_->decisions.find(key);
+                if (hit != memo->tables_->decisions.end()) {
+                    ++memo->hits_;
+                    decision = &hit->second.decision;
+                }
+            }
+            if (decision == &made_here) {
+                auto memoised = writers_memo.find(tid);
+                if (memoised == writers_memo.end())
+                    memoised = writers_memo.emplace(tid, writers_of(rw.graph(), *t, resolved, all_placed)).first;
+                const std::optional<Writers> &writers = memoised->second;
+                if (!writers) continue;
+                const Derivation *d = resolved.of(c);
+                if (!d) continue;
+                made_here = decide(*c, d->signature, *t, *writers, all_placed);
+                if (memo) {
+                    ++memo->misses_;
+                    MovementMemo::Tables::Entry entry{t, found, {}, std::move(made_here)};
+                    for (const OpId &p : producers) entry.writers.push_back(rw.graph().op_ptr(p));
+                    memo->tables_->pieces += 1 + c->shards.size() + 2 * entry.decision.shards.size();
+                    decision = &memo->tables_->decisions.emplace(std::move(key), std::move(entry)).first->second.decision;
+                }
+            }
+            if (!decision->move) continue;
+            const std::string &collective = decision->collective;
             const std::string moved_id =
                 unique_id(rw.graph(), tid.value + "." + collective, tid.value + "." + collective + "." + cid.value);
-            Tensor moved{TensorId(moved_id), moved_id, t->dtype, t->range, TensorRole::intermediate, {}, {}};
             const std::string move_id = unique_id(rw.graph(), "move." + tid.value + "." + cid.value,
                                                   "move." + tid.value + "." + cid.value + "." + collective);
-            Operation move;
-            move.id = OpId(move_id);
-            move.name = move_id;
-            move.kind = "move";
-            move.params.set("collective", collective);
-            move.inputs.push_back(PortBinding{"x", {TensorSelection{tid, t->range}}});
-            move.outputs.push_back(PortBinding{"y", {TensorSelection{moved.id, t->range}}});
-            if (boxes->size() > 1)
-                for (size_t k = 0; k < boxes->size(); ++k)
-                    move.shards.push_back(
-                        Shard{ShardId(move_id + "/" + std::to_string(k)),
-                              (*boxes)[k].translated(ZPoint::zeros(t->range.rank()) - t->range.start()),
-                              placed(writers->pieces[k].device),
-                              {},
-                              {}});
-            else if (placed(writers->pieces.front().device).size())
-                move.shards.push_back(Shard{ShardId(move_id + "/0"), ZRange::of_shape(t->range.shape()),
-                                            writers->pieces.front().device, {}, {}});
-            Operation consumer = *c;
-            for (PortBinding &b : consumer.inputs)
-                for (TensorSelection &s : b.selections)
-                    if (s.tensor == tid) s.tensor = moved.id;
-            for (Shard &s : consumer.shards)  // stated shard selections follow the rebinding
-                for (PortBinding &b : s.inputs)
-                    for (TensorSelection &sel : b.selections)
-                        if (sel.tensor == tid) sel.tensor = moved.id;
-            rw.put_tensor(std::move(moved));
-            rw.put_op(std::move(move));
-            rw.put_op(std::move(consumer));
+            // The move's nodes: made once per decision and ids.
+            auto same_ids = [&](const Decision::Made &m) { return m.moved_id == moved_id && m.move_id == move_id; };
+            auto made = std::find_if(decision->made.begin(), decision->made.end(), same_ids);
+            std::pair<TensorPtr, OpPtr> nodes;
+            if (made != decision->made.end()) {
+                nodes = {made->moved, made->move};
+            } else {
+                nodes = make_move(*decision, *t, moved_id, move_id);
+                if (memo) decision->made.push_back(Decision::Made{moved_id, move_id, nodes.first, nodes.second});
+            }
+            // The consumer reading the moved tensor.
+            OpPtr consumer;
+            if (memo) {
+                const MovementMemo::Tables::Rebound rk{c.get(), tid.value, moved_id};
+                auto &slot = memo->tables_->rebound[rk];
+                if (!slot.second) {
+                    slot = {c, rebind(*c, tid, nodes.first->id)};
+                    memo->tables_->pieces += 1 + 2 * c->shards.size();
+                }
+                consumer = slot.second;
+            } else {
+                consumer = rebind(*c, tid, nodes.first->id);
+            }
+            rw.put_tensor(nodes.first);
+            rw.put_op(nodes.second);
+            rw.put_op(consumer);
             inserted.push_back(OpId(move_id));
         }
     }

@@ -4,7 +4,9 @@
 // data_movement() says — exactly, with ISL — which elements move between which shards.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,7 +62,41 @@ std::vector<Transfer> data_movement(const Graph &g);
 // shard (two or more) reading all that the producer shards (two or more) wrote →
 // all_gather; otherwise send_recv (halo exchange, re-partitioning, a gather onto
 // an unsharded consumer). Returns the ids of the move ops, in insertion order.
-std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib);
+//
+// `memo` (null: none) keeps what the walk decided and made, for the search, which
+// builds graphs from the same nodes again and again (search/evaluate.h).
+class MovementMemo;
+std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib,
+                                       MovementMemo *memo = nullptr);
+
+// insert_data_movement's decisions, kept by the nodes that decide them: per tensor
+// and consumer — the tensor, its producers and the consumer, by pointer (nodes are
+// immutable, and the memo holds the ones it is keyed by, so no address is reused
+// while an entry lives) — whether a move goes between them and how (its collective,
+// the producers' boxes and devices); and the nodes each decision made (the moved
+// tensor, the move, the consumer reading it), so a graph built again from the same
+// nodes gets the same nodes back and its rewrites compare pointers, not contents.
+// Exact: the walk's result is the same with or without it. Past `pieces` shards
+// held it starts over. Not thread-safe: one per thread.
+class MovementMemo {
+public:
+    explicit MovementMemo(std::size_t pieces = 1 << 19);
+    ~MovementMemo();
+    MovementMemo(const MovementMemo &) = delete;
+    MovementMemo &operator=(const MovementMemo &) = delete;
+
+    std::int64_t hits() const { return hits_; }
+    std::int64_t misses() const { return misses_; }
+    std::size_t size() const;  // the shards of the nodes it holds, and one per entry
+
+    struct Tables;  // movement.cpp
+
+private:
+    friend std::vector<OpId> insert_data_movement(RecordingRewriter &, const SignatureSource &, MovementMemo *);
+    std::size_t entries_;
+    std::unique_ptr<Tables> tables_;
+    std::int64_t hits_ = 0, misses_ = 0;
+};
 
 // "moves 393216 elements (1572864 bytes) in 6 transfers: all_gather 6" — counts
 // are transfers per collective; "moves nothing" when there is none.

@@ -5,7 +5,9 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <unordered_map>
 
+#include "common/check.h"
 #include "graph/delta.h"
 #include "graph/order.h"
 #include "graph/resolve.h"
@@ -103,6 +105,29 @@ Expected<PlacementOptions, std::string> parse_placement(const std::string &rule,
     return o;
 }
 
+struct PlacementMemo::Tables {
+    std::vector<std::string> devices;  // the list the entries are for
+    // A placed node: the node and its pieces' devices (indices into `devices`).
+    struct Key {
+        const Operation *op;
+        std::vector<int> devices;
+        friend bool operator==(const Key &, const Key &) = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key &k) const {
+            std::size_t h = std::hash<const void *>{}(k.op);
+            for (int d : k.devices) h = h * 1000003u ^ static_cast<std::size_t>(d);
+            return h;
+        }
+    };
+    std::unordered_map<Key, std::pair<OpPtr, OpPtr>, KeyHash> placed;        // (the node, placed)
+    std::unordered_map<const Operation *, std::pair<OpPtr, double>> flops;  // (the node, its FLOPs)
+    std::size_t pieces = 0;  // the entries' nodes' shards (and one per entry)
+};
+
+PlacementMemo::PlacementMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
+PlacementMemo::~PlacementMemo() = default;
+
 Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options) {
     const SignatureSource &lib = options.library ? *options.library : OpLibrary::standard();
     const std::vector<std::string> &devices = options.devices;
@@ -115,6 +140,12 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
                 return unexpected("placement map for '" + op.value + "': device '" + d + "' is not one of the " +
                                   std::to_string(devices.size()) + " devices (" + devices.front() + " … " +
                                   devices.back() + ")");
+    }
+    PlacementMemo *memo = options.memo;
+    if (memo && (memo->tables_->devices != devices ||
+                 memo->tables_->pieces > memo->entries_)) {
+        memo->tables_ = std::make_unique<PlacementMemo::Tables>();
+        memo->tables_->devices = devices;
     }
     const DependencyOrder order = dependency_order(g);
     if (!order.cyclic.empty()) return unexpected("placement: the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
@@ -160,7 +191,18 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
             const OpLibrary *oplib = dynamic_cast<const OpLibrary *>(&lib);
             const OpLibrary &costs = oplib ? *oplib : OpLibrary::standard();
             std::vector<double> flops;
-            for (const Operation *op : ops) flops.push_back(op_flops(g, *op, costs));
+            for (const Operation *op : ops) {
+                if (!memo) {
+                    flops.push_back(op_flops(g, *op, costs));
+                    continue;
+                }
+                auto &slot = memo->tables_->flops[op];
+                if (!slot.first) {
+                    slot = {g.op_ptr(op->id), op_flops(g, *op, costs)};
+                    memo->tables_->pieces += 1 + op->shards.size();
+                }
+                flops.push_back(slot.second);
+            }
             const std::vector<int> stage_of = balanced_stages(flops, stages);
             for (size_t i = 0; i < ops.size(); ++i)
                 group[ops[i]] = {stage_of[i] * n / stages, (stage_of[i] + 1) * n / stages};
@@ -173,74 +215,111 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
     stage.input = g;
     Graph out = g;
     RecordingRewriter rw(out);
-    std::map<std::string, int> pieces_per_device;
-    int next = 0;  // round-robin
-    for (const Operation *op : ops) {
+    std::unordered_map<std::string, int> index_of;
+    for (int d = 0; d < n; ++d) index_of.emplace(devices[static_cast<size_t>(d)], d);
+    std::vector<int> pieces_per_device(static_cast<size_t>(n), 0);
+    // `op` with piece k on device on[k] (an unsharded op made one shard): from the
+    // memo, or made (and kept); `op` itself when that changes nothing.
+    auto placed_as = [&](const Graph &in, const OpPtr &op, const std::vector<int> &on) -> Expected<OpPtr, std::string> {
+        PlacementMemo::Tables::Key key{op.get(), on};
+        if (memo) {
+            const auto hit = memo->tables_->placed.find(key);
+            if (hit != memo->tables_->placed.end()) {
+                ++memo->hits_;
+                return hit->second.second;
+            }
+            ++memo->misses_;
+        }
         Operation placed_op = *op;
         if (placed_op.shards.empty()) {
-            auto d = resolve(g, *op, lib);
+            auto d = resolve(in, *op, lib);
             if (!d) return unexpected("placement: '" + op->id.value + "' does not resolve: " + d.error().message);
             placed_op.shards.push_back(Shard{ShardId(op->id.value + "/0"), d->signature.index_space, "", {}, {}});
         }
+        for (size_t k = 0; k < placed_op.shards.size(); ++k)
+            placed_op.shards[k].device = devices[static_cast<size_t>(on[k])];
+        OpPtr made = placed_op == *op ? op : std::make_shared<const Operation>(std::move(placed_op));
+        if (memo) {
+            memo->tables_->pieces += 1 + op->shards.size() + made->shards.size();
+            memo->tables_->placed.emplace(std::move(key), std::make_pair(op, made));
+        }
+        return made;
+    };
+    int next = 0;  // round-robin
+    std::vector<int> on;
+    for (const Operation *op : ops) {
+        const size_t pieces = std::max<size_t>(1, op->shards.size());
         const auto explicit_map = options.ops.find(op->id);
         if (explicit_map != options.ops.end() && explicit_map->second.size() != 1 &&
-            explicit_map->second.size() != placed_op.shards.size())
+            explicit_map->second.size() != pieces)
             return unexpected("placement map for '" + op->id.value + "': " +
                               std::to_string(explicit_map->second.size()) + " devices for " +
-                              std::to_string(placed_op.shards.size()) + " shards (give one, or one per shard)");
-        for (size_t k = 0; k < placed_op.shards.size(); ++k) {
-            std::string device;
+                              std::to_string(pieces) + " shards (give one, or one per shard)");
+        on.assign(pieces, 0);
+        for (size_t k = 0; k < pieces; ++k) {
+            int device = 0;
             if (explicit_map != options.ops.end()) {
-                device = explicit_map->second[explicit_map->second.size() == 1 ? 0 : k];
+                device = index_of.at(explicit_map->second[explicit_map->second.size() == 1 ? 0 : k]);
             } else if (options.rule == PlacementRule::round_robin) {
-                device = devices[static_cast<size_t>(next++ % n)];
+                device = next++ % n;
             } else if (options.rule == PlacementRule::pipeline) {
                 const auto [lo, hi] = group.at(op);
-                device = devices[static_cast<size_t>(lo + static_cast<int>(k) % std::max(1, hi - lo))];
+                device = lo + static_cast<int>(k) % std::max(1, hi - lo);
             } else if (options.rule == PlacementRule::spread) {
-                const size_t pieces = placed_op.shards.size();
                 const size_t stride = pieces < static_cast<size_t>(n) ? static_cast<size_t>(n) / pieces : 1;
-                device = devices[(k * stride) % static_cast<size_t>(n)];
+                device = static_cast<int>((k * stride) % static_cast<size_t>(n));
             } else {
-                device = devices[k % static_cast<size_t>(n)];
+                device = static_cast<int>(k % static_cast<size_t>(n));
             }
-            placed_op.shards[k].device = device;
-            ++pieces_per_device[device];
+            on[k] = device;
+            ++pieces_per_device[static_cast<size_t>(device)];
         }
-        if (!(placed_op == *op)) rw.put_op(std::move(placed_op));
+        auto placed_op = placed_as(g, g.op_ptr(op->id), on);
+        if (!placed_op) return unexpected(placed_op.error());
+        if (placed_op->get() != op) rw.put_op(std::move(placed_op).value());
     }
     // Moves sit where the pieces of their producer sit (move shard k carries what
-    // producer piece k wrote).
-    for (const OpPtr &mv : rw.graph().operations()) {
-        if (mv->kind != "move") continue;
+    // producer piece k wrote). Placing ops changed no op's outputs: producers once.
+    std::unordered_map<TensorId, std::vector<const Operation *>> producers_of;
+    for (const OpPtr &op : rw.graph().operations())
+        for (const TensorId &t : op->output_tensors()) {
+            std::vector<const Operation *> &v = producers_of[t];
+            if (v.empty() || v.back() != op.get()) v.push_back(op.get());
+        }
+    std::vector<OpPtr> moves;
+    for (const OpPtr &mv : rw.graph().operations())
+        if (mv->kind == "move") moves.push_back(mv);
+    for (const OpPtr &mv : moves) {
         const PortBinding *x = mv->input("x");
         if (!x || x->selections.size() != 1) continue;
-        const std::vector<OpId> producers = rw.graph().producers(x->selections[0].tensor);
-        const Operation *producer = producers.size() == 1 ? rw.graph().find_op(producers.front()) : nullptr;
-        Operation placed_move = *mv;
-        if (placed_move.shards.empty()) {
-            auto d = resolve(rw.graph(), *mv, lib);
-            if (!d) return unexpected("placement: '" + mv->id.value + "' does not resolve: " + d.error().message);
-            placed_move.shards.push_back(Shard{ShardId(mv->id.value + "/0"), d->signature.index_space, "", {}, {}});
-        }
-        for (size_t k = 0; k < placed_move.shards.size(); ++k) {
+        const auto writers = producers_of.find(x->selections[0].tensor);
+        const Operation *producer =
+            writers != producers_of.end() && writers->second.size() == 1 ? writers->second.front() : nullptr;
+        const size_t pieces = std::max<size_t>(1, mv->shards.size());
+        on.assign(pieces, 0);
+        for (size_t k = 0; k < pieces; ++k) {
             std::string device = devices.front();
             if (producer && !producer->shards.empty())
                 device = producer->shards[k < producer->shards.size() ? k : 0].device;
-            placed_move.shards[k].device = device.empty() ? devices.front() : device;
+            const auto at = index_of.find(device.empty() ? devices.front() : device);
+            TAPESTRY_CHECK(at != index_of.end(), "place: a move's producer sits on a device placement did not give it");
+            on[k] = at->second;
         }
-        if (!(placed_move == *mv)) rw.put_op(std::move(placed_move));
+        auto placed_move = placed_as(rw.graph(), mv, on);
+        if (!placed_move) return unexpected(placed_move.error());
+        if (placed_move->get() != mv.get()) rw.put_op(std::move(placed_move).value());
     }
+    const auto used = std::count_if(pieces_per_device.begin(), pieces_per_device.end(), [](int k) { return k > 0; });
     std::string rule = options.rule == PlacementRule::round_robin ? "round-robin"
                        : options.rule == PlacementRule::pipeline  ? "pipeline"
                        : options.rule == PlacementRule::spread    ? "spread: shard k of P → device k·n/P"
                                                                   : "shard k → device k";
     for (size_t i = 0; i < options.cuts.size(); ++i) rule += (i ? ", " : " cut at ") + options.cuts[i].value;
-    stage.summary = "placed " + std::to_string(ops.size()) + " ops on " + std::to_string(pieces_per_device.size()) +
+    stage.summary = "placed " + std::to_string(ops.size()) + " ops on " + std::to_string(used) +
                     " of " + std::to_string(n) + " devices (" + rule +
                     (options.ops.empty() ? "" : ", " + std::to_string(options.ops.size()) + " explicit") + ")";
     if (options.movement) {
-        const std::vector<OpId> inserted = insert_data_movement(rw, lib);
+        const std::vector<OpId> inserted = insert_data_movement(rw, lib, options.movement_memo);
         if (!inserted.empty()) stage.summary += "; " + std::to_string(inserted.size()) + " moves inserted";
         if (options.describe_movement) stage.summary += "; " + movement_summary(data_movement(rw.graph(), lib));
     }

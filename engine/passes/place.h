@@ -6,7 +6,10 @@
 // another device wrote.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +21,9 @@
 #include "passes/stage.h"
 
 namespace tapestry {
+
+class MovementMemo;  // passes/movement.h
+class PlacementMemo;
 
 class OpLibrary;
 
@@ -47,6 +53,10 @@ struct PlacementOptions {
     // the search's evaluations, whose summaries nobody reads, leave it out).
     bool describe_movement = true;
     const SignatureSource *library = nullptr;  // null: OpLibrary::standard()
+    // Keeps what placement decided and made (null: none): the search's, whose
+    // candidates place the same nodes again and again.
+    PlacementMemo *memo = nullptr;
+    MovementMemo *movement_memo = nullptr;  // the movement walk's (passes/movement.h)
     std::optional<CertifyOptions> certify;
     std::string text;  // the options as the user wrote them, for the stage
 };
@@ -66,6 +76,32 @@ double op_flops(const Graph &g, const Operation &op, const OpLibrary &lib);
 // stages of about equal FLOPs — each op in the stage its FLOP midpoint falls in
 // (stages may be empty where one op outweighs a stage).
 std::vector<int> balanced_stages(const std::vector<double> &flops, int stages);
+
+// What placement made, kept for the search (whose candidates place the same nodes
+// again and again): each placed operation and move by the node it placed (by
+// pointer: nodes are immutable, and the memo holds them, so no address is reused
+// while an entry lives) and the devices its pieces got, and each operation's FLOPs
+// for the pipeline rule. Kept for one list of devices (another list starts it
+// over). Exact: placement's result is the same with or without it. Past `pieces`
+// shards held it starts over. Not thread-safe: one per thread.
+class PlacementMemo {
+public:
+    explicit PlacementMemo(std::size_t pieces = 1 << 19);
+    ~PlacementMemo();
+    PlacementMemo(const PlacementMemo &) = delete;
+    PlacementMemo &operator=(const PlacementMemo &) = delete;
+
+    std::int64_t hits() const { return hits_; }
+    std::int64_t misses() const { return misses_; }
+
+    struct Tables;  // place.cpp
+
+private:
+    friend Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options);
+    std::size_t entries_;
+    std::unique_ptr<Tables> tables_;
+    std::int64_t hits_ = 0, misses_ = 0;
+};
 
 // The placement stage. Refuses (naming the op or device) an explicit map naming
 // an unknown op or a device outside `devices`, a map whose length is neither 1

@@ -250,7 +250,7 @@ Expected<Stage, std::string> shard(const Graph &g, const ShardOptions &options) 
         if (n > 0) stage.summary += "; propagated to " + std::to_string(n) + (n == 1 ? " op" : " ops");
     }
     if (options.movement) {
-        insert_data_movement(rw, lib);
+        insert_data_movement(rw, lib, options.movement_memo);
         if (options.describe_movement) {
             const std::vector<Transfer> moves = data_movement(rw.graph(), lib);
             if (!moves.empty()) stage.summary += "; " + movement_summary(moves);

@@ -15,6 +15,8 @@
 
 namespace tapestry {
 
+class MovementMemo;  // passes/movement.h
+
 // Split op `op` along index dim `dim` into `count` even parts (the remainder spread
 // over the first ones: 10 into 4 → 3,3,2,2) or into parts of the given `sizes`.
 struct ShardSpec {
@@ -38,6 +40,8 @@ struct ShardOptions {
     bool movement = true;
     // Count what the moves carry for the summary (the search's evaluations leave it out).
     bool describe_movement = true;
+    // Keeps the movement walk's decisions (passes/movement.h; null: none). The search's.
+    MovementMemo *movement_memo = nullptr;
     // Certify the stage against the input graph when set.
     std::optional<CertifyOptions> certify;
 };

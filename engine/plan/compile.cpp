@@ -25,7 +25,7 @@ struct Pending {  // a region before buffers exist
     int device;
     int tensor;  // graph tensor index
     ZRange box;  // a box computed here (transfers, collectives) …
-    ZRange *ref = nullptr;  // … or one of the cached pieces' selections, which the plan takes over at the end
+    ZRange *ref = nullptr;  // … or one of the pieces' selections, which the plan takes over at the end (copies, when a memo keeps them)
     int buffer = -1;              // set when the buffers are made
     const ZRange &get() const { return ref ? *ref : box; }
 };
@@ -122,11 +122,49 @@ ZRange with_dim0(const ZRange &r, Coord lo, Coord hi) {
     return ZRange(s, e);
 }
 
+// What add_kernels derives of an op beyond its pieces.
+struct Kernels {
+    const OpDef *def = nullptr;
+    const char *kernel_class = "";
+    DType dtype = DType::f32;
+    std::vector<std::string> fused;  // a fused op's members
+    std::vector<OpCost> costs;       // per piece
+};
+
+}  // namespace
+
+struct PieceMemo::Tables {
+    std::vector<std::string> devices;  // the cluster the entries are for
+    struct Entry {
+        OpPtr op;  // held: the key's node
+        std::optional<std::vector<Piece>> pieces;
+        std::optional<Kernels> kernels;
+    };
+    std::unordered_map<const Operation *, Entry> ops;
+    std::size_t pieces = 0;  // held by the entries
+};
+
+PieceMemo::PieceMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
+PieceMemo::~PieceMemo() = default;
+void PieceMemo::start_over() { tables_ = std::make_unique<Tables>(); }
+
+namespace {
+
 class Compiler {
 public:
-    Compiler(const Graph &g, const cost::Model &model, const SignatureSource *signatures)
-        : g_(g), model_(model), lib_(OpLibrary::standard()), sigs_(signatures ? *signatures : lib_) {
+    Compiler(const Graph &g, const cost::Model &model, const SignatureSource *signatures, PieceMemo *memo)
+        : g_(g), model_(model), lib_(OpLibrary::standard()), sigs_(signatures ? *signatures : lib_), memo_(memo) {
         for (int d = 0; d < model.shape().devices(); ++d) device_index_[model.shape().device_name(d)] = d;
+        if (memo_) {
+            PieceMemo::Tables &t = memo_->tables();
+            bool same = t.devices.size() == device_index_.size();
+            for (size_t d = 0; d < t.devices.size() && same; ++d)
+                same = t.devices[d] == model.shape().device_name(static_cast<int>(d));
+            if (!same || t.pieces > memo_->entries()) {
+                memo_->start_over();
+                for (int d = 0; d < model.shape().devices(); ++d) memo_->tables().devices.push_back(model.shape().device_name(d));
+            }
+        }
         for (const OpPtr &op : g.operations()) {
             for (const TensorId &t : op->output_tensors()) {
                 auto &v = producers_[t];
@@ -146,6 +184,15 @@ private:
     // Each op's pieces, resolved once.
     Expected<std::vector<Piece> *, std::string> pieces(const Operation &op);
     Expected<std::vector<Piece>, std::string> make_pieces(const Operation &op);
+    // What add_kernels needs of `op` beyond its pieces, once per op (or from the memo).
+    Expected<const Kernels *, std::string> kernels(const Operation &op, const std::vector<Piece> &pieces);
+    Expected<Kernels, std::string> make_kernels(const Operation &op, const std::vector<Piece> &pieces);
+    PieceMemo::Tables::Entry *memo_entry(const Operation &op) {
+        if (!memo_) return nullptr;
+        PieceMemo::Tables::Entry &e = memo_->tables().ops[&op];
+        if (!e.op) e.op = g_.op_ptr(op.id);
+        return &e;
+    }
     const std::vector<OpId> &producers(const TensorId &t) const { return lookup(producers_, t); }
     const std::vector<OpId> &consumers(const TensorId &t) const { return lookup(consumers_, t); }
     static const std::vector<OpId> &lookup(const std::unordered_map<TensorId, std::vector<OpId>> &m, const TensorId &t) {
@@ -179,7 +226,9 @@ private:
     std::map<std::pair<int, int>, std::vector<ZRange>> available_;  // (device, tensor) → boxes a collective left there
     std::set<std::string> lowered_;                                   // reduces a collective replaced
     std::vector<Pending> outputs_;                                    // graph output pieces
-    std::unordered_map<std::string, std::vector<Piece>> pieces_;
+    std::unordered_map<std::string, std::vector<Piece>> pieces_;      // without a memo
+    std::unordered_map<std::string, Kernels> kernels_;                // without a memo
+    PieceMemo *memo_ = nullptr;
     std::unordered_map<TensorId, std::vector<OpId>> producers_, consumers_;
 };
 
@@ -204,6 +253,16 @@ Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) co
 }
 
 Expected<std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op) {
+    if (PieceMemo::Tables::Entry *e = memo_entry(op)) {
+        memo_->note(e->pieces.has_value());
+        if (!e->pieces) {
+            auto made = make_pieces(op);
+            if (!made) return unexpected(made.error());
+            e->pieces = std::move(made).value();
+            memo_->tables().pieces += e->pieces->size() + 1;
+        }
+        return &*e->pieces;
+    }
     const auto it = pieces_.find(op.id.value);
     if (it != pieces_.end()) return &it->second;
     auto made = make_pieces(op);
@@ -283,28 +342,61 @@ Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation 
     return out;
 }
 
-Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op) {
-    auto ps = pieces(op);
-    if (!ps) return unexpected(ps.error());
-    const OpDef *def = lib_.find(op.kind);
-    if (!def) return unexpected("operation '" + op.id.value + "': unknown kind '" + op.kind + "'");
+Expected<const Kernels *, std::string> Compiler::kernels(const Operation &op, const std::vector<Piece> &pieces) {
+    if (PieceMemo::Tables::Entry *e = memo_entry(op)) {
+        if (!e->kernels) {
+            auto made = make_kernels(op, pieces);
+            if (!made) return unexpected(made.error());
+            e->kernels = std::move(made).value();
+        }
+        return &*e->kernels;
+    }
+    auto made = make_kernels(op, pieces);
+    if (!made) return unexpected(made.error());
+    return &(kernels_[op.id.value] = std::move(made).value());
+}
+
+Expected<Kernels, std::string> Compiler::make_kernels(const Operation &op, const std::vector<Piece> &pieces) {
+    Kernels k;
+    k.def = lib_.find(op.kind);
+    if (!k.def) return unexpected("operation '" + op.id.value + "': unknown kind '" + op.kind + "'");
     auto types = operand_types(g_, op);
     if (!types) return unexpected("operation '" + op.id.value + "': " + types.error().message);
     auto rel = sigs_.derive(op.kind, op.params, *types);
     if (!rel) return unexpected("operation '" + op.id.value + "': " + rel.error().message);
-    std::vector<std::string> fused;
     if (op.kind == "fused")
         if (auto chain = parse_fused_chain(op.params))
-            for (const FusedMember &m : chain->members) fused.push_back(m.kind);
-    const char *kclass = class_of(*def, op);
-    std::vector<std::pair<ZRange, OpCost>> costs;  // by piece shape
+            for (const FusedMember &m : chain->members) k.fused.push_back(m.kind);
+    k.kernel_class = class_of(*k.def, op);
     bool clipped = false;
     for (const PortProjections &pp : rel->signature.inputs)
         for (const OperandProjection &o : pp.operands) clipped = clipped || o.clipped;
-    DType dtype = DType::f32;
     for (const TensorId &t : op.output_tensors())
-        if (const Tensor *tt = g_.find_tensor(t)) dtype = tt->dtype;
-    for (Piece &p : **ps) {
+        if (const Tensor *tt = g_.find_tensor(t)) k.dtype = tt->dtype;
+    // Pieces of one shape cost the same (projections are affine) unless a read is
+    // clipped at the operand's edge: ask the library once per shape.
+    std::vector<std::pair<ZRange, OpCost>> by_shape;
+    for (const Piece &p : pieces) {
+        auto cached = clipped ? by_shape.end() : std::find_if(by_shape.begin(), by_shape.end(), [&](const auto &e) {
+            return same_shape(e.first, p.index);
+        });
+        if (cached == by_shape.end()) {
+            by_shape.emplace_back(p.index, lib_.cost(*k.def, op.params, *rel, *types, p.index));
+            cached = by_shape.end() - 1;
+        }
+        k.costs.push_back(cached->second);
+    }
+    return k;
+}
+
+Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op) {
+    auto ps = pieces(op);
+    if (!ps) return unexpected(ps.error());
+    auto ks = kernels(op, **ps);
+    if (!ks) return unexpected(ks.error());
+    const Kernels &k = **ks;
+    for (size_t i = 0; i < (*ps)->size(); ++i) {
+        Piece &p = (**ps)[i];
         PendingStep s;
         s.step.kind = StepKind::kernel;
         s.step.stream = Stream::compute;
@@ -312,19 +404,10 @@ Expected<std::monostate, std::string> Compiler::add_kernels(const Operation &op)
         s.step.op = op.id.value;
         s.step.shard = p.shard;
         s.step.op_kind = op.kind;
-        s.step.fused = fused;
-        s.step.kernel_class = kclass;
-        s.step.dtype = dtype;
-        // Pieces of one shape cost the same (projections are affine) unless a read is
-        // clipped at the operand's edge: ask the library once per shape.
-        auto cached = clipped ? costs.end() : std::find_if(costs.begin(), costs.end(), [&](const auto &e) {
-            return same_shape(e.first, p.index);
-        });
-        if (cached == costs.end()) {
-            costs.emplace_back(p.index, lib_.cost(*def, op.params, *rel, *types, p.index));
-            cached = costs.end() - 1;
-        }
-        const OpCost &c = cached->second;
+        s.step.fused = k.fused;
+        s.step.kernel_class = k.kernel_class;
+        s.step.dtype = k.dtype;
+        const OpCost &c = k.costs[i];
         s.step.flops = c.flops;
         s.step.bytes = c.bytes_read + c.bytes_written;
         size_t nin = 0;
@@ -981,7 +1064,9 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     }
     // The steps take their boxes: a cached piece's selection belongs to exactly one
     // step (its kernel), and nothing reads the cache after this.
-    auto region = [&](Pending &p) { return Region{p.buffer, p.ref ? std::move(*p.ref) : std::move(p.box), {}, {}}; };
+    auto region = [&](Pending &p) {
+        return Region{p.buffer, p.ref ? (memo_ ? ZRange(*p.ref) : std::move(*p.ref)) : std::move(p.box), {}, {}};
+    };
     plan.steps = std::move(steps_);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
         Step &step = plan.steps[i];
@@ -1035,15 +1120,15 @@ void predict_steps(Plan &plan, const cost::Model &model) {
 }
 
 Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source,
-                                         const SignatureSource *signatures) {
-    auto plan = Compiler(g, model, signatures).run(source);
+                                         const SignatureSource *signatures, PieceMemo *memo) {
+    auto plan = Compiler(g, model, signatures, memo).run(source);
     if (plan) plan->graph = g;
     return plan;
 }
 
 Expected<Plan, std::string> compile_plan(Graph &&g, const cost::Model &model, const PlanSource &source,
-                                         const SignatureSource *signatures) {
-    auto plan = Compiler(g, model, signatures).run(source);
+                                         const SignatureSource *signatures, PieceMemo *memo) {
+    auto plan = Compiler(g, model, signatures, memo).run(source);
     if (plan) plan->graph = std::move(g);
     return plan;
 }

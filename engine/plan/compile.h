@@ -4,6 +4,9 @@
 // touch, and each step's predicted time.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/expected.h"
@@ -29,14 +32,48 @@ namespace tapestry::plan {
 // Fails naming the op and shard placed on a device the cluster lacks, or an op
 // that does not resolve. `signatures` (null: the standard library) derives the
 // ops' signatures — the search passes a memo (graph/derivation_cache.h).
+// `memo` (null: none) keeps what the compiler derives of each operation, for the
+// search (PieceMemo below).
+class PieceMemo;
 Expected<Plan, std::string> compile_plan(const Graph &g, const cost::Model &model, const PlanSource &source = {},
-                                         const SignatureSource *signatures = nullptr);
+                                         const SignatureSource *signatures = nullptr, PieceMemo *memo = nullptr);
 // The same, the plan taking the graph over instead of a copy of it.
 Expected<Plan, std::string> compile_plan(Graph &&g, const cost::Model &model, const PlanSource &source = {},
-                                         const SignatureSource *signatures = nullptr);
+                                         const SignatureSource *signatures = nullptr, PieceMemo *memo = nullptr);
 // The same for a stage (the plan remembers its pass, options and certificate).
 Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &model, PlanSource source = {},
                                          const SignatureSource *signatures = nullptr);
+
+// What the compiler derives of each operation — its pieces (device, index box, the
+// boxes each reads and writes) and each piece's kernel cost — kept by the
+// operation's node for the search, whose candidates compile the same nodes again
+// and again: by pointer (nodes are immutable, and the memo holds the ones it keeps,
+// so no address is reused while an entry lives), for graphs in which a tensor id
+// always names the same tensor (a search's). Kept for one cluster (another starts
+// it over). Exact: a plan is the same with or without it. Past `pieces` pieces
+// held it starts over. Not thread-safe: one per thread.
+class PieceMemo {
+public:
+    explicit PieceMemo(std::size_t pieces = 1 << 18);
+    ~PieceMemo();
+    PieceMemo(const PieceMemo &) = delete;
+    PieceMemo &operator=(const PieceMemo &) = delete;
+
+    std::int64_t hits() const { return hits_; }
+    std::int64_t misses() const { return misses_; }
+
+    // The compiler's own (compile.cpp).
+    struct Tables;
+    Tables &tables() { return *tables_; }
+    void start_over();
+    std::size_t entries() const { return entries_; }
+    void note(bool hit) { ++(hit ? hits_ : misses_); }
+
+private:
+    std::size_t entries_;
+    std::unique_ptr<Tables> tables_;
+    std::int64_t hits_ = 0, misses_ = 0;
+};
 
 // Each step's predicted seconds under `model` (kernels by roofline, copies at
 // memory bandwidth, transfers and collectives by α–β): what compile_plan stores

@@ -96,7 +96,8 @@ Evaluator::Evaluator(Graph graph, Space space, cost::Target target, cost::Cluste
       objectives_(std::move(objectives)),
       constraints_(constraints),
       signatures_(std::make_shared<const DerivationCache>(OpLibrary::standard())),
-      stages_(std::make_shared<const StageMemo>()) {
+      stages_(std::make_shared<const StageMemo>()),
+      workspaces_(std::make_shared<WorkspacePool>()) {
     // Every candidate that fuses alike asks the backends the same questions.
     for (const FusionBackend *b : fusion) {
         fusion_answers_.push_back(std::make_shared<const FusionCache>(*b));
@@ -251,6 +252,16 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
                           "', which this search does not offer");
     const Space &space = from ? from->space : space_;
     if (!space.valid(c)) return unexpected("candidate '" + c.key() + "' is not in the search space");
+    // An evaluation builds on what the ones before it built (search/incremental.h);
+    // a materialization, whose stages are shown, runs every pass afresh.
+    struct Lent {
+        WorkspacePool *pool;
+        std::unique_ptr<Workspace> workspace;
+        ~Lent() {
+            if (workspace) pool->give(std::move(workspace));
+        }
+    } lent{workspaces_.get(), incremental_ && !keep_stages && !certify ? workspaces_->take() : nullptr};
+    Workspace *ws = lent.workspace.get();
     Materialized m;
     const Graph *current = from ? &from->stage.graph : &graph_;
     int made = from ? 1 : 0;  // stages made before placement
@@ -268,7 +279,16 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
         return made_now;
     };
     std::shared_ptr<const Stage> sharded, fused;
-    if (!specs.empty()) {
+    std::optional<Graph> split;  // the shard stage's graph, built incrementally
+    if (ws && !specs.empty()) {
+        if (auto made_here = ws->sharded(space, *current, c, *signatures_)) {
+            if (!*made_here) return unexpected(made_here->error());
+            split = std::move(*made_here).value();
+            current = &*split;
+            ++made;
+        }
+    }
+    if (!specs.empty() && !split) {
         auto st = stage("shard " + splits, [&] {
             ShardOptions o;
             o.specs = std::move(specs);
@@ -276,6 +296,7 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
             o.library = signatures_.get();
             o.movement = true;
             o.describe_movement = certify;  // an evaluation's stages are never shown
+            if (ws) o.movement_memo = &ws->movement;
             if (certify) o.certify = CertifyOptions{};
             return shard(*current, o);
         });
@@ -311,6 +332,10 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     }
     p.describe_movement = certify;
     p.library = signatures_.get();
+    if (ws) {
+        p.memo = &ws->placement;
+        p.movement_memo = &ws->movement;
+    }
     if (certify) p.certify = CertifyOptions{};
     auto placed = place(*current, p);
     if (!placed) return unexpected(placed.error());
@@ -324,7 +349,8 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     source.certificate = placed->certificate.badge();
     // An evaluation keeps no stage: its plan takes the placed graph over.
     auto compiled = keep_stages ? plan::compile_plan(placed->graph, model_, source, signatures_.get())
-                                : plan::compile_plan(std::move(placed->graph), model_, source, signatures_.get());
+                                : plan::compile_plan(std::move(placed->graph), model_, source, signatures_.get(),
+                                                     ws ? &ws->pieces : nullptr);
     if (!compiled) return unexpected(compiled.error());
     m.plan = std::move(compiled).value();
     m.prediction = plan::simulate(m.plan);
@@ -335,6 +361,21 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
         m.stages.push_back(std::move(placed).value());
     }
     return m;
+}
+
+Evaluator::Reuse Evaluator::reuse() const {
+    Reuse r;
+    workspaces_->for_each([&](const Workspace &w) {
+        r.splits_made += w.splits_made();
+        r.splits_replayed += w.splits_replayed();
+        r.movement_hits += w.movement.hits();
+        r.movement_misses += w.movement.misses();
+        r.placement_hits += w.placement.hits();
+        r.placement_misses += w.placement.misses();
+        r.piece_hits += w.pieces.hits();
+        r.piece_misses += w.pieces.misses();
+    });
+    return r;
 }
 
 Evaluation Evaluator::score(const plan::Plan &plan, const plan::Prediction &pred) const {

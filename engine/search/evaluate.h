@@ -21,6 +21,7 @@
 #include "plan/plan.h"
 #include "plan/simulate.h"
 #include "search/front.h"
+#include "search/incremental.h"
 #include "search/space.h"
 #include "search/stage_memo.h"
 
@@ -143,6 +144,22 @@ public:
     // A fresh memo of at most `entries` stages (0: none — each evaluation runs every
     // pass, the benchmarks' baseline).
     void share_stages(std::size_t entries) { stages_ = std::make_shared<const StageMemo>(entries); }
+    // Incremental evaluation (search/incremental.h; on by default): evaluations keep
+    // what they built — each op's split, the moves, the placed pieces, the
+    // compiler's pieces — for the next, in workspaces shared by copies. Off, every
+    // evaluation builds every node again (the benchmarks' baseline). The figures
+    // are the same either way.
+    void set_incremental(bool on) { incremental_ = on; }
+    bool incremental() const { return incremental_; }
+    // The workspaces' counts, summed (tests, benchmarks): splits made and replayed,
+    // and the movement, placement and compiler memos' hits and misses.
+    struct Reuse {
+        std::int64_t splits_made = 0, splits_replayed = 0;
+        std::int64_t movement_hits = 0, movement_misses = 0;
+        std::int64_t placement_hits = 0, placement_misses = 0;
+        std::int64_t piece_hits = 0, piece_misses = 0;
+    };
+    Reuse reuse() const;
 
 private:
     Graph graph_;
@@ -163,6 +180,8 @@ private:
     // Candidates that split alike share their shard stage (and fuse stage, where
     // they fuse alike): shared by the threads (and by copies).
     std::shared_ptr<const StageMemo> stages_;
+    bool incremental_ = true;
+    std::shared_ptr<WorkspacePool> workspaces_;  // shared by copies
     Expected<Materialized, std::string> build(const Candidate &c, bool certify, bool keep_stages) const;
     // The backends' answers, memoised (ops/fusion_cache.h): fusion_ points into them.
     std::vector<std::shared_ptr<const FusionCache>> fusion_answers_;

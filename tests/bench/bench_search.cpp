@@ -95,6 +95,15 @@ int rate(const Graph &g, long evaluations, int threads) {
                 "(%.2f ms each = %.1f× validate %.3f ms); target ≥ 10,000/s: %s; front %zu plans after %d generations\n",
                 g_fusion ? " with fusion" : "", g_maps ? " with device maps" : "", g_cuts ? " with pipeline cuts" : "", threads, r->evaluations, r->seconds, per_second, eval_ms, eval_ms / validate_ms, validate_ms,
                 per_second >= 10000 ? "met" : "NOT met", r->front.size(), r->generations);
+    const search::Evaluator::Reuse u = e->reuse();
+    auto share = [](std::int64_t hit, std::int64_t miss) {
+        return 100.0 * static_cast<double>(hit) / std::max<double>(1, static_cast<double>(hit + miss));
+    };
+    std::printf("  incremental: splits replayed %.0f%% (%lld made), movement decisions kept %.0f%%, placed nodes kept %.0f%%, "
+                "compiled pieces kept %.0f%%\n",
+                share(u.splits_replayed, u.splits_made), static_cast<long long>(u.splits_made),
+                share(u.movement_hits, u.movement_misses), share(u.placement_hits, u.placement_misses),
+                share(u.piece_hits, u.piece_misses));
     const auto hits = e->stage_memo().hits(), misses = e->stage_memo().misses();
     std::printf("  shared stages: %lld of %lld shard/fuse stages from the memo (%.0f%%)\n", static_cast<long long>(hits),
                 static_cast<long long>(hits + misses), 100.0 * static_cast<double>(hits) / std::max<double>(1, static_cast<double>(hits + misses)));
