@@ -97,11 +97,18 @@ void RecordingRewriter::put_tensor(TensorPtr t) {
 
 void RecordingRewriter::put_op(OpPtr op) {
     TAPESTRY_CHECK(op != nullptr, "RecordingRewriter::put_op: null operation");
+    const OpPtr before = g_.op_ptr(op->id);
+    if (before && (before == op || *before == *op)) return;
+    put_changed_op(std::move(op));
+}
+
+void RecordingRewriter::put_changed_op(OpPtr op) {
+    TAPESTRY_CHECK(op != nullptr, "RecordingRewriter::put_changed_op: null operation");
     NodeChange c;
     c.kind = NodeChange::Kind::operation;
     c.id = op->id.str();
     c.op_before = g_.op_ptr(op->id);
-    if (c.op_before && (c.op_before == op || *c.op_before == *op)) return;
+    if (c.op_before == op) return;
     c.op_after = std::move(op);
     c.index = c.op_before ? static_cast<size_t>(g_.op_index(OpId(c.id))) : g_.operations().size();
     g_.put_op(c.op_after);

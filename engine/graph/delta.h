@@ -64,6 +64,9 @@ public:
     void put_tensor(Tensor t) { put_tensor(std::make_shared<const Tensor>(std::move(t))); }
     void put_op(OpPtr op);
     void put_op(Operation op) { put_op(std::make_shared<const Operation>(std::move(op))); }
+    // put_op for a node the caller knows differs from the node of its id, if any (a
+    // memo's node, made once from that node): recorded without comparing contents.
+    void put_changed_op(OpPtr op);
     bool remove_tensor(const TensorId &id);
     bool remove_op(const OpId &id);
 

@@ -52,6 +52,17 @@ struct Operation {
     // Every tensor read / written, in port order (duplicates possible).
     std::vector<TensorId> input_tensors() const;
     std::vector<TensorId> output_tensors() const;
+    // The same, each passed to f(const TensorId &) without making a list.
+    template <class F>
+    void for_each_input_tensor(F &&f) const {
+        for (const PortBinding &b : inputs)
+            for (const TensorSelection &s : b.selections) f(s.tensor);
+    }
+    template <class F>
+    void for_each_output_tensor(F &&f) const {
+        for (const PortBinding &b : outputs)
+            for (const TensorSelection &s : b.selections) f(s.tensor);
+    }
     friend bool operator==(const Operation &, const Operation &) = default;
 };
 

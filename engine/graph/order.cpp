@@ -11,18 +11,18 @@ DependencyOrder dependency_order(const Graph &g) {
     const auto &ops = g.operations();
     std::unordered_map<TensorId, std::vector<size_t>> writers;
     for (size_t i = 0; i < ops.size(); ++i)
-        for (const TensorId &t : ops[i]->output_tensors()) writers[t].push_back(i);
+        ops[i]->for_each_output_tensor([&](const TensorId &t) { writers[t].push_back(i); });
 
     std::vector<int> pending(ops.size(), 0);
     std::vector<std::vector<size_t>> dependents(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
         std::vector<size_t> deps;
-        for (const TensorId &t : ops[i]->input_tensors()) {
+        ops[i]->for_each_input_tensor([&](const TensorId &t) {
             auto it = writers.find(t);
-            if (it == writers.end()) continue;
+            if (it == writers.end()) return;
             for (size_t p : it->second)
                 if (p != i) deps.push_back(p);
-        }
+        });
         std::sort(deps.begin(), deps.end());
         deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
         pending[i] = static_cast<int>(deps.size());

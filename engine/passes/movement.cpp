@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "graph/resolve.h"
@@ -357,14 +358,33 @@ struct MovementMemo::Tables {
         const Operation *consumer;
         std::vector<const Operation *> writers;
         bool placed;
-        friend bool operator==(const Key &, const Key &) = default;
     };
+    struct View {  // a key looked up without a copy of its writers
+        const Tensor *tensor;
+        const Operation *consumer;
+        std::span<const Operation *const> writers;
+        bool placed;
+    };
+    static View view(const Key &k) { return {k.tensor, k.consumer, k.writers, k.placed}; }
+    static View view(const View &v) { return v; }
     struct KeyHash {
-        std::size_t operator()(const Key &k) const {
+        using is_transparent = void;
+        template <class K>
+        std::size_t operator()(const K &key) const {
+            const View k = view(key);
             std::size_t h = mix_pointer(k.placed ? 1 : 0, k.tensor);
             h = mix_pointer(h, k.consumer);
             for (const Operation *w : k.writers) h = mix_pointer(h, w);
             return h;
+        }
+    };
+    struct KeyEqual {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A &a, const B &b) const {
+            const View x = view(a), y = view(b);
+            return x.tensor == y.tensor && x.consumer == y.consumer && x.placed == y.placed &&
+                   std::equal(x.writers.begin(), x.writers.end(), y.writers.begin(), y.writers.end());
         }
     };
     struct Entry {  // the nodes its key points at, held
@@ -373,7 +393,7 @@ struct MovementMemo::Tables {
         std::vector<OpPtr> writers;
         Decision decision;
     };
-    std::unordered_map<Key, Entry, KeyHash> decisions;
+    std::unordered_map<Key, Entry, KeyHash, KeyEqual> decisions;
     // A rebound consumer: (the consumer, the tensor, the moved tensor).
     struct Rebound {
         const Operation *consumer;
@@ -405,13 +425,14 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
     std::unordered_map<TensorId, std::vector<OpId>> producers_of;
     for (const OpPtr &op : rw.graph().operations()) {
         if (op->kind != "move") order.push_back(op->id);
-        for (const TensorId &t : op->output_tensors()) {
+        op->for_each_output_tensor([&](const TensorId &t) {
             std::vector<OpId> &v = producers_of[t];
             if (v.empty() || v.back() != op->id) v.push_back(op->id);
-        }
+        });
     }
     if (memo && memo->size() > memo->entries_) memo->tables_ = std::make_unique<MovementMemo::Tables>();
     static const std::vector<OpId> none;
+    std::vector<const Operation *> writer_ops;  // a decision's key's, reused
     for (const OpId &cid : order) {
         std::set<TensorId> seen;
         const OpPtr found = rw.graph().op_ptr(cid);  // as the walk found it (the decisions' key)
@@ -431,13 +452,11 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
             // The decision: from the memo, or made (and kept).
             Decision made_here;
             Decision *decision = &made_here;
-            MovementMemo::Tables::Key key;
             if (memo) {
-                key.tensor = t.get();
-                key.consumer = found.get();
-                key.placed = all_placed;
-                for (const OpId &p : producers) key.writers.push_back(rw.graph().find_op(p));
-                const auto hit = memo->tables_->decisions.find(key);
+                writer_ops.clear();
+                for (const OpId &p : producers) writer_ops.push_back(rw.graph().find_op(p));
+                const auto hit =
+                    memo->tables_->decisions.find(MovementMemo::Tables::View{t.get(), found.get(), writer_ops, all_placed});
                 if (hit != memo->tables_->decisions.end()) {
                     ++memo->hits_;
                     decision = &hit->second.decision;
@@ -457,6 +476,7 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                     MovementMemo::Tables::Entry entry{t, found, {}, std::move(made_here)};
                     for (const OpId &p : producers) entry.writers.push_back(rw.graph().op_ptr(p));
                     memo->tables_->pieces += 1 + c->shards.size() + 2 * entry.decision.shards.size();
+                    MovementMemo::Tables::Key key{t.get(), found.get(), writer_ops, all_placed};
                     decision = &memo->tables_->decisions.emplace(std::move(key), std::move(entry)).first->second.decision;
                 }
             }
@@ -490,8 +510,8 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                 consumer = rebind(*c, tid, nodes.first->id);
             }
             rw.put_tensor(nodes.first);
-            rw.put_op(nodes.second);
-            rw.put_op(consumer);
+            rw.put_changed_op(nodes.second);  // a new id
+            rw.put_changed_op(consumer);      // reads the moved tensor
             inserted.push_back(OpId(move_id));
         }
     }

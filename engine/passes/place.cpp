@@ -5,6 +5,7 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "common/check.h"
@@ -111,16 +112,32 @@ struct PlacementMemo::Tables {
     struct Key {
         const Operation *op;
         std::vector<int> devices;
-        friend bool operator==(const Key &, const Key &) = default;
     };
+    struct View {  // a key looked up without a copy of its devices
+        const Operation *op;
+        std::span<const int> devices;
+    };
+    static View view(const Key &k) { return {k.op, k.devices}; }
+    static View view(const View &v) { return v; }
     struct KeyHash {
-        std::size_t operator()(const Key &k) const {
+        using is_transparent = void;
+        template <class K>
+        std::size_t operator()(const K &key) const {
+            const View k = view(key);
             std::size_t h = std::hash<const void *>{}(k.op);
             for (int d : k.devices) h = h * 1000003u ^ static_cast<std::size_t>(d);
             return h;
         }
     };
-    std::unordered_map<Key, std::pair<OpPtr, OpPtr>, KeyHash> placed;        // (the node, placed)
+    struct KeyEqual {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A &a, const B &b) const {
+            const View x = view(a), y = view(b);
+            return x.op == y.op && std::equal(x.devices.begin(), x.devices.end(), y.devices.begin(), y.devices.end());
+        }
+    };
+    std::unordered_map<Key, std::pair<OpPtr, OpPtr>, KeyHash, KeyEqual> placed;  // (the node, placed)
     std::unordered_map<const Operation *, std::pair<OpPtr, double>> flops;  // (the node, its FLOPs)
     std::size_t pieces = 0;  // the entries' nodes' shards (and one per entry)
 };
@@ -221,9 +238,8 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
     // `op` with piece k on device on[k] (an unsharded op made one shard): from the
     // memo, or made (and kept); `op` itself when that changes nothing.
     auto placed_as = [&](const Graph &in, const OpPtr &op, const std::vector<int> &on) -> Expected<OpPtr, std::string> {
-        PlacementMemo::Tables::Key key{op.get(), on};
         if (memo) {
-            const auto hit = memo->tables_->placed.find(key);
+            const auto hit = memo->tables_->placed.find(PlacementMemo::Tables::View{op.get(), on});
             if (hit != memo->tables_->placed.end()) {
                 ++memo->hits_;
                 return hit->second.second;
@@ -241,7 +257,7 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
         OpPtr made = placed_op == *op ? op : std::make_shared<const Operation>(std::move(placed_op));
         if (memo) {
             memo->tables_->pieces += 1 + op->shards.size() + made->shards.size();
-            memo->tables_->placed.emplace(std::move(key), std::make_pair(op, made));
+            memo->tables_->placed.emplace(PlacementMemo::Tables::Key{op.get(), on}, std::make_pair(op, made));
         }
         return made;
     };
@@ -276,16 +292,16 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
         }
         auto placed_op = placed_as(g, g.op_ptr(op->id), on);
         if (!placed_op) return unexpected(placed_op.error());
-        if (placed_op->get() != op) rw.put_op(std::move(placed_op).value());
+        if (placed_op->get() != op) rw.put_changed_op(std::move(placed_op).value());  // made to differ
     }
     // Moves sit where the pieces of their producer sit (move shard k carries what
     // producer piece k wrote). Placing ops changed no op's outputs: producers once.
     std::unordered_map<TensorId, std::vector<const Operation *>> producers_of;
     for (const OpPtr &op : rw.graph().operations())
-        for (const TensorId &t : op->output_tensors()) {
+        op->for_each_output_tensor([&](const TensorId &t) {
             std::vector<const Operation *> &v = producers_of[t];
             if (v.empty() || v.back() != op.get()) v.push_back(op.get());
-        }
+        });
     std::vector<OpPtr> moves;
     for (const OpPtr &mv : rw.graph().operations())
         if (mv->kind == "move") moves.push_back(mv);
@@ -307,7 +323,7 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
         }
         auto placed_move = placed_as(rw.graph(), mv, on);
         if (!placed_move) return unexpected(placed_move.error());
-        if (placed_move->get() != mv.get()) rw.put_op(std::move(placed_move).value());
+        if (placed_move->get() != mv.get()) rw.put_changed_op(std::move(placed_move).value());
     }
     const auto used = std::count_if(pieces_per_device.begin(), pieces_per_device.end(), [](int k) { return k > 0; });
     std::string rule = options.rule == PlacementRule::round_robin ? "round-robin"

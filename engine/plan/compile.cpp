@@ -166,14 +166,14 @@ public:
             }
         }
         for (const OpPtr &op : g.operations()) {
-            for (const TensorId &t : op->output_tensors()) {
+            op->for_each_output_tensor([&](const TensorId &t) {
                 auto &v = producers_[t];
-                if (v.empty() || v.back() != op->id) v.push_back(op->id);
-            }
-            for (const TensorId &t : op->input_tensors()) {
+                if (v.empty() || v.back() != op.get()) v.push_back(op.get());
+            });
+            op->for_each_input_tensor([&](const TensorId &t) {
                 auto &v = consumers_[t];
-                if (v.empty() || v.back() != op->id) v.push_back(op->id);
-            }
+                if (v.empty() || v.back() != op.get()) v.push_back(op.get());
+            });
         }
     }
 
@@ -193,10 +193,11 @@ private:
         if (!e.op) e.op = g_.op_ptr(op.id);
         return &e;
     }
-    const std::vector<OpId> &producers(const TensorId &t) const { return lookup(producers_, t); }
-    const std::vector<OpId> &consumers(const TensorId &t) const { return lookup(consumers_, t); }
-    static const std::vector<OpId> &lookup(const std::unordered_map<TensorId, std::vector<OpId>> &m, const TensorId &t) {
-        static const std::vector<OpId> none;
+    const std::vector<const Operation *> &producers(const TensorId &t) const { return lookup(producers_, t); }
+    const std::vector<const Operation *> &consumers(const TensorId &t) const { return lookup(consumers_, t); }
+    using Ops = std::vector<const Operation *>;
+    static const Ops &lookup(const std::unordered_map<TensorId, Ops> &m, const TensorId &t) {
+        static const Ops none;
         const auto it = m.find(t);
         return it == m.end() ? none : it->second;
     }
@@ -229,7 +230,7 @@ private:
     std::unordered_map<std::string, std::vector<Piece>> pieces_;      // without a memo
     std::unordered_map<std::string, Kernels> kernels_;                // without a memo
     PieceMemo *memo_ = nullptr;
-    std::unordered_map<TensorId, std::vector<OpId>> producers_, consumers_;
+    std::unordered_map<TensorId, Ops> producers_, consumers_;  // by operation order
 };
 
 Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) const {
@@ -440,9 +441,9 @@ Expected<bool, std::string> Compiler::lower_reduction(const Operation &move, con
     const PortBinding *rx = reduce.input("x");
     if (!x || !y || !rx || rx->selections.size() != 1 || rx->selections[0].tensor != y->selections[0].tensor)
         return false;
-    const std::vector<OpId> &writers_of_t = producers(x->selections[0].tensor);
+    const std::vector<const Operation *> &writers_of_t = producers(x->selections[0].tensor);
     if (writers_of_t.size() != 1) return false;
-    const Operation &producer = *g_.find_op(writers_of_t.front());
+    const Operation &producer = *writers_of_t.front();
     // The partials of a split contraction: [parts, *y], summed over axis 0.
     if (producer.kind != "partial_matmul" || reduce.params.get_ints("axes", {}) != std::vector<std::int64_t>{0} ||
         reduce.params.get_bool("keepdims", true))
@@ -554,18 +555,18 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
     const ZPoint back = ZPoint::zeros(shift.rank()) - shift;
     const bool shifted = shift != ZPoint::zeros(shift.rank());
     const std::string collective = move.params.get_string("collective", "");
-    const std::vector<OpId> &readers_of_y = consumers(y_id);
+    const std::vector<const Operation *> &readers_of_y = consumers(y_id);
     // Partials summed by a reduce_sum: collectives, whatever the move was labelled
     // (a batch-split product is labelled send_recv, yet reduces within groups).
     if (readers_of_y.size() == 1) {
-        auto done = lower_reduction(move, *g_.find_op(readers_of_y.front()));
+        auto done = lower_reduction(move, *readers_of_y.front());
         if (!done) return unexpected(done.error());
         if (*done) return std::monostate{};
     }
     // What each device reads of the moved tensor (in the source tensor's coordinates).
     std::map<int, std::vector<ZRange>> need;
-    for (const OpId &cid : readers_of_y) {
-        auto ps = pieces(*g_.find_op(cid));
+    for (const Operation *reader : readers_of_y) {
+        auto ps = pieces(*reader);
         if (!ps) return unexpected(ps.error());
         for (const Piece &p : **ps)
             for (const PortBinding &b : p.inputs)
@@ -577,9 +578,9 @@ Expected<std::monostate, std::string> Compiler::lower_move(const Operation &move
     std::vector<std::pair<int, const ZRange *>> writes;  // (device, box): boxes of the cached pieces, or of `need`
     // Every producer's pieces: a tensor may have several (the partials of a split
     // reduction whose parts are ops of their own each write a slice).
-    const std::vector<OpId> &writers_of_t = producers(t_id);
-    for (const OpId &w : writers_of_t) {
-        auto ps = pieces(*g_.find_op(w));
+    const std::vector<const Operation *> &writers_of_t = producers(t_id);
+    for (const Operation *w : writers_of_t) {
+        auto ps = pieces(*w);
         if (!ps) return unexpected(ps.error());
         for (const Piece &p : **ps)
             for (const PortBinding &b : p.outputs)
@@ -1054,8 +1055,8 @@ Expected<Plan, std::string> Compiler::run(const PlanSource &source) {
     for (Buffer &b : plan.buffers) {
         b.bytes = size_mul(b.region.size(), dtype_bytes(b.dtype));
         if (b.kind == BufferKind::activation) {
-            const std::vector<OpId> &prod = producers(b.tensor);
-            if (prod.size() == 1 && g_.find_op(prod.front())->kind == "move") b.kind = BufferKind::received;
+            const std::vector<const Operation *> &prod = producers(b.tensor);
+            if (prod.size() == 1 && prod.front()->kind == "move") b.kind = BufferKind::received;
         }
     }
     for (const Pending &p : outputs_) {

@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -339,6 +343,65 @@ std::vector<Mutator> mutators_of(const Space &s) {
     return out;
 }
 
+// The search's worker threads, started once: a thread started per generation
+// costs its start, and each new thread's allocator heap starts cold.
+class Workers {
+public:
+    explicit Workers(int threads) {
+        for (int t = 1; t < threads; ++t) threads_.emplace_back([this] { serve(); });
+    }
+    ~Workers() {
+        {
+            std::lock_guard lock(mutex_);
+            quit_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread &t : threads_) t.join();
+    }
+    Workers(const Workers &) = delete;
+    Workers &operator=(const Workers &) = delete;
+    int threads() const { return static_cast<int>(threads_.size()) + 1; }
+    // Runs `job` on every worker and on the calling thread; returns when all are done.
+    void run(const std::function<void()> &job) {
+        {
+            std::lock_guard lock(mutex_);
+            job_ = &job;
+            ++round_;
+            busy_ = static_cast<int>(threads_.size());
+        }
+        wake_.notify_all();
+        job();
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [&] { return busy_ == 0; });
+        job_ = nullptr;
+    }
+
+private:
+    void serve() {
+        long seen = 0;
+        for (;;) {
+            const std::function<void()> *job = nullptr;
+            {
+                std::unique_lock lock(mutex_);
+                wake_.wait(lock, [&] { return quit_ || round_ != seen; });
+                if (quit_) return;
+                seen = round_;
+                job = job_;
+            }
+            (*job)();
+            std::lock_guard lock(mutex_);
+            if (--busy_ == 0) done_.notify_one();
+        }
+    }
+    std::vector<std::thread> threads_;
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    const std::function<void()> *job_ = nullptr;
+    long round_ = 0;
+    int busy_ = 0;
+    bool quit_ = false;
+};
+
 class Search {
 public:
     Search(const Evaluator &e, const SearchOptions &o, const SearchHooks &h)
@@ -351,6 +414,7 @@ public:
         stats_.resize(mutator_list_.size());
         for (int m = 0; m < mutators_; ++m) stats_[static_cast<size_t>(m)].name = mutator_list_[static_cast<size_t>(m)].name;
         threads_ = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+        workers_ = std::make_unique<Workers>(threads_);
     }
 
     Expected<SearchResult, std::string> run();
@@ -380,6 +444,7 @@ private:
     Rng rng_;
     Clock::time_point start_;
     int threads_ = 1;
+    std::unique_ptr<Workers> workers_;
     std::vector<Mutator> mutator_list_;  // this space's (mutators_of)
     int mutators_ = 0;
     std::map<std::string, Scored> cache_;  // by key: each candidate as first evaluated
@@ -403,7 +468,7 @@ std::vector<Scored> Search::evaluate(const std::vector<Candidate> &cands, const 
     std::vector<Evaluation> results(todo.size());
     std::vector<char> skipped(todo.size(), 0);  // not evaluated: the search was stopped
     std::atomic<size_t> next{0};
-    auto work = [&] {
+    const std::function<void()> work = [&] {
         for (size_t k = next++; k < todo.size(); k = next++) {
             if (stopping()) {
                 skipped[k] = 1;
@@ -412,11 +477,8 @@ std::vector<Scored> Search::evaluate(const std::vector<Candidate> &cands, const 
             results[k] = eval_.evaluate(cands[todo[k]]);
         }
     };
-    const int n = std::min<int>(threads_, static_cast<int>(todo.size()));
-    std::vector<std::thread> pool;
-    for (int t = 1; t < n; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread &t : pool) t.join();
+    if (todo.size() > 1) workers_->run(work);
+    else work();
     for (size_t k = 0; k < todo.size(); ++k) {
         if (skipped[k]) continue;
         const Candidate &c = cands[todo[k]];
