@@ -342,7 +342,7 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
     plan::PlanSource source;
     source.stage = made + 1;
     source.pass = placed->pass;
-    source.options = space.describe(c);
+    if (keep_stages) source.options = space.describe(c);  // an evaluation's plan is never shown
     // A pipeline's steps by readiness, so its micro-batches overlap (as `tapestry
     // plan` orders a pipeline's); the other rules' op by op.
     source.order = c.rule == PlacementRule::pipeline ? plan::StepOrder::ready : plan::StepOrder::dependency;

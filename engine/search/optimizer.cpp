@@ -551,30 +551,45 @@ std::vector<Scored> Search::select(std::vector<Scored> pool) {
     return out;
 }
 
-// The archive's first front with the fresh candidates; whether it changed.
+// The archive's first front with the fresh candidates; whether it changed. Each
+// candidate's key is made once (the sort breaks ties by it).
 bool Search::update_front(const std::vector<Scored> &fresh) {
-    std::vector<Scored> pool = front_;
+    std::vector<const Scored *> pool;
+    std::vector<std::string> keys;
     std::set<std::string> seen;
-    for (const Scored &s : front_) seen.insert(s.candidate.key());
+    auto offer = [&](const Scored &s) {
+        std::string k = s.candidate.key();
+        if (!seen.insert(k).second) return;
+        pool.push_back(&s);
+        keys.push_back(std::move(k));
+    };
+    for (const Scored &s : front_) offer(s);
     for (const Scored &s : fresh)
-        if (s.evaluation.ok && seen.insert(s.candidate.key()).second) pool.push_back(s);
-    std::vector<Scored> next;
-    for (size_t i : first_front(points(pool))) next.push_back(pool[i]);
-    std::sort(next.begin(), next.end(), [](const Scored &a, const Scored &b) {
-        return a.evaluation.point.objectives < b.evaluation.point.objectives ||
-               (a.evaluation.point.objectives == b.evaluation.point.objectives && a.candidate.key() < b.candidate.key());
+        if (s.evaluation.ok) offer(s);
+    std::vector<Point> pts;
+    pts.reserve(pool.size());
+    for (const Scored *s : pool) pts.push_back(s->evaluation.point);
+    std::vector<size_t> next = first_front(pts);
+    std::sort(next.begin(), next.end(), [&](size_t a, size_t b) {
+        const auto &x = pool[a]->evaluation.point.objectives, &y = pool[b]->evaluation.point.objectives;
+        return x < y || (x == y && keys[a] < keys[b]);
     });
     // Plans with the same figures are one point of the front: the first by key stays.
     next.erase(std::unique(next.begin(), next.end(),
-                           [](const Scored &a, const Scored &b) {
-                               return a.evaluation.point.objectives == b.evaluation.point.objectives &&
-                                      a.evaluation.point.violation == b.evaluation.point.violation;
+                           [&](size_t a, size_t b) {
+                               return pool[a]->evaluation.point.objectives == pool[b]->evaluation.point.objectives &&
+                                      pool[a]->evaluation.point.violation == pool[b]->evaluation.point.violation;
                            }),
                next.end());
+    // front_ is the first front_.size() of the pool, in its order.
     bool changed = next.size() != front_.size();
-    for (size_t i = 0; !changed && i < next.size(); ++i) changed = next[i].candidate.key() != front_[i].candidate.key();
-    front_ = std::move(next);
-    return changed;
+    for (size_t i = 0; !changed && i < next.size(); ++i) changed = next[i] != i;
+    if (!changed) return false;
+    std::vector<Scored> made;
+    made.reserve(next.size());
+    for (size_t i : next) made.push_back(*pool[i]);
+    front_ = std::move(made);
+    return true;
 }
 
 bool Search::mutate(int m, Candidate &c) {

@@ -14,11 +14,14 @@
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
 //                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts]
-//                [--no-stage-memo] [--seed N] [--export-front FILE]
+//                [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
 // space, as `tapestry optimize --maps` searches; --cuts: pipeline cuts in the
-// space, as `tapestry optimize --cuts` searches; --no-stage-memo: every
+// space, as `tapestry optimize --cuts` searches; --no-incremental: every
+// evaluation builds every node again (search/incremental.h; the rate part also
+// runs that search after its own, as the baseline in the same run, unless
+// --no-baseline: for profiling); --no-stage-memo: every
 // evaluation runs every pass, the baseline of the shared stages; --export-front:
 // the stack's front as `tapestry optimize --export-front` writes it, for
 // comparing fronts by hypervolume.)
@@ -49,6 +52,8 @@ bool g_fusion = false;  // --fusion
 bool g_maps = false;    // --maps
 bool g_cuts = false;    // --cuts
 bool g_no_memo = false; // --no-stage-memo
+bool g_no_incremental = false;  // --no-incremental
+bool g_no_baseline = false;     // --no-baseline
 std::string g_export;    // --export-front FILE (the stack's front)
 std::uint64_t g_seed = 1;  // --seed N
 
@@ -67,6 +72,7 @@ std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int node
     if (g_fusion) fusion.push_back(&cpu::fusion_backend());
     search::Evaluator e(g, *space, *target, *shape, kObjectives, {}, {}, fusion);
     if (g_no_memo) e.share_stages(0);
+    if (g_no_incremental) e.set_incremental(false);
     return e;
 }
 
@@ -107,6 +113,17 @@ int rate(const Graph &g, long evaluations, int threads) {
     const auto hits = e->stage_memo().hits(), misses = e->stage_memo().misses();
     std::printf("  shared stages: %lld of %lld shard/fuse stages from the memo (%.0f%%)\n", static_cast<long long>(hits),
                 static_cast<long long>(hits + misses), 100.0 * static_cast<double>(hits) / std::max<double>(1, static_cast<double>(hits + misses)));
+    if (e->incremental() && !g_no_baseline) {
+        // The baseline in the same run: the same search, every node built again.
+        auto fresh = evaluator(g, 8, 1);
+        if (!fresh) return 1;
+        fresh->set_incremental(false);
+        auto b = search::optimize(*fresh, o);
+        if (!b) return 1;
+        const double base = static_cast<double>(b->evaluations) / b->seconds;
+        std::printf("  baseline without incremental evaluation, same search: %.0f evaluations/s; incremental %.2f× it%s\n", base,
+                    per_second / base, b->front.size() == r->front.size() ? " (the same front size)" : " (FRONTS DIFFER)");
+    }
     return 0;
 }
 
@@ -278,11 +295,13 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--maps")) g_maps = true;
         else if (!std::strcmp(argv[i], "--cuts")) g_cuts = true;
         else if (!std::strcmp(argv[i], "--no-stage-memo")) g_no_memo = true;
+        else if (!std::strcmp(argv[i], "--no-incremental")) g_no_incremental = true;
+        else if (!std::strcmp(argv[i], "--no-baseline")) g_no_baseline = true;
         else if (!std::strcmp(argv[i], "--export-front") && i + 1 < argc) g_export = argv[++i];
         else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) g_seed = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--seed N] [--export-front FILE]\n");
+                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]\n");
             return 2;
         }
     }
