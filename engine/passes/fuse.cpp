@@ -26,6 +26,23 @@ struct Piece {
     ShardSelections sel;
 };
 
+}  // namespace
+
+struct FuseMemo::Tables {
+    struct Built {
+        std::vector<OpPtr> chain;  // held: the key's nodes
+        OpPtr fused;               // or null, refused:
+        std::string refusal;
+    };
+    std::map<std::vector<const Operation *>, Built> chains;  // by head, then members
+};
+
+FuseMemo::FuseMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
+FuseMemo::~FuseMemo() = default;
+void FuseMemo::start_over() { tables_ = std::make_unique<Tables>(); }
+
+namespace {
+
 std::vector<Piece> pieces_of(const Graph &g, const Operation &op, const Signature &abs) {
     std::vector<Piece> out;
     if (op.shards.empty()) {
@@ -72,6 +89,7 @@ public:
     Fuser(Graph &g, const FuseOptions &o) : rw_(g), options_(o) {
         lib_ = o.library ? o.library : &OpLibrary::standard();
         for (const OpId &id : o.exclude) excluded_.insert(id);
+        if (o.memo && o.memo->tables().chains.size() > o.memo->entries()) o.memo->start_over();
     }
 
     Expected<std::monostate, std::string> run() {
@@ -101,6 +119,37 @@ private:
 
     void refuse(const Operation &from, const std::string &to, const std::string &why) {
         refusals_.push_back(from.id.value + "→" + to + " " + why);
+    }
+
+    // The fused operation for `c`: from the memo, or built (and kept).
+    Expected<OpPtr, std::string> fused_op(const Chain &c) const {
+        if (!options_.memo) {
+            auto built = build(c);
+            if (!built) return unexpected(built.error());
+            return std::make_shared<const Operation>(std::move(built).value());
+        }
+        std::vector<const Operation *> key{c.head};
+        key.insert(key.end(), c.members.begin(), c.members.end());
+        auto &chains = options_.memo->tables().chains;
+        auto it = chains.find(key);
+        options_.memo->note(it != chains.end());
+        if (it == chains.end()) {
+            FuseMemo::Tables::Built b;
+            for (const Operation *o : key) {
+                b.chain.push_back(rw_.graph().op_ptr(o->id));
+                if (b.chain.back().get() != o) {  // not the graph's node: nothing to key on
+                    auto built = build(c);
+                    if (!built) return unexpected(built.error());
+                    return std::make_shared<const Operation>(std::move(built).value());
+                }
+            }
+            auto built = build(c);
+            if (built) b.fused = std::make_shared<const Operation>(std::move(built).value());
+            else b.refusal = built.error();
+            it = chains.emplace(std::move(key), std::move(b)).first;
+        }
+        if (!it->second.fused) return unexpected(it->second.refusal);
+        return it->second.fused;
     }
 
     // Builds the fused operation for `c` (with its members so far), or says why not.
@@ -339,7 +388,7 @@ private:
         if (!start) return unexpected(start.error());
         if (!*start) return std::monostate{};
         Chain c = std::move(**start);
-        std::optional<Operation> fused;
+        OpPtr fused;
         const Operation *end = &head;
         while (true) {
             auto next = next_consumer(c, *end);
@@ -357,7 +406,7 @@ private:
             }
             std::optional<Chain> longer = extended(c, k, std::move(*values));
             if (!longer) break;
-            auto built = build(*longer);
+            auto built = fused_op(*longer);
             if (!built) {
                 refuse(*end, k.op->id.value, "not fused: " + built.error());
                 break;
@@ -367,12 +416,12 @@ private:
             end = k.op;
             if (k.tail) break;
         }
-        if (fused) rewrite(c, std::move(*fused));
+        if (fused) rewrite(c, std::move(fused));
         return std::monostate{};
     }
 
     // The head becomes the fused op; members and intermediates go.
-    void rewrite(const Chain &c, Operation fused) {
+    void rewrite(const Chain &c, OpPtr fused) {
         consumed_.insert(c.head->id);
         std::string ids = c.head->id.value;
         std::vector<OpId> members;

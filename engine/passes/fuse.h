@@ -5,6 +5,9 @@
 // intermediate tensors disappear.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +21,8 @@
 
 namespace tapestry {
 
+class FuseMemo;
+
 struct FuseOptions {
     // Kinds that may take part (as head or epilogue); empty: every fusable kind.
     std::vector<std::string> kinds;
@@ -30,6 +35,39 @@ struct FuseOptions {
     std::vector<const FusionBackend *> backends;
     // Certify the stage against the input graph when set.
     std::optional<CertifyOptions> certify;
+    // Keeps the fused ops the pass built (null: none): the search's, whose candidates
+    // fuse the same nodes again and again. For one set of kinds, library and backends.
+    FuseMemo *memo = nullptr;
+};
+
+// The fused operations the pass built, by the chain of nodes each was built from
+// (the head and its members, by pointer: nodes are immutable, and the memo holds
+// the ones it keys on), or why the backends or the library refused the chain — so
+// a chain fused again is the same node, and what is built from it (placement, the
+// compiler: passes/place.h, plan/compile.h) is found in their memos too. Exact:
+// the stage is the same with or without it. Past `entries` chains it starts over.
+// Not thread-safe: one per thread.
+class FuseMemo {
+public:
+    explicit FuseMemo(std::size_t entries = 1 << 14);
+    ~FuseMemo();
+    FuseMemo(const FuseMemo &) = delete;
+    FuseMemo &operator=(const FuseMemo &) = delete;
+
+    std::int64_t hits() const { return hits_; }
+    std::int64_t misses() const { return misses_; }
+
+    // The pass's own (fuse.cpp).
+    struct Tables;
+    Tables &tables() { return *tables_; }
+    std::size_t entries() const { return entries_; }
+    void start_over();
+    void note(bool hit) { ++(hit ? hits_ : misses_); }
+
+private:
+    std::size_t entries_;
+    std::unique_ptr<Tables> tables_;
+    std::int64_t hits_ = 0, misses_ = 0;
 };
 
 // The fusion stage. For each producer P (in dependency order) whose one output

@@ -310,6 +310,7 @@ Expected<Materialized, std::string> Evaluator::build(const Candidate &c, bool ce
             FuseOptions f;
             f.backends = fusion_;
             for (int i : c.unfused) f.exclude.push_back(space.ops()[static_cast<size_t>(i)].op);
+            if (ws) f.memo = &ws->fusion;
             if (certify) f.certify = CertifyOptions{};
             return fuse(*current, f);
         });
@@ -370,6 +371,8 @@ Evaluator::Reuse Evaluator::reuse() const {
         r.splits_replayed += w.splits_replayed();
         r.movement_hits += w.movement.hits();
         r.movement_misses += w.movement.misses();
+        r.fusion_hits += w.fusion.hits();
+        r.fusion_misses += w.fusion.misses();
         r.placement_hits += w.placement.hits();
         r.placement_misses += w.placement.misses();
         r.piece_hits += w.pieces.hits();

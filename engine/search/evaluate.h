@@ -145,17 +145,18 @@ public:
     // pass, the benchmarks' baseline).
     void share_stages(std::size_t entries) { stages_ = std::make_shared<const StageMemo>(entries); }
     // Incremental evaluation (search/incremental.h; on by default): evaluations keep
-    // what they built — each op's split, the moves, the placed pieces, the
+    // what they built — each op's split, the moves, the fused ops, the placed pieces, the
     // compiler's pieces — for the next, in workspaces shared by copies. Off, every
     // evaluation builds every node again (the benchmarks' baseline). The figures
     // are the same either way.
     void set_incremental(bool on) { incremental_ = on; }
     bool incremental() const { return incremental_; }
     // The workspaces' counts, summed (tests, benchmarks): splits made and replayed,
-    // and the movement, placement and compiler memos' hits and misses.
+    // and the movement, fusion, placement and compiler memos' hits and misses.
     struct Reuse {
         std::int64_t splits_made = 0, splits_replayed = 0;
         std::int64_t movement_hits = 0, movement_misses = 0;
+        std::int64_t fusion_hits = 0, fusion_misses = 0;
         std::int64_t placement_hits = 0, placement_misses = 0;
         std::int64_t piece_hits = 0, piece_misses = 0;
     };

@@ -4,7 +4,8 @@
 // pieces, the compiler's pieces and kernel costs — was built before. A Workspace
 // keeps it, by the nodes it was built from: each op's split as the shard pass
 // rewrites it alone (replayed to build a candidate's sharded graph), the movement
-// walks' decisions (passes/movement.h), placement's nodes (passes/place.h) and the
+// walks' decisions (passes/movement.h), the fused ops (passes/fuse.h),
+// placement's nodes (passes/place.h) and the
 // compiler's pieces (plan/compile.h). Nodes are immutable and kept nodes are
 // handed out again, so a graph built from kept nodes has the same pointers as the
 // last one, and every memo after it hits. Exact: every figure is the compiled
@@ -24,6 +25,7 @@
 #include "common/expected.h"
 #include "graph/delta.h"
 #include "graph/signature.h"
+#include "passes/fuse.h"
 #include "passes/movement.h"
 #include "passes/place.h"
 #include "plan/compile.h"
@@ -34,6 +36,7 @@ namespace tapestry::search {
 class Workspace {
 public:
     MovementMemo movement;
+    FuseMemo fusion;  // for one evaluator's fusion backends
     PlacementMemo placement;
     plan::PieceMemo pieces;
 

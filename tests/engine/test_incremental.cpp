@@ -1,6 +1,6 @@
 // Incremental evaluation (issue 16, docs/search.md "Incremental evaluation"): a
 // search's evaluations keep what they built — each op's split, the movement walks'
-// decisions, the placed nodes, the compiler's pieces — and build the next
+// decisions, the fused ops, the placed nodes, the compiler's pieces — and build the next
 // candidate from it. It must change no figure: every candidate of a search's
 // stream (every example, 2–8 devices, device maps, pipeline cuts, fusion) is
 // evaluated again afresh and compared exactly; the replayed shard stage is the
@@ -13,6 +13,7 @@
 #include "cost/target.h"
 #include "graph/derivation_cache.h"
 #include "ops/library.h"
+#include "passes/fuse.h"
 #include "passes/movement.h"
 #include "passes/place.h"
 #include "passes/shard.h"
@@ -219,6 +220,41 @@ private slots:
             }
         }
         QVERIFY(placement.hits() > 0 && movement.hits() > 0 && pieces.hits() > 0);
+    }
+
+    // The fuse pass with its memo: the same stage as without, and the second time
+    // the same fused nodes (so placement and the compiler find them in theirs).
+    void fusedOpsAreKept() {
+        for (const char *name : {"mlp", "gpt2_block", "convnet"}) {
+            const Graph g = example(name);
+            const Evaluator e = evaluator_for(g, 4, false);
+            DerivationCache lib(OpLibrary::standard());
+            ShardOptions so;
+            so.specs = e.space().specs(e.space().batch_split(4));
+            so.propagate = false;
+            so.library = &lib;
+            auto sharded = shard(g, so);
+            QVERIFY(sharded.has_value());
+            FuseOptions f;
+            f.backends = {&cpu::fusion_backend()};
+            auto plain = fuse(sharded->graph, f);
+            QVERIFY(plain.has_value());
+            FuseMemo memo;
+            f.memo = &memo;
+            auto first = fuse(sharded->graph, f), second = fuse(sharded->graph, f);
+            QVERIFY(first.has_value() && second.has_value());
+            QVERIFY2(difference(first->graph, plain->graph).empty(), name);
+            QVERIFY2(difference(second->graph, plain->graph).empty(), name);
+            QCOMPARE(second->summary, plain->summary);  // the refusals too
+            int fused = 0;
+            for (size_t i = 0; i < first->graph.operations().size(); ++i)
+                if (first->graph.operations()[i]->kind == "fused") {
+                    ++fused;
+                    QVERIFY(first->graph.operations()[i] == second->graph.operations()[i]);
+                }
+            QVERIFY2(fused > 0, name);
+            QVERIFY(memo.hits() >= fused && memo.misses() > 0);
+        }
     }
 
     // A split whose rewrite names a node the graph already holds under its op's id
