@@ -28,7 +28,7 @@ struct Piece {
 
 }  // namespace
 
-struct FuseMemo::Tables {
+struct FuseTables {
     struct Built {
         std::vector<OpPtr> chain;  // held: the key's nodes
         OpPtr fused;               // or null, refused:
@@ -37,9 +37,7 @@ struct FuseMemo::Tables {
     std::map<std::vector<const Operation *>, Built> chains;  // by head, then members
 };
 
-FuseMemo::FuseMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
-FuseMemo::~FuseMemo() = default;
-void FuseMemo::start_over() { tables_ = std::make_unique<Tables>(); }
+FuseMemo::FuseMemo(std::size_t chains) : NodeMemo(chains, std::make_shared<FuseTables>()) {}
 
 namespace {
 
@@ -89,7 +87,7 @@ public:
     Fuser(Graph &g, const FuseOptions &o) : rw_(g), options_(o) {
         lib_ = o.library ? o.library : &OpLibrary::standard();
         for (const OpId &id : o.exclude) excluded_.insert(id);
-        if (o.memo && o.memo->tables().chains.size() > o.memo->entries()) o.memo->start_over();
+        if (o.memo && o.memo->tables().chains.size() > o.memo->bound()) o.memo->start_over(std::make_shared<FuseTables>());
     }
 
     Expected<std::monostate, std::string> run() {
@@ -134,7 +132,7 @@ private:
         auto it = chains.find(key);
         options_.memo->note(it != chains.end());
         if (it == chains.end()) {
-            FuseMemo::Tables::Built b;
+            FuseTables::Built b;
             for (const Operation *o : key) {
                 b.chain.push_back(rw_.graph().op_ptr(o->id));
                 if (b.chain.back().get() != o) {  // not the graph's node: nothing to key on

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "common/node_memo.h"
 #include "graph/graph.h"
 #include "ops/fusion.h"
 #include "ops/library.h"
@@ -45,29 +46,12 @@ struct FuseOptions {
 // the ones it keys on), or why the backends or the library refused the chain — so
 // a chain fused again is the same node, and what is built from it (placement, the
 // compiler: passes/place.h, plan/compile.h) is found in their memos too. Exact:
-// the stage is the same with or without it. Past `entries` chains it starts over.
+// the stage is the same with or without it. Past `chains` chains it starts over.
 // Not thread-safe: one per thread.
-class FuseMemo {
+struct FuseTables;  // fuse.cpp
+class FuseMemo : public NodeMemo<FuseTables> {
 public:
-    explicit FuseMemo(std::size_t entries = 1 << 14);
-    ~FuseMemo();
-    FuseMemo(const FuseMemo &) = delete;
-    FuseMemo &operator=(const FuseMemo &) = delete;
-
-    std::int64_t hits() const { return hits_; }
-    std::int64_t misses() const { return misses_; }
-
-    // The pass's own (fuse.cpp).
-    struct Tables;
-    Tables &tables() { return *tables_; }
-    std::size_t entries() const { return entries_; }
-    void start_over();
-    void note(bool hit) { ++(hit ? hits_ : misses_); }
-
-private:
-    std::size_t entries_;
-    std::unique_ptr<Tables> tables_;
-    std::int64_t hits_ = 0, misses_ = 0;
+    explicit FuseMemo(std::size_t chains = 1 << 14);
 };
 
 // The fusion stage. For each producer P (in dependency order) whose one output

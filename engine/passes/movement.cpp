@@ -350,7 +350,7 @@ std::size_t mix_pointer(std::size_t h, const void *p) {
 
 }  // namespace
 
-struct MovementMemo::Tables {
+struct MovementTables {
     // A decision's key: the tensor, the consumer as the walk found it, the tensor's
     // producers, and whether the graph was placed.
     struct Key {
@@ -364,36 +364,25 @@ struct MovementMemo::Tables {
         const Operation *consumer;
         std::span<const Operation *const> writers;
         bool placed;
+        std::size_t hash() const {
+            std::size_t h = mix_pointer(mix_pointer(placed ? 1 : 0, tensor), consumer);
+            for (const Operation *w : writers) h = mix_pointer(h, w);
+            return h;
+        }
+        bool operator==(const View &o) const {
+            return tensor == o.tensor && consumer == o.consumer && placed == o.placed &&
+                   std::equal(writers.begin(), writers.end(), o.writers.begin(), o.writers.end());
+        }
     };
     static View view(const Key &k) { return {k.tensor, k.consumer, k.writers, k.placed}; }
     static View view(const View &v) { return v; }
-    struct KeyHash {
-        using is_transparent = void;
-        template <class K>
-        std::size_t operator()(const K &key) const {
-            const View k = view(key);
-            std::size_t h = mix_pointer(k.placed ? 1 : 0, k.tensor);
-            h = mix_pointer(h, k.consumer);
-            for (const Operation *w : k.writers) h = mix_pointer(h, w);
-            return h;
-        }
-    };
-    struct KeyEqual {
-        using is_transparent = void;
-        template <class A, class B>
-        bool operator()(const A &a, const B &b) const {
-            const View x = view(a), y = view(b);
-            return x.tensor == y.tensor && x.consumer == y.consumer && x.placed == y.placed &&
-                   std::equal(x.writers.begin(), x.writers.end(), y.writers.begin(), y.writers.end());
-        }
-    };
     struct Entry {  // the nodes its key points at, held
         TensorPtr tensor;
         OpPtr consumer;
         std::vector<OpPtr> writers;
         Decision decision;
     };
-    std::unordered_map<Key, Entry, KeyHash, KeyEqual> decisions;
+    std::unordered_map<Key, Entry, ViewHash<MovementTables>, ViewEqual<MovementTables>> decisions;
     // A rebound consumer: (the consumer, the tensor, the moved tensor).
     struct Rebound {
         const Operation *consumer;
@@ -409,9 +398,8 @@ struct MovementMemo::Tables {
     std::size_t pieces = 0;  // the nodes' shards held (and one per entry)
 };
 
-MovementMemo::MovementMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
-MovementMemo::~MovementMemo() = default;
-std::size_t MovementMemo::size() const { return tables_->pieces; }
+MovementMemo::MovementMemo(std::size_t pieces) : NodeMemo(pieces, std::make_shared<MovementTables>()) {}
+std::size_t MovementMemo::size() const { return tables().pieces; }
 
 std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSource &lib, MovementMemo *memo) {
     std::vector<OpId> inserted;
@@ -430,7 +418,7 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
             if (v.empty() || v.back() != op->id) v.push_back(op->id);
         });
     }
-    if (memo && memo->size() > memo->entries_) memo->tables_ = std::make_unique<MovementMemo::Tables>();
+    if (memo && memo->size() > memo->bound()) memo->start_over(std::make_shared<MovementTables>());
     static const std::vector<OpId> none;
     std::vector<const Operation *> writer_ops;  // a decision's key's, reused
     for (const OpId &cid : order) {
@@ -456,9 +444,9 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                 writer_ops.clear();
                 for (const OpId &p : producers) writer_ops.push_back(rw.graph().find_op(p));
                 const auto hit =
-                    memo->tables_->decisions.find(MovementMemo::Tables::View{t.get(), found.get(), writer_ops, all_placed});
-                if (hit != memo->tables_->decisions.end()) {
-                    ++memo->hits_;
+                    memo->tables().decisions.find(MovementTables::View{t.get(), found.get(), writer_ops, all_placed});
+                if (hit != memo->tables().decisions.end()) {
+                    memo->note(true);
                     decision = &hit->second.decision;
                 }
             }
@@ -472,12 +460,12 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
                 if (!d) continue;
                 made_here = decide(*c, d->signature, *t, *writers, all_placed);
                 if (memo) {
-                    ++memo->misses_;
-                    MovementMemo::Tables::Entry entry{t, found, {}, std::move(made_here)};
+                    memo->note(false);
+                    MovementTables::Entry entry{t, found, {}, std::move(made_here)};
                     for (const OpId &p : producers) entry.writers.push_back(rw.graph().op_ptr(p));
-                    memo->tables_->pieces += 1 + c->shards.size() + 2 * entry.decision.shards.size();
-                    MovementMemo::Tables::Key key{t.get(), found.get(), writer_ops, all_placed};
-                    decision = &memo->tables_->decisions.emplace(std::move(key), std::move(entry)).first->second.decision;
+                    memo->tables().pieces += 1 + c->shards.size() + 2 * entry.decision.shards.size();
+                    MovementTables::Key key{t.get(), found.get(), writer_ops, all_placed};
+                    decision = &memo->tables().decisions.emplace(std::move(key), std::move(entry)).first->second.decision;
                 }
             }
             if (!decision->move) continue;
@@ -499,11 +487,11 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
             // The consumer reading the moved tensor.
             OpPtr consumer;
             if (memo) {
-                const MovementMemo::Tables::Rebound rk{c.get(), tid.value, moved_id};
-                auto &slot = memo->tables_->rebound[rk];
+                const MovementTables::Rebound rk{c.get(), tid.value, moved_id};
+                auto &slot = memo->tables().rebound[rk];
                 if (!slot.second) {
                     slot = {c, rebind(*c, tid, nodes.first->id)};
-                    memo->tables_->pieces += 1 + 2 * c->shards.size();
+                    memo->tables().pieces += 1 + 2 * c->shards.size();
                 }
                 consumer = slot.second;
             } else {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/node_memo.h"
 #include "graph/delta.h"
 #include "graph/signature.h"
 
@@ -78,24 +79,11 @@ std::vector<OpId> insert_data_movement(RecordingRewriter &rw, const SignatureSou
 // nodes gets the same nodes back and its rewrites compare pointers, not contents.
 // Exact: the walk's result is the same with or without it. Past `pieces` shards
 // held it starts over. Not thread-safe: one per thread.
-class MovementMemo {
+struct MovementTables;  // movement.cpp
+class MovementMemo : public NodeMemo<MovementTables> {
 public:
     explicit MovementMemo(std::size_t pieces = 1 << 19);
-    ~MovementMemo();
-    MovementMemo(const MovementMemo &) = delete;
-    MovementMemo &operator=(const MovementMemo &) = delete;
-
-    std::int64_t hits() const { return hits_; }
-    std::int64_t misses() const { return misses_; }
     std::size_t size() const;  // the shards of the nodes it holds, and one per entry
-
-    struct Tables;  // movement.cpp
-
-private:
-    friend std::vector<OpId> insert_data_movement(RecordingRewriter &, const SignatureSource &, MovementMemo *);
-    std::size_t entries_;
-    std::unique_ptr<Tables> tables_;
-    std::int64_t hits_ = 0, misses_ = 0;
 };
 
 // "moves 393216 elements (1572864 bytes) in 6 transfers: all_gather 6" — counts

@@ -106,7 +106,7 @@ Expected<PlacementOptions, std::string> parse_placement(const std::string &rule,
     return o;
 }
 
-struct PlacementMemo::Tables {
+struct PlacementTables {
     std::vector<std::string> devices;  // the list the entries are for
     // A placed node: the node and its pieces' devices (indices into `devices`).
     struct Key {
@@ -116,34 +116,23 @@ struct PlacementMemo::Tables {
     struct View {  // a key looked up without a copy of its devices
         const Operation *op;
         std::span<const int> devices;
+        std::size_t hash() const {
+            std::size_t h = std::hash<const void *>{}(op);
+            for (int d : devices) h = h * 1000003u ^ static_cast<std::size_t>(d);
+            return h;
+        }
+        bool operator==(const View &o) const {
+            return op == o.op && std::equal(devices.begin(), devices.end(), o.devices.begin(), o.devices.end());
+        }
     };
     static View view(const Key &k) { return {k.op, k.devices}; }
     static View view(const View &v) { return v; }
-    struct KeyHash {
-        using is_transparent = void;
-        template <class K>
-        std::size_t operator()(const K &key) const {
-            const View k = view(key);
-            std::size_t h = std::hash<const void *>{}(k.op);
-            for (int d : k.devices) h = h * 1000003u ^ static_cast<std::size_t>(d);
-            return h;
-        }
-    };
-    struct KeyEqual {
-        using is_transparent = void;
-        template <class A, class B>
-        bool operator()(const A &a, const B &b) const {
-            const View x = view(a), y = view(b);
-            return x.op == y.op && std::equal(x.devices.begin(), x.devices.end(), y.devices.begin(), y.devices.end());
-        }
-    };
-    std::unordered_map<Key, std::pair<OpPtr, OpPtr>, KeyHash, KeyEqual> placed;  // (the node, placed)
+    std::unordered_map<Key, std::pair<OpPtr, OpPtr>, ViewHash<PlacementTables>, ViewEqual<PlacementTables>> placed;  // (the node, placed)
     std::unordered_map<const Operation *, std::pair<OpPtr, double>> flops;  // (the node, its FLOPs)
     std::size_t pieces = 0;  // the entries' nodes' shards (and one per entry)
 };
 
-PlacementMemo::PlacementMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
-PlacementMemo::~PlacementMemo() = default;
+PlacementMemo::PlacementMemo(std::size_t pieces) : NodeMemo(pieces, std::make_shared<PlacementTables>()) {}
 
 Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options) {
     const SignatureSource &lib = options.library ? *options.library : OpLibrary::standard();
@@ -159,10 +148,9 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
                                   devices.back() + ")");
     }
     PlacementMemo *memo = options.memo;
-    if (memo && (memo->tables_->devices != devices ||
-                 memo->tables_->pieces > memo->entries_)) {
-        memo->tables_ = std::make_unique<PlacementMemo::Tables>();
-        memo->tables_->devices = devices;
+    if (memo && (memo->tables().devices != devices || memo->tables().pieces > memo->bound())) {
+        memo->start_over(std::make_shared<PlacementTables>());
+        memo->tables().devices = devices;
     }
     const DependencyOrder order = dependency_order(g);
     if (!order.cyclic.empty()) return unexpected("placement: the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
@@ -213,10 +201,10 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
                     flops.push_back(op_flops(g, *op, costs));
                     continue;
                 }
-                auto &slot = memo->tables_->flops[op];
+                auto &slot = memo->tables().flops[op];
                 if (!slot.first) {
                     slot = {g.op_ptr(op->id), op_flops(g, *op, costs)};
-                    memo->tables_->pieces += 1 + op->shards.size();
+                    memo->tables().pieces += 1 + op->shards.size();
                 }
                 flops.push_back(slot.second);
             }
@@ -239,12 +227,12 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
     // memo, or made (and kept); `op` itself when that changes nothing.
     auto placed_as = [&](const Graph &in, const OpPtr &op, const std::vector<int> &on) -> Expected<OpPtr, std::string> {
         if (memo) {
-            const auto hit = memo->tables_->placed.find(PlacementMemo::Tables::View{op.get(), on});
-            if (hit != memo->tables_->placed.end()) {
-                ++memo->hits_;
+            const auto hit = memo->tables().placed.find(PlacementTables::View{op.get(), on});
+            if (hit != memo->tables().placed.end()) {
+                memo->note(true);
                 return hit->second.second;
             }
-            ++memo->misses_;
+            memo->note(false);
         }
         Operation placed_op = *op;
         if (placed_op.shards.empty()) {
@@ -256,8 +244,8 @@ Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &optio
             placed_op.shards[k].device = devices[static_cast<size_t>(on[k])];
         OpPtr made = placed_op == *op ? op : std::make_shared<const Operation>(std::move(placed_op));
         if (memo) {
-            memo->tables_->pieces += 1 + op->shards.size() + made->shards.size();
-            memo->tables_->placed.emplace(PlacementMemo::Tables::Key{op.get(), on}, std::make_pair(op, made));
+            memo->tables().pieces += 1 + op->shards.size() + made->shards.size();
+            memo->tables().placed.emplace(PlacementTables::Key{op.get(), on}, std::make_pair(op, made));
         }
         return made;
     };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "common/node_memo.h"
 #include "graph/graph.h"
 #include "graph/signature.h"
 #include "passes/certificate.h"
@@ -23,7 +24,7 @@
 namespace tapestry {
 
 class MovementMemo;  // passes/movement.h
-class PlacementMemo;
+class PlacementMemo;  // below
 
 class OpLibrary;
 
@@ -84,23 +85,10 @@ std::vector<int> balanced_stages(const std::vector<double> &flops, int stages);
 // for the pipeline rule. Kept for one list of devices (another list starts it
 // over). Exact: placement's result is the same with or without it. Past `pieces`
 // shards held it starts over. Not thread-safe: one per thread.
-class PlacementMemo {
+struct PlacementTables;  // place.cpp
+class PlacementMemo : public NodeMemo<PlacementTables> {
 public:
     explicit PlacementMemo(std::size_t pieces = 1 << 19);
-    ~PlacementMemo();
-    PlacementMemo(const PlacementMemo &) = delete;
-    PlacementMemo &operator=(const PlacementMemo &) = delete;
-
-    std::int64_t hits() const { return hits_; }
-    std::int64_t misses() const { return misses_; }
-
-    struct Tables;  // place.cpp
-
-private:
-    friend Expected<Stage, std::string> place(const Graph &g, const PlacementOptions &options);
-    std::size_t entries_;
-    std::unique_ptr<Tables> tables_;
-    std::int64_t hits_ = 0, misses_ = 0;
 };
 
 // The placement stage. Refuses (naming the op or device) an explicit map naming

@@ -133,7 +133,7 @@ struct Kernels {
 
 }  // namespace
 
-struct PieceMemo::Tables {
+struct PieceTables {
     std::vector<std::string> devices;  // the cluster the entries are for
     struct Entry {
         OpPtr op;  // held: the key's node
@@ -144,9 +144,7 @@ struct PieceMemo::Tables {
     std::size_t pieces = 0;  // held by the entries
 };
 
-PieceMemo::PieceMemo(std::size_t entries) : entries_(entries), tables_(std::make_unique<Tables>()) {}
-PieceMemo::~PieceMemo() = default;
-void PieceMemo::start_over() { tables_ = std::make_unique<Tables>(); }
+PieceMemo::PieceMemo(std::size_t pieces) : NodeMemo(pieces, std::make_shared<PieceTables>()) {}
 
 namespace {
 
@@ -156,12 +154,12 @@ public:
         : g_(g), model_(model), lib_(OpLibrary::standard()), sigs_(signatures ? *signatures : lib_), memo_(memo) {
         for (int d = 0; d < model.shape().devices(); ++d) device_index_[model.shape().device_name(d)] = d;
         if (memo_) {
-            PieceMemo::Tables &t = memo_->tables();
+            PieceTables &t = memo_->tables();
             bool same = t.devices.size() == device_index_.size();
             for (size_t d = 0; d < t.devices.size() && same; ++d)
                 same = t.devices[d] == model.shape().device_name(static_cast<int>(d));
-            if (!same || t.pieces > memo_->entries()) {
-                memo_->start_over();
+            if (!same || t.pieces > memo_->bound()) {
+                memo_->start_over(std::make_shared<PieceTables>());
                 for (int d = 0; d < model.shape().devices(); ++d) memo_->tables().devices.push_back(model.shape().device_name(d));
             }
         }
@@ -187,9 +185,9 @@ private:
     // What add_kernels needs of `op` beyond its pieces, once per op (or from the memo).
     Expected<const Kernels *, std::string> kernels(const Operation &op, const std::vector<Piece> &pieces);
     Expected<Kernels, std::string> make_kernels(const Operation &op, const std::vector<Piece> &pieces);
-    PieceMemo::Tables::Entry *memo_entry(const Operation &op) {
+    PieceTables::Entry *memo_entry(const Operation &op) {
         if (!memo_) return nullptr;
-        PieceMemo::Tables::Entry &e = memo_->tables().ops[&op];
+        PieceTables::Entry &e = memo_->tables().ops[&op];
         if (!e.op) e.op = g_.op_ptr(op.id);
         return &e;
     }
@@ -254,7 +252,7 @@ Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) co
 }
 
 Expected<std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op) {
-    if (PieceMemo::Tables::Entry *e = memo_entry(op)) {
+    if (PieceTables::Entry *e = memo_entry(op)) {
         memo_->note(e->pieces.has_value());
         if (!e->pieces) {
             auto made = make_pieces(op);
@@ -344,7 +342,7 @@ Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation 
 }
 
 Expected<const Kernels *, std::string> Compiler::kernels(const Operation &op, const std::vector<Piece> &pieces) {
-    if (PieceMemo::Tables::Entry *e = memo_entry(op)) {
+    if (PieceTables::Entry *e = memo_entry(op)) {
         if (!e->kernels) {
             auto made = make_kernels(op, pieces);
             if (!made) return unexpected(made.error());

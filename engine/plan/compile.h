@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/expected.h"
+#include "common/node_memo.h"
 #include "cost/model.h"
 #include "passes/stage.h"
 #include "plan/plan.h"
@@ -52,27 +53,10 @@ Expected<Plan, std::string> compile_plan(const Stage &stage, const cost::Model &
 // always names the same tensor (a search's). Kept for one cluster (another starts
 // it over). Exact: a plan is the same with or without it. Past `pieces` pieces
 // held it starts over. Not thread-safe: one per thread.
-class PieceMemo {
+struct PieceTables;  // compile.cpp
+class PieceMemo : public NodeMemo<PieceTables> {
 public:
     explicit PieceMemo(std::size_t pieces = 1 << 18);
-    ~PieceMemo();
-    PieceMemo(const PieceMemo &) = delete;
-    PieceMemo &operator=(const PieceMemo &) = delete;
-
-    std::int64_t hits() const { return hits_; }
-    std::int64_t misses() const { return misses_; }
-
-    // The compiler's own (compile.cpp).
-    struct Tables;
-    Tables &tables() { return *tables_; }
-    void start_over();
-    std::size_t entries() const { return entries_; }
-    void note(bool hit) { ++(hit ? hits_ : misses_); }
-
-private:
-    std::size_t entries_;
-    std::unique_ptr<Tables> tables_;
-    std::int64_t hits_ = 0, misses_ = 0;
 };
 
 // Each step's predicted seconds under `model` (kernels by roofline, copies at
