@@ -105,11 +105,14 @@ int rate(const Graph &g, long evaluations, int threads) {
     auto share = [](std::int64_t hit, std::int64_t miss) {
         return 100.0 * static_cast<double>(hit) / std::max<double>(1, static_cast<double>(hit + miss));
     };
-    std::printf("  incremental: splits replayed %.0f%% (%lld made), movement decisions kept %.0f%%, fused ops kept %.0f%%, "
+    char fused[48] = "";
+    if (u.fusion_hits + u.fusion_misses > 0)
+        std::snprintf(fused, sizeof fused, ", fused ops kept %.0f%%", share(u.fusion_hits, u.fusion_misses));
+    std::printf("  incremental: splits replayed %.0f%% (%lld made), movement decisions kept %.0f%%%s, "
                 "placed nodes kept %.0f%%, compiled pieces kept %.0f%%\n",
                 share(u.splits_replayed, u.splits_made), static_cast<long long>(u.splits_made),
-                share(u.movement_hits, u.movement_misses), share(u.fusion_hits, u.fusion_misses),
-                share(u.placement_hits, u.placement_misses), share(u.piece_hits, u.piece_misses));
+                share(u.movement_hits, u.movement_misses), fused, share(u.placement_hits, u.placement_misses),
+                share(u.piece_hits, u.piece_misses));
     const auto hits = e->stage_memo().hits(), misses = e->stage_memo().misses();
     std::printf("  shared stages: %lld of %lld shard/fuse stages from the memo (%.0f%%)\n", static_cast<long long>(hits),
                 static_cast<long long>(hits + misses), 100.0 * static_cast<double>(hits) / std::max<double>(1, static_cast<double>(hits + misses)));
