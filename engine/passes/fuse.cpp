@@ -121,11 +121,12 @@ private:
 
     // The fused operation for `c`: from the memo, or built (and kept).
     Expected<OpPtr, std::string> fused_op(const Chain &c) const {
-        if (!options_.memo) {
+        auto fresh = [&]() -> Expected<OpPtr, std::string> {
             auto built = build(c);
             if (!built) return unexpected(built.error());
             return std::make_shared<const Operation>(std::move(built).value());
-        }
+        };
+        if (!options_.memo) return fresh();
         std::vector<const Operation *> key{c.head};
         key.insert(key.end(), c.members.begin(), c.members.end());
         auto &chains = options_.memo->tables().chains;
@@ -135,15 +136,11 @@ private:
             FuseTables::Built b;
             for (const Operation *o : key) {
                 b.chain.push_back(rw_.graph().op_ptr(o->id));
-                if (b.chain.back().get() != o) {  // not the graph's node: nothing to key on
-                    auto built = build(c);
-                    if (!built) return unexpected(built.error());
-                    return std::make_shared<const Operation>(std::move(built).value());
-                }
+                if (b.chain.back().get() != o) return fresh();  // not the graph's node: nothing to key on
             }
-            auto built = build(c);
-            if (built) b.fused = std::make_shared<const Operation>(std::move(built).value());
-            else b.refusal = built.error();
+            auto made = fresh();
+            if (made) b.fused = std::move(made).value();
+            else b.refusal = made.error();
             it = chains.emplace(std::move(key), std::move(b)).first;
         }
         if (!it->second.fused) return unexpected(it->second.refusal);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "graph/resolve.h"
+#include "graph/value_hash.h"
 #include "index/index_set.h"
 #include "ops/library.h"
 
@@ -344,10 +345,6 @@ OpPtr rebind(const Operation &c, const TensorId &tid, const TensorId &moved) {
     return std::make_shared<const Operation>(std::move(consumer));
 }
 
-std::size_t mix_pointer(std::size_t h, const void *p) {
-    return h ^ (std::hash<const void *>{}(p) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
-}
-
 }  // namespace
 
 struct MovementTables {
@@ -365,8 +362,11 @@ struct MovementTables {
         std::span<const Operation *const> writers;
         bool placed;
         std::size_t hash() const {
-            std::size_t h = mix_pointer(mix_pointer(placed ? 1 : 0, tensor), consumer);
-            for (const Operation *w : writers) h = mix_pointer(h, w);
+            std::uint64_t h = value_hash::kSeed;
+            value_hash::mix(h, &tensor, sizeof tensor);
+            value_hash::mix(h, &consumer, sizeof consumer);
+            for (const Operation *w : writers) value_hash::mix(h, &w, sizeof w);
+            value_hash::mix(h, static_cast<std::int64_t>(placed));
             return h;
         }
         bool operator==(const View &o) const {
@@ -391,7 +391,11 @@ struct MovementTables {
     };
     struct ReboundHash {
         std::size_t operator()(const Rebound &k) const {
-            return mix_pointer(std::hash<std::string>{}(k.tensor) ^ (std::hash<std::string>{}(k.moved) << 1), k.consumer);
+            std::uint64_t h = value_hash::kSeed;
+            value_hash::mix(h, &k.consumer, sizeof k.consumer);
+            value_hash::mix(h, k.tensor);
+            value_hash::mix(h, k.moved);
+            return h;
         }
     };
     std::unordered_map<Rebound, std::pair<OpPtr, OpPtr>, ReboundHash> rebound;  // (before, after)

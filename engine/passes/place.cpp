@@ -12,6 +12,7 @@
 #include "graph/delta.h"
 #include "graph/order.h"
 #include "graph/resolve.h"
+#include "graph/value_hash.h"
 #include "ops/library.h"
 #include "passes/movement.h"
 
@@ -117,8 +118,9 @@ struct PlacementTables {
         const Operation *op;
         std::span<const int> devices;
         std::size_t hash() const {
-            std::size_t h = std::hash<const void *>{}(op);
-            for (int d : devices) h = h * 1000003u ^ static_cast<std::size_t>(d);
+            std::uint64_t h = value_hash::kSeed;
+            value_hash::mix(h, &op, sizeof op);
+            for (int d : devices) value_hash::mix(h, static_cast<std::int64_t>(d));
             return h;
         }
         bool operator==(const View &o) const {

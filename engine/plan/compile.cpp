@@ -185,11 +185,13 @@ private:
     // What add_kernels needs of `op` beyond its pieces, once per op (or from the memo).
     Expected<const Kernels *, std::string> kernels(const Operation &op, const std::vector<Piece> &pieces);
     Expected<Kernels, std::string> make_kernels(const Operation &op, const std::vector<Piece> &pieces);
-    PieceTables::Entry *memo_entry(const Operation &op) {
-        if (!memo_) return nullptr;
+    // What is derived of `op`: the memo's entry, or this compile's own (the graph
+    // holds its nodes while it lasts).
+    PieceTables::Entry &entry(const Operation &op) {
+        if (!memo_) return own_.ops[&op];
         PieceTables::Entry &e = memo_->tables().ops[&op];
         if (!e.op) e.op = g_.op_ptr(op.id);
-        return &e;
+        return e;
     }
     const std::vector<const Operation *> &producers(const TensorId &t) const { return lookup(producers_, t); }
     const std::vector<const Operation *> &consumers(const TensorId &t) const { return lookup(consumers_, t); }
@@ -225,9 +227,8 @@ private:
     std::map<std::pair<int, int>, std::vector<ZRange>> available_;  // (device, tensor) → boxes a collective left there
     std::set<std::string> lowered_;                                   // reduces a collective replaced
     std::vector<Pending> outputs_;                                    // graph output pieces
-    std::unordered_map<std::string, std::vector<Piece>> pieces_;      // without a memo
-    std::unordered_map<std::string, Kernels> kernels_;                // without a memo
     PieceMemo *memo_ = nullptr;
+    PieceTables own_;  // without a memo
     std::unordered_map<TensorId, Ops> producers_, consumers_;  // by operation order
 };
 
@@ -252,21 +253,15 @@ Expected<int, std::string> Compiler::device_of(const Operation &op, size_t k) co
 }
 
 Expected<std::vector<Piece> *, std::string> Compiler::pieces(const Operation &op) {
-    if (PieceTables::Entry *e = memo_entry(op)) {
-        memo_->note(e->pieces.has_value());
-        if (!e->pieces) {
-            auto made = make_pieces(op);
-            if (!made) return unexpected(made.error());
-            e->pieces = std::move(made).value();
-            memo_->tables().pieces += e->pieces->size() + 1;
-        }
-        return &*e->pieces;
+    PieceTables::Entry &e = entry(op);
+    if (memo_) memo_->note(e.pieces.has_value());
+    if (!e.pieces) {
+        auto made = make_pieces(op);
+        if (!made) return unexpected(made.error());
+        e.pieces = std::move(made).value();
+        if (memo_) memo_->tables().pieces += e.pieces->size() + 1;
     }
-    const auto it = pieces_.find(op.id.value);
-    if (it != pieces_.end()) return &it->second;
-    auto made = make_pieces(op);
-    if (!made) return unexpected(made.error());
-    return &(pieces_[op.id.value] = std::move(made).value());
+    return &*e.pieces;
 }
 
 Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation &op) {
@@ -342,17 +337,13 @@ Expected<std::vector<Piece>, std::string> Compiler::make_pieces(const Operation 
 }
 
 Expected<const Kernels *, std::string> Compiler::kernels(const Operation &op, const std::vector<Piece> &pieces) {
-    if (PieceTables::Entry *e = memo_entry(op)) {
-        if (!e->kernels) {
-            auto made = make_kernels(op, pieces);
-            if (!made) return unexpected(made.error());
-            e->kernels = std::move(made).value();
-        }
-        return &*e->kernels;
+    PieceTables::Entry &e = entry(op);
+    if (!e.kernels) {
+        auto made = make_kernels(op, pieces);
+        if (!made) return unexpected(made.error());
+        e.kernels = std::move(made).value();
     }
-    auto made = make_kernels(op, pieces);
-    if (!made) return unexpected(made.error());
-    return &(kernels_[op.id.value] = std::move(made).value());
+    return &*e.kernels;
 }
 
 Expected<Kernels, std::string> Compiler::make_kernels(const Operation &op, const std::vector<Piece> &pieces) {

@@ -360,7 +360,6 @@ public:
     }
     Workers(const Workers &) = delete;
     Workers &operator=(const Workers &) = delete;
-    int threads() const { return static_cast<int>(threads_.size()) + 1; }
     // Runs `job` on every worker and on the calling thread; returns when all are done.
     void run(const std::function<void()> &job) {
         {
