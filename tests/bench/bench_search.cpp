@@ -13,7 +13,7 @@
 //     the cold front's hypervolume. Target: ≤ 1 s.
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
-//                [--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts]
+//                [--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts]
 //                [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
@@ -24,13 +24,17 @@
 // --no-baseline: for profiling); --no-stage-memo: every
 // evaluation runs every pass, the baseline of the shared stages; --export-front:
 // the stack's front as `tapestry optimize --export-front` writes it, for
-// comparing fronts by hypervolume.)
+// comparing fronts by hypervolume; --stack-evaluations: the stack searched for
+// exactly N evaluations, without a time budget — the same candidates whatever the
+// machine's speed, for comparing evaluation speed from build to build.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "block_stack.h"
 #include "graph/validate.h"
@@ -130,18 +134,22 @@ int rate(const Graph &g, long evaluations, int threads) {
     return 0;
 }
 
-int stack(const Graph &block, int layers, double budget, int threads) {
+int stack(const Graph &block, int layers, double budget, long evaluations, int threads) {
     const Graph g = plan::without_shards(testing::stack_blocks(block, "x", "y", layers));
     const int devices = 64, nodes = 8;
     auto e = evaluator(g, devices, nodes);
     if (!e) return 1;
     search::SearchOptions o;
-    o.budget_seconds = budget;  // a cap: the measurement is the stall
+    o.budget_seconds = evaluations > 0 ? 0 : budget;  // a cap: the measurement is the stall
+    o.max_evaluations = evaluations;
+    if (evaluations > 0) o.stall_generations = 0;
     o.threads = threads;
     double last_move = 0;
     size_t last_size = 0;
     search::SearchHooks hooks;
     std::string last_keys;
+    // Each front as it moved, for how much of the final front it held when.
+    std::vector<std::pair<double, std::vector<std::vector<double>>>> fronts;
     hooks.generation = [&](const search::Progress &p) {
         std::string keys;
         for (const search::Scored &s : p.front) keys += s.candidate.key() + ";";
@@ -149,6 +157,10 @@ int stack(const Graph &block, int layers, double budget, int threads) {
             last_keys = keys;
             last_move = p.seconds;
             last_size = p.front.size();
+            std::vector<std::vector<double>> pts;
+            for (const search::Scored &s : p.front)
+                if (s.evaluation.point.feasible()) pts.push_back(s.evaluation.point.objectives);
+            fronts.emplace_back(p.seconds, std::move(pts));
         }
     };
     o.seed = g_seed;
@@ -174,6 +186,24 @@ int stack(const Graph &block, int layers, double budget, int threads) {
                 layers, devices, nodes, threads, r->evaluations, r->seconds, static_cast<double>(r->evaluations) / r->seconds,
                 r->stopped.c_str(), last_move, last_size,
                 r->stopped == "stalled" && r->seconds <= 10 ? "met" : "NOT met");
+    // How close each earlier front came to the last one: its hypervolume against a
+    // reference past the worst figure any of them had (1.1×).
+    if (!fronts.empty()) {
+        std::vector<double> reference(3, 0);
+        for (const auto &[t, pts] : fronts)
+            for (const auto &p : pts)
+                for (size_t k = 0; k < 3 && k < p.size(); ++k) reference[k] = std::max(reference[k], p[k] * 1.1);
+        const double last = search::hypervolume(fronts.back().second, reference);
+        double at99 = -1, at999 = -1;
+        for (const auto &[t, pts] : fronts) {
+            const double hv = last > 0 ? search::hypervolume(pts, reference) / last : 0;
+            if (at99 < 0 && hv >= 0.99) at99 = t;
+            if (at999 < 0 && hv >= 0.999) at999 = t;
+        }
+        std::printf("  the front held 99%% of the last front's hypervolume from %.1f s, 99.9%% from %.1f s "
+                    "(%zu moves; reference 1.1× the worst figures of any front)\n",
+                    at99, at999, fronts.size());
+    }
     double best_ratio = 0, fastest_ratio = 0, fastest_time = 0;
     std::string best_of, fastest;
     for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
@@ -286,12 +316,14 @@ int main(int argc, char **argv) {
     long evaluations = 400;
     int threads = 0, layers = 12;
     double stack_budget = 120;
+    long stack_evaluations = 0;
     std::string project, part = "all";
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--evaluations") && i + 1 < argc) evaluations = std::max(1L, std::atol(argv[++i]));
         else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::max(0, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--layers") && i + 1 < argc) layers = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--stack-budget") && i + 1 < argc) stack_budget = std::max(1.0, std::atof(argv[++i]));
+        else if (!std::strcmp(argv[i], "--stack-evaluations") && i + 1 < argc) stack_evaluations = std::max(1L, std::atol(argv[++i]));
         else if (!std::strcmp(argv[i], "--project") && i + 1 < argc) project = argv[++i];
         else if (!std::strcmp(argv[i], "--part") && i + 1 < argc) part = argv[++i];
         else if (!std::strcmp(argv[i], "--fusion")) g_fusion = true;
@@ -304,7 +336,7 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) g_seed = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]\n");
+                                 "[--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]\n");
             return 2;
         }
     }
@@ -317,6 +349,6 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (part == "rate" || part == "all") rc |= rate(g, evaluations, threads);
     if (part == "replan" || part == "all") rc |= replan(block.graph, threads);
-    if (part == "stack" || part == "all") rc |= stack(block.graph, layers, stack_budget, threads);
+    if (part == "stack" || part == "all") rc |= stack(block.graph, layers, stack_budget, stack_evaluations, threads);
     return rc;
 }
