@@ -14,7 +14,7 @@
 // Every figure of a plan is the cost model's prediction; the times are measured.
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
 //                [--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts]
-//                [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]
+//                [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE] [--plan-sizes]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
 // space, as `tapestry optimize --maps` searches; --cuts: pipeline cuts in the
@@ -26,12 +26,17 @@
 // the stack's front as `tapestry optimize --export-front` writes it, for
 // comparing fronts by hypervolume; --stack-evaluations: the stack searched for
 // exactly N evaluations, without a time budget — the same candidates whatever the
-// machine's speed, for comparing evaluation speed from build to build.)
+// machine's speed, for comparing evaluation speed from build to build;
+// --plan-sizes: after the stack's search, its first 200 evaluated candidates
+// built again one by one (each pass afresh), timed, and grouped by the size of
+// their plans: where the stack's evaluation time goes.)
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +65,61 @@ bool g_no_incremental = false;  // --no-incremental
 bool g_no_baseline = false;     // --no-baseline
 std::string g_export;    // --export-front FILE (the stack's front)
 std::uint64_t g_seed = 1;  // --seed N
+bool g_plan_sizes = false;  // --plan-sizes
+
+// Where an evaluation's time goes on a big graph: the first `count` candidates a
+// search evaluated (`made`), each built again with every pass afresh and timed,
+// in groups by their plans' step counts, with each group's share of the time and
+// how its plans' predicted step times compare with the best of them all.
+void plan_sizes(const search::Evaluator &e, const std::vector<search::Candidate> &made, size_t count) {
+    struct Built {
+        size_t steps = 0, transfers = 0;
+        double seconds = 0, makespan = 0;
+    };
+    std::vector<Built> built;
+    size_t failed = 0;
+    double failed_seconds = 0, best = 0;
+    for (size_t i = 0; i < made.size() && i < count; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto m = e.materialize(made[i], false);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!m) {
+            ++failed;
+            failed_seconds += s;
+            continue;
+        }
+        Built b{m->plan.steps.size(), 0, s, m->prediction.makespan};
+        for (const plan::Step &st : m->plan.steps) b.transfers += st.kind != plan::StepKind::kernel ? 1 : 0;
+        if (best == 0 || b.makespan < best) best = b.makespan;
+        built.push_back(b);
+    }
+    double total = failed_seconds;
+    for (const Built &b : built) total += b.seconds;
+    if (total <= 0) return;
+    std::printf("  plan sizes: %zu candidates built again, %.1f s (%zu without a plan: %.0f%% of it); best predicted "
+                "step %s\n",
+                built.size() + failed, total, failed, 100 * failed_seconds / total, plan::seconds_text(best).c_str());
+    const size_t bounds[] = {0, 5000, 15000, 30000, 50000, SIZE_MAX};
+    for (size_t k = 0; k + 1 < std::size(bounds); ++k) {
+        size_t n = 0, steps = 0, transfers = 0, slow = 0;
+        double seconds = 0, fastest = 0;
+        for (const Built &b : built) {
+            if (b.steps < bounds[k] || b.steps >= bounds[k + 1]) continue;
+            ++n;
+            steps += b.steps;
+            transfers += b.transfers;
+            seconds += b.seconds;
+            slow += b.makespan > 10 * best ? 1 : 0;
+            if (fastest == 0 || b.makespan < fastest) fastest = b.makespan;
+        }
+        if (n == 0) continue;
+        std::printf("    %6zu–%-6s steps: %3zu plans, %4.0f%% of the time, %6.1f ms each, %3.0f%% of their steps "
+                    "transfers or collectives; fastest %.1f× the best, %zu over 10×\n",
+                    bounds[k], bounds[k + 1] == SIZE_MAX ? "" : std::to_string(bounds[k + 1]).c_str(), n,
+                    100 * seconds / total, 1e3 * seconds / static_cast<double>(n),
+                    100 * static_cast<double>(transfers) / static_cast<double>(steps), fastest / best, slow);
+    }
+}
 
 std::optional<search::Evaluator> evaluator(const Graph &g, int devices, int nodes) {
     auto target = cost::builtin_target("h100-sxm");
@@ -150,6 +210,11 @@ int stack(const Graph &block, int layers, double budget, long evaluations, int t
     std::string last_keys;
     // Each front as it moved, for how much of the final front it held when.
     std::vector<std::pair<double, std::vector<std::vector<double>>>> fronts;
+    std::vector<search::Candidate> made;  // for --plan-sizes
+    if (g_plan_sizes)
+        hooks.candidate = [&](const search::Scored &s) {
+            if (made.size() < 200) made.push_back(s.candidate);
+        };
     hooks.generation = [&](const search::Progress &p) {
         std::string keys;
         for (const search::Scored &s : p.front) keys += s.candidate.key() + ";";
@@ -204,6 +269,7 @@ int stack(const Graph &block, int layers, double budget, long evaluations, int t
                     "(%zu moves; reference 1.1× the worst figures of any front)\n",
                     at99, at999, fronts.size());
     }
+    if (g_plan_sizes) plan_sizes(*e, made, 200);
     double best_ratio = 0, fastest_ratio = 0, fastest_time = 0;
     std::string best_of, fastest;
     for (plan::Baseline b : {plan::Baseline::dp, plan::Baseline::tp, plan::Baseline::pp, plan::Baseline::dp_tp}) {
@@ -333,10 +399,11 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--no-incremental")) g_no_incremental = true;
         else if (!std::strcmp(argv[i], "--no-baseline")) g_no_baseline = true;
         else if (!std::strcmp(argv[i], "--export-front") && i + 1 < argc) g_export = argv[++i];
+        else if (!std::strcmp(argv[i], "--plan-sizes")) g_plan_sizes = true;
         else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) g_seed = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE]\n");
+                                 "[--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE] [--plan-sizes]\n");
             return 2;
         }
     }
