@@ -32,6 +32,8 @@ inline CliResult run_cli(const QString &cli, const QStringList &args, const QStr
     if (!p.waitForFinished(timeout_ms)) {
         p.kill();
         p.waitForFinished();
+        r.ms = clock.elapsed();
+        r.err = QString("'tapestry %1' did not finish within %2 s and was killed").arg(args.join(' ')).arg(timeout_ms / 1000);
         return r;
     }
     r.ms = clock.elapsed();
