@@ -28,7 +28,8 @@
 // exactly N evaluations, without a time budget — the same candidates whatever the
 // machine's speed, for comparing evaluation speed from build to build;
 // --plan-sizes: after the stack's search, its first 200 evaluated candidates
-// built again one by one (each pass afresh), timed, and grouped by the size of
+// built again one by one (as a materialization: without the workspaces' node
+// memos, the shared stage memo still serving), timed, and grouped by the size of
 // their plans: where the stack's evaluation time goes.)
 #include <algorithm>
 #include <chrono>
@@ -68,7 +69,7 @@ std::uint64_t g_seed = 1;  // --seed N
 bool g_plan_sizes = false;  // --plan-sizes
 
 // Where an evaluation's time goes on a big graph: the first `count` candidates a
-// search evaluated (`made`), each built again with every pass afresh and timed,
+// search evaluated (`made`), each materialized again (no node memos) and timed,
 // in groups by their plans' step counts, with each group's share of the time and
 // how its plans' predicted step times compare with the best of them all.
 void plan_sizes(const search::Evaluator &e, const std::vector<search::Candidate> &made, size_t count) {
