@@ -15,6 +15,7 @@
 //   bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T]
 //                [--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts]
 //                [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE] [--plan-sizes]
+//                [--dominated]
 // (--fusion: fusion in the space, as `tapestry optimize` searches by default; the
 // figures without it compare with the earlier ones; --maps: device maps in the
 // space, as `tapestry optimize --maps` searches; --cuts: pipeline cuts in the
@@ -30,7 +31,11 @@
 // --plan-sizes: after the stack's search, its first 200 evaluated candidates
 // built again one by one (as a materialization: without the workspaces' node
 // memos, the shared stage memo still serving), timed, and grouped by the size of
-// their plans: where the stack's evaluation time goes.)
+// their plans: where the stack's evaluation time goes; --dominated: after the
+// rate part's search, the share of its candidates the front already covered when
+// they were evaluated, as they were and with their figures made optimistic —
+// the most a screening estimate could spare (it keeps every streamed candidate,
+// so the rate it prints is a little lower).)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -67,6 +72,54 @@ bool g_no_baseline = false;     // --no-baseline
 std::string g_export;    // --export-front FILE (the stack's front)
 std::uint64_t g_seed = 1;  // --seed N
 bool g_plan_sizes = false;  // --plan-sizes
+bool g_dominated = false;   // --dominated
+
+// What screening candidates by an analytic estimate could save at most: of the
+// feasible candidates a search evaluated, the share the front of the generations
+// before theirs already covered (as good or better on every objective) — those a
+// perfect estimate would have spared compiling — and the share still covered
+// with their step time and peak memory scaled by f < 1: what an estimate that
+// many per cent optimistic could still spare without ever dropping a front plan.
+// (The devices a candidate uses are known without compiling, so they are not
+// scaled.)
+void print_screening(const std::vector<search::Scored> &streamed) {
+    long feasible = 0;
+    std::vector<std::pair<double, long>> covered;  // (f, candidates covered at f)
+    for (double f : {1.0, 0.95, 0.9, 0.8, 0.5}) covered.emplace_back(f, 0);
+    struct P { double t, m; int d; };
+    std::vector<P> front, pending;
+    auto covers = [](const P &q, const P &p) { return q.t <= p.t && q.m <= p.m && q.d <= p.d; };
+    int generation = -1;
+    for (const search::Scored &s : streamed) {
+        if (s.generation != generation) {
+            // The candidates of the generations before enter the front.
+            for (const P &p : pending) {
+                if (std::any_of(front.begin(), front.end(), [&](const P &q) { return covers(q, p); })) continue;
+                front.erase(std::remove_if(front.begin(), front.end(), [&](const P &q) { return covers(p, q); }), front.end());
+                front.push_back(p);
+            }
+            pending.clear();
+            generation = s.generation;
+        }
+        const search::Figures &fig = s.evaluation.figures;
+        if (!s.evaluation.ok || fig.violation > 0) continue;
+        ++feasible;
+        const P p{fig.makespan, fig.peak, fig.devices};
+        for (auto &[f, n] : covered) {
+            const P scaled{p.t * f, p.m * f, p.d};
+            n += std::any_of(front.begin(), front.end(), [&](const P &q) { return covers(q, scaled); }) ? 1 : 0;
+        }
+        pending.push_back(p);
+    }
+    std::printf("  screening ceiling: of %ld feasible candidates, the front of the generations before already covered",
+                feasible);
+    for (const auto &[f, n] : covered) {
+        const double share = 100.0 * static_cast<double>(n) / std::max<double>(1, static_cast<double>(feasible));
+        if (f == 1.0) std::printf(" %.1f%% as evaluated", share);
+        else std::printf(", %.1f%% at %.0f%% of their time and memory", share, 100 * f);
+    }
+    std::printf("\n");
+}
 
 // Where an evaluation's time goes on a big graph: the first `count` candidates a
 // search evaluated (`made`), each materialized again (no node memos) and timed,
@@ -155,7 +208,10 @@ int rate(const Graph &g, long evaluations, int threads) {
     o.budget_seconds = 0;
     o.stall_generations = 0;
     o.threads = threads;
-    auto r = search::optimize(*e, o);
+    std::vector<search::Scored> streamed;
+    search::SearchHooks keep;
+    if (g_dominated) keep.candidate = [&](const search::Scored &s) { streamed.push_back(s); };
+    auto r = search::optimize(*e, o, keep);
     if (!r) {
         std::fprintf(stderr, "%s\n", r.error().c_str());
         return 1;
@@ -178,6 +234,7 @@ int rate(const Graph &g, long evaluations, int threads) {
                 share(u.splits_replayed, u.splits_made), static_cast<long long>(u.splits_made),
                 share(u.movement_hits, u.movement_misses), fused, share(u.placement_hits, u.placement_misses),
                 share(u.piece_hits, u.piece_misses));
+    if (g_dominated) print_screening(streamed);
     const auto hits = e->stage_memo().hits(), misses = e->stage_memo().misses();
     std::printf("  shared stages: %lld of %lld shard/fuse stages from the memo (%.0f%%)\n", static_cast<long long>(hits),
                 static_cast<long long>(hits + misses), 100.0 * static_cast<double>(hits) / std::max<double>(1, static_cast<double>(hits + misses)));
@@ -401,10 +458,11 @@ int main(int argc, char **argv) {
         else if (!std::strcmp(argv[i], "--no-baseline")) g_no_baseline = true;
         else if (!std::strcmp(argv[i], "--export-front") && i + 1 < argc) g_export = argv[++i];
         else if (!std::strcmp(argv[i], "--plan-sizes")) g_plan_sizes = true;
+        else if (!std::strcmp(argv[i], "--dominated")) g_dominated = true;
         else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) g_seed = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::fprintf(stderr, "usage: bench_search [--part rate|stack|replan|all] [--evaluations N] [--threads T] "
-                                 "[--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE] [--plan-sizes]\n");
+                                 "[--layers L] [--stack-budget S] [--stack-evaluations N] [--project FILE] [--fusion] [--maps] [--cuts] [--no-stage-memo] [--no-incremental] [--no-baseline] [--seed N] [--export-front FILE] [--plan-sizes] [--dominated]\n");
             return 2;
         }
     }
