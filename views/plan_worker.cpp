@@ -5,6 +5,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
+#include "launch/host_target.h"
 #include "launch/records.h"
 
 namespace tapestry::views {
@@ -66,26 +67,12 @@ HostOutcome PlanWorker::measure(int threads, const cpu::ProbeProgress &progress)
     QElapsedTimer clock;
     clock.start();
     try {
-        auto base = cost::builtin_target("host");
-        if (!base) {
-            out.error = tr("measuring the host: %1").arg(QString::fromStdString(base.error()));
-        } else if (auto m = cpu::measure_host(threads, progress); !m) {
-            out.cancelled = m.error() == "cancelled";
+        if (auto t = launch::measure_host_target(threads, progress); !t) {
+            out.cancelled = t.error() == "cancelled";
             out.error =
-                out.cancelled ? tr("cancelled") : tr("measuring the host: %1").arg(QString::fromStdString(m.error()));
+                out.cancelled ? tr("cancelled") : tr("measuring the host: %1").arg(QString::fromStdString(t.error()));
         } else {
-            // The figures as `tapestry targets measure` keeps them (app/cli/cmd_plan.cpp),
-            // so that a session's measurement reads the same from either.
-            cost::HostFigures f;
-            f.f32_flops = m->gemm_f32_flops;
-            f.bf16_flops = m->gemm_bf16_flops;
-            f.memory_bandwidth = m->memory_bandwidth;
-            f.memory_bytes = m->memory_bytes;
-            f.launch_overhead = m->launch_overhead;
-            f.cores = m->threads;
-            f.note = "oneDNN " + m->isa + ", " + std::to_string(m->threads) +
-                     " threads: 1024³ GEMM, 256 MiB copy, one-element primitive";
-            out.target = cost::measured_target(*base, f);
+            out.target = std::move(t).value();
             out.ok = true;
         }
     } catch (const std::exception &e) {

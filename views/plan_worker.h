@@ -74,7 +74,7 @@ public:
     // No exception escapes: one becomes an "internal error" outcome.
     static PlanOutcome execute(const PlanJob &job, const std::function<bool()> &cancelled = {});
     // Measures the host and makes its target, as `tapestry targets measure` does
-    // (cost::measured_target over the built-in "host"); `progress` returning false cancels.
+    // (launch::measure_host_target, which the CLI calls too); `progress` returning false cancels.
     static HostOutcome measure(int threads, const cpu::ProbeProgress &progress = {});
 
 signals:

@@ -3,9 +3,9 @@
 
 #include <filesystem>
 
+#include "launch/host_target.h"
 #include "launch/records.h"
 #include "run_support.h"
-#include "runtime/cpu/host_probe.h"
 
 namespace tapestry::cli {
 
@@ -13,24 +13,14 @@ namespace fs = std::filesystem;
 
 // Measures the host (progress on stderr) and returns its target.
 Expected<cost::Target, std::string> measure_host_target(int threads, bool progress_bar) {
-    auto base = cost::builtin_target("host");
-    if (!base) return unexpected(base.error());
     ProgressBar bar(progress_bar);
-    auto m = cpu::measure_host(threads, [&](double f, const std::string &what) {
+    auto t = launch::measure_host_target(threads, [&](double f, const std::string &what) {
         bar.update("measuring host: " + what, static_cast<int>(f * 100), 100);
         return true;
     });
     bar.clear();
-    if (!m) return unexpected("measuring the host: " + m.error());
-    cost::HostFigures f;
-    f.f32_flops = m->gemm_f32_flops;
-    f.bf16_flops = m->gemm_bf16_flops;
-    f.memory_bandwidth = m->memory_bandwidth;
-    f.memory_bytes = m->memory_bytes;
-    f.launch_overhead = m->launch_overhead;
-    f.cores = m->threads;
-    f.note = "oneDNN " + m->isa + ", " + std::to_string(m->threads) + " threads: 1024³ GEMM, 256 MiB copy, one-element primitive";
-    return cost::measured_target(*base, f);
+    if (!t) return unexpected("measuring the host: " + t.error());
+    return t;
 }
 
 // The targets a session keeps (user copies and the measured host), by name.
