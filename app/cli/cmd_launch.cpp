@@ -23,6 +23,7 @@
 #include "launch/cuda_backend.h"
 #include "launch/launch.h"
 #include "launch/mpi_backend.h"
+#include "launch/records.h"
 #include "launch/rank_world.h"
 #include "plan/plan_file.h"
 #include "run_support.h"
@@ -95,7 +96,9 @@ void print_report(const LaunchCommandOptions &o, const plan::Plan &p, const laun
               << "  measured: wall " << seconds(r.wall_seconds) << ", " << r.steps.size() << " of " << p.steps.size()
               << " steps ran, " << human_bytes(r.moved_bytes) << " moved between devices\n"
               << "  predicted: makespan " << seconds(r.predicted_makespan) << " (prediction for target " << p.target
-              << ", not this machine)\n";
+              // A plan for the host (or, on the cuda backend, for this GPU) is predicted for
+              // the machine it runs on; any other was predicted for hardware not here.
+              << (launch::measures_plan_target(p, backend.name(), backend.describe()) ? ")\n" : ", not this machine)\n");
     std::vector<std::vector<std::string>> rows{
         {"device", "steps", "busy", "sent", "peak measured", "peak predicted", "arena"}};
     const std::vector<int> counts = steps_per_device(p);

@@ -243,9 +243,17 @@ private slots:
         }
         QVERIFY2(band_row && linear_on_1 && linear_on_2, qPrintable(r.out));
         // The plan command predicts from what the launches measured.
-        const auto p = cli({"plan", example_project("attention"), "--target", "host", "--devices", "2", "--session", session});
+        const QString plan = dir.filePath("host.plan.json");
+        const auto p = cli({"plan", example_project("attention"), "--target", "host", "--devices", "2", "--session", session,
+                            "-o", plan});
         QVERIFY2(p.code == 0, qPrintable(p.err + p.out));
         QVERIFY2(p.out.contains(QString("calibration: %1 measurements on host").arg(points)), qPrintable(p.out));
+        // A host plan launched here was predicted for this machine: the report does
+        // not say otherwise (a plan for H100s does: textReportAndOutputs).
+        const auto l = cli({"launch", plan});
+        QVERIFY2(l.code == 0, qPrintable(l.err + l.out));
+        QVERIFY2(l.out.contains("(prediction for target host)\n"), qPrintable(l.out));
+        QVERIFY2(!l.out.contains("not this machine"), qPrintable(l.out));
         // Only the host can be calibrated here.
         const auto h = cli({"calibrate", example_project("attention"), "--target", "h100"});
         QCOMPARE(h.code, 2);
