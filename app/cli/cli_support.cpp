@@ -3,6 +3,7 @@
 
 #include "common/checked_size.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -96,6 +97,17 @@ Loaded load(const std::string &file) {
     out.issues = std::move(r.issues);
     if (!has_errors(out.issues)) out.graph = std::move(r.graph);
     return out;
+}
+
+CLI::Option *add_seed_option(CLI::App &cmd, const std::string &name, std::uint64_t &seed, const std::string &help) {
+    const CLI::Validator whole([](std::string &text) -> std::string {
+        const std::string refused = "'" + text + "' is not a seed (a whole number 0 … 18446744073709551615)";
+        if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos) return refused;
+        // 20 digits fit only up to 18446744073709551615.
+        if (text.size() == 20 && text > "18446744073709551615") return refused;
+        return {};
+    }, "SEED");
+    return cmd.add_option(name, seed, help)->capture_default_str()->check(whole);
 }
 
 bool write_output(const std::string &path, const std::string &data, const std::string &file) {

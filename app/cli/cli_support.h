@@ -4,6 +4,7 @@
 // subcommand lives in its own cmd_<name>.cpp and adds itself to the parser.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -15,6 +16,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace tapestry::cli {
@@ -64,6 +66,11 @@ struct Loaded {
     std::vector<Issue> issues;
 };
 Loaded load(const std::string &file);
+
+// A seed option (--seed, --check-seed): a whole number 0 … 2^64 − 1 in decimal.
+// CLI11 alone would take "-5" as 2^64 − 5 and 2^64 as something else; this
+// refuses both, naming the option and the range.
+CLI::Option *add_seed_option(CLI::App &cmd, const std::string &name, std::uint64_t &seed, const std::string &help);
 
 // Writes `data` to `path` (stdout for "" or "-"); false after reporting a failure for `file`.
 bool write_output(const std::string &path, const std::string &data, const std::string &file);

@@ -817,7 +817,7 @@ void add_calibrate_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--devices", o->devices, "Device counts of the plans")->delimiter(',')->check(CLI::Range(1, 64))->capture_default_str();
     cmd->add_option("--session", o->session, "Keep every launch and its calibration points in this session (and the host's measurement; with "
                     "--gpu-results, each passing case as a cuda launch)");
-    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs");
     cmd->add_option("--threads", o->threads, "Threads for measuring the host")->check(CLI::Range(1, 256))->capture_default_str();
     cmd->add_flag("--remeasure", o->remeasure, "Measure the host again even if the session has a measurement");
     cmd->add_flag("--json", o->json, "Print the result as JSON");

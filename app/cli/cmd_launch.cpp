@@ -394,7 +394,7 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
     cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory");
-    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs");
     cmd->add_flag("--oracle", o->oracle, "Also compare the outputs with the double-precision oracle (slow on big graphs)");
     cmd->add_option("--timeout", o->timeout, "Seconds any wait may take before the launch fails naming it")
         ->check(CLI::Range(0.01, 86400.0))

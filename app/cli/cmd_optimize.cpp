@@ -449,9 +449,8 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--stall", o->stall, "Stop when the front has not moved for this many generations (0: never)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1 << 20));
-    cmd->add_option("--seed", o->seed, "Random seed (the same seed gives the same front at any thread count under "
-                                       "--evaluations)")
-        ->capture_default_str();
+    add_seed_option(*cmd, "--seed", o->seed,
+                    "Random seed (the same seed gives the same front at any thread count under --evaluations)");
     cmd->add_option("--threads", o->threads, "Threads evaluating candidates (0: every core)")->check(CLI::Range(0, 1024));
     cmd->add_option("--export-front", o->export_front, "Write the front (.json, or .csv)");
     cmd->add_option("--export-plan", o->export_plan, "Write the front's plan K to FILE (tapestry-plan JSON)")
@@ -475,7 +474,7 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_flag("--check", o->check,
                   "Check every front plan numerically: its stage run on the CPU executor against the unsharded graph "
                   "and the double-precision oracle, on random inputs");
-    cmd->add_option("--check-seed", o->check_seed, "Seed of the numeric check's random inputs")->capture_default_str();
+    add_seed_option(*cmd, "--check-seed", o->check_seed, "Seed of the numeric check's random inputs");
     cmd->footer("Every figure is a prediction of the cost model (docs/cost-model.md); every plan on the front is certified.\n"
                 "Exit codes: 0 done, 1 bad project, nothing plannable, a certificate or numeric check failed, 2 usage.");
     cmd->callback([o, &action] { action = [o] { return optimize_command(*o); }; });

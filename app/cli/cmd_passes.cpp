@@ -152,7 +152,7 @@ void add_passes_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--out", o->out, "Folder for the stages")->required();
     cmd->add_flag("--numeric", o->numeric,
                   "Also run every stage against the original on the CPU with random inputs and compare outputs");
-    cmd->add_option("--seed", o->seed, "Seed of the random inputs of --numeric")->capture_default_str();
+    add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs of --numeric");
     cmd->add_flag("--no-svg", o->no_svg, "Do not draw the stages (faster on big graphs)");
     add_allow_outside_data_flag(cmd, o->allow_outside_data);
     cmd->footer("Exit codes: 0 every stage certified, 1 a pass refused or a certificate failed (printed), 2 usage.");

@@ -209,7 +209,7 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "Worker threads (virtual devices)")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs");
     add_memory_limit_option(cmd, o->memory_limit);
     add_allow_outside_data_flag(cmd, o->allow_outside_data);
     cmd->add_flag("--no-shards", o->no_shards, "Run every operation whole, ignoring its shards");

@@ -166,7 +166,7 @@ void add_verify_command(CLI::App &app, std::function<int()> &action) {
                     "the stage's own");
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
-    cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+    add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs");
     add_memory_limit_option(cmd, o->memory_limit);
     add_allow_outside_data_flag(cmd, o->allow_outside_data);
     cmd->add_option("--threads", o->threads, "Worker threads of the CPU runs")

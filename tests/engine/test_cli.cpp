@@ -151,6 +151,13 @@ private slots:
         QTest::newRow("bad format") << QStringList{"export", "x.json", "--format", "gif"} << "gif";
         QTest::newRow("bad rankdir") << QStringList{"export", "x.json", "--rankdir", "up"} << "up";
         QTest::newRow("two files") << QStringList{"validate", "a.json", "b.json"} << "b.json";
+        // Seeds are whole numbers 0 … 2^64 − 1: "-5" is not taken as 2^64 − 5.
+        QTest::newRow("negative seed") << QStringList{"run", "x.json", "--seed", "-5"}
+                                       << "--seed: '-5' is not a seed (a whole number 0 … 18446744073709551615)";
+        QTest::newRow("seed past 2^64") << QStringList{"optimize", "x.json", "--seed", "18446744073709551616"}
+                                        << "'18446744073709551616' is not a seed";
+        QTest::newRow("seed not a number") << QStringList{"launch", "x.plan.json", "--seed", "1e3"} << "'1e3' is not a seed";
+        QTest::newRow("check seed") << QStringList{"optimize", "x.json", "--check-seed", "-1"} << "--check-seed: '-1'";
     }
     void usageErrors() {
         QFETCH(QStringList, args);
