@@ -246,7 +246,7 @@ void add_session_command(CLI::App &app, std::function<int()> &action) {
     exporter->add_option("-o,--output", o->output,
                          "Output file (one project) or folder (default: the current folder, NAME.tapestry.json)");
     exporter->add_option("--version", o->version, "Version number to export (default: the latest)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1 << 30));
     exporter->callback([o, &action] { action = [o] { return export_command(*o); }; });
 
     CLI::App *importer = cmd->add_subcommand(

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -172,13 +174,21 @@ void add_verify_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--threads", o->threads, "Worker threads of the CPU runs")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
+    // A finite number ≥ 0 (CLI::NonNegativeNumber let "nan" through and wrote its
+    // range as a 300-digit number).
+    const CLI::Validator tolerance([](std::string &text) -> std::string {
+        char *end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0) return "'" + text + "' is not a tolerance (a number ≥ 0)";
+        return {};
+    }, "TOL");
     CLI::Option *atol =
         cmd->add_option("--atol", o->atol, "Absolute tolerance, in units of max(1, max |reference|) of each output")
-            ->check(CLI::NonNegativeNumber)
+            ->check(tolerance)
             ->capture_default_str();
     cmd->add_flag("--absolute-atol", o->absolute_atol, "Apply --atol as it is, not scaled by the output's magnitude");
     CLI::Option *rtol = cmd->add_option("--rtol", o->rtol, "Relative tolerance (times |reference|)")
-                            ->check(CLI::NonNegativeNumber)
+                            ->check(tolerance)
                             ->capture_default_str();
     cmd->add_flag("--json", o->json, "Print the comparisons as JSON");
     cmd->footer(

@@ -157,6 +157,12 @@ private slots:
         QTest::newRow("seed past 2^64") << QStringList{"optimize", "x.json", "--seed", "18446744073709551616"}
                                         << "'18446744073709551616' is not a seed";
         QTest::newRow("seed not a number") << QStringList{"launch", "x.plan.json", "--seed", "1e3"} << "'1e3' is not a seed";
+        // Tolerances are finite numbers ≥ 0, said so (not as a 300-digit range).
+        QTest::newRow("negative atol") << QStringList{"verify", "x.json", "--atol", "-1"}
+                                       << "--atol: '-1' is not a tolerance (a number ≥ 0)";
+        QTest::newRow("nan rtol") << QStringList{"verify", "x.json", "--rtol", "nan"} << "--rtol: 'nan' is not a tolerance";
+        QTest::newRow("version 0") << QStringList{"session", "export", "x.tapestry-session", "--version", "0"}
+                                   << "--version: Value 0 not in range 1 to 1073741824";
         QTest::newRow("check seed") << QStringList{"optimize", "x.json", "--check-seed", "-1"} << "--check-seed: '-1'";
     }
     void usageErrors() {
