@@ -398,6 +398,12 @@ int optimize_command(const OptimizeOptions &o) {
     for (const std::string &line : substitutions) std::cout << "  substitution " << line << "\n";
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
               << "): " << front.size() << " plans\n";
+    // The search keeps infeasible candidates only while none is feasible: then the
+    // front is of the least violating ones, and the user must hear that first.
+    if (!front.empty() && std::all_of(front.begin(), front.end(),
+                                      [](const search::Scored &s) { return s.evaluation.figures.violation > 0; }))
+        std::cout << "  no plan found keeps the constraints: every plan below exceeds them (by the least excess "
+                     "found), as its peak memory or step time says\n";
     std::vector<std::vector<std::string>> rows{{"#", "step time", "peak memory", "devices", "communication", "plan"}};
     if (energy) rows.front().insert(rows.front().end() - 1, "energy");
     if (o.check) rows.front().insert(rows.front().end() - 1, "numeric check");

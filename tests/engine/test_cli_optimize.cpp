@@ -59,6 +59,17 @@ private slots:
         const auto e = cli(QStringList{"optimize", project("mlp"), "--objectives", "time,energy"} + kSearch);
         QVERIFY2(e.code == 0, qPrintable(e.err + e.out));
         QVERIFY2(e.out.contains("energy") && e.out.contains(" mJ"), qPrintable(e.out));
+        QVERIFY(!r.out.contains("no plan found keeps the constraints"));
+    }
+    // A cap no plan keeps: the front is of the least violating plans, and the
+    // summary says so before the table, each row naming its excess.
+    void noFeasiblePlanIsSaid() {
+        const auto r = cli(QStringList{"optimize", project("mlp"), "--memory-cap", "1B"} + kSearch);
+        QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
+        const qsizetype said = r.out.indexOf("no plan found keeps the constraints: every plan below exceeds them");
+        QVERIFY2(said > 0, qPrintable(r.out));
+        QVERIFY2(said < r.out.indexOf("step time"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("> cap 1 B)"), qPrintable(r.out));
     }
     // --check runs every front plan's stage on the CPU against the unsharded graph
     // and the oracle: each row says PASS with its error and tolerance, and the JSON
