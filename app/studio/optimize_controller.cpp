@@ -609,6 +609,13 @@ void OptimizeController::onFinished(const views::SearchOutcome &outcome) {
                           .arg(outcome.generations)
                           .arg(outcome.stopped)
                           .arg(chart_->frontCount());
+    // Infeasible points stay on the front only while none is feasible: say so, as
+    // the CLI does, rather than leave the red points to speak for themselves.
+    const auto front_points = chart_->frontPoints();
+    if (!front_points.empty() && std::all_of(front_points.begin(), front_points.end(), [](const views::ParetoPoint *p) {
+            return p && p->figures.violation > 0;
+        }))
+        message += tr("; no plan found keeps the constraints (every point of the front is over one)");
     if (!outcome.store_error.isEmpty())
         message += tr("; not kept in the session: %1").arg(outcome.store_error);
     else if (outcome.run != 0)

@@ -432,6 +432,25 @@ private slots:
 
     // Fusion is on by default and kept with a run's settings; runs kept before it
     // read as searched without it (their candidates have none).
+    // A memory cap no plan of the MLP keeps (10 MiB; its plans peak above 30 MiB):
+    // the front is of the least violating plans, drawn as over a constraint, and
+    // the status line says that no plan found keeps the constraints.
+    void noFeasiblePlanIsSaid() {
+        OptimizeWindow ow;
+        QVERIFY(ow.open(QStringLiteral("mlp")));
+        ow.settings(4, 40, 0, 0);
+        ow.opt->memoryCapBox()->setValue(0.01);
+        QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+        const QString message = ow.w.statusBar()->currentMessage();
+        QVERIFY2(message.contains(QStringLiteral("; no plan found keeps the constraints (every point of the front is over one)")),
+                 qPrintable(message));
+        for (const ParetoPoint *p : ow.opt->chart()->frontPoints()) QVERIFY(p->figures.violation > 0);
+        // With the target's cap the same search finds feasible plans, and says nothing of it.
+        ow.opt->memoryCapBox()->setValue(0);
+        QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+        QVERIFY(!ow.w.statusBar()->currentMessage().contains(QStringLiteral("no plan found keeps")));
+    }
+
     void fusionIsASettingOfTheRun() {
         OptimizeWindow ow;
         QVERIFY(ow.open(QStringLiteral("mlp")));
