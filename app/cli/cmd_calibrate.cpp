@@ -783,6 +783,12 @@ int calibrate_from_device_run(const CalibrateOptions &o) {
 }
 
 int calibrate_command(const CalibrateOptions &o) {
+    // Before a minute of launches, not after.
+    if (!o.session.empty())
+        if (const std::string why = session_refusal(o.session); !why.empty()) {
+            std::cerr << "tapestry: --session: " << why << "\n";
+            return kExitInvalid;
+        }
     if (!o.gpu_results.empty()) return calibrate_from_device_run(o);
     if (o.projects.empty()) {
         std::cerr << "tapestry: calibrate: give PROJECT… (launch on this machine) or --gpu-results with --pack (a device run)\n";

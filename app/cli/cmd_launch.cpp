@@ -187,6 +187,10 @@ int launch_command(const LaunchCommandOptions &o) {
 
     auto loaded = plan::load_plan(o.plan);
     if (!loaded) return refuse(loaded.error());
+    // Asked of the session now, not after the run: every rank gets the same answer
+    // (it only reads), and a launch does not end by failing to keep what it measured.
+    if (!o.session.empty())
+        if (const std::string why = session_refusal(o.session); !why.empty()) return refuse("--session: " + why);
     const plan::Plan &p = *loaded;
 
     std::map<TensorId, TensorData> inputs;

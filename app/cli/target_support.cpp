@@ -25,7 +25,11 @@ Expected<cost::Target, std::string> measure_host_target(int threads, bool progre
 
 // The targets a session keeps (user copies and the measured host), by name.
 Expected<std::vector<store::TargetRecord>, std::string> session_targets(const std::string &session) {
-    if (session.empty() || !fs::exists(session)) return std::vector<store::TargetRecord>{};  // a new session keeps none yet
+    std::error_code ec;
+    // A new session keeps none yet: a missing file, or an empty one (which the
+    // first write makes a session).
+    if (session.empty() || !fs::exists(session, ec) || (fs::is_regular_file(session, ec) && fs::file_size(session, ec) == 0))
+        return std::vector<store::TargetRecord>{};
     auto s = store::Session::open(session, store::OpenMode::read_only);
     if (!s) return unexpected(s.error().message);
     auto t = (*s)->targets();

@@ -214,6 +214,47 @@ private slots:
         QVERIFY2(list.out.contains("mlp (launched plans)"), qPrintable(list.out + list.err));
     }
 
+    // A session the launch could not be kept in is refused before anything runs
+    // (not after the run, losing what it measured), naming the session; the file
+    // is left as it was. An empty file is a new session, as a missing one is.
+    void refusesAnUnusableSessionBeforeLaunching() {
+        QTemporaryDir dir;
+        const QString plan = make_plan(dir, "mlp", {"--devices", "2", "--baseline", "tp"});
+        QVERIFY(QDir(dir.path()).mkdir("folder"));
+        const QString damaged = dir.filePath("damaged.tapestry-session");
+        {
+            QFile f(damaged);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("not a session\n");
+        }
+        const struct {
+            QString session, said;
+        } cases[] = {
+            {dir.filePath("folder"), "--session: session " + dir.filePath("folder") + " is a folder, not a session file"},
+            {damaged, "--session: session " + damaged + " is damaged or not a Tapestry session"},
+            {dir.filePath("nowhere/x.tapestry-session"), "the folder " + dir.filePath("nowhere") + " does not exist"},
+        };
+        for (const auto &c : cases) {
+            const auto r = cli({"launch", plan, "--session", c.session});
+            QCOMPARE(r.code, 1);
+            QVERIFY2(r.err.contains(c.said), qPrintable(r.err));
+            QVERIFY2(!r.out.contains("measured:"), qPrintable(r.out));  // nothing ran
+            const auto cal = cli({"calibrate", example_project("mlp"), "--devices", "1", "--session", c.session});
+            QCOMPARE(cal.code, 1);
+            QVERIFY2(cal.err.contains(c.said), qPrintable(cal.err));
+        }
+        QFile left(damaged);
+        QVERIFY(left.open(QIODevice::ReadOnly));
+        QCOMPARE(left.readAll(), QByteArray("not a session\n"));
+        const QString empty = dir.filePath("empty.tapestry-session");
+        {
+            QFile f(empty);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+        }
+        const auto r = cli({"launch", plan, "--session", empty});
+        QVERIFY2(r.code == 0 && r.out.contains("as launch 1 of plan 1"), qPrintable(r.out + r.err));
+    }
+
     void calibrateFitsTheHostAndPlanReadsIt() {
         QTemporaryDir dir;
         const QString session = dir.filePath("host.tapestry-session");
