@@ -30,6 +30,7 @@
 #include "runtime/cpu/cpu_isa.h"
 #include "runtime/cpu/memory_budget.h"
 #include "launch_support.h"
+#include "target_support.h"
 
 namespace tapestry::cli {
 namespace {

@@ -131,6 +131,11 @@ int optimize_command(const OptimizeOptions &o) {
         }
         export_file = o.export_plan[1];
     }
+    if (!o.session.empty())
+        if (const std::string why = session_refusal(o.session); !why.empty()) {
+            std::cerr << "tapestry: --session: " << why << "\n";
+            return kExitInvalid;
+        }
     auto target = resolve_target(o.target, o.threads > 0 ? o.threads : 2, o.session, false);
     if (!target) {
         std::cerr << "tapestry: --target: " << target.error() << "\n";

@@ -81,6 +81,11 @@ int plan_command(const PlanOptions &o) {
         }
         pipeline = std::move(p).value();
     }
+    if (!o.session.empty())
+        if (const std::string why = session_refusal(o.session); !why.empty()) {
+            std::cerr << "tapestry: --session: " << why << "\n";
+            return kExitInvalid;
+        }
     auto target = resolve_target(o.target, o.threads, o.session, o.remeasure);
     if (!target) {
         std::cerr << "tapestry: --target: " << target.error() << "\n";

@@ -2,7 +2,6 @@
 #include "launch_support.h"
 
 #include <chrono>
-#include <filesystem>
 #include <optional>
 
 #include "cli_support.h"
@@ -12,20 +11,6 @@
 #include "target_support.h"
 
 namespace tapestry::cli {
-
-std::string session_refusal(const std::string &path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    // An empty file becomes a new session when first written, as a missing one does.
-    if (fs::exists(path, ec) && !(fs::is_regular_file(path, ec) && fs::file_size(path, ec) == 0)) {
-        auto s = store::Session::open(path, store::OpenMode::read_only);
-        return s ? std::string() : s.error().message;
-    }
-    const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-    if (!fs::is_directory(folder, ec))
-        return "cannot make the session " + path + ": the folder " + folder.string() + " does not exist";
-    return {};
-}
 
 Expected<std::string, std::string> keep_launch(const std::string &path, const plan::Plan &p,
                                                const launch::LaunchResult &result, const launch::LaunchCheck *check) {

@@ -12,13 +12,6 @@
 
 namespace tapestry::cli {
 
-// Whether a launch could be kept in the session at `path`, asked before anything
-// runs so that a long launch or calibration does not end by failing to keep what
-// it measured: an existing file must open as a session (read-only, so a studio
-// holding it open does not block the question), and a new one needs its folder.
-// Empty when it could, else why not ("session x is a folder, not a session file").
-std::string session_refusal(const std::string &path);
-
 // Keeps the launch in a session: the plan's graph as a version of the project
 // "<graph name> (launched plans)" (made on first use; a new version only when the
 // graph changed), the plan, the launch with its steps and — for a plan of the

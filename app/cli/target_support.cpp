@@ -11,6 +11,23 @@ namespace tapestry::cli {
 
 namespace fs = std::filesystem;
 
+bool new_session_file(const std::string &path) {
+    std::error_code ec;
+    return !fs::exists(path, ec) || (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == 0);
+}
+
+std::string session_refusal(const std::string &path) {
+    if (!new_session_file(path)) {
+        auto s = store::Session::open(path, store::OpenMode::read_only);
+        return s ? std::string() : s.error().message;
+    }
+    std::error_code ec;
+    const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    if (!fs::is_directory(folder, ec))
+        return "cannot make the session " + path + ": the folder " + folder.string() + " does not exist";
+    return {};
+}
+
 // Measures the host (progress on stderr) and returns its target.
 Expected<cost::Target, std::string> measure_host_target(int threads, bool progress_bar) {
     ProgressBar bar(progress_bar);
@@ -25,10 +42,8 @@ Expected<cost::Target, std::string> measure_host_target(int threads, bool progre
 
 // The targets a session keeps (user copies and the measured host), by name.
 Expected<std::vector<store::TargetRecord>, std::string> session_targets(const std::string &session) {
-    std::error_code ec;
-    // A new session keeps none yet: a missing file, or an empty one (which the
-    // first write makes a session).
-    if (session.empty() || !fs::exists(session, ec) || (fs::is_regular_file(session, ec) && fs::file_size(session, ec) == 0))
+    // A new session keeps none yet.
+    if (session.empty() || new_session_file(session))
         return std::vector<store::TargetRecord>{};
     auto s = store::Session::open(session, store::OpenMode::read_only);
     if (!s) return unexpected(s.error().message);
@@ -39,7 +54,7 @@ Expected<std::vector<store::TargetRecord>, std::string> session_targets(const st
 
 // What a session file measured of a target (see target_support.h).
 Expected<cost::Calibration, std::string> session_calibration(const std::string &session, const cost::Target &target) {
-    if (session.empty() || !fs::exists(session)) return cost::Calibration{};
+    if (session.empty() || new_session_file(session)) return cost::Calibration{};
     auto s = store::Session::open(session, store::OpenMode::read_only);
     if (!s) return unexpected(s.error().message);
     return launch::session_calibration(**s, target);

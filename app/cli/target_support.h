@@ -15,6 +15,15 @@
 
 namespace tapestry::cli {
 
+// A session file not made yet: missing, or empty (the first write makes an empty
+// file a session, as it makes a missing one). Reading one finds nothing.
+bool new_session_file(const std::string &path);
+// Whether the session at `path` could be used — read, and kept in — asked before
+// anything runs, so that a long launch, calibration or search does not end by
+// failing on it: an existing file must open as a session (read-only, so a studio
+// holding it open does not block the question), and a new one needs its folder.
+// Empty when it could, else why not ("session x is a folder, not a session file").
+std::string session_refusal(const std::string &path);
 // Measures the host (progress on stderr when `progress_bar`) and returns its target.
 Expected<cost::Target, std::string> measure_host_target(int threads, bool progress_bar);
 // The targets a session keeps (user copies and the measured host), by name; none

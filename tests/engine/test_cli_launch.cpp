@@ -216,8 +216,10 @@ private slots:
 
     // A session the launch could not be kept in is refused before anything runs
     // (not after the run, losing what it measured), naming the session; the file
-    // is left as it was. An empty file is a new session, as a missing one is.
-    void refusesAnUnusableSessionBeforeLaunching() {
+    // is left as it was. So are calibrate, plan and optimize (which read it and may
+    // keep a host measurement there), under --session, not --target. An empty file
+    // is a new session, as a missing one is.
+    void refusesAnUnusableSessionBeforeRunning() {
         QTemporaryDir dir;
         const QString plan = make_plan(dir, "mlp", {"--devices", "2", "--baseline", "tp"});
         QVERIFY(QDir(dir.path()).mkdir("folder"));
@@ -239,9 +241,14 @@ private slots:
             QCOMPARE(r.code, 1);
             QVERIFY2(r.err.contains(c.said), qPrintable(r.err));
             QVERIFY2(!r.out.contains("measured:"), qPrintable(r.out));  // nothing ran
-            const auto cal = cli({"calibrate", example_project("mlp"), "--devices", "1", "--session", c.session});
-            QCOMPARE(cal.code, 1);
-            QVERIFY2(cal.err.contains(c.said), qPrintable(cal.err));
+            for (const QStringList &other :
+                 {QStringList{"calibrate", example_project("mlp"), "--devices", "1"},
+                  QStringList{"plan", example_project("mlp"), "--target", "h100", "--devices", "2"},
+                  QStringList{"optimize", example_project("mlp"), "--target", "h100", "--devices", "2", "--evaluations", "5"}}) {
+                const auto o = cli(other + QStringList{"--session", c.session});
+                QCOMPARE(o.code, 1);
+                QVERIFY2(o.err.contains(c.said) && o.err.startsWith("tapestry: --session: "), qPrintable(other.join(' ') + ": " + o.err));
+            }
         }
         QFile left(damaged);
         QVERIFY(left.open(QIODevice::ReadOnly));
