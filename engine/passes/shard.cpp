@@ -178,7 +178,7 @@ Expected<ShardSpec, std::string> parse_shard_spec(const std::string &text) {
     if (parts.find('+') == std::string::npos) {
         auto n = parse_int(parts);
         if (!n || *n < 1 || *n > 65536)
-            return unexpected(prefix + "part count '" + parts + "' is not a positive number (at most 65536)");
+            return unexpected(prefix + "part count '" + parts + "' is not a whole number 1 … 65536");
         spec.count = static_cast<int>(*n);
         return spec;
     }
@@ -188,7 +188,7 @@ Expected<ShardSpec, std::string> parse_shard_spec(const std::string &text) {
         const std::string piece = parts.substr(pos, plus == std::string::npos ? std::string::npos : plus - pos);
         auto n = parse_int(piece);
         if (!n || *n < 1 || *n > kMaxCoordinate)
-            return unexpected(prefix + "size '" + piece + "' is not a positive number");
+            return unexpected(prefix + "size '" + piece + "' is not a whole number 1 … " + std::to_string(kMaxCoordinate));
         spec.sizes.push_back(*n);
         if (plus == std::string::npos) break;
         pos = plus + 1;

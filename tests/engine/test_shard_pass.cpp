@@ -217,11 +217,13 @@ void TestShardPass::refusals_data() {
         << QStringList{"fc1:b=4"}
         << "shard spec 'fc1:b=4': dim 'b' is not a dimension number (dims are numbered from 0)";
     QTest::newRow("zero parts") << QStringList{"fc1:0=0"}
-                                << "shard spec 'fc1:0=0': part count '0' is not a positive number (at most 65536)";
+                                << "shard spec 'fc1:0=0': part count '0' is not a whole number 1 … 65536";
+    QTest::newRow("too many parts") << QStringList{"fc1:0=1000000"}
+                                    << "shard spec 'fc1:0=1000000': part count '1000000' is not a whole number 1 … 65536";
     QTest::newRow("bad size") << QStringList{"fc1:0=3+0+7"}
-                              << "shard spec 'fc1:0=3+0+7': size '0' is not a positive number";
+                              << "shard spec 'fc1:0=3+0+7': size '0' is not a whole number 1 … 1099511627776";
     QTest::newRow("trailing plus") << QStringList{"fc1:0=3+"}
-                                   << "shard spec 'fc1:0=3+': size '' is not a positive number";
+                                   << "shard spec 'fc1:0=3+': size '' is not a whole number 1 … 1099511627776";
     QTest::newRow("unknown op") << QStringList{"fc9:0=4"} << "shard spec 'fc9:0=4': unknown operation 'fc9'";
     QTest::newRow("dim out of range")
         << QStringList{"fc1:3=4"}

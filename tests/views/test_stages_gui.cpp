@@ -296,7 +296,7 @@ private slots:
         QTest::newRow("nothing near") << "softmax:0=2"
                                       << "shard spec 'softmax:0=2': unknown operation 'softmax'";
         QTest::newRow("zero parts") << "fc1:0=0"
-                                    << "shard spec 'fc1:0=0': part count '0' is not a positive number (at most 65536)";
+                                    << "shard spec 'fc1:0=0': part count '0' is not a whole number 1 … 65536";
     }
 
     void aBadSpecShowsItsErrorAndRunDoesNothing() {
