@@ -1,7 +1,8 @@
 // tapestry-studio: the desktop workbench (DESIGN.md §9).
 //   tapestry-studio [PROJECT] [--session FILE | --no-session] [--screenshot FILE] [--select NODE_ID]
 // Without PROJECT it reopens the session's last project (a new session starts on
-// the example projects/mlp.tapestry.json).
+// the example projects/mlp.tapestry.json). PROJECT may be a plan file
+// (*.plan.json): the Plan dock shows it, beside the session's last project.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -30,7 +31,8 @@ int main(int argc, char *argv[]) {
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("project"),
-                                 QStringLiteral("A .tapestry.json project (default: the example MLP)."),
+                                 QStringLiteral("A .tapestry.json project (default: the example MLP), or a "
+                                                "plan file (*.plan.json) to show in the Plan dock."),
                                  QStringLiteral("[PROJECT]"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("After the first layout, save the window to FILE and quit."),
@@ -69,10 +71,14 @@ int main(int argc, char *argv[]) {
         // The session reopens its last project; a project named on the command
         // line joins the session instead. A session that cannot be opened is
         // reported and the studio carries on without one.
-        const bool session_ok = !session_path.isEmpty() && window.openSession(session_path, args.isEmpty()).isEmpty();
+        // A plan file (*.plan.json) goes to the Plan dock: the canvas shows what it
+        // would show without one.
+        const bool plan = !args.isEmpty() && tapestry::studio::ProjectController::isPlanFile(args.front());
+        const bool session_ok =
+            !session_path.isEmpty() && window.openSession(session_path, args.isEmpty() || plan).isEmpty();
         if (!args.isEmpty())
             window.openProject(args.front());
-        else if (!session_ok)
+        if ((args.isEmpty() || plan) && !session_ok)
             window.project()->openDefaultProject();
     });
     return app.exec();

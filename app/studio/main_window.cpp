@@ -263,7 +263,8 @@ void MainWindow::createRunMenu() {
     run->addSeparator();
     run->addAction(stages_->runPipelineAction());
     run->addSeparator();
-    run->addActions({plan_->planAction(), launch_->launchAction(), plan_->exportAction(), plan_->measureHostAction()});
+    run->addActions({plan_->planAction(), launch_->launchAction(), plan_->openAction(), plan_->exportAction(),
+                     plan_->measureHostAction()});
     run->addSeparator();
     run->addActions({optimize_->startAction(), optimize_->stopAction(), optimize_->compareAction()});
 }
@@ -367,6 +368,7 @@ void MainWindow::connectControllers() {
     connect(project_, &ProjectController::busyChanged, this, &MainWindow::updateBusy);
     connect(project_, &ProjectController::openSessionRequested, this,
             [this](const QString &path) { openSession(path); });
+    connect(project_, &ProjectController::openPlanRequested, this, [this](const QString &path) { openPlan(path); });
     connect(project_, &ProjectController::openFailed, this,
             [this](const QString &why, const std::vector<Issue> &issues) {
                 inspection_->showOpenFailure(why, issues);
@@ -445,7 +447,16 @@ void MainWindow::updateFileActions() {
 // ---- files and the session -------------------------------------------------------------
 
 void MainWindow::openProject(const QString &path) {
-    project_->openProject(path);
+    if (ProjectController::isPlanFile(path))
+        openPlan(path);
+    else
+        project_->openProject(path);
+}
+
+void MainWindow::openPlan(const QString &path) {
+    plan_->planDock()->show();
+    plan_->planDock()->raise();
+    if (!plan_->openPlan(path)) statusBar()->showMessage(tr("Plan not opened: a plan is being made; try again when it is done"), 10000);
 }
 
 QString MainWindow::openSession(const QString &path, bool show_last_project) {

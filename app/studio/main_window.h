@@ -53,7 +53,9 @@ public:
     views::GraphView *view() const;
 
     // Opens a project file (asynchronously; see ProjectController::projectLoaded).
-    void openProject(const QString &path);
+    void openProject(const QString &path);  // a *.plan.json goes to the Plan dock (openPlan)
+    // Shows a plan file in the Plan dock (PlanController::openPlan).
+    void openPlan(const QString &path);
     // Opens a session file (created if missing) and shows its last project, or
     // puts the default example in a new session. "" or the reason it was refused.
     QString openSession(const QString &path, bool show_last_project = true);

@@ -146,6 +146,12 @@ void PlanController::createActions() {
     export_action_->setObjectName(QStringLiteral("actionExportPlan"));
     export_action_->setStatusTip(tr("Write the plan and its prediction as a tapestry-plan JSON file"));
     connect(export_action_, &QAction::triggered, this, &PlanController::exportPlanDialog);
+    open_action_ = new QAction(tr("Open Plan…"), this);
+    open_action_->setObjectName(QStringLiteral("actionOpenPlan"));
+    open_action_->setStatusTip(
+        tr("Show a plan file (Export Plan…, tapestry plan -o, tapestry optimize --export-plan) in the Plan dock, "
+           "ready to launch"));
+    connect(open_action_, &QAction::triggered, this, &PlanController::openPlanDialog);
     copy_target_action_ = new QAction(tr("Copy Target…"), this);
     copy_target_action_->setObjectName(QStringLiteral("actionCopyTarget"));
     copy_target_action_->setStatusTip(tr("Edit a copy of the selected target as JSON; it is kept as a user target"));
@@ -261,6 +267,9 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     export_button_ = new QPushButton(tr("Export Plan…"), row_widget);
     export_button_->setObjectName(QStringLiteral("planExport"));
     connect(export_button_, &QPushButton::clicked, export_action_, &QAction::trigger);
+    open_button_ = new QPushButton(tr("Open Plan…"), row_widget);
+    open_button_->setObjectName(QStringLiteral("planOpen"));
+    connect(open_button_, &QPushButton::clicked, open_action_, &QAction::trigger);
 
     row->addWidget(formLabel(tr("&Target"), target_box_, row_widget));
     row->addWidget(target_box_);
@@ -288,8 +297,8 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     launch_button_->setObjectName(QStringLiteral("planLaunch"));
     launch_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
     launch_button_->hide();
-    row->addWidget(launch_button_);
-    row->addWidget(export_button_);
+    // Launch, Open and Export stand at the end of the summary row (createSummaryRow):
+    // this row is full at the window's usual width.
 
     QSettings settings;
     fillTargets(settings.value(QStringLiteral("plan/target"), QStringLiteral("h100-sxm")).toString());
@@ -317,6 +326,11 @@ QWidget *PlanController::createSummaryRow(QWidget *parent) {
     row->addWidget(prediction_badge_, 0, Qt::AlignTop);
     row->addWidget(summary_, 1);
     row->addWidget(certificate_, 0, Qt::AlignTop);
+    for (QWidget *button : std::initializer_list<QWidget *>{launch_button_, open_button_, export_button_}) {
+        button->setParent(row_widget);
+        row->addWidget(button, 0, Qt::AlignTop);
+    }
+    launch_button_->hide();  // until the Launch dock gives it its action
     prediction_badge_->hide();
     return row_widget;
 }
@@ -329,6 +343,8 @@ void PlanController::updateActions() {
     cancel_button_->setEnabled(busy);
     export_action_->setEnabled(result_ != nullptr);
     export_button_->setEnabled(result_ != nullptr);
+    open_action_->setEnabled(!busy);
+    open_button_->setEnabled(!busy);
     busy_->setVisible(busy);
     progress_label_->setVisible(worker_->isMeasuring());
     measure_host_action_->setEnabled(!busy);
@@ -729,6 +745,7 @@ void PlanController::onPlanFinished(quint64, const views::PlanOutcome &outcome) 
         return;
     }
     result_ = outcome.result;
+    opened_.clear();
     planned_ = pending_.graph;
     planned_target_ = pending_.target;
     capacity_ = pending_.capacity;
@@ -754,6 +771,7 @@ void PlanController::showPlan(std::shared_ptr<const plan::PlanResult> result, co
     if (!result) return;
     if (isPlanning()) cancelPlan();
     result_ = std::move(result);
+    opened_.clear();
     planned_ = planned;
     planned_target_ = target;
     capacity_ = capacity;
@@ -798,7 +816,9 @@ void PlanController::showResult() {
 void PlanController::showSummary() {
     // The figures stay readable after an edit, marked as those of another graph.
     QString text = qs(plan::plan_summary(*result_, capacity_));
-    if (!views::sameGraph(doc_->shownGraph(), planned_))
+    if (!opened_.isEmpty())
+        text += tr(" — read from %1").arg(QFileInfo(opened_).fileName());
+    else if (!views::sameGraph(doc_->shownGraph(), planned_))
         text += tr(" — planned for another graph than the canvas shows: plan again");
     text += QLatin1Char('\n') + qs(plan::calibration_summary(*result_));
     if (const std::string cores = plan::cores_summary(result_->plan); !cores.empty())
@@ -826,10 +846,14 @@ void PlanController::fillDeviceTable() {
         cell(d, 2, qs(plan::seconds_text(load.communication)));
         cell(d, 3, qs(byte_text(static_cast<std::int64_t>(load.comm_bytes))));
         const double share = capacity_ > 0 ? 100.0 * static_cast<double>(load.peak) / capacity_ : 0.0;
+        // A capacity of 0 is one not known (a plan file of a target the dock does not know).
         QTableWidgetItem *peak =
-            cell(d, 4, QStringLiteral("%1 · %2 %").arg(qs(byte_text(load.peak))).arg(share, 0, 'f', share < 1 ? 2 : 1));
-        peak->setToolTip(tr("%1 of the device's %2")
-                             .arg(qs(byte_text(load.peak)), qs(byte_text(static_cast<std::int64_t>(capacity_)))));
+            capacity_ > 0
+                ? cell(d, 4, QStringLiteral("%1 · %2 %").arg(qs(byte_text(load.peak))).arg(share, 0, 'f', share < 1 ? 2 : 1))
+                : cell(d, 4, qs(byte_text(load.peak)));
+        peak->setToolTip(capacity_ > 0 ? tr("%1 of the device's %2")
+                                             .arg(qs(byte_text(load.peak)), qs(byte_text(static_cast<std::int64_t>(capacity_))))
+                                       : tr("%1 (the device's memory is not known here)").arg(qs(byte_text(load.peak))));
         if (share > 100) peak->setForeground(QColor(0xb9, 0x1c, 0x1c));
         if (d == pred.peak_device) {
             for (int c = 0; c < table_->columnCount(); ++c) {
@@ -927,6 +951,13 @@ void PlanController::onDocumentChanged(GraphDocument::Changes what) {
         if (isPlanning()) cancelPlan();
         // Opening a session shows one of its projects (or starts it on one).
         loadSessionTargets();
+        // A plan read from a file is of that file, not of the document: it stays.
+        if (!opened_.isEmpty() && result_) {
+            showSummary();
+            colourCanvas();
+            updateActions();
+            return;
+        }
         result_.reset();
         planned_ = Graph();
         shown_settings_.reset();
@@ -971,6 +1002,59 @@ bool PlanController::exportPlan(const QString &path) {
     watcher->setFuture(QtConcurrent::run(
         [result, path] { return qs(plan::save_plan(result->plan, path.toStdString(), &result->prediction)); }));
     return true;
+}
+
+bool PlanController::openPlan(const QString &path) {
+    if (path.isEmpty() || worker_->isRunning()) return false;
+    auto *watcher = new QFutureWatcher<Expected<plan::PlanResult, std::string>>(this);
+    connect(watcher, &QFutureWatcher<Expected<plan::PlanResult, std::string>>::finished, this, [this, watcher, path] {
+        auto read = watcher->result();
+        watcher->deleteLater();
+        if (!read) {
+            const QString error = qs(read.error());
+            status_->showMessage(tr("Plan not opened: %1").arg(error), 15000);
+            emit planOpened(path, error);
+            return;
+        }
+        auto result = std::make_shared<const plan::PlanResult>(std::move(read).value());
+        // The target's device memory, where the dock knows the target by that name.
+        const std::string name = result->plan.target;
+        double capacity = 0;  // not known: the figures show no share of it
+        if (qs(name) == kHost) {
+            if (host_) capacity = host_->device.memory_bytes.value;
+        } else if (auto builtin = cost::builtin_target(name); builtin && builtin->name == name) {
+            capacity = builtin->device.memory_bytes.value;
+        }
+        for (const cost::Target &t : user_targets_)
+            if (t.name == name) capacity = t.device.memory_bytes.value;
+        showPlan(result, result->plan.graph, qs(name), capacity);
+        opened_ = path;
+        showSummary();
+        status_->showMessage(tr("Opened the plan %1: %2 devices, %3 steps on %4, makespan %5 (prediction); plan "
+                                "certificate %6")
+                                 .arg(QDir::toNativeSeparators(path))
+                                 .arg(result->plan.devices.size())
+                                 .arg(result->plan.steps.size())
+                                 .arg(qs(name))
+                                 .arg(qs(plan::seconds_text(result->prediction.makespan)))
+                                 .arg(result->certificate.pass() ? tr("PASS") : tr("FAIL")),
+                             10000);
+        emit planOpened(path, QString());
+    });
+    // Off the GUI thread: a plan of many devices is a large file, and certifying it takes a while.
+    watcher->setFuture(QtConcurrent::run([path] { return plan::read_plan_result(path.toStdString()); }));
+    return true;
+}
+
+void PlanController::openPlanDialog() {
+    const QFileInfo source(doc_->source().path);
+    const QString dir = source.absolutePath().isEmpty() ? QDir::homePath() : source.absolutePath();
+    const QString path = QFileDialog::getOpenFileName(window_, tr("Open Plan"), dir,
+                                                      tr("Tapestry plans (*.plan.json *.json);;All files (*)"));
+    if (path.isEmpty()) return;
+    dock_->show();
+    dock_->raise();
+    openPlan(path);
 }
 
 void PlanController::exportPlanDialog() {

@@ -5,7 +5,8 @@
 // predicts (every figure labelled a prediction) with the plan certificate's badge,
 // a row per device, the Gantt chart of the steps and the memory chart, and colours
 // the canvas's operations and shards by device. A bar's click selects its node.
-// Export Plan… writes the plan file; Copy Target… edits a copy of a target as JSON,
+// Export Plan… writes the plan file, Open Plan… shows one (as exported here, by
+// `tapestry plan -o` or `optimize --export-plan`), ready to launch; Copy Target… edits a copy of a target as JSON,
 // a user target kept in the session (or in this window when none is open).
 //
 // The host CPU's target is measured on first use (a oneDNN GEMM and a memory
@@ -78,6 +79,7 @@ public:
     QAction *planAction() const { return plan_action_; }  // Ctrl+Alt+P: Ctrl+Shift+P searches the palette
     QAction *cancelAction() const { return cancel_action_; }
     QAction *exportAction() const { return export_action_; }
+    QAction *openAction() const { return open_action_; }
     QAction *copyTargetAction() const { return copy_target_action_; }
     QAction *measureHostAction() const { return measure_host_action_; }
     views::PlanWorker *planWorker() const { return worker_; }
@@ -94,6 +96,7 @@ public:
     QPushButton *planButton() const { return plan_button_; }
     QPushButton *cancelButton() const { return cancel_button_; }
     QPushButton *exportButton() const { return export_button_; }
+    QPushButton *openButton() const { return open_button_; }
     QProgressBar *progressBar() const { return busy_; }  // shown while planning or measuring
     QLabel *summaryLabel() const { return summary_; }
     QLabel *certificateLabel() const { return certificate_; }
@@ -145,6 +148,15 @@ public:
     // false when there is none. See planExported.
     bool exportPlan(const QString &path);
     void exportPlanDialog();
+    // Reads the plan file at `path` off the GUI thread (plan::read_plan_result: its
+    // prediction simulated again from its steps, the plan certificate made afresh)
+    // and shows it as a plan of this dock, which the Launch dock can then launch;
+    // its target's device memory, where the dock knows the target, for the memory
+    // figures. False while a plan runs. See planOpened.
+    bool openPlan(const QString &path);
+    void openPlanDialog();
+    // The plan file the plan shown was read from (empty: planned here or by a search).
+    const QString &openedFrom() const { return opened_; }
     // Opens the editor on a copy of the selected target (returned for tests).
     QDialog *openTargetEditor();
     // Keeps a user target given as JSON (replacing one of the same name) and
@@ -158,6 +170,8 @@ public:
 signals:
     void planFinished(bool ok);
     void planExported(const QString &path, const QString &error);
+    // A plan file was read and shown, or not: "" or the error (the file and field).
+    void planOpened(const QString &path, const QString &error);
     // A measurement of the host ended: ok, or failed / cancelled (the status bar says which).
     void hostMeasured(bool ok);
     // A target was saved into (or deleted from) the session: "" or the error.
@@ -214,6 +228,7 @@ private:
     QPushButton *plan_button_ = nullptr;
     QPushButton *cancel_button_ = nullptr;
     QPushButton *export_button_ = nullptr;
+    QPushButton *open_button_ = nullptr;
     QToolButton *launch_button_ = nullptr;  // Launch Plan…, once the Launch dock gives its action
     QProgressBar *busy_ = nullptr;
     QLabel *progress_label_ = nullptr;  // what the host probe runs now
@@ -228,6 +243,7 @@ private:
     QAction *plan_action_ = nullptr;
     QAction *cancel_action_ = nullptr;
     QAction *export_action_ = nullptr;
+    QAction *open_action_ = nullptr;
     QAction *copy_target_action_ = nullptr;
     QAction *measure_host_action_ = nullptr;
     QPointer<QDialog> editor_;
@@ -241,6 +257,7 @@ private:
     std::shared_ptr<const plan::PlanResult> result_;
     Graph planned_;           // the graph the plan shown was made from
     QString planned_target_;  // its target's name, as the combo shows it
+    QString opened_;          // the plan file it was read from (openPlan), or empty
     double capacity_ = 0;     // its target's memory per device
     std::optional<PlanSettings> shown_settings_;  // what it was planned with here
     struct Planned {

@@ -119,9 +119,15 @@ void ProjectController::openProject(const QString &path) {
     loader_->start(pending_path_);
 }
 
+bool ProjectController::isPlanFile(const QString &path) {
+    return path.endsWith(QLatin1String(".plan.json"), Qt::CaseInsensitive);
+}
+
 void ProjectController::openAny(const QString &path) {
     if (path.endsWith(QLatin1String(".tapestry-session"), Qt::CaseInsensitive))
         emit openSessionRequested(path);
+    else if (isPlanFile(path))
+        emit openPlanRequested(path);
     else if (isOnnxFile(path))
         importOnnx(path);
     else
@@ -332,7 +338,11 @@ void ProjectController::openDialog() {
     const QString path =
         QFileDialog::getOpenFileName(window_, tr("Open Project"), start,
                                      tr("Tapestry projects (*.tapestry.json);;JSON files (*.json);;All files (*)"));
-    if (!path.isEmpty()) openProject(path);
+    // A plan file picked here goes to the Plan dock rather than failing as a project.
+    if (isPlanFile(path))
+        emit openPlanRequested(path);
+    else if (!path.isEmpty())
+        openProject(path);
 }
 
 bool ProjectController::saveAsDialog() {

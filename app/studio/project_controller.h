@@ -45,8 +45,10 @@ public:
 
     // Opens a project file (asynchronously; see projectLoaded).
     void openProject(const QString &path);
-    // A project, an ONNX model to import, or a session file (openSessionRequested).
+    // A project, an ONNX model to import, a session file (openSessionRequested) or
+    // a plan file, *.plan.json (openPlanRequested: the Plan dock shows it).
     void openAny(const QString &path);
+    static bool isPlanFile(const QString &path);
     // Reads the document's file again (a failed open is retried while nothing is open).
     void reload();
     // Starts on the default example project; says so clearly if there is none.
@@ -84,6 +86,7 @@ signals:
     void importFinished(bool ok);
     void projectSaved(const QString &path, const QString &error);
     void openSessionRequested(const QString &path);
+    void openPlanRequested(const QString &path);
     // Nothing was open and `path` could not be read either: what to say in the empty window.
     void openFailed(const QString &why, const std::vector<tapestry::Issue> &load_issues);
     void busyChanged();

@@ -6,6 +6,7 @@
 #include "passes/place.h"
 #include "plan/certify.h"
 #include "plan/compile.h"
+#include "plan/plan_file.h"
 
 namespace tapestry::plan {
 
@@ -72,10 +73,12 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
 std::string plan_summary(const PlanResult &r, double capacity) {
     const Prediction &p = r.prediction;
     char buf[512];
-    std::snprintf(buf, sizeof buf, "makespan %s (prediction) · %d devices · communication %s, %s · peak %s of %s on %s",
+    // A capacity of 0 is one not known (a plan file of a target this tool does not know).
+    const std::string of = capacity > 0 ? " of " + byte_text(static_cast<std::int64_t>(capacity)) : std::string();
+    std::snprintf(buf, sizeof buf, "makespan %s (prediction) · %d devices · communication %s, %s · peak %s%s on %s",
                   seconds_text(p.makespan).c_str(), static_cast<int>(r.plan.devices.size()),
                   seconds_text(p.comm_seconds).c_str(), byte_text(static_cast<std::int64_t>(p.comm_bytes)).c_str(),
-                  byte_text(p.peak).c_str(), byte_text(static_cast<std::int64_t>(capacity)).c_str(),
+                  byte_text(p.peak).c_str(), of.c_str(),
                   r.plan.devices.empty() ? "-" : r.plan.devices[static_cast<size_t>(p.peak_device)].name.c_str());
     return buf;
 }
@@ -101,7 +104,22 @@ std::string calibration_line(const cost::CalibrationError &e, const std::string 
 
 }  // namespace
 
+Expected<PlanResult, std::string> read_plan_result(const std::string &path) {
+    auto loaded = load_plan(path);
+    if (!loaded) return unexpected(loaded.error());
+    PlanResult r;
+    r.plan = std::move(loaded).value();
+    r.prediction = simulate(r.plan);
+    r.certificate = certify_plan(r.plan);
+    r.cluster = r.plan.cluster;
+    r.from_file = true;
+    return r;
+}
+
 std::string calibration_summary(const PlanResult &r) {
+    if (r.from_file)
+        return "calibration: as when the plan was made (the plan file keeps its predictions, not how they were "
+               "calibrated)";
     return calibration_line(r.calibration, r.plan.target, r.plan.cluster.wake, r.plan.cluster.shared_cores > 0);
 }
 

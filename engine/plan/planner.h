@@ -49,6 +49,9 @@ struct PlanResult {
     Certificate certificate;  // the plan certificate
     cost::ClusterShape cluster;
     cost::CalibrationError calibration;  // of the request's samples (0 samples: uncalibrated)
+    // Read from a plan file (read_plan_result): the file keeps the steps' predicted
+    // durations but not how they were calibrated, so `calibration` says nothing.
+    bool from_file = false;
 };
 
 // Places (or applies the baseline to) `g`, compiles the plan, simulates it and
@@ -57,6 +60,13 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
 
 // The device names of a cluster shape ("0:0" …).
 std::vector<std::string> device_names(const cost::ClusterShape &shape);
+
+// A plan file (tapestry plan -o, optimize --export-plan, the Plan dock's Export
+// Plan…) as a result to show: the plan, its prediction simulated again from the
+// steps' own predicted durations (so the figures the file was written with), and
+// the plan certificate made afresh; no stages (the file keeps the placed graph,
+// not the passes that made it). Errors name the file and the field.
+Expected<PlanResult, std::string> read_plan_result(const std::string &path);
 
 // The summary a user reads (CLI table rows; the studio shows the same):
 // "makespan 1.2 ms (prediction) · 4 devices · comm 0.3 ms, 12 MiB · peak 1.1 GiB of 80 GiB on 0:2".

@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <set>
 
+#include "app/studio/launch_controller.h"
 #include "app/studio/main_window.h"
 #include "app/studio/plan_controller.h"
 #include "common/checked_size.h"
@@ -365,6 +366,75 @@ private slots:
         pw.w.document()->undoStack()->undo();
         QVERIFY(!pw.w.scene()->deviceColours().isEmpty());
         QVERIFY(!pc->summaryLabel()->text().contains(QStringLiteral("plan again")));
+    }
+
+    // Open Plan…: a plan file exported from the dock comes back as the plan shown —
+    // the same steps and devices, the same predicted makespan (simulated again from
+    // the file's step durations), the certificate made afresh — labelled as read
+    // from the file, with a calibration line that does not pretend to know. It is
+    // of its file, so opening another project keeps it; the Launch action can
+    // launch it. A project file offered as a plan is refused with the file's field,
+    // and opening a *.plan.json as a project (File ▸ Open, the command line, a
+    // drop) reaches the Plan dock instead.
+    void openPlanShowsAPlanFile() {
+        PlanWindow pw;
+        QVERIFY(pw.open());
+        PlanController *pc = pw.plans;
+        QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("round-robin"), QStringLiteral("none")),
+                 qPrintable(pc->lastError()));
+        const std::shared_ptr<const plan::PlanResult> made = pc->result();
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("mlp.plan.json"));
+        QSignalSpy exported(pc, &PlanController::planExported);
+        QVERIFY(pc->exportPlan(path));
+        QVERIFY(exported.count() > 0 || exported.wait(kTimeoutMs));
+
+        QVERIFY(pc->openButton()->isEnabled());
+        QSignalSpy opened(pc, &PlanController::planOpened);
+        QVERIFY(pc->openPlan(path));
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QCOMPARE(opened.front().at(1).toString(), QString());
+        const std::shared_ptr<const plan::PlanResult> read = pc->result();
+        QVERIFY(read && read != made);
+        QCOMPARE(pc->openedFrom(), path);
+        QCOMPARE(read->plan.steps.size(), made->plan.steps.size());
+        QCOMPARE(read->plan.devices.size(), made->plan.devices.size());
+        QCOMPARE(read->prediction.makespan, made->prediction.makespan);
+        QCOMPARE(read->prediction.peak, made->prediction.peak);
+        QVERIFY2(read->certificate.pass(), read->certificate.text().c_str());
+        const QString summary = pc->summaryLabel()->text();
+        QVERIFY2(summary.contains(QStringLiteral("read from mlp.plan.json")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("calibration: as when the plan was made")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral(" of ")), qPrintable(summary));  // h100-sxm's memory is known
+        QVERIFY(pc->certificateLabel()->text().contains(QStringLiteral("PASS")));
+        QCOMPARE(pc->deviceTable()->rowCount(), 4);
+        QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Opened the plan ")));
+        QVERIFY(pw.w.launches()->launchAction()->isEnabled());
+
+        // Another project on the canvas: the plan read from the file stays.
+        QVERIFY(openAndWait(pw.w, examplePath(QStringLiteral("attention"))));
+        QCOMPARE(pc->result(), read);
+        QVERIFY(pc->summaryLabel()->text().contains(QStringLiteral("read from mlp.plan.json")));
+
+        // A project file is not a plan: refused, naming the file and field; the plan shown stays.
+        opened.clear();
+        QVERIFY(pc->openPlan(examplePath(QStringLiteral("mlp"))));
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QVERIFY2(opened.front().at(1).toString().contains(QStringLiteral("format: expected \"tapestry-plan\"")),
+                 qPrintable(opened.front().at(1).toString()));
+        QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Plan not opened: ")));
+        QCOMPARE(pc->result(), read);
+
+        // Planning here again replaces it, and the file is forgotten.
+        QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 2, QStringLiteral("shard"), QStringLiteral("none")),
+                 qPrintable(pc->lastError()));
+        QVERIFY(pc->openedFrom().isEmpty());
+
+        // Opening the plan file as a project (the command line, File ▸ Open, a drop) reaches the dock.
+        opened.clear();
+        pw.w.openProject(path);
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QCOMPARE(pc->openedFrom(), path);
     }
 
     // The step order box: auto orders the pp baseline's steps by readiness (its
