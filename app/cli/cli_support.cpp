@@ -1,11 +1,10 @@
 // What every `tapestry` subcommand shares (see cli_support.h).
 #include "cli_support.h"
 
-#include "common/checked_size.h"
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -108,6 +107,39 @@ CLI::Option *add_seed_option(CLI::App &cmd, const std::string &name, std::uint64
         return {};
     }, "SEED");
     return cmd.add_option(name, seed, help)->capture_default_str()->check(whole);
+}
+
+std::string output_file_refusal(const std::string &path) {
+    namespace fs = std::filesystem;
+    if (path.empty() || path == "-") return {};
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) return "'" + path + "' is a folder, not a file";
+    const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    if (!fs::is_directory(folder, ec)) return "cannot write '" + path + "': the folder " + folder.string() + " does not exist";
+    return {};
+}
+
+std::string output_folder_refusal(const std::string &dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    // The nearest part of the name that exists must be a folder: the rest is made.
+    for (fs::path p = fs::path(dir); !p.empty(); p = p.parent_path()) {
+        if (fs::exists(p, ec)) {
+            if (fs::is_directory(p, ec)) return {};
+            return p == fs::path(dir) ? "'" + dir + "' is a file, not a folder"
+                                      : "cannot make the folder '" + dir + "': " + p.string() + " is a file";
+        }
+        if (p == p.parent_path()) break;
+    }
+    return {};
+}
+
+CLI::Option *checked_output_file(CLI::Option *option, const std::string &shown) {
+    return option->check(CLI::Validator([](std::string &path) { return output_file_refusal(path); }, shown));
+}
+
+CLI::Option *checked_output_folder(CLI::Option *option) {
+    return option->check(CLI::Validator([](std::string &dir) { return output_folder_refusal(dir); }, "DIR"));
 }
 
 bool write_output(const std::string &path, const std::string &data, const std::string &file) {

@@ -72,6 +72,18 @@ Loaded load(const std::string &file);
 // refuses both, naming the option and the range.
 CLI::Option *add_seed_option(CLI::App &cmd, const std::string &name, std::uint64_t &seed, const std::string &help);
 
+// Outputs checked where they are named, before anything runs, so that a long run
+// (a search, a launch, an import, a host measurement) does not end by failing to
+// keep its result. A file: not a folder, and in a folder that exists ("" and "-"
+// are standard output). A folder (made when missing): not a file, nor under one.
+// Each returns "" when the name will do, else why not.
+std::string output_file_refusal(const std::string &path);
+std::string output_folder_refusal(const std::string &dir);
+// The same as a parse-time check on `option` (exit 2, naming the option); returns
+// it. `shown` is what --help prints after the option's type.
+CLI::Option *checked_output_file(CLI::Option *option, const std::string &shown = "FILE");
+CLI::Option *checked_output_folder(CLI::Option *option);
+
 // Writes `data` to `path` (stdout for "" or "-"); false after reporting a failure for `file`.
 bool write_output(const std::string &path, const std::string &data, const std::string &file);
 

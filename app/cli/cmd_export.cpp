@@ -75,7 +75,7 @@ void add_export_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--format,-f", o->format, "Output format")
         ->check(CLI::IsMember({"dot", "svg", "png", "json"}))
         ->capture_default_str();
-    cmd->add_option("-o,--output", o->output, "Output file (default: standard output)");
+    checked_output_file(cmd->add_option("-o,--output", o->output, "Output file (default: standard output)"));
     cmd->add_flag("--projections", o->projections, "Draw each operation's index projections as [A | b | window] tables");
     cmd->add_flag("--no-shards", o->no_shards, "Do not draw shards");
     cmd->add_option("--rankdir", o->rankdir, "Layout direction")->check(CLI::IsMember({"TB", "LR"}))->capture_default_str();

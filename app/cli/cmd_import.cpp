@@ -68,7 +68,7 @@ void add_import_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *cmd = app.add_subcommand(
         "import", "Import an ONNX model (opsets 13–17; older ones are converted to 13 with ONNX's version converter) as a project; parameters keep their values (docs/onnx.md).");
     cmd->add_option("MODEL", o->model, "ONNX model file (*.onnx)")->required();
-    cmd->add_option("-o,--output", o->output, "Project file to write (*.tapestry.json)")->required();
+    checked_output_file(cmd->add_option("-o,--output", o->output, "Project file to write (*.tapestry.json)")->required());
     cmd->add_option("--dim", o->dims, "Value of a symbolic input dimension, NAME=N (repeatable)");
     cmd->footer("Exit codes: 0 imported, 1 the model cannot be imported (the message says why), 2 usage error.");
     cmd->callback([o, &action] { action = [o] { return import_command(*o); }; });

@@ -193,6 +193,9 @@ int launch_command(const LaunchCommandOptions &o) {
     if (!o.session.empty())
         if (const std::string why = session_refusal(o.session); !why.empty()) return refuse("--session: " + why);
     const plan::Plan &p = *loaded;
+    if (o.fail_step != -1 && (o.fail_step < 0 || static_cast<size_t>(o.fail_step) >= p.steps.size()))
+        return refuse("--fail-step: the plan has " + plural(static_cast<long long>(p.steps.size()), "step") + " (0 … " +
+                      std::to_string(p.steps.size() - 1) + ")");
 
     std::map<TensorId, TensorData> inputs;
     std::string input_source;
@@ -398,7 +401,8 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
         ->capture_default_str();
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
-    cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory");
+    checked_output_folder(
+        cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory"));
     add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs");
     cmd->add_flag("--oracle", o->oracle, "Also compare the outputs with the double-precision oracle (slow on big graphs)");
     cmd->add_option("--timeout", o->timeout, "Seconds any wait may take before the launch fails naming it")
@@ -418,7 +422,8 @@ void add_launch_command(CLI::App &app, std::function<int()> &action) {
                     "GPUs, copies on one GPU), peer (copies through peer access) or nccl (NCCL messages, also between "
                     "virtual devices of one GPU); default auto")
         ->check(CLI::IsMember({"auto", "peer", "nccl"}));
-    cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")->group("");
+    cmd->add_option("--fail-step", o->fail_step, "Testing: fail this step as a kernel fault would")
+        ->group("");
     cmd->add_option("--fail-prepare-rank", o->fail_prepare_rank, "Testing: that rank fails its preparation of the plan")->group("");
     cmd->add_option("--kill-rank", o->kill_rank, "Testing: RANK:STEPS, that rank kills itself after STEPS steps")->group("");
     cmd->add_option("--session", o->session,

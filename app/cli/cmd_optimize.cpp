@@ -29,6 +29,16 @@
 namespace tapestry::cli {
 namespace {
 
+// "csv" or "json" by the name's ending, any case (as the studio's export); "" for neither.
+std::string front_format(const std::string &path) {
+    auto ends = [&](const char *suffix) {
+        const std::string s(suffix);
+        return path.size() > s.size() &&
+               std::equal(s.rbegin(), s.rend(), path.rbegin(), [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+    };
+    return ends(".csv") ? "csv" : ends(".json") ? "json" : "";
+}
+
 using nlohmann::ordered_json;
 
 struct OptimizeOptions {
@@ -120,16 +130,18 @@ int optimize_command(const OptimizeOptions &o) {
     long export_index = -1;
     std::string export_file;
     if (!o.export_plan.empty()) {
-        try {
-            export_index = std::stol(o.export_plan[0]);
-        } catch (...) {
-            export_index = -1;
-        }
+        const std::string &k = o.export_plan[0];
+        if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos)
+            export_index = std::stol(k);
         if (export_index < 0 || o.export_plan.size() != 2) {
-            std::cerr << "tapestry: --export-plan: expected K FILE (K: a front index, 0 first)\n";
+            std::cerr << "tapestry: --export-plan: expected K FILE (K: a front index, 0 first; got '" << k << "')\n";
             return kExitUsage;
         }
         export_file = o.export_plan[1];
+        if (const std::string why = output_file_refusal(export_file); !why.empty()) {
+            std::cerr << "tapestry: --export-plan: " << why << "\n";
+            return kExitUsage;
+        }
     }
     if (!o.session.empty())
         if (const std::string why = session_refusal(o.session); !why.empty()) {
@@ -328,7 +340,7 @@ int optimize_command(const OptimizeOptions &o) {
 
     if (!o.export_front.empty()) {
         std::string text;
-        if (o.export_front.size() >= 4 && o.export_front.substr(o.export_front.size() - 4) == ".csv")
+        if (front_format(o.export_front) == "csv")
             text = search::front_csv(front_rows(front, evaluator));
         else
             text = search::front_json({o.project, target->name, o.devices, o.seed}, front_rows(front, evaluator));
@@ -463,7 +475,12 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     add_seed_option(*cmd, "--seed", o->seed,
                     "Random seed (the same seed gives the same front at any thread count under --evaluations)");
     cmd->add_option("--threads", o->threads, "Threads evaluating candidates (0: every core)")->check(CLI::Range(0, 1024));
-    cmd->add_option("--export-front", o->export_front, "Write the front (.json, or .csv)");
+    checked_output_file(cmd->add_option("--export-front", o->export_front, "Write the front (.json, or .csv)"), "")
+        ->check(CLI::Validator(
+            [](std::string &path) -> std::string {
+                return front_format(path).empty() ? "'" + path + "' is not a front file (FILE.json or FILE.csv)" : "";
+            },
+            "FILE.json|FILE.csv"));
     cmd->add_option("--export-plan", o->export_plan, "Write the front's plan K to FILE (tapestry-plan JSON)")
         ->expected(2);
     cmd->add_flag("--json", o->json, "Machine-readable result on stdout");

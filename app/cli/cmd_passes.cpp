@@ -149,7 +149,7 @@ void add_passes_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("--goal", o->goal, "substitute: 'expand' (composites into shardable ops) or 'fuse'")
         ->capture_default_str();
     cmd->add_option("--no-fuse", o->fuse_exclude, "fuse: an operation never fused (repeatable)");
-    cmd->add_option("--out", o->out, "Folder for the stages")->required();
+    checked_output_folder(cmd->add_option("--out", o->out, "Folder for the stages")->required());
     cmd->add_flag("--numeric", o->numeric,
                   "Also run every stage against the original on the CPU with random inputs and compare outputs");
     add_seed_option(*cmd, "--seed", o->seed, "Seed of the random inputs of --numeric");

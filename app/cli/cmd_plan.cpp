@@ -337,7 +337,7 @@ void add_plan_command(CLI::App &app, std::function<int()> &action) {
                     "Step order: dependency (op by op) or ready (by when each step can start: a pipeline's "
                     "micro-batches overlap); default ready for a pipeline (--baseline pp, --placement pipeline), dependency otherwise (docs/plans.md)")
         ->check(CLI::IsMember({"dependency", "ready"}));
-    cmd->add_option("-o,--out", o->out, "Write the plan file (tapestry-plan JSON)");
+    checked_output_file(cmd->add_option("-o,--out", o->out, "Write the plan file (tapestry-plan JSON)"));
     cmd->add_flag("--json", o->json, "Machine-readable summary on stdout");
     cmd->add_option("--threads", o->threads, "Threads for measuring the host target")->capture_default_str();
     cmd->add_option("--session", o->session, "Session whose targets (user copies, the measured host) come first; a new host measurement is kept there");
@@ -354,12 +354,12 @@ void add_targets_command(CLI::App &app, std::function<int()> &action) {
     CLI::App *list = cmd->add_subcommand("list", "The built-in targets (the default)");
     CLI::App *show = cmd->add_subcommand("show", "A target's JSON (built-in name or file; 'host' is measured first)");
     show->add_option("NAME", o->name, "Target name or file")->required();
-    show->add_option("-o,--out", o->out, "Write it to a file (a copy to edit)");
+    checked_output_file(show->add_option("-o,--out", o->out, "Write it to a file (a copy to edit)"));
     for (CLI::App *sub : {list, show})
         sub->add_option("--session", o->session, "Also the targets this session keeps (user copies, the measured host)");
     CLI::App *measure = cmd->add_subcommand("measure", "Measure the host CPU: a oneDNN GEMM, a memory copy, a primitive's overhead");
     measure->add_option("--threads", o->threads, "Threads")->capture_default_str();
-    measure->add_option("-o,--out", o->out, "Write the measured target to a file");
+    checked_output_file(measure->add_option("-o,--out", o->out, "Write the measured target to a file"));
     measure->add_flag("--json", o->json, "Machine-readable output");
     measure->add_option("--session", o->session, "Keep the measurement in this session");
     cmd->require_subcommand(0, 1);

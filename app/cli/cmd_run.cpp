@@ -205,7 +205,8 @@ void add_run_command(CLI::App &app, std::function<int()> &action) {
     cmd->add_option("PROJECT", o->project, "Project file (*.tapestry.json)")->required();
     cmd->add_option("--inputs", o->inputs_dir,
                     "Directory with one <tensor name>.npy per input (default: random values from --seed)");
-    cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory");
+    checked_output_folder(
+        cmd->add_option("--outputs", o->outputs_dir, "Write each output as <tensor name>.npy into this directory"));
     cmd->add_option("--threads", o->threads, "Worker threads (virtual devices)")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();

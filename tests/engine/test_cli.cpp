@@ -164,6 +164,23 @@ private slots:
         QTest::newRow("version 0") << QStringList{"session", "export", "x.tapestry-session", "--version", "0"}
                                    << "--version: Value 0 not in range 1 to 1073741824";
         QTest::newRow("check seed") << QStringList{"optimize", "x.json", "--check-seed", "-1"} << "--check-seed: '-1'";
+        // An output is checked where it is named, before a search or a launch runs.
+        QTest::newRow("front file kind") << QStringList{"optimize", "x.json", "--export-front", "front.txt"}
+                                         << "--export-front: 'front.txt' is not a front file (FILE.json or FILE.csv)";
+        QTest::newRow("front folder missing")
+            << QStringList{"optimize", "x.json", "--export-front", "/nonexistent-tapestry-dir/front.csv"}
+            << "--export-front: cannot write '/nonexistent-tapestry-dir/front.csv': the folder "
+               "/nonexistent-tapestry-dir does not exist";
+        QTest::newRow("plan file a folder") << QStringList{"plan", "x.json", "-o", "/"} << "--out: '/' is a folder, not a file";
+        QTest::newRow("outputs a file") << QStringList{"launch", "x.plan.json", "--outputs", "/etc/passwd"}
+                                        << "--outputs: '/etc/passwd' is a file, not a folder";
+        QTest::newRow("outputs under a file") << QStringList{"run", "x.json", "--outputs", "/etc/passwd/out"}
+                                              << "--outputs: cannot make the folder '/etc/passwd/out': /etc/passwd is a file";
+        QTest::newRow("export-plan index") << QStringList{"optimize", "x.json", "--export-plan", "1x", "p.json"}
+                                           << "--export-plan: expected K FILE (K: a front index, 0 first; got '1x')";
+        QTest::newRow("export-plan folder")
+            << QStringList{"optimize", "x.json", "--export-plan", "0", "/nonexistent-tapestry-dir/p.json"}
+            << "--export-plan: cannot write '/nonexistent-tapestry-dir/p.json'";
     }
     void usageErrors() {
         QFETCH(QStringList, args);
@@ -361,10 +378,15 @@ private slots:
     }
 
     void exportUnwritableOutput() {
+        // A folder that does not exist is seen where the option is read: a usage error.
         const QString out = dir_.filePath("no-such-dir/out.svg");
         const Result r = run({"export", valid_, "-o", out});
-        QCOMPARE(r.code, 1);
+        QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains(("cannot write '" + out + "'").toUtf8()), r.err.constData());
+        // A write that fails when it happens (a full device) is an output failure.
+        const Result full = run({"export", valid_, "-o", "/dev/full"});
+        QCOMPARE(full.code, 1);
+        QVERIFY2(full.err.contains("cannot write '/dev/full'"), full.err.constData());
     }
 
     void exportDrawsInvalidProjects() {
