@@ -3,8 +3,6 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFutureWatcher>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
@@ -47,22 +45,29 @@ Expected<std::map<TensorId, TensorData>, std::string> launchInputs(const LaunchJ
 }
 
 // Keeps the launch in the session: on the editor version holding the document's
-// graph, the plan saved once; then reads the plan's launches back.
+// graph, the plan saved once — or, for a plan read from a file, as `tapestry
+// launch --session` keeps it (launch::record_plan_file_launch) — then reads the
+// plan's launches back.
 void recordLaunch(const LaunchJob &job, const launch::LaunchResult &result, const launch::LaunchCheck *check,
                   LaunchOutcome &out) {
     store::Session &session = *job.session;
-    const VersionHolding held = versionHolding(session, job.project, job.project_name, job.document);
-    out.project = held.project;
-    if (!held.error.isEmpty()) {
-        out.record_error = held.error;
-        return;
-    }
     std::optional<cost::Model> model;
     if (job.target) model.emplace(*job.target, job.plan->plan.cluster);
-    std::optional<store::PlanId> reuse;
-    if (job.plan_id != 0) reuse = job.plan_id;
-    auto recorded = launch::record_launch(session, held.version, std::nullopt, reuse, job.plan->plan, result, check,
-                                          model ? &*model : nullptr);
+    Expected<launch::RecordedLaunch, std::string> recorded = unexpected(std::string());
+    if (job.plan_file) {
+        recorded = launch::record_plan_file_launch(session, job.plan->plan, result, check, model ? &*model : nullptr);
+    } else {
+        const VersionHolding held = versionHolding(session, job.project, job.project_name, job.document);
+        out.project = held.project;
+        if (!held.error.isEmpty()) {
+            out.record_error = held.error;
+            return;
+        }
+        std::optional<store::PlanId> reuse;
+        if (job.plan_id != 0) reuse = job.plan_id;
+        recorded = launch::record_launch(session, held.version, std::nullopt, reuse, job.plan->plan, result, check,
+                                         model ? &*model : nullptr);
+    }
     if (!recorded) {
         out.record_error = qs(recorded.error());
         return;
@@ -80,48 +85,25 @@ void recordLaunch(const LaunchJob &job, const launch::LaunchResult &result, cons
         out.record_error = qs(history.error().message);
 }
 
-// A plan file's JSON less its provenance: source.project is the document's path,
-// or its name when the project was opened from a session — the same plan either way.
-QJsonObject withoutProvenance(const std::string &text) {
-    QJsonObject doc = QJsonDocument::fromJson(QByteArray::fromStdString(text)).object();
-    QJsonObject source = doc.value(QStringLiteral("source")).toObject();
-    source.remove(QStringLiteral("project"));
-    doc.insert(QStringLiteral("source"), source);
-    return doc;
-}
-
 }  // namespace
 
-SavedPlanLaunches findSavedPlan(const store::Session &session, qint64 project, const plan::Plan &plan) {
+SavedPlanLaunches findSavedPlan(const store::Session &session, qint64 project, const plan::Plan &plan, bool plan_file) {
     SavedPlanLaunches out;
-    auto records = session.plans(project);
-    if (!records) {
-        out.error = qs(records.error().message);
-        return out;
-    }
-    // The record's fields as record_launch fills them; the JSON (large) only for those that agree.
-    const plan::Prediction predicted = plan::simulate(plan);
-    const std::string summary =
-        plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
-    std::string text;  // the saved form of `plan`, made when a candidate needs it
-    std::optional<QJsonObject> parsed;
-    for (auto r = records->rbegin(); r != records->rend(); ++r) {
-        if (r->target != plan.target || r->devices != static_cast<int>(plan.devices.size()) ||
-            r->summary != summary || r->peak_bytes != predicted.peak)
-            continue;
-        auto saved = session.load_plan_json(r->id);
-        if (!saved) {
-            out.error = qs(saved.error().message);
+    if (plan_file) {
+        auto found = launch::find_launched_plans_project(session, plan);
+        if (!found) {
+            out.error = qs(found.error());
             return out;
         }
-        if (text.empty()) text = plan::plan_json(plan, &predicted);
-        if (*saved != text) {
-            if (!parsed) parsed = withoutProvenance(text);
-            if (withoutProvenance(*saved) != *parsed) continue;
-        }
-        out.plan_id = r->id;
-        break;
+        project = *found;
+        if (project == 0) return out;
     }
+    auto saved = launch::find_saved_plan(session, project, plan);
+    if (!saved) {
+        out.error = qs(saved.error());
+        return out;
+    }
+    out.plan_id = *saved;
     if (out.plan_id == 0) return out;
     if (auto history = session.launches(out.plan_id))
         out.history = std::move(history).value();

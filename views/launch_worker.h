@@ -46,6 +46,10 @@ struct LaunchJob {
     QString project_name;
     Graph document;
     store::PlanId plan_id = 0;  // the plan as saved before (0: save it)
+    // The plan was read from a file, not made from the document: kept as `tapestry
+    // launch --session` keeps it (launch::record_plan_file_launch), not on the
+    // document's version; project, project_name and document are not read.
+    bool plan_file = false;
     // The plan's target without calibration, for the calibration points of a launch
     // that measures it (launch::record_launch); none: no points.
     std::optional<cost::Target> target;
@@ -73,20 +77,18 @@ struct LaunchOutcome {
 };
 
 // The plan a launch saved, found by content among the project's plans in
-// `session`, and its launches (oldest first): how the Launch dock lists the
-// history of a plan it did not launch itself. launch::record_launch keeps
-// plan::plan_json(plan, &plan::simulate(plan)), which holds the graph: records of
-// the same target, devices, summary and predicted peak are the candidates, and
-// their saved JSON must equal that text but for source.project (the document's
-// path or name: a project opened from its file or from the session names itself
-// differently); the newest such record wins. plan_id 0: none is kept (or
-// `error`, the store's message).
+// `session` (launch::find_saved_plan: the same plan file but for its provenance),
+// and its launches (oldest first): how the Launch dock lists the history of a plan
+// it did not launch itself. A plan read from a file (`plan_file`) is looked for
+// where its launches are kept, launch::launched_plans_project, and `project` is
+// not read. plan_id 0: none is kept (or `error`, the store's message).
 struct SavedPlanLaunches {
     store::PlanId plan_id = 0;
     std::vector<store::LaunchRecord> history;
     QString error;
 };
-SavedPlanLaunches findSavedPlan(const store::Session &session, qint64 project, const plan::Plan &plan);
+SavedPlanLaunches findSavedPlan(const store::Session &session, qint64 project, const plan::Plan &plan,
+                                bool plan_file = false);
 
 class LaunchWorker : public QObject {
     Q_OBJECT

@@ -24,31 +24,9 @@ Expected<std::string, std::string> keep_launch(const std::string &path, const pl
     }
     auto s = store::Session::open(path, store::OpenMode::read_write, std::chrono::seconds(10));
     if (!s) return unexpected(s.error().message);
-    const std::string name = p.graph.name + " (launched plans)";
-    auto projects = (*s)->projects();
-    if (!projects) return unexpected(projects.error().message);
-    store::ProjectId project = 0;
-    store::VersionId version = 0;
-    for (const store::ProjectInfo &info : *projects)
-        if (info.name == name) {
-            project = info.id;
-            version = info.latest_version_id;
-        }
-    if (project == 0) {
-        auto made = (*s)->create_project(name);
-        if (!made) return unexpected(made.error().message);
-        project = *made;
-    }
-    bool same = false;
-    if (version != 0)
-        if (auto latest = (*s)->load_latest(project)) same = serialize_project(*latest) == serialize_project(p.graph);
-    if (!same) {
-        auto saved = (*s)->save_version(project, p.graph, "import");
-        if (!saved) return unexpected(saved.error().message);
-        version = saved->id;
-    }
-    auto kept = launch::record_launch(**s, version, std::nullopt, std::nullopt, p, result, check, model ? &*model : nullptr);
+    auto kept = launch::record_plan_file_launch(**s, p, result, check, model ? &*model : nullptr);
     if (!kept) return unexpected(kept.error());
+    const std::string name = launch::launched_plans_project(p);
     std::string line = "kept in " + path + " as launch " + std::to_string(kept->launch_id) + " of plan " +
                        std::to_string(kept->plan_id) + " (project '" + name + "')";
     const std::string unmeasured = launch::target_not_measured(p, result.backend, result.hardware);

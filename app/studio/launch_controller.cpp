@@ -296,6 +296,7 @@ bool LaunchController::startLaunch(const views::LaunchSettings &settings) {
     job.tf32 = settings.tf32;
     job.session = session_->sharedSession();
     if (job.session) {
+        job.plan_file = !plans_->openedFrom().isEmpty();
         job.project = session_->projectId();
         job.project_name = doc_->source().name;
         job.document = doc_->graph();
@@ -583,7 +584,9 @@ void LaunchController::lookUpHistory() {
     const std::shared_ptr<const plan::PlanResult> shown = plans_->result();
     std::shared_ptr<store::Session> session = session_->sharedSession();
     const qint64 project = session_->projectId();
-    if (!shown || !session || project == 0) {
+    // A plan read from a file: its launches are kept apart from the document's.
+    const bool plan_file = !plans_->openedFrom().isEmpty();
+    if (!shown || !session || (project == 0 && !plan_file)) {
         history_caption_->setText(!shown     ? tr("Launch history: no plan shown")
                                   : !session ? tr("Launch history: no session is open (a session keeps launches)")
                                              : tr("The plan shown has not been launched in this session"));
@@ -616,7 +619,9 @@ void LaunchController::lookUpHistory() {
     // Off the GUI thread: a session can hold many plans, and a read waits for a
     // launch's or an autosave's transaction.
     watcher->setFuture(
-        QtConcurrent::run([session, project, shown] { return views::findSavedPlan(*session, project, shown->plan); }));
+        QtConcurrent::run([session, project, shown, plan_file] {
+            return views::findSavedPlan(*session, project, shown->plan, plan_file);
+        }));
 }
 
 void LaunchController::onRecorded(quint64 job, const views::LaunchOutcome &outcome) {

@@ -767,11 +767,11 @@ void PlanController::onPlanFinished(quint64, const views::PlanOutcome &outcome) 
 }
 
 void PlanController::showPlan(std::shared_ptr<const plan::PlanResult> result, const Graph &planned,
-                              const QString &target, double capacity) {
+                              const QString &target, double capacity, const QString &openedFrom) {
     if (!result) return;
     if (isPlanning()) cancelPlan();
     result_ = std::move(result);
-    opened_.clear();
+    opened_ = openedFrom;
     planned_ = planned;
     planned_target_ = target;
     capacity_ = capacity;
@@ -1027,9 +1027,7 @@ bool PlanController::openPlan(const QString &path) {
         }
         for (const cost::Target &t : user_targets_)
             if (t.name == name) capacity = t.device.memory_bytes.value;
-        showPlan(result, result->plan.graph, qs(name), capacity);
-        opened_ = path;
-        showSummary();
+        showPlan(result, result->plan.graph, qs(name), capacity, path);
         status_->showMessage(tr("Opened the plan %1: %2 devices, %3 steps on %4, makespan %5 (prediction); plan "
                                 "certificate %6")
                                  .arg(QDir::toNativeSeparators(path))

@@ -139,10 +139,11 @@ public:
     // Shows a plan made elsewhere (a point of the Optimize dock's front) as a plan
     // of this dock: summary, certificate, device table, Gantt, memory chart and the
     // canvas coloured by device. `planned` is the graph it was made from, `target`
-    // its target as the list names it, `capacity` a device's memory in bytes. A
-    // plan under way is cancelled.
+    // its target as the list names it, `capacity` a device's memory in bytes,
+    // `openedFrom` the plan file it was read from (openedFrom()). A plan under way
+    // is cancelled.
     void showPlan(std::shared_ptr<const plan::PlanResult> result, const Graph &planned, const QString &target,
-                  double capacity);
+                  double capacity, const QString &openedFrom = QString());
 
     // Writes the plan shown, with its prediction, to `path` off the GUI thread;
     // false when there is none. See planExported.

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/project_file.h"
 #include "launch/accuracy.h"
 #include "plan/plan_file.h"
 #include "plan/simulate.h"
@@ -285,6 +286,88 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
         out.calibration_points = static_cast<int>(rows.size());
     }
     return out;
+}
+
+namespace {
+
+// A plan file's JSON less its provenance (find_saved_plan).
+nlohmann::json without_provenance(const std::string &text) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("source") && j["source"].is_object()) j["source"].erase("project");
+    return j;
+}
+
+}  // namespace
+
+Expected<store::PlanId, std::string> find_saved_plan(const store::Session &session, store::ProjectId project,
+                                                     const plan::Plan &plan) {
+    auto records = session.plans(project);
+    if (!records) return unexpected(records.error().message);
+    // The record's fields as record_launch fills them; the JSON (large) only for those that agree.
+    const plan::Prediction predicted = plan::simulate(plan);
+    const std::string summary =
+        plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
+    std::string text;  // the saved form of `plan`, made when a candidate needs it
+    std::optional<nlohmann::json> parsed;
+    for (auto r = records->rbegin(); r != records->rend(); ++r) {
+        if (r->target != plan.target || r->devices != static_cast<int>(plan.devices.size()) ||
+            r->summary != summary || r->peak_bytes != predicted.peak)
+            continue;
+        auto saved = session.load_plan_json(r->id);
+        if (!saved) return unexpected(saved.error().message);
+        if (text.empty()) text = plan::plan_json(plan, &predicted);
+        if (*saved == text) return r->id;
+        if (!parsed) parsed = without_provenance(text);
+        if (without_provenance(*saved) == *parsed) return r->id;
+    }
+    return store::PlanId{0};
+}
+
+std::string launched_plans_project(const plan::Plan &plan) {
+    return plan.graph.name + " (launched plans)";
+}
+
+Expected<store::ProjectId, std::string> find_launched_plans_project(const store::Session &session,
+                                                                    const plan::Plan &plan) {
+    auto projects = session.projects();
+    if (!projects) return unexpected(projects.error().message);
+    const std::string name = launched_plans_project(plan);
+    store::ProjectId found = 0;
+    for (const store::ProjectInfo &info : *projects)
+        if (info.name == name) found = info.id;
+    return found;
+}
+
+Expected<RecordedLaunch, std::string> record_plan_file_launch(store::Session &session, const plan::Plan &plan,
+                                                              const LaunchResult &result, const LaunchCheck *check,
+                                                              const cost::Model *model, store::ProjectId *project_out) {
+    auto found = find_launched_plans_project(session, plan);
+    if (!found) return unexpected(found.error());
+    store::ProjectId project = *found;
+    store::VersionId version = 0;
+    std::optional<store::PlanId> saved_plan;
+    if (project == 0) {
+        auto made = session.create_project(launched_plans_project(plan));
+        if (!made) return unexpected(made.error().message);
+        project = *made;
+    } else {
+        auto info = session.project(project);
+        if (!info) return unexpected(info.error().message);
+        if (info->latest_version_id != 0)
+            if (auto latest = session.load_latest(project);
+                latest && serialize_project(*latest) == serialize_project(plan.graph))
+                version = info->latest_version_id;
+        auto same = find_saved_plan(session, project, plan);
+        if (!same) return unexpected(same.error());
+        if (*same != 0) saved_plan = *same;
+    }
+    if (version == 0 && !saved_plan) {
+        auto saved = session.save_version(project, plan.graph, "import");
+        if (!saved) return unexpected(saved.error().message);
+        version = saved->id;
+    }
+    if (project_out) *project_out = project;
+    return record_launch(session, version, std::nullopt, saved_plan, plan, result, check, model);
 }
 
 }  // namespace tapestry::launch

@@ -107,4 +107,26 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
                                                     const LaunchResult &result, const LaunchCheck *check,
                                                     const cost::Model *model);
 
+// The plan saved under `project` (any of its versions) that is `plan`: the same
+// plan file, its provenance aside (source.project is the project's path, or its
+// name when it was opened from a session — the same plan either way). 0 if none;
+// the newest when several are.
+Expected<store::PlanId, std::string> find_saved_plan(const store::Session &session, store::ProjectId project,
+                                                     const plan::Plan &plan);
+
+// Where the launches of a plan file are kept when no editor document holds its
+// graph (`tapestry launch --session`, `tapestry calibrate`, a plan the studio
+// opened from a file): the project "<graph name> (launched plans)".
+std::string launched_plans_project(const plan::Plan &plan);
+// That project's id in `session`, 0 while it has none.
+Expected<store::ProjectId, std::string> find_launched_plans_project(const store::Session &session,
+                                                                    const plan::Plan &plan);
+// record_launch for a plan file: its graph a version of launched_plans_project
+// (made on first use; a new version only when the graph changed), the plan saved
+// once (find_saved_plan: a plan launched again adds to its history), then the
+// launch. `project` is set to the project's id.
+Expected<RecordedLaunch, std::string> record_plan_file_launch(store::Session &session, const plan::Plan &plan,
+                                                              const LaunchResult &result, const LaunchCheck *check,
+                                                              const cost::Model *model, store::ProjectId *project = nullptr);
+
 }  // namespace tapestry::launch

@@ -209,7 +209,8 @@ private slots:
         // A plan for H100s launched on this CPU measures no H100.
         QVERIFY2(kept.contains("no calibration points: the cpu backend does not measure target h100-sxm"), qPrintable(kept));
         const auto again = cli({"launch", plan, "--session", session});
-        QVERIFY2(again.code == 0 && again.out.contains("as launch 2 of plan 2"), qPrintable(again.out + again.err));
+        // Launched again: the same plan's second launch, not a second copy of the plan.
+        QVERIFY2(again.code == 0 && again.out.contains("as launch 2 of plan 1"), qPrintable(again.out + again.err));
         const auto list = cli({"session", "list", session});
         QVERIFY2(list.out.contains("mlp (launched plans)"), qPrintable(list.out + list.err));
     }

@@ -645,6 +645,72 @@ private slots:
         QCOMPARE(history->item(1, 0)->text(), localTimeText(kept->front().started_at));
     }
 
+    // A plan opened from a file is not the document's: its launches are kept as
+    // `tapestry launch --session` keeps them, under "<graph> (launched plans)",
+    // one plan however often it is launched — not on the canvas project's version
+    // (it was kept there, even with another project on the canvas).
+    void planFileLaunchesAreKeptApart() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("files.tapestry-session"));
+        const QString file = dir.filePath(QStringLiteral("mlp-dp.plan.json"));
+        LaunchWindow lw;
+        QVERIFY(lw.open(path));
+        LaunchController *lc = lw.launches();
+        PlanController *pc = lw.plans();
+        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp")));
+        QSignalSpy exported(pc, &PlanController::planExported);
+        QVERIFY(pc->exportPlan(file));
+        QVERIFY(exported.count() > 0 || exported.wait(kTimeoutMs));
+        const qint64 canvas = lw.project();
+        QVERIFY(canvas != 0);
+        const size_t canvas_plans = lw.session()->plans(canvas)->size();
+
+        // Another project on the canvas, then the MLP's plan file opened.
+        QVERIFY(openAndWait(lw.w, examplePath(QStringLiteral("attention"))));
+        QSignalSpy opened(pc, &PlanController::planOpened), loaded(lc, &LaunchController::historyLoaded);
+        QVERIFY(pc->openPlan(file));
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QCOMPARE(opened.front().at(1).toString(), QString());
+        QVERIFY(loaded.count() > 0 || loaded.wait(kTimeoutMs));
+        QCOMPARE(loaded.back().front().toInt(), 0);
+        QCOMPARE(lc->historyCaption()->text(), QStringLiteral("The plan shown has not been launched in this session"));
+
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+        const store::PlanId kept = lc->lastOutcome().plan_id;
+        QVERIFY2(kept != 0, qPrintable(lc->lastOutcome().record_error));
+        auto projects = lw.session()->projects();
+        QVERIFY(projects);
+        qint64 launched = 0;
+        for (const store::ProjectInfo &info : *projects)
+            if (info.name == "mlp (launched plans)") launched = info.id;
+        QVERIFY(launched != 0);
+        QVERIFY(launched != lw.project());
+        QCOMPARE(lw.session()->plans(launched)->size(), size_t{1});
+        QCOMPARE(lw.session()->plans(launched)->front().id, kept);
+        QCOMPARE(lw.session()->plans(canvas)->size(), canvas_plans);  // the MLP's own project: untouched
+        // Nor the attention project's, on the canvas when the plan was launched.
+        QVERIFY(lw.project() != 0 && lw.project() != canvas && lw.project() != launched);
+        QCOMPARE(lw.session()->plans(lw.project())->size(), size_t{0});
+
+        // Launched again: the same plan's second launch.
+        dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("ok"));
+        QCOMPARE(lc->lastOutcome().plan_id, kept);
+        QCOMPARE(lc->historyTable()->rowCount(), 2);
+
+        // Planned here, then the file opened again: its history is read back from there.
+        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp"), 2));
+        loaded.clear();
+        QVERIFY(pc->openPlan(file));
+        QVERIFY(loaded.count() > 0 || loaded.wait(kTimeoutMs));
+        QCOMPARE(loaded.back().front().toInt(), 2);
+        QCOMPARE(lc->historyCaption()->text(), QStringLiteral("Launches of the plan shown kept in the session: 2"));
+    }
+
     // Regression: the worker recorded a cancelled launch after the window had
     // dropped its outcome — the history missed it and the next launch saved the
     // plan a second time.
