@@ -42,6 +42,10 @@ std::string plural(long long n, const std::string &word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+std::string plural(long long n, const std::string &word, const std::string &words) {
+    return std::to_string(n) + " " + (n == 1 ? word : words);
+}
+
 std::string human_bytes(double bytes) {
     // Sums of sizes come as doubles; a saturated size (kSizeSaturated) or more is
     // "more than 8 EiB", never a wrapped small number.

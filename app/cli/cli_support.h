@@ -52,6 +52,7 @@ nlohmann::ordered_json issue_json(const Issue &issue);
 void print_json(const nlohmann::ordered_json &j);  // indented, on stdout
 int count(const std::vector<Issue> &issues, Severity s);
 std::string plural(long long n, const std::string &word);  // "1 tensor", "3 tensors"
+std::string plural(long long n, const std::string &word, const std::string &words);  // "1 search", "2 searches"
 std::string human_bytes(double bytes);                      // 1536 → "1.5 KiB"
 std::string human_flops(double flops);                      // 2.5e9 → "2.50 GFLOP"
 std::string formatted(double v, const char *printf_format = "%.3f");

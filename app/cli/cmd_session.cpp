@@ -14,6 +14,7 @@
 #include "graph/issue.h"
 #include "io/project_file.h"
 #include "io/tensor_values.h"
+#include "plan/simulate.h"
 #include "store/session.h"
 
 namespace tapestry::cli {
@@ -34,6 +35,8 @@ struct SessionCommandOptions {
     std::string file;
     std::string name;
     double wait_seconds = 10;
+    // launches
+    long long plan = 0;  // 0: every plan
 };
 
 int store_failure(const store::StoreError &e) {
@@ -71,15 +74,33 @@ int list_command(const SessionCommandOptions &o) {
                 latest_number = versions->back().number;
             }
         }
+        // What hangs off its versions: plans (with their launches) and searches.
+        auto plans = (*session)->plans(p.id);
+        if (!plans) return store_failure(plans.error());
+        long long launch_count = 0;
+        for (const store::PlanRecord &plan : *plans) {
+            auto launches = (*session)->launches(plan.id);
+            if (!launches) return store_failure(launches.error());
+            launch_count += static_cast<long long>(launches->size());
+        }
+        auto searches = (*session)->search_runs(p.id);
+        if (!searches) return store_failure(searches.error());
         list.push_back(ordered_json{{"id", p.id},
                                     {"name", p.name},
                                     {"versions", p.version_count},
                                     {"latest_version", latest_number},
-                                    {"latest_saved_at", latest_saved}});
+                                    {"latest_saved_at", latest_saved},
+                                    {"plans", plans->size()},
+                                    {"launches", launch_count},
+                                    {"searches", searches->size()}});
+        std::string kept;
+        if (!plans->empty())
+            kept += ", " + plural(static_cast<long long>(plans->size()), "plan") + " (" + plural(launch_count, "launch", "launches") + ")";
+        if (!searches->empty()) kept += ", " + plural(static_cast<long long>(searches->size()), "search", "searches");
         lines.push_back(
             "  " + std::to_string(p.id) + "  " + p.name + "  " + std::to_string(p.version_count) +
             (p.version_count == 1 ? " version" : " versions") +
-            (latest_saved.empty() ? "" : ", latest v" + std::to_string(latest_number) + " saved " + latest_saved));
+            (latest_saved.empty() ? "" : ", latest v" + std::to_string(latest_number) + " saved " + latest_saved) + kept);
     }
     if (o.json) {
         std::cout << ordered_json{{"session", o.session},
@@ -223,12 +244,127 @@ int import_command(const SessionCommandOptions &o) {
     return kExitOk;
 }
 
+// A launch's wall time from its measurements ("" when they hold none).
+std::string wall_text(const store::LaunchRecord &l) {
+    const auto j = nlohmann::json::parse(l.measurements_json, nullptr, false);
+    if (!j.is_object() || !j.contains("wall_seconds") || !j["wall_seconds"].is_number()) return {};
+    return plan::seconds_text(j["wall_seconds"].get<double>());
+}
+
+// How the outputs compared, in a word: PASS, FAIL, or "—" when not compared.
+std::string outputs_word(const store::LaunchRecord &l) {
+    if (l.equivalence.rfind("pass", 0) == 0) return "PASS";
+    if (l.equivalence.rfind("fail", 0) == 0) return "FAIL";
+    return "—";
+}
+
+int launches_command(const SessionCommandOptions &o) {
+    auto session = store::Session::open(o.session, store::OpenMode::read_only);
+    if (!session) return store_failure(session.error());
+    auto projects = (*session)->projects();
+    if (!projects) return store_failure(projects.error());
+    std::vector<store::ProjectInfo> chosen = *projects;
+    if (!o.project.empty()) {
+        store::ProjectInfo one;
+        if (int code = find_project(*projects, o.session, o.project, one); code != kExitOk) return code;
+        chosen = {one};
+    }
+    ordered_json list = ordered_json::array();
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> heads;  // per row: "" or the heading printed before it
+    long long plans_listed = 0, launches_listed = 0;
+    bool plan_found = false;
+    for (const store::ProjectInfo &p : chosen) {
+        auto plans = (*session)->plans(p.id);
+        if (!plans) return store_failure(plans.error());
+        for (const store::PlanRecord &plan : *plans) {
+            if (o.plan != 0 && plan.id != o.plan) continue;
+            plan_found = true;
+            auto launches = (*session)->launches(plan.id);
+            if (!launches) return store_failure(launches.error());
+            ++plans_listed;
+            launches_listed += static_cast<long long>(launches->size());
+            ordered_json jl = ordered_json::array();
+            heads.push_back("  plan " + std::to_string(plan.id) + " of '" + p.name + "': " + plan.target + " × " +
+                            std::to_string(plan.devices) + ", " + plan.summary + "; predicted makespan " +
+                            plan::seconds_text(plan.makespan_seconds) + ", peak " +
+                            human_bytes(static_cast<double>(plan.peak_bytes)) + " (prediction); saved " +
+                            plan.created_at);
+            rows.push_back({});  // the heading's place
+            if (launches->empty()) {
+                heads.push_back("    not launched");
+                rows.push_back({});
+            } else {
+                heads.push_back("");
+                rows.push_back({"launch", "started", "backend", "status", "wall (measured)", "outputs"});
+            }
+            // Newest first, as the studio's history.
+            for (auto l = launches->rbegin(); l != launches->rend(); ++l) {
+                const std::string wall = wall_text(*l);
+                heads.push_back("");
+                rows.push_back({std::to_string(l->id), l->started_at, l->backend,
+                                l->status + (l->error.empty() ? "" : ": " + l->error), wall.empty() ? "—" : wall,
+                                outputs_word(*l)});
+                const auto measured = nlohmann::json::parse(l->measurements_json, nullptr, false);
+                jl.push_back(ordered_json{{"id", l->id},
+                                          {"started_at", l->started_at},
+                                          {"finished_at", l->finished_at},
+                                          {"backend", l->backend},
+                                          {"status", l->status},
+                                          {"error", l->error},
+                                          {"equivalence", l->equivalence},
+                                          {"measurements", measured.is_discarded() ? nlohmann::json() : measured}});
+            }
+            list.push_back(ordered_json{{"id", plan.id},
+                                        {"project", p.name},
+                                        {"project_id", p.id},
+                                        {"target", plan.target},
+                                        {"devices", plan.devices},
+                                        {"summary", plan.summary},
+                                        {"predicted_makespan_seconds", plan.makespan_seconds},
+                                        {"predicted_peak_bytes", plan.peak_bytes},
+                                        {"created_at", plan.created_at},
+                                        {"launches", std::move(jl)}});
+        }
+    }
+    if (o.plan != 0 && !plan_found) {
+        std::cerr << "tapestry: " << o.session << ": no plan " << o.plan
+                  << (o.project.empty() ? std::string() : " in project '" + chosen.front().name + "'") << "\n";
+        return kExitInvalid;
+    }
+    if (o.plan != 0 && !o.output.empty()) {
+        auto text = (*session)->load_plan_json(o.plan);
+        if (!text) return store_failure(text.error());
+        if (!write_output(o.output, *text, o.session)) return kExitInvalid;
+    }
+    if (o.json) {
+        print_json(ordered_json{{"session", o.session}, {"plans", std::move(list)}});
+        return kExitOk;
+    }
+    std::cout << o.session << ": " << plural(plans_listed, "plan") << ", " << plural(launches_listed, "launch", "launches") << "\n";
+    // The launch rows of each plan aligned as one table, the headings between them.
+    std::vector<std::vector<std::string>> table;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (!heads[i].empty()) {
+            if (!table.empty()) print_table(table, "    ");
+            table.clear();
+            std::cout << heads[i] << "\n";
+        } else if (!rows[i].empty()) {
+            table.push_back(rows[i]);
+        }
+    }
+    if (!table.empty()) print_table(table, "    ");
+    if (o.plan != 0 && !o.output.empty()) std::cout << "plan " << o.plan << " written to " << o.output << "\n";
+    return kExitOk;
+}
+
 }  // namespace
 
 void add_session_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<SessionCommandOptions>();
     CLI::App *cmd = app.add_subcommand(
-        "session", "Move projects in and out of a session file (*.tapestry-session): list, export, import.");
+        "session", "Move projects in and out of a session file (*.tapestry-session): list, export, import; the "
+                   "launches it keeps.");
     cmd->require_subcommand(1);
     cmd->footer(
         "Exit codes: 0 done, 1 the session or project cannot be read or written (the message says why: "
@@ -238,6 +374,24 @@ void add_session_command(CLI::App &app, std::function<int()> &action) {
     list->add_option("SESSION", o->session, "Session file")->required();
     list->add_flag("--json", o->json, "Print {session, schema_version, projects[]} as JSON");
     list->callback([o, &action] { action = [o] { return list_command(*o); }; });
+
+    CLI::App *launches = cmd->add_subcommand(
+        "launches", "List the plans a session keeps and their launches (tapestry launch --session, the studio), "
+                    "newest first; -o writes a plan back as a plan file.");
+    launches->add_option("SESSION", o->session, "Session file")->required();
+    launches->add_option("PROJECT", o->project, "Project name or id (default: every project)");
+    launches->add_option("--plan", o->plan, "Only this plan (its id, as listed)")->check(CLI::Range(1LL, 1LL << 53));
+    checked_output_file(launches->add_option("-o,--output", o->output, "With --plan: write it to FILE (tapestry-plan JSON)"));
+    launches->add_flag("--json", o->json, "Print {session, plans[]} as JSON, each plan with its launches");
+    launches->callback([o, &action] {
+        action = [o] {
+            if (!o->output.empty() && o->plan == 0) {
+                std::cerr << "tapestry: --output: needs --plan (which plan to write)\n";
+                return static_cast<int>(kExitUsage);
+            }
+            return launches_command(*o);
+        };
+    });
 
     CLI::App *exporter = cmd->add_subcommand(
         "export", "Write projects of a session as *.tapestry.json (large values as .npy files beside them).");

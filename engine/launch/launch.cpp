@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <ctime>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -454,6 +456,22 @@ Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const B
     return std::monostate{};
 }
 
+namespace {
+
+// "2026-12-02T07:36:05.825Z", as the session's strftime('%Y-%m-%dT%H:%M:%fZ').
+std::string utc_text(std::chrono::system_clock::time_point t) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&seconds, &tm);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+    return buf;
+}
+
+}  // namespace
+
 Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend &backend,
                                                 const std::map<TensorId, TensorData> &inputs,
                                                 const LaunchOptions &options) {
@@ -474,7 +492,9 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
     result.hardware = backend.describe();
     const plan::Prediction predicted = plan::simulate(plan);
     result.predicted_makespan = predicted.makespan;
+    result.started_at = utc_text(std::chrono::system_clock::now());
     Run(plan, backend, opts).run(result);
+    result.finished_at = utc_text(std::chrono::system_clock::now());
     // A distributed launch: rank 0 collects what the other ranks measured (and the
     // outputs they hold), whatever happened; a rank that does not answer is named.
     if (auto gathered = backend.gather(result.steps); !gathered && result.ok()) {

@@ -70,6 +70,9 @@ struct LaunchResult {
     double wall_seconds = 0;          // first step's start to last step's end
     double predicted_makespan = 0;    // plan::simulate's (a prediction)
     double moved_bytes = 0;
+    // The wall clock (ISO 8601 UTC, milliseconds, as the session writes times)
+    // when the steps began running and when the last one had ended.
+    std::string started_at, finished_at;
     std::map<TensorId, TensorData> outputs;  // every graph output, assembled (status ok only)
     bool ok() const { return status == "ok"; }
 };

@@ -268,7 +268,7 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
         if (!saved) return unexpected("keeping the plan: " + saved.error().message);
         out.plan_id = saved->id;
     }
-    store::LaunchRecord rec = launch_record(result, check);
+    store::LaunchRecord rec = launch_record(result, check, result.started_at, result.finished_at);
     rec.plan_id = out.plan_id;
     auto recorded = session.record_launch(rec, step_measurements(plan, result));
     if (!recorded) return unexpected("keeping the launch: " + recorded.error().message);

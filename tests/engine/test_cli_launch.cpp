@@ -213,6 +213,47 @@ private slots:
         QVERIFY2(again.code == 0 && again.out.contains("as launch 2 of plan 1"), qPrintable(again.out + again.err));
         const auto list = cli({"session", "list", session});
         QVERIFY2(list.out.contains("mlp (launched plans)"), qPrintable(list.out + list.err));
+        QVERIFY2(list.out.contains(", 1 plan (2 launches)"), qPrintable(list.out));
+
+        // The launches read back: newest first, each with its measured wall and output check.
+        const auto launches = cli({"session", "launches", session});
+        QVERIFY2(launches.code == 0, qPrintable(launches.err));
+        QVERIFY2(launches.out.contains(": 1 plan, 2 launches"), qPrintable(launches.out));
+        QVERIFY2(launches.out.contains("plan 1 of 'mlp (launched plans)': h100-sxm × 2"), qPrintable(launches.out));
+        QVERIFY2(launches.out.contains("(prediction)"), qPrintable(launches.out));
+        QVERIFY2(launches.out.indexOf(QRegularExpression("\\n +2 +\\S+Z +cpu +ok +[0-9.]+ [mµ]?s +PASS\\n +1 ")) > 0,
+                 qPrintable(launches.out));
+        const auto json = cli({"session", "launches", session, "mlp (launched plans)", "--json"});
+        QVERIFY2(json.code == 0, qPrintable(json.err));
+        const QJsonArray plans = QJsonDocument::fromJson(json.out.toUtf8()).object()["plans"].toArray();
+        QCOMPARE(plans.size(), 1);
+        const QJsonArray kept_launches = plans[0].toObject()["launches"].toArray();
+        QCOMPARE(kept_launches.size(), 2);
+        for (const QJsonValue &l : kept_launches) {
+            const QJsonObject o = l.toObject();
+            QCOMPARE(o["status"].toString(), QString("ok"));
+            // Its real start and end, not twice the time it was recorded.
+            const QDateTime started = QDateTime::fromString(o["started_at"].toString(), Qt::ISODateWithMs);
+            const QDateTime finished = QDateTime::fromString(o["finished_at"].toString(), Qt::ISODateWithMs);
+            QVERIFY2(started.isValid() && finished.isValid(), qPrintable(o["started_at"].toString()));
+            const double wall = o["measurements"].toObject()["wall_seconds"].toDouble();
+            QVERIFY(wall > 0);
+            QVERIFY2(started.msecsTo(finished) >= static_cast<qint64>(wall * 1000) - 2,
+                     qPrintable(o["started_at"].toString() + " " + o["finished_at"].toString()));
+        }
+        // A plan written back from the session is the plan file launched.
+        const QString back = dir.filePath("back.plan.json");
+        const auto written = cli({"session", "launches", session, "--plan", "1", "-o", back});
+        QVERIFY2(written.code == 0 && written.out.contains("plan 1 written to"), qPrintable(written.out + written.err));
+        QFile a(plan), b(back);
+        QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+        QCOMPARE(b.readAll(), a.readAll());
+        const auto missing = cli({"session", "launches", session, "--plan", "9"});
+        QCOMPARE(missing.code, 1);
+        QVERIFY2(missing.err.contains("no plan 9"), qPrintable(missing.err));
+        const auto unnamed = cli({"session", "launches", session, "-o", back});
+        QCOMPARE(unnamed.code, 2);
+        QVERIFY2(unnamed.err.contains("--output: needs --plan"), qPrintable(unnamed.err));
     }
 
     // A session the launch could not be kept in is refused before anything runs
