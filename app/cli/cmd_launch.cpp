@@ -175,6 +175,8 @@ int launch_command(const LaunchCommandOptions &o) {
     const bool root = backend ? backend->rank() == 0 : !world || world->rank() == 0;
     auto refuse = [&](const std::string &message) {
         if (root && o.json) print_json(ordered_json{{"plan", o.plan}, {"ok", false}, {"status", "refused"}, {"error", message}});
+        // A message about the plan file itself names it already.
+        else if (root && message.rfind(o.plan + ":", 0) == 0) std::cerr << "tapestry: " << message << "\n";
         else if (root) std::cerr << "tapestry: " << o.plan << ": " << message << "\n";
         std::cout.flush();
         std::cerr.flush();

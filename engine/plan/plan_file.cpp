@@ -241,7 +241,16 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
     if (doc.is_discarded()) return unexpected(where + ": not valid JSON");
     if (!doc.is_object()) return unexpected(where + ": expected a JSON object");
     Reader r{where, ""};
-    if (r.str(doc, "format", "") != "tapestry-plan" && !r.failed()) r.fail("format", "expected \"tapestry-plan\"");
+    if (const std::string format = r.str(doc, "format", ""); format != "tapestry-plan" && !r.failed()) {
+        // What the file is instead, when it is one of ours: a plan is made from it, not read as one.
+        const std::string instead =
+            format == "tapestry-project" ? " (a project file: `tapestry plan PROJECT -o FILE` makes a plan of it)"
+            : format == "tapestry-front" ? " (a front file: `tapestry optimize --export-plan K FILE` writes a plan of it)"
+            : format == "tapestry-target" ? " (a target file: plans name a target, they are not one)"
+                                          : "";
+        r.fail("format", "expected \"tapestry-plan\"" +
+                             (format.empty() ? std::string() : ", the file says \"" + format + "\"" + instead));
+    }
     const std::int64_t version = r.integer(doc, "version", "", 1, 1 << 20);
     if (!r.failed() && version != kPlanFormatVersion)
         r.fail("version", "this build reads version " + std::to_string(kPlanFormatVersion) + ", the file is version " +

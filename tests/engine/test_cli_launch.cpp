@@ -177,6 +177,10 @@ private slots:
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("launch failed: step 3 (kernel") && r.err.contains("(rank 0) failed: injected fault"),
                  qPrintable(r.err));
+        // A step the plan does not have is refused, not silently never failed.
+        const auto past = cli({"launch", plan, "--fail-step", "100000"});
+        QCOMPARE(past.code, 1);
+        QVERIFY2(past.err.contains("--fail-step: the plan has ") && past.err.contains(" steps (0 … "), qPrintable(past.err));
     }
 
     void refusals() {
@@ -191,6 +195,14 @@ private slots:
         r = cli({"launch", dir.filePath("missing.plan.json")});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("missing.plan.json"), qPrintable(r.err));
+        // A project is not a plan: said so, the file named once.
+        const QString project = QString::fromLocal8Bit(qgetenv("TAPESTRY_SOURCE_DIR")) + "/projects/mlp.tapestry.json";
+        r = cli({"launch", project});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err == "tapestry: " + project + ": format: expected \"tapestry-plan\", the file says "
+                                                   "\"tapestry-project\" (a project file: `tapestry plan PROJECT -o "
+                                                   "FILE` makes a plan of it)",
+                 qPrintable(r.err));
         r = cli({"launch", plan, "--backend", "gpu"});
         QCOMPARE(r.code, 2);
         r = cli({"launch", plan, "--inputs", dir.filePath("nowhere")});

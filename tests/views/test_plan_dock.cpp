@@ -420,7 +420,7 @@ private slots:
         opened.clear();
         QVERIFY(pc->openPlan(examplePath(QStringLiteral("mlp"))));
         QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
-        QVERIFY2(opened.front().at(1).toString().contains(QStringLiteral("format: expected \"tapestry-plan\"")),
+        QVERIFY2(opened.front().at(1).toString().contains(QStringLiteral("format: expected \"tapestry-plan\", the file says \"tapestry-project\" (a project file")),
                  qPrintable(opened.front().at(1).toString()));
         QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Plan not opened: ")));
         QCOMPARE(pc->result(), read);
