@@ -6,7 +6,9 @@
 // Every time and memory figure is a prediction of the cost model, and says so.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -28,6 +30,30 @@
 
 namespace tapestry::cli {
 namespace {
+
+// Ctrl-C while the search runs stops it where it is: the front found so far is
+// certified and reported as after any other stop. A second one, after the
+// search, ends the process as usual.
+std::atomic<bool> g_stop_search{false};
+extern "C" void on_search_interrupt(int) { g_stop_search.store(true); }
+
+// Catches Ctrl-C from the command's start (so one that comes while the project
+// loads stops the search at its first look, not the process) until released.
+class SearchInterrupt {
+public:
+    SearchInterrupt() : previous_(std::signal(SIGINT, on_search_interrupt)) { g_stop_search.store(false); }
+    ~SearchInterrupt() { release(); }
+    SearchInterrupt(const SearchInterrupt &) = delete;
+    SearchInterrupt &operator=(const SearchInterrupt &) = delete;
+    void release() {
+        if (held_) std::signal(SIGINT, previous_);
+        held_ = false;
+    }
+
+private:
+    void (*previous_)(int);
+    bool held_ = true;
+};
 
 // "csv" or "json" by the name's ending, any case (as the studio's export); "" for neither.
 std::string front_format(const std::string &path) {
@@ -99,6 +125,7 @@ std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &fron
 }
 
 int optimize_command(const OptimizeOptions &o) {
+    SearchInterrupt interrupt;
     auto objectives = search::parse_objectives(o.objectives);
     if (!objectives) {
         std::cerr << "tapestry: --objectives: " << objectives.error() << "\n";
@@ -241,7 +268,9 @@ int optimize_command(const OptimizeOptions &o) {
                        formatted(p.evaluations_per_second, "%.0f") + "/s) · front " + std::to_string(p.front.size()) + best,
                    static_cast<int>(std::min(100.0, *budget > 0 ? 100 * p.seconds / *budget : 0)), 100);
     };
+    hooks.stop = &g_stop_search;
     auto result = search::optimize(evaluator, so, hooks);
+    interrupt.release();
     bar.clear();
     if (!result) {
         report_error(o.project, result.error());
@@ -410,7 +439,8 @@ int optimize_command(const OptimizeOptions &o) {
     std::cout << o.project << " on " << o.devices << " × " << target->title << ": " << result->evaluations
               << " plans evaluated in " << formatted(result->seconds, "%.1f") << " s ("
               << formatted(result->evaluations / std::max(1e-9, result->seconds), "%.0f") << "/s), "
-              << result->generations << " generations, stopped: " << result->stopped << "\n";
+              << result->generations << " generations, stopped: "
+              << (result->stopped == "stopped" ? std::string("interrupted (Ctrl-C)") : result->stopped) << "\n";
     std::cout << "  " << plan::calibration_summary(*calibration, target->name, *shape) << "\n";
     for (const std::string &line : substitutions) std::cout << "  substitution " << line << "\n";
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")

@@ -11,6 +11,8 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
+#include <csignal>
+#include <sys/types.h>
 
 #include "cli_run.h"
 #include "plan/certify.h"
@@ -63,6 +65,28 @@ private slots:
     }
     // A cap no plan keeps: the front is of the least violating plans, and the
     // summary says so before the table, each row naming its excess.
+    // Ctrl-C stops the search where it is: the front found so far is certified and
+    // reported, exit 0 — a minutes-long search is not lost to an impatient key.
+    void interruptReportsTheFrontSoFar() {
+        QProcess p;
+        p.start(test::cli_path(), {"optimize", test::example_project("gpt2_block"), "--devices", "8", "--budget", "300s",
+                                   "--stall", "0"});
+        QVERIFY(p.waitForStarted());
+        QTest::qWait(3000);  // past loading: the handler is in place from the command's start
+        QCOMPARE(p.state(), QProcess::Running);
+        QElapsedTimer clock;
+        clock.start();
+        QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+        QVERIFY2(p.waitForFinished(60000), "the search did not stop on SIGINT");
+        QVERIFY2(clock.elapsed() < 30000, qPrintable(QString::number(clock.elapsed())));
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+        QVERIFY2(out.contains("stopped: interrupted (Ctrl-C)"), qPrintable(out));
+        QVERIFY2(out.contains(QRegularExpression("front \\(predictions; every plan certified\\): [1-9][0-9]* plans?")),
+                 qPrintable(out));
+    }
+
     void noFeasiblePlanIsSaid() {
         const auto r = cli(QStringList{"optimize", project("mlp"), "--memory-cap", "1B"} + kSearch);
         QVERIFY2(r.code == 0, qPrintable(r.err + r.out));
