@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,28 @@ CLI::Option *checked_output_file(CLI::Option *option, const std::string &shown) 
 
 CLI::Option *checked_output_folder(CLI::Option *option) {
     return option->check(CLI::Validator([](std::string &dir) { return output_folder_refusal(dir); }, "DIR"));
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+}  // namespace
+
+InterruptGuard::InterruptGuard() : previous_(std::signal(SIGINT, on_interrupt)), held_(true) {
+    g_interrupted.store(false);
+}
+
+void InterruptGuard::release() {
+    if (held_) std::signal(SIGINT, previous_);
+    held_ = false;
+}
+
+bool InterruptGuard::interrupted() {
+    return g_interrupted.load();
+}
+
+const std::atomic<bool> &InterruptGuard::flag() {
+    return g_interrupted;
 }
 
 bool write_output(const std::string &path, const std::string &data, const std::string &file) {

@@ -4,6 +4,7 @@
 // subcommand lives in its own cmd_<name>.cpp and adds itself to the parser.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -84,6 +85,25 @@ std::string output_folder_refusal(const std::string &dir);
 // it. `shown` is what --help prints after the option's type.
 CLI::Option *checked_output_file(CLI::Option *option, const std::string &shown = "FILE");
 CLI::Option *checked_output_folder(CLI::Option *option);
+
+// Ctrl-C (SIGINT) caught while held: interrupted() turns true and the process
+// goes on, so a long run (a search, a launch, a calibration) stops where it is
+// and reports what it did. release() (or the end of its scope) restores what
+// SIGINT did before, so a second Ctrl-C after it ends the process. One at a time.
+class InterruptGuard {
+public:
+    InterruptGuard();
+    ~InterruptGuard() { release(); }
+    InterruptGuard(const InterruptGuard &) = delete;
+    InterruptGuard &operator=(const InterruptGuard &) = delete;
+    void release();
+    static bool interrupted();
+    static const std::atomic<bool> &flag();  // for an engine's stop flag
+
+private:
+    void (*previous_)(int) = nullptr;
+    bool held_ = false;
+};
 
 // Writes `data` to `path` (stdout for "" or "-"); false after reporting a failure for `file`.
 bool write_output(const std::string &path, const std::string &data, const std::string &file);

@@ -119,6 +119,9 @@ ordered_json table_json(const cost::Calibration &cal) {
 }
 
 int calibrate_on_host(const CalibrateOptions &o) {
+    // Ctrl-C ends the launch under way and fits what ran before it (from the
+    // start: one while the host is measured stops before the first launch).
+    InterruptGuard interrupt;
     auto target = resolve_target(o.target, o.threads, o.session, o.remeasure);
     if (!target) {
         std::cerr << "tapestry: --target " << o.target << ": " << target.error() << "\n";
@@ -144,11 +147,14 @@ int calibrate_on_host(const CalibrateOptions &o) {
     // The process's first launch also warms it (the allocator's pages, the
     // kernels' first runs take 2–4× their later time): it runs once more, uncounted.
     bool warmed = false;
+    launch::LaunchOptions lo;
+    lo.cancelled = [] { return InterruptGuard::interrupted(); };
     for (const std::string &file : o.projects) {
+        if (InterruptGuard::interrupted()) break;
         PreparedRun prepared = prepare_run(file, "", o.seed);
         if (!report_preparation(file, prepared, o.json)) return kExitInvalid;
         for (int n : o.devices)
-            for (int b = -1; b < 4; ++b) {
+            for (int b = -1; b < 4 && !InterruptGuard::interrupted(); ++b) {
                 bar.update("calibrate", done++, total);
                 plan::PlanRequest req;
                 req.target = *target;
@@ -165,10 +171,11 @@ int calibrate_on_host(const CalibrateOptions &o) {
                 auto backend = launch::make_cpu_backend();
                 const auto inputs = make_random_inputs(r->plan.graph, o.seed);
                 if (!warmed) {
-                    (void)launch::launch_plan(r->plan, *backend, inputs);  // a fault shows in the counted launch
+                    (void)launch::launch_plan(r->plan, *backend, inputs, lo);  // a fault shows in the counted launch
                     warmed = true;
                 }
-                auto result = launch::launch_plan(r->plan, *backend, inputs);
+                auto result = launch::launch_plan(r->plan, *backend, inputs, lo);
+                if (InterruptGuard::interrupted()) break;  // not a failure: the user stopped it
                 if (!result || !result->ok()) {
                     failed.push_back(what + ": " + (result ? result->fault.message : result.error()));
                     continue;
@@ -189,6 +196,8 @@ int calibrate_on_host(const CalibrateOptions &o) {
             }
     }
     bar.clear();
+    const bool interrupted = InterruptGuard::interrupted();
+    interrupt.release();
     cost::Calibration cal;
     for (const cost::CalibrationSample &s : samples) cal.add(s);
     const cost::CalibrationError err = cal.error();
@@ -211,6 +220,7 @@ int calibrate_on_host(const CalibrateOptions &o) {
         ordered_json j;
         j["target"] = target->name;
         j["plans_launched"] = launched.size();
+        j["interrupted"] = interrupted;
         j["refused"] = refused;
         j["failed"] = failed;
         j["steps"] = {{"measurements", err.samples}, {"median_error_uncalibrated", err.median_before},
@@ -230,6 +240,9 @@ int calibrate_on_host(const CalibrateOptions &o) {
     std::cout << " × round-robin and 4 baselines: " << plural(static_cast<long long>(launched.size()), "plan")
               << " launched, outputs equal to the reference; " << refused.size() << " refused as not fitting, "
               << failed.size() << " failed\n";
+    if (interrupted)
+        std::cout << "  interrupted (Ctrl-C) after " << plural(static_cast<long long>(launched.size()), "plan") << " of "
+                  << total << ": the figures below are of those\n";
     for (const std::string &f : failed) std::cout << "  FAILED " << f << "\n";
     std::cout << "  per step (kernels and copies): " << err.samples << " measurements, median |predicted − measured| / "
               << "measured " << percent(err.median_before) << " uncalibrated → " << percent(err.median_after)

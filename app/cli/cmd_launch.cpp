@@ -5,10 +5,9 @@
 // machine offers to launch on. docs/launch.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <optional>
 #include <csignal>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -58,8 +57,6 @@ struct LaunchCommandOptions {
     std::string kill_rank;  // hidden: "R:K" — rank R kills itself after its K-th step (tests of a dying rank)
 };
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_launch_interrupt(int) { g_interrupted.store(true); }
 
 std::string seconds(double s) { return plan::seconds_text(s); }
 
@@ -222,11 +219,10 @@ int launch_command(const LaunchCommandOptions &o) {
         if (rank == kill_rank && done >= kill_after) std::raise(SIGKILL);  // a rank dying mid-run (tests)
         bar.update("launch", done, total);
     };
-    g_interrupted.store(false);
-    lo.cancelled = [] { return g_interrupted.load(); };
-    auto previous = std::signal(SIGINT, on_launch_interrupt);
+    InterruptGuard interrupt;
+    lo.cancelled = [] { return InterruptGuard::interrupted(); };
     auto result = launch::launch_plan(p, *backend, inputs, lo);
-    std::signal(SIGINT, previous);
+    interrupt.release();
     bar.clear();
     if (!result) return refuse("not launched: " + result.error());
     if (!root) {  // rank 0 reports, checks and keeps the launch

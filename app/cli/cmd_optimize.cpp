@@ -6,9 +6,7 @@
 // Every time and memory figure is a prediction of the cost model, and says so.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -31,29 +29,6 @@
 namespace tapestry::cli {
 namespace {
 
-// Ctrl-C while the search runs stops it where it is: the front found so far is
-// certified and reported as after any other stop. A second one, after the
-// search, ends the process as usual.
-std::atomic<bool> g_stop_search{false};
-extern "C" void on_search_interrupt(int) { g_stop_search.store(true); }
-
-// Catches Ctrl-C from the command's start (so one that comes while the project
-// loads stops the search at its first look, not the process) until released.
-class SearchInterrupt {
-public:
-    SearchInterrupt() : previous_(std::signal(SIGINT, on_search_interrupt)) { g_stop_search.store(false); }
-    ~SearchInterrupt() { release(); }
-    SearchInterrupt(const SearchInterrupt &) = delete;
-    SearchInterrupt &operator=(const SearchInterrupt &) = delete;
-    void release() {
-        if (held_) std::signal(SIGINT, previous_);
-        held_ = false;
-    }
-
-private:
-    void (*previous_)(int);
-    bool held_ = true;
-};
 
 // "csv" or "json" by the name's ending, any case (as the studio's export); "" for neither.
 std::string front_format(const std::string &path) {
@@ -125,7 +100,9 @@ std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &fron
 }
 
 int optimize_command(const OptimizeOptions &o) {
-    SearchInterrupt interrupt;
+    // From the command's start: a Ctrl-C while the project loads stops the search
+    // at its first look instead of ending the process.
+    InterruptGuard interrupt;
     auto objectives = search::parse_objectives(o.objectives);
     if (!objectives) {
         std::cerr << "tapestry: --objectives: " << objectives.error() << "\n";
@@ -268,7 +245,7 @@ int optimize_command(const OptimizeOptions &o) {
                        formatted(p.evaluations_per_second, "%.0f") + "/s) · front " + std::to_string(p.front.size()) + best,
                    static_cast<int>(std::min(100.0, *budget > 0 ? 100 * p.seconds / *budget : 0)), 100);
     };
-    hooks.stop = &g_stop_search;
+    hooks.stop = &InterruptGuard::flag();
     auto result = search::optimize(evaluator, so, hooks);
     interrupt.release();
     bar.clear();

@@ -3,9 +3,7 @@
 // every output and the wall time, and writes the outputs as .npy files.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -36,12 +34,6 @@ struct RunCommandOptions {
     bool json = false;
     bool verbose = false;
 };
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_interrupt(int) {
-    g_interrupted.store(true);
-}
 
 std::string fixed(double v, const char *format = "%.3f") { return formatted(v, format); }
 std::string number(double v) { return formatted(v, "%.6g"); }
@@ -76,11 +68,10 @@ int run_command(const RunCommandOptions &o) {
     ProgressBar bar(!o.json);
     cpu::RunControl control;
     control.progress = [&bar](int done, int total) { bar.update("run", done, total); };
-    g_interrupted.store(false);
-    control.cancelled = [] { return g_interrupted.load(); };
-    auto previous = std::signal(SIGINT, on_interrupt);
+    InterruptGuard interrupt;
+    control.cancelled = [] { return InterruptGuard::interrupted(); };
     auto result = (*program)->run(prepared.inputs, control);
-    std::signal(SIGINT, previous);
+    interrupt.release();
     bar.clear();
     if (!result) return fail("run failed: " + result.error());
 

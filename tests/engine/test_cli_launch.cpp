@@ -4,6 +4,8 @@
 // and exit code; `tapestry calibrate`, on the host and from a device run's
 // results (a small pack and results file written here, with made-up times).
 #include <cmath>
+#include <csignal>
+#include <sys/types.h>
 
 #include <QDir>
 #include <QJsonArray>
@@ -314,6 +316,26 @@ private slots:
         }
         const auto r = cli({"launch", plan, "--session", empty});
         QVERIFY2(r.code == 0 && r.out.contains("as launch 1 of plan 1"), qPrintable(r.out + r.err));
+    }
+
+    // Ctrl-C ends the launch under way and fits what ran before it, said so.
+    void calibrateStopsOnInterrupt() {
+        QProcess p;
+        p.start(tapestry::test::cli_path(), {"calibrate", example_project("gpt2_block"), example_project("mlp"), "--devices",
+                                   "1,2,4", "--json"});
+        QVERIFY(p.waitForStarted());
+        QTest::qWait(8000);
+        QCOMPARE(p.state(), QProcess::Running);  // 30 plans: tens of seconds here
+        QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+        QVERIFY2(p.waitForFinished(120000), "calibrate did not stop on SIGINT");
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        const QJsonObject j = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+        QVERIFY(j["interrupted"].toBool());
+        const int launched = j["plans_launched"].toInt();
+        QVERIFY(launched < 30);
+        QVERIFY(j["failed"].toArray().isEmpty());  // the stopped launch is not a failure
+        // What ran is fitted (exit 0); none ran when the host measurement was not done yet (exit 1).
+        QCOMPARE(p.exitCode(), launched > 0 ? 0 : 1);
     }
 
     void calibrateFitsTheHostAndPlanReadsIt() {
