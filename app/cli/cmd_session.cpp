@@ -244,11 +244,10 @@ int import_command(const SessionCommandOptions &o) {
     return kExitOk;
 }
 
-// A launch's wall time from its measurements ("" when they hold none).
-std::string wall_text(const store::LaunchRecord &l) {
-    const auto j = nlohmann::json::parse(l.measurements_json, nullptr, false);
-    if (!j.is_object() || !j.contains("wall_seconds") || !j["wall_seconds"].is_number()) return {};
-    return plan::seconds_text(j["wall_seconds"].get<double>());
+// A launch's wall time from its measurements (parsed), "—" when they hold none.
+std::string wall_text(const nlohmann::json &measured) {
+    if (!measured.is_object() || !measured.contains("wall_seconds") || !measured["wall_seconds"].is_number()) return "—";
+    return plan::seconds_text(measured["wall_seconds"].get<double>());
 }
 
 // How the outputs compared, in a word: PASS, FAIL, or "—" when not compared.
@@ -270,8 +269,12 @@ int launches_command(const SessionCommandOptions &o) {
         chosen = {one};
     }
     ordered_json list = ordered_json::array();
-    std::vector<std::vector<std::string>> rows;
-    std::vector<std::string> heads;  // per row: "" or the heading printed before it
+    // Per plan: its heading line and its launches as a table (a header row first).
+    struct Block {
+        std::string heading;
+        std::vector<std::vector<std::string>> table;
+    };
+    std::vector<Block> blocks;
     long long plans_listed = 0, launches_listed = 0;
     bool plan_found = false;
     for (const store::ProjectInfo &p : chosen) {
@@ -285,27 +288,20 @@ int launches_command(const SessionCommandOptions &o) {
             ++plans_listed;
             launches_listed += static_cast<long long>(launches->size());
             ordered_json jl = ordered_json::array();
-            heads.push_back("  plan " + std::to_string(plan.id) + " of '" + p.name + "': " + plan.target + " × " +
+            Block &block = blocks.emplace_back();
+            block.heading = "  plan " + std::to_string(plan.id) + " of '" + p.name + "': " + plan.target + " × " +
                             std::to_string(plan.devices) + ", " + plan.summary + "; predicted makespan " +
                             plan::seconds_text(plan.makespan_seconds) + ", peak " +
                             human_bytes(static_cast<double>(plan.peak_bytes)) + " (prediction); saved " +
-                            plan.created_at);
-            rows.push_back({});  // the heading's place
-            if (launches->empty()) {
-                heads.push_back("    not launched");
-                rows.push_back({});
-            } else {
-                heads.push_back("");
-                rows.push_back({"launch", "started", "backend", "status", "wall (measured)", "outputs"});
-            }
+                            plan.created_at;
+            if (launches->empty()) block.heading += "\n    not launched";
+            else block.table.push_back({"launch", "started", "backend", "status", "wall (measured)", "outputs"});
             // Newest first, as the studio's history.
             for (auto l = launches->rbegin(); l != launches->rend(); ++l) {
-                const std::string wall = wall_text(*l);
-                heads.push_back("");
-                rows.push_back({std::to_string(l->id), l->started_at, l->backend,
-                                l->status + (l->error.empty() ? "" : ": " + l->error), wall.empty() ? "—" : wall,
-                                outputs_word(*l)});
                 const auto measured = nlohmann::json::parse(l->measurements_json, nullptr, false);
+                block.table.push_back({std::to_string(l->id), l->started_at, l->backend,
+                                       l->status + (l->error.empty() ? "" : ": " + l->error), wall_text(measured),
+                                       outputs_word(*l)});
                 jl.push_back(ordered_json{{"id", l->id},
                                           {"started_at", l->started_at},
                                           {"finished_at", l->finished_at},
@@ -342,18 +338,10 @@ int launches_command(const SessionCommandOptions &o) {
         return kExitOk;
     }
     std::cout << o.session << ": " << plural(plans_listed, "plan") << ", " << plural(launches_listed, "launch", "launches") << "\n";
-    // The launch rows of each plan aligned as one table, the headings between them.
-    std::vector<std::vector<std::string>> table;
-    for (size_t i = 0; i < rows.size(); ++i) {
-        if (!heads[i].empty()) {
-            if (!table.empty()) print_table(table, "    ");
-            table.clear();
-            std::cout << heads[i] << "\n";
-        } else if (!rows[i].empty()) {
-            table.push_back(rows[i]);
-        }
+    for (const Block &block : blocks) {
+        std::cout << block.heading << "\n";
+        if (!block.table.empty()) print_table(block.table, "    ");
     }
-    if (!table.empty()) print_table(table, "    ");
     if (o.plan != 0 && !o.output.empty()) std::cout << "plan " << o.plan << " written to " << o.output << "\n";
     return kExitOk;
 }

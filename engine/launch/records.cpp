@@ -246,6 +246,15 @@ store::LaunchRecord launch_record(const LaunchResult &result, const LaunchCheck 
     return r;
 }
 
+namespace {
+
+// The one-line summary a plan record keeps: its pass and options ("place shard").
+std::string summary_line(const plan::Plan &plan) {
+    return plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
+}
+
+}  // namespace
+
 Expected<RecordedLaunch, std::string> record_launch(store::Session &session, store::VersionId version,
                                                     std::optional<store::StageId> stage,
                                                     std::optional<store::PlanId> plan_id, const plan::Plan &plan,
@@ -261,7 +270,7 @@ Expected<RecordedLaunch, std::string> record_launch(store::Session &session, sto
         rec.stage_id = stage;
         rec.target = plan.target;
         rec.devices = static_cast<int>(plan.devices.size());
-        rec.summary = plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
+        rec.summary = summary_line(plan);
         rec.makespan_seconds = p.makespan;
         rec.peak_bytes = p.peak;
         auto saved = session.save_plan(rec, plan::plan_json(plan, &p));
@@ -305,8 +314,7 @@ Expected<store::PlanId, std::string> find_saved_plan(const store::Session &sessi
     if (!records) return unexpected(records.error().message);
     // The record's fields as record_launch fills them; the JSON (large) only for those that agree.
     const plan::Prediction predicted = plan::simulate(plan);
-    const std::string summary =
-        plan.source.options.empty() ? plan.source.pass : plan.source.pass + " " + plan.source.options;
+    const std::string summary = summary_line(plan);
     std::string text;  // the saved form of `plan`, made when a candidate needs it
     std::optional<nlohmann::json> parsed;
     for (auto r = records->rbegin(); r != records->rend(); ++r) {
@@ -340,34 +348,33 @@ Expected<store::ProjectId, std::string> find_launched_plans_project(const store:
 
 Expected<RecordedLaunch, std::string> record_plan_file_launch(store::Session &session, const plan::Plan &plan,
                                                               const LaunchResult &result, const LaunchCheck *check,
-                                                              const cost::Model *model, store::ProjectId *project_out) {
+                                                              const cost::Model *model) {
     auto found = find_launched_plans_project(session, plan);
     if (!found) return unexpected(found.error());
     store::ProjectId project = *found;
-    store::VersionId version = 0;
-    std::optional<store::PlanId> saved_plan;
-    if (project == 0) {
+    if (project != 0) {
+        // Launched before: the launch joins that plan's history.
+        auto same = find_saved_plan(session, project, plan);
+        if (!same) return unexpected(same.error());
+        if (*same != 0) return record_launch(session, 0, std::nullopt, *same, plan, result, check, model);
+    } else {
         auto made = session.create_project(launched_plans_project(plan));
         if (!made) return unexpected(made.error().message);
         project = *made;
-    } else {
-        auto info = session.project(project);
-        if (!info) return unexpected(info.error().message);
-        if (info->latest_version_id != 0)
-            if (auto latest = session.load_latest(project);
-                latest && serialize_project(*latest) == serialize_project(plan.graph))
-                version = info->latest_version_id;
-        auto same = find_saved_plan(session, project, plan);
-        if (!same) return unexpected(same.error());
-        if (*same != 0) saved_plan = *same;
     }
-    if (version == 0 && !saved_plan) {
+    // A new plan: on the project's latest version when that is the plan's graph, else on a new one.
+    store::VersionId version = 0;
+    auto info = session.project(project);
+    if (!info) return unexpected(info.error().message);
+    if (info->latest_version_id != 0)
+        if (auto latest = session.load_latest(project); latest && serialize_project(*latest) == serialize_project(plan.graph))
+            version = info->latest_version_id;
+    if (version == 0) {
         auto saved = session.save_version(project, plan.graph, "import");
         if (!saved) return unexpected(saved.error().message);
         version = saved->id;
     }
-    if (project_out) *project_out = project;
-    return record_launch(session, version, std::nullopt, saved_plan, plan, result, check, model);
+    return record_launch(session, version, std::nullopt, std::nullopt, plan, result, check, model);
 }
 
 }  // namespace tapestry::launch

@@ -124,9 +124,9 @@ Expected<store::ProjectId, std::string> find_launched_plans_project(const store:
 // record_launch for a plan file: its graph a version of launched_plans_project
 // (made on first use; a new version only when the graph changed), the plan saved
 // once (find_saved_plan: a plan launched again adds to its history), then the
-// launch. `project` is set to the project's id.
+// launch.
 Expected<RecordedLaunch, std::string> record_plan_file_launch(store::Session &session, const plan::Plan &plan,
                                                               const LaunchResult &result, const LaunchCheck *check,
-                                                              const cost::Model *model, store::ProjectId *project = nullptr);
+                                                              const cost::Model *model);
 
 }  // namespace tapestry::launch
