@@ -1,9 +1,6 @@
 #include "views/optimize_worker.h"
 
 #include <QFutureWatcher>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
@@ -44,60 +41,15 @@ ParetoPoint pointOf(const search::Scored &s, const search::Evaluator &evaluator)
     return p;
 }
 
-store::SearchCandidateRecord recordOf(const ParetoPoint &p, const std::vector<double> &objectives) {
-    store::SearchCandidateRecord r;
-    r.generation = p.generation;
-    r.index = p.index;
-    r.mutator = p.mutator.toStdString();
-    r.dim = p.candidate.dim;
-    r.parts = p.candidate.parts;
-    r.dim2 = p.candidate.dim2;
-    r.parts2 = p.candidate.parts2;
-    r.rule = search::rule_name(p.candidate.rule);
-    r.stages = p.candidate.stages;
-    r.fused = p.candidate.fused;
-    r.unfused = p.candidate.unfused;
-    r.at = p.candidate.at;
-    r.cuts = p.candidate.cuts;
-    r.substitution = p.candidate.substitution;
-    r.key = p.key.toStdString();
-    r.description = p.description.toStdString();
-    r.objectives = objectives;
-    r.makespan_seconds = p.figures.makespan;
-    r.peak_bytes = p.figures.peak;
-    r.devices = p.figures.devices;
-    r.communication_bytes = p.figures.comm_bytes;
-    r.energy_joules = p.figures.energy;
-    r.violation = p.figures.violation;
-    r.violated = p.figures.violated;
-    return r;
-}
-
 Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r) {
-    auto rule = search::parse_rule_name(r.rule);
-    if (!rule) return unexpected(rule.error());
+    auto candidate = search::candidate_of(r);
+    if (!candidate) return unexpected(candidate.error());
     ParetoPoint p;
     p.key = qs(r.key);
     p.description = qs(r.description);
     p.mutator = qs(r.mutator);
-    p.candidate.dim = r.dim;
-    p.candidate.parts = r.parts;
-    p.candidate.dim2 = r.dim2;
-    p.candidate.parts2 = r.parts2;
-    p.candidate.rule = *rule;
-    p.candidate.stages = r.stages;
-    p.candidate.fused = r.fused;
-    p.candidate.unfused = r.unfused;
-    p.candidate.at = r.at;
-    p.candidate.cuts = r.cuts;
-    p.candidate.substitution = r.substitution;
-    p.figures.makespan = r.makespan_seconds;
-    p.figures.peak = r.peak_bytes;
-    p.figures.devices = r.devices;
-    p.figures.comm_bytes = r.communication_bytes;
-    p.figures.energy = r.energy_joules;
-    p.figures.violation = r.violation;
-    p.figures.violated = r.violated;
+    p.candidate = std::move(candidate).value();
+    p.figures = search::figures_of(r);
     p.generation = r.generation;
     p.index = static_cast<long>(r.index);
     return p;
@@ -115,68 +67,26 @@ std::vector<std::string> stdKeys(const QStringList &keys) {
     return out;
 }
 
-// Keeps a search's run in the session as it goes, on the search's thread: the
-// run, the candidates of each generation in one transaction, the front whenever
-// it moves, the outcome. After the first failure it keeps nothing more and says
-// why; the search goes on.
-class RunKeeper {
-public:
-    explicit RunKeeper(const SearchJob &job) : job_(job) {}
-
-    void start(const RunSettings &settings) {
-        if (!job_.session) return;
-        const QString name = job_.project_name.isEmpty() ? QStringLiteral("untitled") : job_.project_name;
-        const VersionHolding held = versionHolding(*job_.session, job_.project, name, job_.setup.graph);
-        project_ = held.project;
-        if (!held.error.isEmpty()) return fail(held.error);
-        store::SearchRunRecord record;
-        record.version_id = held.version;
-        record.target = job_.setup.target.name;
-        record.settings_json = settingsJson(settings);
-        record.seed = job_.options.seed;
-        auto started = job_.session->start_search_run(record);
-        if (!started) return fail(qs(started.error().message));
-        run_ = written_ = started->id;
-    }
-    void add(store::SearchCandidateRecord record) {
-        if (run_ != 0) pending_.push_back(std::move(record));
-    }
-    void flush(const QStringList &front, bool front_moved) {
-        if (run_ == 0) return;
-        if (!pending_.empty()) {
-            const store::Status added = job_.session->append_search_candidates(run_, pending_);
-            pending_.clear();
-            if (!added) return fail(qs(added.error().message));
-        }
-        if (!front_moved) return;
-        const store::Status marked = job_.session->mark_search_front(run_, stdKeys(front));
-        if (!marked) fail(qs(marked.error().message));
-    }
-    void finish(const QStringList &front, const std::string &status) {
-        flush(front, true);
-        if (run_ == 0) return;
-        auto done = job_.session->finish_search_run(run_, status);
-        if (!done) fail(qs(done.error().message));
-    }
-    // The run kept (as far as it was written before a failure); 0: none.
-    store::SearchRunId run() const { return written_; }
-    qint64 project() const { return project_; }
-    const QString &error() const { return error_; }
-
-private:
-    void fail(const QString &why) {
-        if (error_.isEmpty()) error_ = why;
-        run_ = 0;
-        pending_.clear();
-    }
-
-    const SearchJob &job_;
-    store::SearchRunId run_ = 0;      // the run being written (0: none, or no more)
-    store::SearchRunId written_ = 0;  // the run started
-    qint64 project_ = 0;
-    std::vector<store::SearchCandidateRecord> pending_;
-    QString error_;
+// The engine's RunKeeper for a studio job: the run hangs off the editor version
+// of the job's graph (made by versionHolding when the document has none yet).
+struct JobRun {
+    search::RunKeeper keeper;
+    qint64 project = 0;
 };
+
+JobRun startRun(const SearchJob &job, const RunSettings &settings) {
+    JobRun out;
+    if (!job.session) return out;
+    const QString name = job.project_name.isEmpty() ? QStringLiteral("untitled") : job.project_name;
+    const VersionHolding held = versionHolding(*job.session, job.project, name, job.setup.graph);
+    out.project = held.project;
+    if (!held.error.isEmpty()) {
+        out.keeper.fail(held.error.toStdString());
+        return out;
+    }
+    out.keeper = search::RunKeeper(*job.session, held.version, job.setup.target.name, settings, job.options.seed);
+    return out;
+}
 
 }  // namespace
 
@@ -210,52 +120,6 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
     return std::shared_ptr<const search::Evaluator>(std::move(evaluator));
 }
 
-
-std::string settingsJson(const RunSettings &s) {
-    QJsonArray objectives;
-    for (search::Objective o : s.objectives) objectives.append(QString::fromLatin1(search::objective_name(o)));
-    const QJsonObject o{{QStringLiteral("devices"), s.devices},
-                        {QStringLiteral("nodes"), s.nodes},
-                        {QStringLiteral("objectives"), objectives},
-                        {QStringLiteral("memory_cap_bytes"), s.constraints.memory_cap},
-                        {QStringLiteral("max_time_seconds"), s.constraints.max_time},
-                        {QStringLiteral("budget_seconds"), s.options.budget_seconds},
-                        {QStringLiteral("max_evaluations"), static_cast<double>(s.options.max_evaluations)},
-                        {QStringLiteral("population"), s.options.population},
-                        {QStringLiteral("stall_generations"), s.options.stall_generations},
-                        {QStringLiteral("fusion"), s.fusion},
-                        {QStringLiteral("maps"), s.maps},
-                        {QStringLiteral("cuts"), s.cuts},
-                        {QStringLiteral("substitute"), s.substitute}};
-    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
-}
-
-Expected<RunSettings, std::string> parseSettings(const std::string &json) {
-    QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(json), &error);
-    if (!doc.isObject()) return unexpected("settings: " + error.errorString().toStdString());
-    const QJsonObject o = doc.object();
-    RunSettings s;
-    s.devices = o.value(QStringLiteral("devices")).toInt(0);
-    if (s.devices < 1) return unexpected(std::string("settings: 'devices' is not a device count"));
-    s.nodes = o.value(QStringLiteral("nodes")).toInt(0);
-    QStringList names;
-    for (const QJsonValue &v : o.value(QStringLiteral("objectives")).toArray()) names << v.toString();
-    auto objectives = search::parse_objectives(names.join(QLatin1Char(',')).toStdString());
-    if (!objectives) return unexpected("settings: objectives: " + objectives.error());
-    s.objectives = *objectives;
-    s.constraints.memory_cap = o.value(QStringLiteral("memory_cap_bytes")).toDouble();
-    s.constraints.max_time = o.value(QStringLiteral("max_time_seconds")).toDouble();
-    s.options.budget_seconds = o.value(QStringLiteral("budget_seconds")).toDouble(s.options.budget_seconds);
-    s.options.max_evaluations = static_cast<long>(o.value(QStringLiteral("max_evaluations")).toDouble());
-    s.options.population = o.value(QStringLiteral("population")).toInt(s.options.population);
-    s.options.stall_generations = o.value(QStringLiteral("stall_generations")).toInt(s.options.stall_generations);
-    s.fusion = o.value(QStringLiteral("fusion")).toBool(false);
-    s.maps = o.value(QStringLiteral("maps")).toBool(false);
-    s.cuts = o.value(QStringLiteral("cuts")).toBool(false);
-    s.substitute = o.value(QStringLiteral("substitute")).toBool(false);
-    return s;
-}
 
 // ---- the search ----------------------------------------------------------------------------
 
@@ -350,10 +214,9 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
             return out;
         }
         const search::Evaluator &ev = **evaluator;
-        RunKeeper keeper(job);
-        keeper.start(
-            RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
+        JobRun kept = startRun(job, RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
                         job.setup.fusion, job.setup.maps, job.setup.cuts, job.setup.substitute});
+        search::RunKeeper &keeper = kept.keeper;
         search::SearchHooks hooks;
         hooks.stop = &stop;
         // Every candidate, on this thread: kept for the session, queued for the GUI.
@@ -361,7 +224,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
             std::optional<ParetoPoint> p;
             if (s.evaluation.ok) {
                 p = pointOf(s, ev);
-                keeper.add(recordOf(*p, s.evaluation.point.objectives));
+                keeper.add(s, ev);
             }
             std::lock_guard lock(stream.mutex);
             ++stream.evaluations;
@@ -373,7 +236,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         hooks.generation = [&](const search::Progress &p) {
             const QStringList front = keysOf(p.front);
             const bool moved = front != last_front;
-            keeper.flush(front, moved);
+            keeper.flush(search::front_keys(p.front), moved);
             std::lock_guard lock(stream.mutex);
             if (moved) {
                 last_front = front;
@@ -387,7 +250,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         };
         auto result = search::optimize(ev, job.options, hooks);
         if (!result) {
-            keeper.finish(last_front, "failed");
+            keeper.finish(stdKeys(last_front), "failed");
             out.error = qs(result.error());
         } else {
             out.ok = true;
@@ -397,15 +260,15 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
             out.invalid = result->invalid;
             out.generations = result->generations;
             out.seconds = result->seconds;
-            keeper.finish(out.front, result->stopped == "stopped" ? "stopped" : "finished");
+            keeper.finish(search::front_keys(result->front), result->stopped == "stopped" ? "stopped" : "finished");
             std::lock_guard lock(stream.mutex);
             stream.front = out.front;
             stream.front_moved = true;
             stream.dirty = true;
         }
         out.run = keeper.run();
-        out.project = keeper.project();
-        out.store_error = keeper.error();
+        out.project = kept.project;
+        out.store_error = qs(keeper.error());
     } catch (const std::exception &e) {
         out = SearchOutcome();
         out.error = internalError(e);
@@ -547,7 +410,7 @@ SearchRunOutcome OptimizeWorker::readRun(store::Session &session, store::SearchR
         }
         out.run = run->run;
         const QString of_run = QStringLiteral("search run %1: ").arg(id);
-        auto settings = parseSettings(run->run.settings_json);
+        auto settings = search::parse_settings(run->run.settings_json);
         if (!settings) {
             out.error = of_run + qs(settings.error());
             return out;

@@ -22,6 +22,7 @@
 #include "graph/graph.h"
 #include "plan/planner.h"
 #include "search/optimizer.h"
+#include "search/session_runs.h"
 #include "store/session.h"
 
 class QTimer;
@@ -79,20 +80,8 @@ struct BaselinePoint {
     search::Figures figures;
 };
 
-// The settings a run keeps in the session (settings_json), and read back.
-struct RunSettings {
-    int devices = 1;
-    int nodes = 0;
-    std::vector<search::Objective> objectives;
-    search::Constraints constraints;
-    search::SearchOptions options;  // budgets, population, stall, seed (warm start not kept)
-    bool fusion = false;            // fusion in the space (runs kept before it read as without)
-    bool maps = false;              // device maps in the space (runs kept before them read as without)
-    bool cuts = false;              // pipeline cuts in the space (runs kept before them read as without)
-    bool substitute = false;        // substitution choices in the space (runs kept before them read as without)
-};
-std::string settingsJson(const RunSettings &settings);
-Expected<RunSettings, std::string> parseSettings(const std::string &json);
+// The settings a run keeps in the session (search/session_runs.h).
+using search::RunSettings;
 
 // A search to run, and where it is kept (no session: not kept).
 struct SearchJob {

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -141,6 +142,24 @@ std::string output_folder_refusal(const std::string &dir) {
 
 CLI::Option *checked_output_file(CLI::Option *option, const std::string &shown) {
     return option->check(CLI::Validator([](std::string &path) { return output_file_refusal(path); }, shown));
+}
+
+std::string front_format(const std::string &path) {
+    auto ends = [&](const char *suffix) {
+        const std::string s(suffix);
+        return path.size() > s.size() && std::equal(s.rbegin(), s.rend(), path.rbegin(), [](char a, char b) {
+                   return a == std::tolower(static_cast<unsigned char>(b));
+               });
+    };
+    return ends(".csv") ? "csv" : ends(".json") ? "json" : "";
+}
+
+CLI::Option *checked_front_file(CLI::Option *option) {
+    return checked_output_file(option, "")->check(CLI::Validator(
+        [](std::string &path) -> std::string {
+            return front_format(path).empty() ? "'" + path + "' is not a front file (FILE.json or FILE.csv)" : "";
+        },
+        "FILE.json|FILE.csv"));
 }
 
 CLI::Option *checked_output_folder(CLI::Option *option) {

@@ -85,6 +85,11 @@ std::string output_folder_refusal(const std::string &dir);
 // it. `shown` is what --help prints after the option's type.
 CLI::Option *checked_output_file(CLI::Option *option, const std::string &shown = "FILE");
 CLI::Option *checked_output_folder(CLI::Option *option);
+// A front file's form by its name's ending, any case (as the studio's export):
+// "csv", "json", or "" for neither.
+std::string front_format(const std::string &path);
+// checked_output_file, and the name ends .json or .csv (--export-front).
+CLI::Option *checked_front_file(CLI::Option *option);
 
 // Ctrl-C (SIGINT) caught while held: interrupted() turns true and the process
 // goes on, so a long run (a search, a launch, a calibration) stops where it is

@@ -6,6 +6,7 @@
 // Every time and memory figure is a prediction of the cost model, and says so.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -23,22 +24,14 @@
 #include "runtime/cpu/memory_budget.h"
 #include "search/front_file.h"
 #include "search/optimizer.h"
+#include "search/session_runs.h"
+#include "store/session.h"
 #include "target_support.h"
 #include "verify/verify.h"
 
 namespace tapestry::cli {
 namespace {
 
-
-// "csv" or "json" by the name's ending, any case (as the studio's export); "" for neither.
-std::string front_format(const std::string &path) {
-    auto ends = [&](const char *suffix) {
-        const std::string s(suffix);
-        return path.size() > s.size() &&
-               std::equal(s.rbegin(), s.rend(), path.rbegin(), [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
-    };
-    return ends(".csv") ? "csv" : ends(".json") ? "json" : "";
-}
 
 using nlohmann::ordered_json;
 
@@ -231,9 +224,46 @@ int optimize_command(const OptimizeOptions &o) {
     so.stall_generations = o.stall;
     so.seed = o.seed;
     so.threads = o.threads;
+    // With a session the search is kept there as it goes, as the studio keeps its
+    // own (search/session_runs.h): the studio's Optimize dock shows it again. A
+    // session that cannot be written is refused before the search; a write that
+    // fails during it stops the keeping, not the search.
+    std::unique_ptr<store::Session> session;
+    search::RunKeeper keeper;
+    store::ProjectId kept_project = 0;
+    if (!o.session.empty()) {
+        auto opened = store::Session::open(o.session, store::OpenMode::read_write, std::chrono::seconds(10));
+        if (!opened) {
+            std::cerr << "tapestry: --session: " << opened.error().message << "\n";
+            return kExitInvalid;
+        }
+        session = std::move(opened).value();
+        auto version = search::searched_version(*session, *project_graph);
+        if (!version) {
+            std::cerr << "tapestry: --session: " << o.session << ": " << version.error() << "\n";
+            return kExitInvalid;
+        }
+        kept_project = version->project;
+        keeper = search::RunKeeper(*session, version->version, target->name,
+                                   search::RunSettings{o.devices, o.nodes, *objectives, constraints, so, !o.no_fusion,
+                                                       o.maps, o.cuts, o.substitute},
+                                   o.seed);
+        if (!keeper.error().empty()) {
+            std::cerr << "tapestry: --session: " << o.session << ": " << keeper.error() << "\n";
+            return kExitInvalid;
+        }
+    }
     search::SearchHooks hooks;
+    if (session) hooks.candidate = [&](const search::Scored &s) { keeper.add(s, evaluator); };
+    std::vector<std::string> kept_front;
     ProgressBar bar(!o.json);
     hooks.generation = [&](const search::Progress &p) {
+        if (session) {
+            std::vector<std::string> keys = search::front_keys(p.front);
+            const bool moved = keys != kept_front;
+            keeper.flush(keys, moved);
+            if (moved) kept_front = std::move(keys);
+        }
         std::string best;
         for (size_t k = 0; k < objectives->size(); ++k) {
             double v = std::numeric_limits<double>::infinity();
@@ -249,10 +279,23 @@ int optimize_command(const OptimizeOptions &o) {
     auto result = search::optimize(evaluator, so, hooks);
     interrupt.release();
     bar.clear();
+    if (session) {
+        if (result) keeper.finish(search::front_keys(result->front), result->stopped == "stopped" ? "stopped" : "finished");
+        else keeper.finish(kept_front, "failed");
+        session.reset();  // the session's lock goes with it: the studio may open it now
+    }
+    if (!keeper.error().empty())
+        std::cerr << "tapestry: --session: " << o.session << ": the search is kept only in part: " << keeper.error()
+                  << "\n";
     if (!result) {
         report_error(o.project, result.error());
         return kExitInvalid;
     }
+    const std::string kept_line =
+        keeper.run() == 0 ? ""
+                          : "kept in " + o.session + " as search run " + std::to_string(keeper.run()) + " of project '" +
+                                search::searches_project(*project_graph) + "'" +
+                                (keeper.error().empty() ? "" : " (in part: " + keeper.error() + ")");
 
     // Trust: every plan on the front is made again with its certificates; one that
     // fails is a bug of the passes or the compiler — reported, never shown.
@@ -410,6 +453,12 @@ int optimize_command(const OptimizeOptions &o) {
             mj.push_back({{"mutator", m.name}, {"trials", m.trials}, {"successes", m.successes}, {"weight", m.weight}});
         j["mutators"] = mj;
         j["certificate_failures"] = failed;
+        if (keeper.run() != 0)
+            j["session"] = {{"file", o.session},
+                            {"project", search::searches_project(*project_graph)},
+                            {"project_id", kept_project},
+                            {"search_run", keeper.run()},
+                            {"error", keeper.error().empty() ? ordered_json(nullptr) : ordered_json(keeper.error())}};
         print_json(j);
         return failed ? kExitInvalid : kExitOk;
     }
@@ -455,6 +504,7 @@ int optimize_command(const OptimizeOptions &o) {
     print_table(brows, "  ");
     if (!o.export_front.empty()) std::cout << "  front written to " << o.export_front << "\n";
     if (export_index >= 0) std::cout << "  plan #" << export_index << " written to " << export_file << "\n";
+    if (!kept_line.empty()) std::cout << "  " << kept_line << "\n";
     return failed ? kExitInvalid : kExitOk;
 }
 
@@ -482,18 +532,14 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
     add_seed_option(*cmd, "--seed", o->seed,
                     "Random seed (the same seed gives the same front at any thread count under --evaluations)");
     cmd->add_option("--threads", o->threads, "Threads evaluating candidates (0: every core)")->check(CLI::Range(0, 1024));
-    checked_output_file(cmd->add_option("--export-front", o->export_front, "Write the front (.json, or .csv)"), "")
-        ->check(CLI::Validator(
-            [](std::string &path) -> std::string {
-                return front_format(path).empty() ? "'" + path + "' is not a front file (FILE.json or FILE.csv)" : "";
-            },
-            "FILE.json|FILE.csv"));
+    checked_front_file(cmd->add_option("--export-front", o->export_front, "Write the front (.json, or .csv)"));
     cmd->add_option("--export-plan", o->export_plan, "Write the front's plan K to FILE (tapestry-plan JSON)")
         ->expected(2);
     cmd->add_flag("--json", o->json, "Machine-readable result on stdout");
     cmd->add_option("--session", o->session,
                     "Session whose targets (user copies, the measured host) come first, and whose launches on the "
-                    "target calibrate the figures");
+                    "target calibrate the figures; the search is kept there (project '<graph> (searches)'), for "
+                    "tapestry session searches and the studio's Optimize dock");
     cmd->add_flag("--no-fusion", o->no_fusion,
                   "Leave fusion out of the search (by default each candidate may fuse elementwise chains into "
                   "their producers)");

@@ -1,5 +1,6 @@
-// `tapestry session list|export|import`: moves projects in and out of a session
-// file (store/session.h, docs/sessions.md) as *.tapestry.json. list and export
+// `tapestry session list|launches|searches|export|import`: moves projects in and
+// out of a session file (store/session.h, docs/sessions.md) as *.tapestry.json,
+// and lists the launches and searches it keeps. list and export
 // open the session read-only (they work while the studio has it open); import
 // opens it read-write, waiting up to --wait seconds (default 10) for another
 // process that holds it, and is then refused, exit 1.
@@ -15,6 +16,8 @@
 #include "io/project_file.h"
 #include "io/tensor_values.h"
 #include "plan/simulate.h"
+#include "search/front_file.h"
+#include "search/session_runs.h"
 #include "store/session.h"
 
 namespace tapestry::cli {
@@ -37,6 +40,9 @@ struct SessionCommandOptions {
     double wait_seconds = 10;
     // launches
     long long plan = 0;  // 0: every plan
+    // searches
+    long long search = 0;  // 0: every search run
+    std::string export_front;
 };
 
 int store_failure(const store::StoreError &e) {
@@ -346,13 +352,128 @@ int launches_command(const SessionCommandOptions &o) {
     return kExitOk;
 }
 
+// A run's settings in words: "8 devices, time · memory · devices, budget 30 s".
+std::string settings_text(const search::RunSettings &r) {
+    std::string objectives;
+    for (search::Objective ob : r.objectives) objectives += (objectives.empty() ? "" : " · ") + std::string(search::objective_name(ob));
+    std::string text = plural(r.devices, "device") + (r.nodes > 0 ? " in " + plural(r.nodes, "node") : "") + ", " +
+                       objectives;
+    if (r.constraints.memory_cap > 0) text += ", memory cap " + human_bytes(r.constraints.memory_cap);
+    if (r.constraints.max_time > 0) text += ", max step time " + plan::seconds_text(r.constraints.max_time);
+    if (r.options.budget_seconds > 0) text += ", budget " + plan::seconds_text(r.options.budget_seconds);
+    if (r.options.max_evaluations > 0) text += ", " + plural(r.options.max_evaluations, "evaluation");
+    return text;
+}
+
+int searches_command(const SessionCommandOptions &o) {
+    auto session = store::Session::open(o.session, store::OpenMode::read_only);
+    if (!session) return store_failure(session.error());
+    auto projects = (*session)->projects();
+    if (!projects) return store_failure(projects.error());
+    std::vector<store::ProjectInfo> chosen = *projects;
+    if (!o.project.empty()) {
+        store::ProjectInfo one;
+        if (int code = find_project(*projects, o.session, o.project, one); code != kExitOk) return code;
+        chosen = {one};
+    }
+    ordered_json list = ordered_json::array();
+    std::vector<std::string> lines;
+    std::vector<std::vector<std::string>> front_table;  // with --search: its front
+    std::vector<search::FrontRow> front_rows;
+    search::FrontHeader header;
+    long long listed = 0;
+    for (const store::ProjectInfo &p : chosen) {
+        auto runs = (*session)->search_runs(p.id);
+        if (!runs) return store_failure(runs.error());
+        // Newest first, as the launches are.
+        for (auto run = runs->rbegin(); run != runs->rend(); ++run) {
+            if (o.search != 0 && run->id != o.search) continue;
+            ++listed;
+            auto settings = search::parse_settings(run->settings_json);
+            const std::string said = settings ? settings_text(*settings) : "settings unreadable: " + settings.error();
+            lines.push_back("  search run " + std::to_string(run->id) + " of '" + p.name + "': " + run->target + ", " +
+                            said + ", seed " + std::to_string(run->seed) + "; started " + run->started_at + ", " +
+                            (run->status == "running" && run->finished_at.empty() ? "never finished (running, or its process died)"
+                                                                                    : run->status) +
+                            "; " + plural(run->candidates, "plan") + " kept (candidates without a plan are not), " + std::to_string(run->on_front) +
+                            " on the front");
+            ordered_json jr{{"id", run->id},
+                            {"project", p.name},
+                            {"project_id", p.id},
+                            {"version_id", run->version_id},
+                            {"target", run->target},
+                            {"settings", nlohmann::json::parse(run->settings_json, nullptr, false).is_discarded()
+                                             ? ordered_json(nullptr)
+                                             : ordered_json::parse(run->settings_json)},
+                            {"seed", run->seed},
+                            {"started_at", run->started_at},
+                            {"finished_at", run->finished_at},
+                            {"status", run->status},
+                            {"candidates", run->candidates},
+                            {"on_front", run->on_front}};
+            if (o.search != 0) {
+                auto loaded = (*session)->load_search_run(run->id);
+                if (!loaded) return store_failure(loaded.error());
+                header = {p.name, run->target, settings ? settings->devices : 0, run->seed};
+                for (const store::SearchCandidateRecord &c : loaded->candidates)
+                    if (c.on_front) front_rows.push_back({c.description, c.key, search::figures_of(c)});
+                // As the front is drawn: fastest first.
+                std::stable_sort(front_rows.begin(), front_rows.end(), [](const auto &a, const auto &b) {
+                    return a.figures.makespan < b.figures.makespan;
+                });
+                front_table.push_back({"#", "step time", "peak memory", "devices", "communication", "plan"});
+                ordered_json jf = ordered_json::array();
+                for (size_t i = 0; i < front_rows.size(); ++i) {
+                    const search::Figures &f = front_rows[i].figures;
+                    front_table.push_back({std::to_string(i), plan::seconds_text(f.makespan),
+                                           byte_text(static_cast<std::int64_t>(f.peak)) +
+                                               (f.violation > 0 ? " (" + f.violated + ")" : ""),
+                                           std::to_string(f.devices), byte_text(static_cast<std::int64_t>(f.comm_bytes)),
+                                           front_rows[i].plan});
+                    jf.push_back({{"index", i},
+                                  {"plan", front_rows[i].plan},
+                                  {"key", front_rows[i].key},
+                                  {"figures", ordered_json::parse(search::figures_json_text(f))}});
+                }
+                jr["front"] = std::move(jf);
+            }
+            list.push_back(std::move(jr));
+        }
+    }
+    if (o.search != 0 && listed == 0) {
+        std::cerr << "tapestry: " << o.session << ": no search run " << o.search
+                  << (o.project.empty() ? std::string() : " in project '" + chosen.front().name + "'") << "\n";
+        return kExitInvalid;
+    }
+    if (!o.export_front.empty()) {
+        const std::string text = front_format(o.export_front) == "csv" ? search::front_csv(front_rows)
+                                                                        : search::front_json(header, front_rows);
+        if (!write_output(o.export_front, text, o.session)) return kExitInvalid;
+    }
+    if (o.json) {
+        print_json(ordered_json{{"session", o.session},
+                                {"label", "figures are predictions of the cost model (not measurements)"},
+                                {"searches", std::move(list)}});
+        return kExitOk;
+    }
+    std::cout << o.session << ": " << plural(listed, "search run") << "\n";
+    for (const std::string &line : lines) std::cout << line << "\n";
+    if (o.search != 0) {
+        std::cout << "  its front (predictions of the cost model): " << plural(static_cast<long long>(front_rows.size()), "plan")
+                  << "\n";
+        if (!front_rows.empty()) print_table(front_table, "    ");
+    }
+    if (!o.export_front.empty()) std::cout << "front written to " << o.export_front << "\n";
+    return kExitOk;
+}
+
 }  // namespace
 
 void add_session_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<SessionCommandOptions>();
     CLI::App *cmd = app.add_subcommand(
         "session", "Move projects in and out of a session file (*.tapestry-session): list, export, import; the "
-                   "launches it keeps.");
+                   "launches and searches it keeps.");
     cmd->require_subcommand(1);
     cmd->footer(
         "Exit codes: 0 done, 1 the session or project cannot be read or written (the message says why: "
@@ -378,6 +499,26 @@ void add_session_command(CLI::App &app, std::function<int()> &action) {
                 return static_cast<int>(kExitUsage);
             }
             return launches_command(*o);
+        };
+    });
+
+    CLI::App *searches = cmd->add_subcommand(
+        "searches", "List the Pareto-front searches a session keeps (tapestry optimize --session, the studio's "
+                    "Optimize dock), newest first; --search shows one's front and --export-front writes it.");
+    searches->add_option("SESSION", o->session, "Session file")->required();
+    searches->add_option("PROJECT", o->project, "Project name or id (default: every project)");
+    searches->add_option("--search", o->search, "Only this search run (its id, as listed), with its front")
+        ->check(CLI::Range(1LL, 1LL << 53));
+    checked_front_file(searches->add_option("--export-front", o->export_front,
+                                            "With --search: write its front (.json, or .csv, as tapestry optimize does)"));
+    searches->add_flag("--json", o->json, "Print {session, searches[]} as JSON (with --search, its front too)");
+    searches->callback([o, &action] {
+        action = [o] {
+            if (!o->export_front.empty() && o->search == 0) {
+                std::cerr << "tapestry: --export-front: needs --search (which search's front to write)\n";
+                return static_cast<int>(kExitUsage);
+            }
+            return searches_command(*o);
         };
     });
 

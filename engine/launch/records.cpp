@@ -337,13 +337,9 @@ std::string launched_plans_project(const plan::Plan &plan) {
 
 Expected<store::ProjectId, std::string> find_launched_plans_project(const store::Session &session,
                                                                     const plan::Plan &plan) {
-    auto projects = session.projects();
-    if (!projects) return unexpected(projects.error().message);
-    const std::string name = launched_plans_project(plan);
-    store::ProjectId found = 0;
-    for (const store::ProjectInfo &info : *projects)
-        if (info.name == name) found = info.id;
-    return found;
+    auto found = store::find_project(session, launched_plans_project(plan));
+    if (!found) return unexpected(found.error().message);
+    return *found;
 }
 
 Expected<RecordedLaunch, std::string> record_plan_file_launch(store::Session &session, const plan::Plan &plan,
@@ -363,18 +359,9 @@ Expected<RecordedLaunch, std::string> record_plan_file_launch(store::Session &se
         project = *made;
     }
     // A new plan: on the project's latest version when that is the plan's graph, else on a new one.
-    store::VersionId version = 0;
-    auto info = session.project(project);
-    if (!info) return unexpected(info.error().message);
-    if (info->latest_version_id != 0)
-        if (auto latest = session.load_latest(project); latest && serialize_project(*latest) == serialize_project(plan.graph))
-            version = info->latest_version_id;
-    if (version == 0) {
-        auto saved = session.save_version(project, plan.graph, "import");
-        if (!saved) return unexpected(saved.error().message);
-        version = saved->id;
-    }
-    return record_launch(session, version, std::nullopt, std::nullopt, plan, result, check, model);
+    auto version = store::version_of_graph(session, project, plan.graph, "import");
+    if (!version) return unexpected(version.error().message);
+    return record_launch(session, *version, std::nullopt, std::nullopt, plan, result, check, model);
 }
 
 }  // namespace tapestry::launch

@@ -1806,4 +1806,25 @@ Expected<std::int64_t, StoreError> Session::value_count() const {
     return s.i64(0);
 }
 
+Expected<ProjectId, StoreError> find_project(const Session &session, std::string_view name) {
+    auto projects = session.projects();
+    if (!projects) return unexpected(projects.error());
+    ProjectId found = 0;
+    for (const ProjectInfo &info : *projects)
+        if (info.name == name) found = std::max(found, info.id);
+    return found;
+}
+
+Expected<VersionId, StoreError> version_of_graph(Session &session, ProjectId project, const Graph &g,
+                                                 std::string_view kind) {
+    auto info = session.project(project);
+    if (!info) return unexpected(info.error());
+    if (info->latest_version_id != 0)
+        if (auto latest = session.load_latest(project); latest && serialize_project(*latest) == serialize_project(g))
+            return info->latest_version_id;
+    auto saved = session.save_version(project, g, kind);
+    if (!saved) return unexpected(saved.error());
+    return saved->id;
+}
+
 }  // namespace tapestry::store

@@ -334,6 +334,15 @@ private:
     OpenMode mode_;
 };
 
+// The project named `name` (the newest when several are); 0 when none is.
+Expected<ProjectId, StoreError> find_project(const Session &session, std::string_view name);
+// The project's latest editor version when that is `g` (the same project-file
+// text), else `g` saved as its next version of `kind`: what keeps work on a file
+// (a plan launched, a search run from the CLI) on one version while the file is
+// unchanged.
+Expected<VersionId, StoreError> version_of_graph(Session &session, ProjectId project, const Graph &g,
+                                                 std::string_view kind);
+
 // Creates a NEW session file at an older schema version (store/schema.h).
 Expected<std::unique_ptr<Session>, StoreError> create_session_at_version(const std::filesystem::path &path,
                                                                          int version);

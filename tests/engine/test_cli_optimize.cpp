@@ -295,6 +295,70 @@ private slots:
         QVERIFY2(text.out.contains("calibration: 6 measurements on h100-sxm, median error 50% uncalibrated → 0% calibrated"),
                  qPrintable(text.out));
     }
+    // --session keeps the search as the studio keeps its own: a run of the project
+    // "<graph> (searches)", every candidate, its front; a second search of the same
+    // file joins that project's one version. `session searches` lists the runs and
+    // gives back the front the search printed.
+    void sessionKeepsTheSearch() {
+        QTemporaryDir dir;
+        const QString session = dir.filePath("work.tapestry-session");
+        auto r = cli(QStringList{"optimize", project("mlp")} + kSearch + QStringList{"--json", "--session", session});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        const QJsonObject kept = j["session"].toObject();
+        QCOMPARE(kept["project"].toString(), QString("mlp (searches)"));
+        QCOMPARE(kept["search_run"].toInt(), 1);
+        QVERIFY(kept["error"].isNull());
+        QStringList printed;
+        for (const QJsonValue &f : j["front"].toArray()) printed << f.toObject()["plan"].toString();
+        printed.sort();
+
+        r = cli({"optimize", project("mlp"), "--target", "h100", "--devices", "4", "--evaluations", "40", "--budget", "0",
+                 "--session", session});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("kept in " + session + " as search run 2 of project 'mlp (searches)'"), qPrintable(r.out));
+        r = cli({"session", "list", session, "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonArray projects = QJsonDocument::fromJson(r.out.toUtf8()).object()["projects"].toArray();
+        QCOMPARE(projects.size(), 1);
+        QCOMPARE(projects[0].toObject()["versions"].toInt(), 1);
+        QCOMPARE(projects[0].toObject()["searches"].toInt(), 2);
+
+        r = cli({"session", "searches", session});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("2 search runs"), qPrintable(r.out));
+        QVERIFY2(r.out.indexOf("search run 2 of 'mlp (searches)'") < r.out.indexOf("search run 1 of"), qPrintable(r.out));
+        QVERIFY2(r.out.contains("h100-sxm, 4 devices, time · memory · devices, 150 evaluations, seed 2"), qPrintable(r.out));
+        QVERIFY2(r.out.contains(QString::number(j["evaluations"].toInt() - j["invalid"].toInt()) + " plans kept"),
+                 qPrintable(r.out));
+        QVERIFY2(r.out.contains(QString::number(printed.size()) + " on the front"), qPrintable(r.out));
+
+        const QString csv = dir.filePath("kept.csv");
+        r = cli({"session", "searches", session, "--search", "1", "--json", "--export-front", csv});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonArray runs = QJsonDocument::fromJson(r.out.toUtf8()).object()["searches"].toArray();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].toObject()["status"].toString(), QString("finished"));
+        QCOMPARE(runs[0].toObject()["settings"].toObject()["devices"].toInt(), 4);
+        QStringList stored;
+        for (const QJsonValue &f : runs[0].toObject()["front"].toArray()) stored << f.toObject()["plan"].toString();
+        stored.sort();
+        QCOMPARE(stored, printed);
+        QFile c(csv);
+        QVERIFY(c.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(c.readAll()).trimmed().split('\n').size() - 1, printed.size());
+
+        r = cli({"session", "searches", session, "--search", "9"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("no search run 9"), qPrintable(r.err));
+        r = cli({"session", "searches", session, "--export-front", csv});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--export-front: needs --search"), qPrintable(r.err));
+        r = cli({"session", "searches", session, "--search", "1", "--export-front", dir.filePath("front.txt")});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("is not a front file"), qPrintable(r.err));
+    }
+
     void badCommandLines() {
         auto r = cli({"optimize", project("mlp"), "--objectives", "time,speed"});
         QCOMPARE(r.code, 2);

@@ -12,6 +12,7 @@
 #include <QtTest/QtTest>
 #include <limits>
 
+#include "search/session_runs.h"
 #include "store/session.h"
 #include "store_support.h"
 #include "test_projects.h"
@@ -456,6 +457,160 @@ private slots:
         QCOMPARE(count("SELECT count(*) FROM search_runs"), std::int64_t{1});
         QCOMPARE(count("SELECT count(*) FROM search_candidates"), std::int64_t{2});
         QCOMPARE(count("SELECT count(*) FROM pragma_foreign_key_check"), std::int64_t{0});
+    }
+
+    // The settings a run keeps read back as written, and as older builds wrote
+    // them (Qt's JSON, fields missing, the evaluation budget a double); a field of
+    // the wrong kind reads as its default; what cannot be settings is refused.
+    void settings_round_trip_and_read_old_forms() {
+        search::RunSettings r;
+        r.devices = 64;
+        r.nodes = 8;
+        r.objectives = {search::Objective::time, search::Objective::communication};
+        r.constraints.memory_cap = 80.0 * (1 << 30);
+        r.constraints.max_time = 5e-3;
+        r.options.budget_seconds = 12.5;
+        r.options.max_evaluations = 4000;
+        r.options.population = 32;
+        r.options.stall_generations = 0;
+        r.fusion = r.cuts = true;
+        auto back = search::parse_settings(search::settings_json(r));
+        QVERIFY2(back, back ? "" : back.error().c_str());
+        QCOMPARE(back->devices, 64);
+        QCOMPARE(back->nodes, 8);
+        QVERIFY(back->objectives == r.objectives);
+        QCOMPARE(back->constraints.memory_cap, r.constraints.memory_cap);
+        QCOMPARE(back->constraints.max_time, 5e-3);
+        QCOMPARE(back->options.budget_seconds, 12.5);
+        QCOMPARE(back->options.max_evaluations, 4000L);
+        QCOMPARE(back->options.population, 32);
+        QCOMPARE(back->options.stall_generations, 0);
+        QVERIFY(back->fusion && back->cuts && !back->maps && !back->substitute);
+
+        // As the studio wrote it before (QJsonDocument::Compact, every number a double).
+        auto qt = search::parse_settings(
+            R"({"budget_seconds":30,"cuts":false,"devices":8,"fusion":true,"maps":true,"max_evaluations":400,)"
+            R"("max_time_seconds":0,"memory_cap_bytes":0,"nodes":0,"objectives":["time","memory","devices"],)"
+            R"("population":24,"stall_generations":12,"substitute":false})");
+        QVERIFY2(qt, qt ? "" : qt.error().c_str());
+        QCOMPARE(qt->devices, 8);
+        QCOMPARE(qt->options.max_evaluations, 400L);
+        QCOMPARE(qt->objectives.size(), size_t{3});
+        QVERIFY(qt->fusion && qt->maps && !qt->cuts);
+        auto old = search::parse_settings(R"({"devices": 4, "nodes": 0, "objectives": ["time"], "max_evaluations": 2.0e3})");
+        QVERIFY(old);
+        QCOMPARE(old->options.max_evaluations, 2000L);
+        QCOMPARE(old->options.population, search::SearchOptions{}.population);
+        QVERIFY(!old->fusion && !old->maps && !old->cuts && !old->substitute);
+        auto odd = search::parse_settings(R"({"devices": 4, "objectives": ["time"], "population": "many", "fusion": 1})");
+        QVERIFY(odd);
+        QCOMPARE(odd->options.population, search::SearchOptions{}.population);
+        QVERIFY(!odd->fusion);
+
+        QCOMPARE(QString::fromStdString(search::parse_settings("{devices").error()), QString("settings: not JSON"));
+        QCOMPARE(QString::fromStdString(search::parse_settings("[4]").error()), QString("settings: not a JSON object"));
+        QCOMPARE(QString::fromStdString(search::parse_settings(R"({"objectives": ["time"]})").error()),
+                 QString("settings: 'devices' is not a device count"));
+        QVERIFY(QString::fromStdString(search::parse_settings(R"({"devices": 2, "objectives": ["speed"]})").error())
+                    .startsWith("settings: objectives: "));
+    }
+
+    // A row's choices make the candidate again (its key is the row's), and its
+    // figures read back; an unknown rule is refused by name.
+    void candidate_rows_make_their_candidates() {
+        for (int i = 0; i < 10; ++i) {
+            SearchCandidateRecord r = candidate(i, 0);
+            auto c = search::candidate_of(r);
+            QVERIFY2(c, c ? "" : c.error().c_str());
+            QVERIFY(c->dim == r.dim && c->parts == r.parts && c->dim2 == r.dim2 && c->parts2 == r.parts2);
+            QCOMPARE(QString::fromLatin1(search::rule_name(c->rule)), QString::fromStdString(r.rule));
+            QCOMPARE(c->stages, r.stages);
+            QCOMPARE(c->fused, r.fused);
+            QVERIFY(c->unfused == r.unfused && c->at == r.at && c->cuts == r.cuts);
+            QCOMPARE(c->substitution, r.substitution);
+            const search::Figures f = search::figures_of(r);
+            QCOMPARE(f.makespan, r.makespan_seconds);
+            QCOMPARE(f.peak, r.peak_bytes);
+            QCOMPARE(f.devices, r.devices);
+            QCOMPARE(f.comm_bytes, r.communication_bytes);
+            QCOMPARE(f.energy, r.energy_joules);
+            QCOMPARE(f.violated, r.violated);
+        }
+        SearchCandidateRecord bad = candidate(0, 0);
+        bad.rule = "scatter";
+        auto refused = search::candidate_of(bad);
+        QVERIFY(!refused);
+        QVERIFY2(QString::fromStdString(refused.error()).contains("scatter"), refused.error().c_str());
+    }
+
+    // The keeper writes a run as the search goes: candidates per flush, the front
+    // when it moved, the outcome; after the store refuses a write it keeps nothing
+    // more, says why, and what it wrote before stays.
+    void run_keeper_keeps_a_run_and_stops_at_the_first_failure() {
+        const QString path = fresh_path();
+        auto s = open_ok(path);
+        QVERIFY(s);
+        const VersionId version = project_with_version(*s, "mlp").second;
+        search::RunSettings settings;
+        settings.devices = 4;
+        settings.objectives = {search::Objective::time, search::Objective::memory};
+        search::RunKeeper keeper(*s, version, "host", settings, 42);
+        QVERIFY2(keeper.error().empty(), keeper.error().c_str());
+        QVERIFY(keeper.run() > 0);
+        keeper.add(candidate(0, 0));
+        keeper.add(candidate(1, 0));
+        keeper.flush({"k0"}, true);
+        keeper.add(candidate(2, 1));
+        keeper.flush({"k0"}, false);
+        keeper.finish({"k2"}, "finished");
+        QVERIFY2(keeper.error().empty(), keeper.error().c_str());
+        auto run = s->load_search_run(keeper.run());
+        QVERIFY2(run, run ? "" : run.error().message.c_str());
+        QCOMPARE(run->run.status, std::string("finished"));
+        QCOMPARE(run->run.seed, std::uint64_t{42});
+        QCOMPARE(run->run.target, std::string("host"));
+        QCOMPARE(search::parse_settings(run->run.settings_json)->devices, 4);
+        QCOMPARE(run->candidates.size(), size_t{3});
+        QVERIFY(!run->candidates[0].on_front && run->candidates[2].on_front);
+
+        // A figure that is not a number: the store refuses the batch, the keeper stops.
+        search::RunKeeper second(*s, version, "host", settings, 1);
+        second.add(candidate(0, 0));
+        second.flush({}, false);
+        SearchCandidateRecord broken = candidate(1, 1);
+        broken.makespan_seconds = std::numeric_limits<double>::quiet_NaN();
+        second.add(broken);
+        second.flush({"k1"}, true);
+        QVERIFY2(QString::fromStdString(second.error()).contains("not a finite number"), second.error().c_str());
+        const std::string first_error = second.error();
+        second.add(candidate(3, 2));
+        second.finish({"k3"}, "finished");
+        QCOMPARE(second.error(), first_error);  // the first failure is the one said
+        auto kept = s->load_search_run(second.run());
+        QVERIFY(kept);
+        QCOMPARE(kept->candidates.size(), size_t{1});
+        QCOMPARE(kept->run.status, std::string("running"));  // never finished: the store says so
+    }
+
+    // The CLI's searches of a file hang off "<graph> (searches)": one version while
+    // the file is unchanged, a new one when it changed.
+    void searches_of_a_file_share_a_version_while_it_is_unchanged() {
+        auto s = open_ok(fresh_path());
+        QVERIFY(s);
+        const Graph mlp = parse(mlp_project_text(8));
+        auto first = search::searched_version(*s, mlp);
+        QVERIFY2(first, first ? "" : first.error().c_str());
+        auto again = search::searched_version(*s, mlp);
+        QVERIFY(again);
+        QCOMPARE(again->project, first->project);
+        QCOMPARE(again->version, first->version);
+        QCOMPARE(QString::fromStdString(s->project(first->project)->name),
+                 QString::fromStdString(mlp.name + " (searches)"));
+        auto changed = search::searched_version(*s, parse(mlp_project_text(16)));
+        QVERIFY(changed);
+        QCOMPARE(changed->project, first->project);
+        QVERIFY(changed->version != first->version);
+        QCOMPARE(s->projects()->size(), size_t{1});
     }
 };
 

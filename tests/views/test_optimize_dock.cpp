@@ -459,12 +459,12 @@ private slots:
         r.devices = 4;
         r.objectives = {search::Objective::time};
         r.fusion = true;
-        auto back = parseSettings(settingsJson(r));
+        auto back = search::parse_settings(search::settings_json(r));
         QVERIFY(back.has_value());
         QVERIFY(back->fusion);
         r.fusion = false;
-        QVERIFY(!parseSettings(settingsJson(r))->fusion);
-        auto old = parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})");
+        QVERIFY(!search::parse_settings(search::settings_json(r))->fusion);
+        auto old = search::parse_settings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})");
         QVERIFY(old.has_value());
         QVERIFY(!old->fusion);
     }
@@ -477,10 +477,10 @@ private slots:
         r.devices = 4;
         r.objectives = {search::Objective::time};
         r.maps = true;
-        QVERIFY(parseSettings(settingsJson(r))->maps);
+        QVERIFY(search::parse_settings(search::settings_json(r))->maps);
         r.maps = false;
-        QVERIFY(!parseSettings(settingsJson(r))->maps);
-        QVERIFY(!parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->maps);
+        QVERIFY(!search::parse_settings(search::settings_json(r))->maps);
+        QVERIFY(!search::parse_settings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->maps);
 
         const QString path = dir_.filePath(QStringLiteral("maps.tapestry-session"));
         {
@@ -512,7 +512,7 @@ private slots:
         const store::ProjectId project = (*s)->projects()->front().id;
         const auto runs = (*s)->search_runs(project);
         QVERIFY(runs && runs->size() == 1);
-        auto settings = parseSettings(runs->front().settings_json);
+        auto settings = search::parse_settings(runs->front().settings_json);
         QVERIFY(settings && settings->maps);
         const auto run = (*s)->load_search_run(runs->front().id);
         QVERIFY(run.has_value());
@@ -534,8 +534,8 @@ private slots:
         r.devices = 4;
         r.objectives = {search::Objective::time};
         r.cuts = true;
-        QVERIFY(parseSettings(settingsJson(r))->cuts);
-        QVERIFY(!parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->cuts);
+        QVERIFY(search::parse_settings(search::settings_json(r))->cuts);
+        QVERIFY(!search::parse_settings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->cuts);
 
         const QString path = dir_.filePath(QStringLiteral("cuts.tapestry-session"));
         {
@@ -564,7 +564,7 @@ private slots:
         QVERIFY(s);
         const auto runs = (*s)->search_runs((*s)->projects()->front().id);
         QVERIFY(runs && runs->size() == 1);
-        auto settings = parseSettings(runs->front().settings_json);
+        auto settings = search::parse_settings(runs->front().settings_json);
         QVERIFY(settings && settings->cuts && !settings->maps);
         const auto run = (*s)->load_search_run(runs->front().id);
         QVERIFY(run.has_value());
@@ -584,8 +584,8 @@ private slots:
         r.devices = 4;
         r.objectives = {search::Objective::time};
         r.substitute = true;
-        QVERIFY(parseSettings(settingsJson(r))->substitute);
-        QVERIFY(!parseSettings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->substitute);
+        QVERIFY(search::parse_settings(search::settings_json(r))->substitute);
+        QVERIFY(!search::parse_settings(R"({"devices": 4, "nodes": 0, "objectives": ["time"]})")->substitute);
 
         const QString path = dir_.filePath(QStringLiteral("substitute.tapestry-session"));
         {
@@ -624,7 +624,7 @@ private slots:
         for (const auto &project : *projects)
             if (auto runs = (*s)->search_runs(project.id); runs && !runs->empty()) found = runs->front();
         QVERIFY(found.has_value());
-        auto settings = parseSettings(found->settings_json);
+        auto settings = search::parse_settings(found->settings_json);
         QVERIFY(settings && settings->substitute);
         const auto run = (*s)->load_search_run(found->id);
         QVERIFY(run.has_value());
