@@ -251,6 +251,24 @@ int import_command(const SessionCommandOptions &o) {
 }
 
 // A launch's wall time from its measurements (parsed), "—" when they hold none.
+// The session read-only and the projects named (PROJECT, or every one); an exit
+// code when either cannot be had.
+int open_chosen(const SessionCommandOptions &o, std::unique_ptr<store::Session> &session,
+                std::vector<store::ProjectInfo> &chosen) {
+    auto opened = store::Session::open(o.session, store::OpenMode::read_only);
+    if (!opened) return store_failure(opened.error());
+    session = std::move(opened).value();
+    auto projects = session->projects();
+    if (!projects) return store_failure(projects.error());
+    chosen = *projects;
+    if (!o.project.empty()) {
+        store::ProjectInfo one;
+        if (int code = find_project(*projects, o.session, o.project, one); code != kExitOk) return code;
+        chosen = {one};
+    }
+    return kExitOk;
+}
+
 std::string wall_text(const nlohmann::json &measured) {
     if (!measured.is_object() || !measured.contains("wall_seconds") || !measured["wall_seconds"].is_number()) return "—";
     return plan::seconds_text(measured["wall_seconds"].get<double>());
@@ -264,16 +282,9 @@ std::string outputs_word(const store::LaunchRecord &l) {
 }
 
 int launches_command(const SessionCommandOptions &o) {
-    auto session = store::Session::open(o.session, store::OpenMode::read_only);
-    if (!session) return store_failure(session.error());
-    auto projects = (*session)->projects();
-    if (!projects) return store_failure(projects.error());
-    std::vector<store::ProjectInfo> chosen = *projects;
-    if (!o.project.empty()) {
-        store::ProjectInfo one;
-        if (int code = find_project(*projects, o.session, o.project, one); code != kExitOk) return code;
-        chosen = {one};
-    }
+    std::unique_ptr<store::Session> session;
+    std::vector<store::ProjectInfo> chosen;
+    if (int code = open_chosen(o, session, chosen); code != kExitOk) return code;
     ordered_json list = ordered_json::array();
     // Per plan: its heading line and its launches as a table (a header row first).
     struct Block {
@@ -284,12 +295,12 @@ int launches_command(const SessionCommandOptions &o) {
     long long plans_listed = 0, launches_listed = 0;
     bool plan_found = false;
     for (const store::ProjectInfo &p : chosen) {
-        auto plans = (*session)->plans(p.id);
+        auto plans = session->plans(p.id);
         if (!plans) return store_failure(plans.error());
         for (const store::PlanRecord &plan : *plans) {
             if (o.plan != 0 && plan.id != o.plan) continue;
             plan_found = true;
-            auto launches = (*session)->launches(plan.id);
+            auto launches = session->launches(plan.id);
             if (!launches) return store_failure(launches.error());
             ++plans_listed;
             launches_listed += static_cast<long long>(launches->size());
@@ -335,7 +346,7 @@ int launches_command(const SessionCommandOptions &o) {
         return kExitInvalid;
     }
     if (o.plan != 0 && !o.output.empty()) {
-        auto text = (*session)->load_plan_json(o.plan);
+        auto text = session->load_plan_json(o.plan);
         if (!text) return store_failure(text.error());
         if (!write_output(o.output, *text, o.session)) return kExitInvalid;
     }
@@ -366,16 +377,9 @@ std::string settings_text(const search::RunSettings &r) {
 }
 
 int searches_command(const SessionCommandOptions &o) {
-    auto session = store::Session::open(o.session, store::OpenMode::read_only);
-    if (!session) return store_failure(session.error());
-    auto projects = (*session)->projects();
-    if (!projects) return store_failure(projects.error());
-    std::vector<store::ProjectInfo> chosen = *projects;
-    if (!o.project.empty()) {
-        store::ProjectInfo one;
-        if (int code = find_project(*projects, o.session, o.project, one); code != kExitOk) return code;
-        chosen = {one};
-    }
+    std::unique_ptr<store::Session> session;
+    std::vector<store::ProjectInfo> chosen;
+    if (int code = open_chosen(o, session, chosen); code != kExitOk) return code;
     ordered_json list = ordered_json::array();
     std::vector<std::string> lines;
     std::vector<std::vector<std::string>> front_table;  // with --search: its front
@@ -383,7 +387,7 @@ int searches_command(const SessionCommandOptions &o) {
     search::FrontHeader header;
     long long listed = 0;
     for (const store::ProjectInfo &p : chosen) {
-        auto runs = (*session)->search_runs(p.id);
+        auto runs = session->search_runs(p.id);
         if (!runs) return store_failure(runs.error());
         // Newest first, as the launches are.
         for (auto run = runs->rbegin(); run != runs->rend(); ++run) {
@@ -412,7 +416,7 @@ int searches_command(const SessionCommandOptions &o) {
                             {"candidates", run->candidates},
                             {"on_front", run->on_front}};
             if (o.search != 0) {
-                auto loaded = (*session)->load_search_run(run->id);
+                auto loaded = session->load_search_run(run->id);
                 if (!loaded) return store_failure(loaded.error());
                 header = {p.name, run->target, settings ? settings->devices : 0, run->seed};
                 for (const store::SearchCandidateRecord &c : loaded->candidates)
