@@ -401,14 +401,13 @@ int searches_command(const SessionCommandOptions &o) {
                                                                                     : run->status) +
                             "; " + plural(run->candidates, "plan") + " kept (candidates without a plan are not), " + std::to_string(run->on_front) +
                             " on the front");
+            const ordered_json settings_json = ordered_json::parse(run->settings_json, nullptr, false);
             ordered_json jr{{"id", run->id},
                             {"project", p.name},
                             {"project_id", p.id},
                             {"version_id", run->version_id},
                             {"target", run->target},
-                            {"settings", nlohmann::json::parse(run->settings_json, nullptr, false).is_discarded()
-                                             ? ordered_json(nullptr)
-                                             : ordered_json::parse(run->settings_json)},
+                            {"settings", settings_json.is_discarded() ? ordered_json(nullptr) : settings_json},
                             {"seed", run->seed},
                             {"started_at", run->started_at},
                             {"finished_at", run->finished_at},
