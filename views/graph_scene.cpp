@@ -1109,7 +1109,8 @@ void GraphScene::contextMenuEvent(QGraphicsSceneContextMenuEvent *event) {
     if (op && !op->shards.empty()) {
         const bool on = expanded_.contains(op_id);
         menu.addAction(on ? tr("Collapse Shards of %1").arg(op_id)
-                          : tr("Expand %n Shard(s) of %1", nullptr, static_cast<int>(op->shards.size())).arg(op_id),
+                          : (op->shards.size() == 1 ? tr("Expand the Shard of %1").arg(op_id)
+                                                 : tr("Expand %1 Shards of %2").arg(op->shards.size()).arg(op_id)),
                        this, [this, op_id, on] { setShardsExpanded(op_id, !on); });
         menu.addSeparator();
     }

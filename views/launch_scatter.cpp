@@ -134,8 +134,8 @@ void LaunchScatter::setSteps(const plan::Plan &plan, const std::vector<launch::M
     chart_->setTitle(tr("Median relative error %1 % · Kendall τ %2")
                          .arg(100 * median_error_, 0, 'f', median_error_ < 0.1 ? 1 : 0)
                          .arg(tau_, 0, 'f', 2));
-    note_->setText(tr("%n step(s), each a point at (predicted, measured) time; dashed: measured = predicted", nullptr,
-                      static_cast<int>(predicted.size())) +
+    note_->setText((predicted.size() == 1 ? tr("1 step, a point") : tr("%1 steps, each a point").arg(predicted.size())) +
+                   tr(" at (predicted, measured) time; dashed: measured = predicted") +
                    (omitted_ > 0 ? tr("; %n without a positive time, not drawn", nullptr, omitted_) : QString()));
 }
 

@@ -251,7 +251,8 @@ void CanvasController::onLayoutFinished(quint64, const Layout &layout) {
         if (doc_->showsDocument()) doc_->placeNodes(scene_->positions());
         minimap_->sceneChanged();
         status_->showMessage(
-            tr("Laid out again; %n pinned node(s) kept in place", nullptr, static_cast<int>(keep.size())), 6000);
+            tr("Laid out again; %1 kept in place")
+                .arg(countText(static_cast<qint64>(keep.size()), tr("pinned node"), tr("pinned nodes"))), 6000);
         emit layoutReady(true);
         return;
     }

@@ -14,6 +14,7 @@
 #include <QScopeGuard>
 #include <QSvgGenerator>
 
+#include "dock.h"
 #include "edit/editor.h"
 #include "io/atomic_file.h"
 #include "io/graphviz.h"
@@ -106,7 +107,7 @@ QString exportWithDialog(QWidget *parent, views::GraphScene &scene, const Graph 
     const int selected = static_cast<int>(scene.selectedNodeIds().size());
     auto *scope = new QComboBox(&dialog);
     scope->addItem(QObject::tr("Whole graph"));
-    scope->addItem(QObject::tr("Selection (%n node(s))", nullptr, selected));
+    scope->addItem(QObject::tr("Selection (%1)").arg(countText(selected, QObject::tr("node"), QObject::tr("nodes"))));
     scope->setCurrentIndex(selected == 0 ? 0 : 1);
     scope->setEnabled(selected > 0);
     auto *scale = new QDoubleSpinBox(&dialog);

@@ -54,4 +54,8 @@ QString localTimeText(const std::string &iso) {
     return t.isValid() ? t.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm")) : text;
 }
 
+QString countText(qint64 n, const QString &one, const QString &many) {
+    return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
+}
+
 }  // namespace tapestry::studio

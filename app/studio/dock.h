@@ -29,5 +29,8 @@ void showWithRoom(QDockWidget *dock, QWidget *window, int height, bool &sized);
 QLabel *formLabel(const QString &text, QWidget *buddy, QWidget *parent);
 void styleBadge(QLabel *label, const QString &background, const QString &foreground);
 QString localTimeText(const std::string &iso);
+// A count with its noun, singular or plural: "1 project", "3 projects" (the
+// studio installs no translator, so tr's "%n project(s)" would show the brackets).
+QString countText(qint64 n, const QString &one, const QString &many);
 
 }  // namespace tapestry::studio

@@ -115,9 +115,9 @@ void EditingController::togglePins() {
     bool all_pinned = !ids.isEmpty();
     for (const QString &id : ids) all_pinned &= doc_->pinned().contains(id);
     doc_->setPinned(ids, !all_pinned);
-    status_->showMessage(all_pinned ? tr("Unpinned %n node(s)", nullptr, static_cast<int>(ids.size()))
-                                    : tr("Pinned %n node(s): a re-layout keeps them where they are", nullptr,
-                                         static_cast<int>(ids.size())),
+    status_->showMessage(all_pinned ? tr("Unpinned %1").arg(countText(ids.size(), tr("node"), tr("nodes")))
+                                    : tr("Pinned %1: a re-layout keeps them where they are")
+                                          .arg(countText(ids.size(), tr("node"), tr("nodes"))),
                          5000);
 }
 
@@ -281,7 +281,7 @@ void EditingController::copySelection() {
     mime->setData(QString::fromLatin1(kFragmentMime), QJsonDocument(clip).toJson(QJsonDocument::Compact));
     mime->setText(project);
     QGuiApplication::clipboard()->setMimeData(mime);
-    status_->showMessage(tr("Copied %n node(s)", nullptr, static_cast<int>(fragment.node_count())), 4000);
+    status_->showMessage(tr("Copied %1").arg(countText(static_cast<qint64>(fragment.node_count()), tr("node"), tr("nodes"))), 4000);
 }
 
 void EditingController::cutSelection() {
@@ -314,7 +314,7 @@ void EditingController::pasteClipboard() {
     }
     ensureDocument();
     std::map<std::string, std::string> ids;
-    const QString why = applyEdit(tr("Paste %n node(s)", nullptr, static_cast<int>(parsed.graph.node_count())),
+    const QString why = applyEdit(tr("Paste %1").arg(countText(static_cast<qint64>(parsed.graph.node_count()), tr("node"), tr("nodes"))),
                                   [&](edit::Editor &e) -> edit::EditResult {
                                       auto r = e.paste(parsed.graph);
                                       if (!r) return unexpected(r.error());

@@ -473,8 +473,10 @@ void LaunchController::showStatus() {
         text += tr("<span style=\"color:gray\"> · kept in the session (launch %1%2)</span>")
                     .arg(outcome_.launch_id)
                     .arg(outcome_.calibration_points > 0
-                             ? tr(", %n calibration point(s) for %1", nullptr, outcome_.calibration_points)
-                                   .arg(launched_ ? qs(launched_->plan.target) : QString())
+                             ? tr(", %1 for %2")
+                                   .arg(countText(outcome_.calibration_points, tr("calibration point"),
+                                                  tr("calibration points")),
+                                        launched_ ? qs(launched_->plan.target) : QString())
                              : tr("; no calibration points: %1").arg(outcome_.calibration_note.toHtmlEscaped()));
     else if (!outcome_.record_error.isEmpty())
         text += tr("<span style=\"color:#b91c1c\"> · not kept in the session: %1</span>")

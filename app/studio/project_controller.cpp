@@ -18,6 +18,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "canvas_controller.h"
+#include "dock.h"
 #include "graph/validate.h"
 #include "io/onnx_import.h"
 #include "io/tensor_values.h"
@@ -255,9 +256,8 @@ void ProjectController::onImportFinished(quint64, const views::OnnxImportOutcome
         box->setObjectName(QStringLiteral("importErrorBox"));
         box->setAttribute(Qt::WA_DeleteOnClose);
         if (!outcome.unsupported.isEmpty()) {
-            box->setText(tr("%1 uses %n operator(s) the importer does not support; nothing was imported.", nullptr,
-                            static_cast<int>(outcome.unsupported.size()))
-                             .arg(name));
+            box->setText(tr("%1 uses %2 the importer does not support; nothing was imported.")
+                             .arg(name, countText(outcome.unsupported.size(), tr("operator"), tr("operators"))));
             box->setInformativeText(tr("Unsupported:\n• %1").arg(outcome.unsupported.join(QStringLiteral("\n• "))));
             box->setDetailedText(outcome.error);
         } else {

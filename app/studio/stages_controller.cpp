@@ -270,8 +270,9 @@ void StagesController::onPipelineFinished(quint64, const views::PipelineOutcome 
     for (const Stage &s : outcome.stages) failed += s.certificate.certified() && !s.certificate.pass();
     const int n = static_cast<int>(outcome.stages.size());
     const QString result =
-        tr("%n stage(s) in %1 ms; ", nullptr, n).arg(outcome.milliseconds, 0, 'f', 0) +
-        (failed == 0 ? tr("every certificate passes") : tr("%n certificate(s) FAIL", nullptr, failed));
+        tr("%1 in %2 ms; ").arg(countText(n, tr("stage"), tr("stages"))).arg(outcome.milliseconds, 0, 'f', 0) +
+        (failed == 0 ? tr("every certificate passes")
+                     : tr("%1 FAIL").arg(countText(failed, tr("certificate"), tr("certificates"))));
     timeline_->setStages(outcome.stages, result);
     doc_->setStages(outcome.stages, n - 1);
     announceStage(n - 1);
