@@ -1,5 +1,8 @@
 #include "views/session_versions.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include "views/graph_diff.h"
 
 namespace tapestry::views {
@@ -29,6 +32,32 @@ VersionHolding versionHolding(store::Session &session, qint64 project, const QSt
     else
         out.version = saved->id;
     return out;
+}
+
+namespace {
+
+constexpr std::string_view kSourceFileKey = "source_file";
+
+}  // namespace
+
+qint64 projectOfFile(store::Session &session, const QString &file) {
+    if (file.isEmpty()) return 0;
+    auto projects = session.projects();
+    if (!projects) return 0;
+    for (auto p = projects->rbegin(); p != projects->rend(); ++p) {
+        auto json = session.state(p->id, kSourceFileKey);
+        if (!json || !json->has_value()) continue;
+        const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(**json)).object();
+        if (o.value(QStringLiteral("path")).toString() == file) return p->id;
+    }
+    return 0;
+}
+
+QString recordProjectFile(store::Session &session, qint64 project, const QString &file) {
+    if (project == 0 || file.isEmpty()) return {};
+    const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("path"), file}}).toJson(QJsonDocument::Compact);
+    auto set = session.set_state(project, kSourceFileKey, json.toStdString());
+    return set ? QString() : QString::fromStdString(set.error().message);
 }
 
 }  // namespace tapestry::views

@@ -21,4 +21,11 @@ struct VersionHolding {
 // `project` is 0.
 VersionHolding versionHolding(store::Session &session, qint64 project, const QString &name, const Graph &graph);
 
+// The project a document read from `file` (an absolute path: a project file or an
+// imported model) continues: the newest one the studio made for that file or last
+// saved it as; 0 when there is none (or the session cannot say).
+qint64 projectOfFile(store::Session &session, const QString &file);
+// Records that `project` is the one `file` continues; "" or the store's message.
+QString recordProjectFile(store::Session &session, qint64 project, const QString &file);
+
 }  // namespace tapestry::views

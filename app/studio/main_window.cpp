@@ -199,6 +199,7 @@ void MainWindow::createFileMenu() {
             tr("Tapestry sessions (*.tapestry-session)"), nullptr, QFileDialog::DontConfirmOverwrite);
         if (!path.isEmpty()) openSession(path);
     });
+    file->addAction(session_->projectsAction());
     open_action_ = menuAction(file, icon("open"), tr("&Open…"), QKeySequence::Open);
     open_action_->setStatusTip(tr("Open a .tapestry.json project"));
     connect(open_action_, &QAction::triggered, project_, &ProjectController::openDialog);
@@ -368,6 +369,7 @@ void MainWindow::connectControllers() {
     connect(project_, &ProjectController::busyChanged, this, &MainWindow::updateBusy);
     connect(project_, &ProjectController::openSessionRequested, this,
             [this](const QString &path) { openSession(path); });
+    connect(session_, &SessionController::projectRead, project_, &ProjectController::showSessionProject);
     connect(project_, &ProjectController::openPlanRequested, this, [this](const QString &path) { openPlan(path); });
     connect(project_, &ProjectController::openFailed, this,
             [this](const QString &why, const std::vector<Issue> &issues) {

@@ -1,5 +1,6 @@
 #include "session_controller.h"
 
+#include <QAction>
 #include <QDir>
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -11,6 +12,10 @@
 #include <QTime>
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
+
+#include "session_projects_dialog.h"
+#include "views/graph_diff.h"
+#include "views/session_versions.h"
 
 namespace tapestry::studio {
 
@@ -36,6 +41,68 @@ SessionController::SessionController(GraphDocument *doc, QStatusBar *status, QWi
     save_label_->setObjectName(QStringLiteral("saveLabel"));
     status_->insertPermanentWidget(0, save_label_);
     connect(doc_, &GraphDocument::changed, this, [this](GraphDocument::Changes what) { onDocumentChanged(what); });
+    projects_action_ = new QAction(tr("Session &Projects…"), this);
+    projects_action_->setObjectName(QStringLiteral("actionSessionProjects"));
+    projects_action_->setShortcut(QKeySequence(tr("Ctrl+Alt+S")));
+    projects_action_->setStatusTip(tr("The projects this session keeps: open, rename or delete one"));
+    projects_action_->setEnabled(false);
+    connect(projects_action_, &QAction::triggered, this, &SessionController::showProjects);
+}
+
+void SessionController::showProjects() {
+    if (!session_) return;
+    if (projects_dialog_) {
+        projects_dialog_->raise();
+        projects_dialog_->activateWindow();
+        return;
+    }
+    projects_dialog_ = new SessionProjectsDialog(session_, project_id_, window_);
+    projects_dialog_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(projects_dialog_, &QObject::destroyed, this, [this] { projects_dialog_ = nullptr; });
+    connect(projects_dialog_, &SessionProjectsDialog::openRequested, this, &SessionController::openProject);
+    connect(projects_dialog_, &SessionProjectsDialog::renamed, this, [this](qint64 id, const QString &name) {
+        // A project from the session goes by its session name; one from a file, by the file's.
+        if (id == project_id_ && doc_->source().path.isEmpty()) {
+            views::DocumentSource source = doc_->source();
+            source.name = name;
+            doc_->setSource(source);
+        }
+        status_->showMessage(tr("Renamed the project to %1").arg(name), 5000);
+    });
+    connect(projects_dialog_, &SessionProjectsDialog::deleted, this,
+            [this] { status_->showMessage(tr("Deleted a project from the session"), 5000); });
+    projects_dialog_->open();
+}
+
+void SessionController::openProject(qint64 id) {
+    if (!session_) return;
+    if (id == project_id_) {
+        status_->showMessage(tr("%1 is the project the window shows").arg(doc_->source().name), 5000);
+        return;
+    }
+    status_->showMessage(tr("Opening project %1 of the session…").arg(id));
+    const quint64 generation = ++open_generation_;
+    struct Read {
+        std::optional<SessionProject> project;
+        QString error;
+    };
+    auto *watcher = new QFutureWatcher<Read>(this);
+    connect(watcher, &QFutureWatcher<Read>::finished, this, [this, watcher, generation, id] {
+        watcher->deleteLater();
+        if (generation != open_generation_) return;  // another project was asked for since
+        Read read = watcher->result();
+        if (!read.project) {
+            status_->showMessage(tr("Could not read project %1 of the session: %2").arg(id).arg(read.error), 15000);
+            return;
+        }
+        emit projectRead(*read.project);
+    });
+    std::shared_ptr<store::Session> session = session_;
+    watcher->setFuture(QtConcurrent::run([id, session] {
+        Read out;
+        out.project = readProject(*session, id, &out.error);
+        return out;
+    }));
 }
 
 QString SessionController::defaultPath() {
@@ -65,8 +132,10 @@ QString SessionController::open(const QString &path) {
         box->open();
         return why;
     }
+    if (projects_dialog_) projects_dialog_->close();  // it lists the session being left
     session_ = std::shared_ptr<store::Session>(std::move(opened).value().release());
     project_id_ = 0;
+    projects_action_->setEnabled(true);
     QSettings().setValue(QStringLiteral("session/last"), QFileInfo(path).absoluteFilePath());
     status_->showMessage(tr("Session %1").arg(QDir::toNativeSeparators(path)), 6000);
     return {};
@@ -85,8 +154,12 @@ qint64 SessionController::lastProject() const {
 }
 
 std::optional<SessionProject> SessionController::readProject(qint64 id, QString *error) const {
-    auto graph = session_->load_latest(id);
-    auto info = session_->project(id);
+    return readProject(*session_, id, error);
+}
+
+std::optional<SessionProject> SessionController::readProject(store::Session &session, qint64 id, QString *error) {
+    auto graph = session.load_latest(id);
+    auto info = session.project(id);
     if (!graph || !info) {
         *error = qs(!graph ? graph.error().message : info.error().message);
         return std::nullopt;
@@ -95,7 +168,7 @@ std::optional<SessionProject> SessionController::readProject(qint64 id, QString 
     p.id = id;
     p.name = qs(info->name);
     p.graph = *graph;
-    if (auto placements = session_->placements(id)) {
+    if (auto placements = session.placements(id)) {
         for (const auto &[node, pl] : *placements) {
             p.positions.insert(qs(node), QPointF(pl.x, pl.y));
             if (pl.pinned) p.pinned.insert(qs(node));
@@ -117,6 +190,9 @@ void SessionController::onDocumentChanged(GraphDocument::Changes what) {
             session_->set_state(store::kSessionScope, "current_project", std::to_string(project_id_));
         return;
     }
+    // Saved as another file: that file goes on with this project when opened again.
+    if ((what & GraphDocument::Source) && session_ && project_id_ != 0 && !doc_->source().path.isEmpty())
+        (void)views::recordProjectFile(*session_, project_id_, doc_->source().path);
     if (what & (GraphDocument::Structure | GraphDocument::Params | GraphDocument::Positions | GraphDocument::Pins))
         scheduleAutosave();
 }
@@ -126,7 +202,7 @@ void SessionController::scheduleAutosave() {
 }
 
 void SessionController::joinIfNew() {
-    if (session_ && project_id_ == 0 && doc_->graph().node_count() > 0) save(true);
+    if (session_ && project_id_ == 0 && doc_->graph().node_count() > 0) save(true, true);
 }
 
 store::Placements SessionController::placements() const {
@@ -140,20 +216,42 @@ store::Placements SessionController::placements() const {
     return out;
 }
 
-QPair<qint64, QString> SessionController::saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
-                                                       const store::Placements &placements, const QString &name,
-                                                       bool autosave) {
+SessionController::Saved SessionController::saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                                                         const store::Placements &placements, const QString &name,
+                                                         const QString &file, bool autosave, bool join) {
+    Saved out;
     if (project == 0) {
-        auto created = session.create_project(name.toStdString());
-        if (!created) return qMakePair(qint64(0), qs(created.error().message));
-        project = *created;
+        project = views::projectOfFile(session, file);
+        out.continued = project != 0;
+        if (project == 0) {
+            auto created = session.create_project(name.toStdString());
+            if (!created) {
+                out.error = qs(created.error().message);
+                return out;
+            }
+            project = *created;
+            // Should this not be written, the file only makes a new project the next time.
+            (void)views::recordProjectFile(session, project, file);
+        }
         session.set_state(store::kSessionScope, "current_project", std::to_string(project));
+        if (out.continued && join)
+            if (auto latest = session.load_latest(project); latest && views::sameGraph(*latest, graph)) {
+                out.project = project;
+                out.unchanged = true;
+                return out;
+            }
     }
+    out.project = project;
     auto saved = session.save_version(project, graph, autosave ? "autosave" : "save", &placements);
-    return qMakePair(project, saved ? QString() : qs(saved.error().message));
+    if (!saved) out.error = qs(saved.error().message);
+    return out;
 }
 
 void SessionController::save(bool autosave) {
+    save(autosave, false);
+}
+
+void SessionController::save(bool autosave, bool join) {
     if (!session_ || !doc_->isOpen()) return;
     if (save_in_flight_) {
         save_again_ = true;
@@ -165,36 +263,49 @@ void SessionController::save(bool autosave) {
     const Graph snapshot = doc_->graph();
     const store::Placements placements = this->placements();
     const QString name = doc_->source().name.isEmpty() ? tr("untitled") : doc_->source().name;
+    const QString file = doc_->source().path;
     std::shared_ptr<store::Session> session = session_;
     const qint64 known_project = project_id_;
     save_in_flight_ = true;
     save_label_->setText(autosave ? tr("Autosaving…") : tr("Saving…"));
-    auto *watcher = new QFutureWatcher<QPair<qint64, QString>>(this);
+    auto *watcher = new QFutureWatcher<Saved>(this);
     const quint64 generation = save_generation_ = generation_;
-    connect(watcher, &QFutureWatcher<QPair<qint64, QString>>::finished, this, [=, this] {
-        const auto [project, error] = watcher->result();
+    connect(watcher, &QFutureWatcher<Saved>::finished, this, [=, this] {
+        const Saved result = watcher->result();
         watcher->deleteLater();
         save_in_flight_ = false;
         const QString time = QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
         // The document may have been replaced meanwhile: the project made is the old one's.
         const bool same_document = generation == generation_;
-        if (error.isEmpty()) {
-            if (project_id_ == 0 && same_document) project_id_ = project;
+        if (result.error.isEmpty()) {
+            if (project_id_ == 0 && same_document) project_id_ = result.project;
             if (!autosave && same_document) doc_->undoStack()->setClean();
-            save_label_->setText(autosave ? tr("Autosaved %1").arg(time) : tr("Saved %1").arg(time));
-            if (!autosave) status_->showMessage(tr("Saved %1 in %2").arg(name, QFileInfo(path()).fileName()), 5000);
+            save_label_->setText(result.unchanged ? tr("In the session")
+                                 : autosave       ? tr("Autosaved %1").arg(time)
+                                                  : tr("Saved %1").arg(time));
+            if (result.continued && same_document)
+                status_->showMessage(result.unchanged
+                                         ? tr("%1 goes on with its project in the session, whose latest version it is")
+                                               .arg(name)
+                                         : tr("%1 goes on with its project in the session, as a new version "
+                                              "(the earlier ones are kept)")
+                                               .arg(name),
+                                     8000);
+            else if (!autosave)
+                status_->showMessage(tr("Saved %1 in %2").arg(name, QFileInfo(path()).fileName()), 5000);
         } else {
+            if (project_id_ == 0 && same_document) project_id_ = result.project;
             save_label_->setText(tr("Not saved"));
-            status_->showMessage(tr("Could not save into the session: %1").arg(error), 15000);
+            status_->showMessage(tr("Could not save into the session: %1").arg(result.error), 15000);
         }
-        emit saved(error);
+        emit saved(result.error);
         if (save_again_) {
             save_again_ = false;
             scheduleAutosave();
         }
     });
-    save_future_ = QtConcurrent::run([session, snapshot, placements, name, known_project, autosave] {
-        return saveSnapshot(*session, known_project, snapshot, placements, name, autosave);
+    save_future_ = QtConcurrent::run([session, snapshot, placements, name, file, known_project, autosave, join] {
+        return saveSnapshot(*session, known_project, snapshot, placements, name, file, autosave, join);
     });
     watcher->setFuture(save_future_);
 }
@@ -206,11 +317,13 @@ void SessionController::flush() {
             // Only the save is waited for, not a running layout or run; a project
             // it just created is the one to save into.
             save_future_.waitForFinished();
-            if (project_id_ == 0 && save_generation_ == generation_) project_id_ = save_future_.result().first;
+            if (project_id_ == 0 && save_generation_ == generation_) project_id_ = save_future_.result().project;
         }
         autosave_timer_->stop();
         const QString name = doc_->source().name.isEmpty() ? tr("untitled") : doc_->source().name;
-        project_id_ = saveSnapshot(*session_, project_id_, doc_->graph(), placements(), name, true).first;
+        project_id_ = saveSnapshot(*session_, project_id_, doc_->graph(), placements(), name, doc_->source().path,
+                                   true, false)
+                          .project;
     }
     session_->set_state(store::kSessionScope, "current_project", std::to_string(project_id_));
 }

@@ -2,13 +2,15 @@
 // session file is open, which of its projects the document is, File ▸ Save (a
 // version marked "save"), and the autosave a moment after each change of the
 // document — both written off the GUI thread from a snapshot of the graph — plus
-// the one save a window waits for, when it closes.
+// the one save a window waits for, when it closes. A document opened from a file
+// joins the project that file made before (views::projectOfFile), else a new
+// one; File ▸ Session Projects… (session_projects_dialog.h) lists the session's
+// projects to open, rename or delete one.
 #pragma once
 
 #include <QFuture>
 #include <QHash>
 #include <QObject>
-#include <QPair>
 #include <QPointF>
 #include <QSet>
 #include <QString>
@@ -19,6 +21,7 @@
 #include "store/session.h"
 #include "views/graph_document.h"
 
+class QAction;
 class QLabel;
 class QStatusBar;
 class QTimer;
@@ -34,6 +37,8 @@ struct SessionProject {
     QHash<QString, QPointF> positions;
     QSet<QString> pinned;
 };
+
+class SessionProjectsDialog;
 
 class SessionController : public QObject {
     Q_OBJECT
@@ -53,6 +58,7 @@ public:
     qint64 lastProject() const;
     // Reads a project's latest version and its placements; the error when it cannot.
     std::optional<SessionProject> readProject(qint64 id, QString *error) const;
+    static std::optional<SessionProject> readProject(store::Session &session, qint64 id, QString *error);
 
     // Saves the document into the session now, off the GUI thread (kind "save"
     // or "autosave"); see saved().
@@ -62,6 +68,15 @@ public:
     // A document opened from a file joins the session once laid out.
     void joinIfNew();
 
+    // File ▸ Session Projects… (Ctrl+Alt+S): the session's projects in a dialog,
+    // to open one (read in the background, then projectRead), rename or delete it.
+    QAction *projectsAction() const { return projects_action_; }
+    void showProjects();
+    SessionProjectsDialog *projectsDialog() const { return projects_dialog_; }  // while it is open
+    // Reads a project's latest version off the GUI thread; projectRead when read,
+    // the status bar says why when it cannot be.
+    void openProject(qint64 id);
+
     // The default session file under the user's data directory, and the one the
     // studio used last (if it still exists).
     static QString defaultPath();
@@ -70,14 +85,28 @@ public:
 signals:
     // A save into the session finished ("" or the error).
     void saved(const QString &error);
+    // A project openProject read: the window shows it (ProjectController::showSessionProject).
+    void projectRead(const tapestry::studio::SessionProject &project);
 
 private:
     void onDocumentChanged(views::GraphDocument::Changes what);
     void scheduleAutosave();
     store::Placements placements() const;
-    // One save into the session (creating the project when `project` is 0).
-    static QPair<qint64, QString> saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
-                                               const store::Placements &placements, const QString &name, bool autosave);
+    // What one save into the session did.
+    struct Saved {
+        qint64 project = 0;
+        QString error;           // "" when saved
+        bool continued = false;  // a document from a file went on with the project that file had
+        bool unchanged = false;  // … whose latest version is already its graph: nothing written
+    };
+    void save(bool autosave, bool join);
+    // One save into the session. With `project` 0, the project `file` had (the
+    // studio opened it before) goes on, or a new one named `name` is made for it;
+    // `join`: the document was just opened, so a project whose latest version is
+    // already the graph gets no new one.
+    static Saved saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                              const store::Placements &placements, const QString &name, const QString &file,
+                              bool autosave, bool join);
 
     views::GraphDocument *doc_;
     QStatusBar *status_;
@@ -89,8 +118,11 @@ private:
     QTimer *autosave_timer_ = nullptr;
     bool save_in_flight_ = false;
     bool save_again_ = false;
-    QFuture<QPair<qint64, QString>> save_future_;
+    QFuture<Saved> save_future_;
     QLabel *save_label_ = nullptr;
+    QAction *projects_action_ = nullptr;
+    SessionProjectsDialog *projects_dialog_ = nullptr;
+    quint64 open_generation_ = 0;  // the project read last asked for
 };
 
 }  // namespace tapestry::studio

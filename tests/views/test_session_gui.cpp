@@ -1,0 +1,258 @@
+// The studio's session as a user meets it, through the real window: a project
+// file opened again goes on with the session project it made (no new project, and
+// no new version while the file is the same; a new version, the earlier kept, when
+// the file changed); File ▸ Session Projects… lists the projects, opens one,
+// renames one in place (F2) and deletes one after asking — never the one the
+// window shows.
+#include <QAbstractItemView>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest/QtTest>
+
+#include "app/studio/session_projects_dialog.h"
+#include "store/session.h"
+#include "studio_support.h"
+
+using namespace tapestry;
+using namespace tapestry::studio;
+using namespace tapestry::studio::testing;
+
+namespace {
+
+constexpr int kTimeoutMs = 60000;
+
+// Opens `path` and waits for it to be laid out and its join of the session saved.
+bool openAndJoin(MainWindow &w, const QString &path) {
+    QSignalSpy saved(w.sessions(), &SessionController::saved);
+    if (!openAndWait(w, path)) return false;
+    if (saved.count() == 0 && !saved.wait(kTimeoutMs)) return false;
+    return saved.back().front().toString().isEmpty();
+}
+
+store::ProjectInfo projectInfo(MainWindow &w, qint64 id) {
+    auto p = w.sessions()->session()->project(id);
+    return p ? *p : store::ProjectInfo{};
+}
+
+size_t projectCount(MainWindow &w) {
+    auto all = w.sessions()->session()->projects();
+    return all ? all->size() : 0;
+}
+
+// The dialog, opened from the File menu's action, once it has listed the session.
+SessionProjectsDialog *openProjectsDialog(MainWindow &w) {
+    w.sessions()->projectsAction()->trigger();
+    SessionProjectsDialog *d = w.sessions()->projectsDialog();
+    if (!d) return nullptr;
+    QSignalSpy listed(d, &SessionProjectsDialog::listed);
+    if (d->isBusy() && !listed.wait(kTimeoutMs)) return nullptr;
+    return d;
+}
+
+// The name editor F2 opened (an earlier one may linger, hidden, until deleted later).
+QLineEdit *nameEditor(SessionProjectsDialog *d) {
+    for (QLineEdit *e : d->list()->viewport()->findChildren<QLineEdit *>())
+        if (e->isVisible()) return e;
+    return nullptr;
+}
+
+QTreeWidgetItem *rowOf(SessionProjectsDialog *d, qint64 id) {
+    for (int i = 0; i < d->list()->topLevelItemCount(); ++i)
+        if (SessionProjectsDialog::projectOf(d->list()->topLevelItem(i)) == id) return d->list()->topLevelItem(i);
+    return nullptr;
+}
+
+}  // namespace
+
+class TestSessionGui : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        lookLikeTheStudioForScreenshots();
+        QSettings().remove(QStringLiteral("window"));
+        if (qEnvironmentVariableIsEmpty("TAPESTRY_SOURCE_DIR")) QSKIP("TAPESTRY_SOURCE_DIR is not set (CTest sets it)");
+    }
+
+    void reopeningAFileGoesOnWithItsProject() {
+        QTemporaryDir dir;
+        const QString file = dir.filePath("mlp.tapestry.json");
+        QVERIFY(QFile::copy(examplePath("mlp"), file));
+        MainWindow w;
+        w.show();
+        QVERIFY(openSessionAndWait(w, dir.filePath("work.tapestry-session")));  // the example joins
+        const qint64 example = w.sessions()->projectId();
+        QVERIFY(example != 0);
+
+        QVERIFY(openAndJoin(w, file));
+        const qint64 made = w.sessions()->projectId();
+        QVERIFY(made != 0 && made != example);
+        QCOMPARE(projectCount(w), size_t{2});
+        QCOMPARE(projectInfo(w, made).version_count, 1);
+
+        // The example, then the copy, again: each goes on with its own project,
+        // and neither gets a version it already has.
+        QVERIFY(openAndJoin(w, examplePath("mlp")));
+        QCOMPARE(w.sessions()->projectId(), example);
+        QVERIFY(openAndJoin(w, file));
+        QCOMPARE(w.sessions()->projectId(), made);
+        QCOMPARE(projectCount(w), size_t{2});
+        QCOMPARE(projectInfo(w, made).version_count, 1);
+        QCOMPARE(projectInfo(w, example).version_count, 1);
+        const QString said = w.statusBar()->currentMessage();
+        QVERIFY2(said.contains("goes on with its project in the session, whose latest version it is"), qPrintable(said));
+        QCOMPARE(w.findChild<QLabel *>(QStringLiteral("saveLabel"))->text(), QStringLiteral("In the session"));
+
+        // Changed on disk: the same project, a new version; the first is kept.
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QByteArray text = f.readAll();
+            f.close();
+            QVERIFY(text.contains("\"name\": \"activations\""));
+            text.replace("\"name\": \"activations\"", "\"name\": \"inputs\"");
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write(text);
+        }
+        QVERIFY(openAndJoin(w, file));
+        QCOMPARE(w.sessions()->projectId(), made);
+        QCOMPARE(projectCount(w), size_t{2});
+        QCOMPARE(projectInfo(w, made).version_count, 2);
+        auto latest = w.sessions()->session()->load_latest(made);
+        QVERIFY(latest);
+        QCOMPARE(latest->find_tensor(TensorId("x"))->name, std::string("inputs"));
+        auto first = w.sessions()->session()->version_by_number(made, 1);
+        QVERIFY(first);
+        QCOMPARE(w.sessions()->session()->load_version(first->id)->find_tensor(TensorId("x"))->name,
+                 std::string("activations"));
+        QVERIFY2(w.statusBar()->currentMessage().contains("as a new version (the earlier ones are kept)"),
+                 qPrintable(w.statusBar()->currentMessage()));
+    }
+
+    void sessionProjectsOpensRenamesAndDeletes() {
+        QTemporaryDir dir;
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(!w.sessions()->projectsAction()->isEnabled());  // no session yet
+        QVERIFY(openSessionAndWait(w, dir.filePath("work.tapestry-session")));
+        QVERIFY(w.sessions()->projectsAction()->isEnabled());
+        const qint64 mlp = w.sessions()->projectId();
+        QVERIFY(openAndJoin(w, examplePath("attention")));
+        const qint64 attention = w.sessions()->projectId();
+        QVERIFY(attention != mlp);
+
+        SessionProjectsDialog *d = openProjectsDialog(w);
+        QVERIFY(d);
+        QVERIFY(d->isVisible());
+        QCOMPARE(d->list()->topLevelItemCount(), 2);
+        // Newest first, by the time kept (both were saved within the same minute).
+        QCOMPARE(SessionProjectsDialog::projectOf(d->list()->topLevelItem(0)), attention);
+        QVERIFY2(d->statusLabel()->text().contains("2 projects in work.tapestry-session"),
+                 qPrintable(d->statusLabel()->text()));
+        QTreeWidgetItem *shown = rowOf(d, attention);
+        QVERIFY(shown);
+        QVERIFY(shown->font(0).bold());  // the one the window shows
+        QCOMPARE(shown->text(1), QStringLiteral("1"));
+        QVERIFY2(shown->text(5).endsWith("attention.tapestry.json"), qPrintable(shown->text(5)));
+        d->list()->setCurrentItem(shown);
+        QVERIFY(d->openButton()->isEnabled());
+        QVERIFY(!d->deleteButton()->isEnabled());  // never the window's own
+        QVERIFY(d->deleteButton()->toolTip().contains("open another one before deleting it"));
+
+        // The filter hides what does not match.
+        QTest::keyClicks(d->filterEdit(), "atten");
+        QVERIFY(rowOf(d, mlp)->isHidden());
+        QVERIFY(!rowOf(d, attention)->isHidden());
+        d->filterEdit()->clear();
+        QVERIFY(!rowOf(d, mlp)->isHidden());
+        screenshot(*d, QStringLiteral("session-projects.png"));
+
+        // Open the MLP: the dialog closes, the window shows it, read in the background.
+        d->list()->setCurrentItem(rowOf(d, mlp));
+        QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+        d->openButton()->click();
+        QVERIFY(ready.wait(kTimeoutMs) || ready.count() > 0);
+        QVERIFY(!w.sessions()->projectsDialog() || !w.sessions()->projectsDialog()->isVisible());
+        QCOMPARE(w.sessions()->projectId(), mlp);
+        QCOMPARE(w.document()->graph().name, std::string("mlp"));
+        QVERIFY(w.document()->source().path.isEmpty());  // the session's project, not the file
+
+        // Rename the window's project in place (F2, type, Enter): the title follows.
+        QTest::qWait(50);
+        d = openProjectsDialog(w);
+        QVERIFY(d);
+        d->list()->setCurrentItem(rowOf(d, mlp));
+        QVERIFY(d->renameButton()->isEnabled());
+        QSignalSpy renamed(d, &SessionProjectsDialog::renamed);
+        QTest::keyClick(d->list(), Qt::Key_F2);
+        QLineEdit *editor = nameEditor(d);
+        QVERIFY(editor);
+        editor->selectAll();
+        QTest::keyClicks(editor, "MLP, tuned");
+        QTest::keyClick(editor, Qt::Key_Return);
+        QVERIFY(renamed.wait(kTimeoutMs));
+        QCOMPARE(renamed.front().at(1).toString(), QStringLiteral("MLP, tuned"));
+        QCOMPARE(QString::fromStdString(projectInfo(w, mlp).name), QStringLiteral("MLP, tuned"));
+        QCOMPARE(w.document()->source().name, QStringLiteral("MLP, tuned"));
+        QVERIFY2(w.windowTitle().contains("MLP, tuned"), qPrintable(w.windowTitle()));
+        QSignalSpy listed(d, &SessionProjectsDialog::listed);
+        if (d->isBusy()) QVERIFY(listed.wait(kTimeoutMs));
+        QCOMPARE(rowOf(d, mlp)->text(0), QStringLiteral("MLP, tuned"));
+
+        // An empty name is refused, the name kept.
+        d->list()->setCurrentItem(rowOf(d, attention));
+        QTest::keyClick(d->list(), Qt::Key_F2);
+        editor = nameEditor(d);
+        QVERIFY(editor);
+        editor->selectAll();
+        QTest::keyClick(editor, Qt::Key_Delete);
+        QTest::keyClick(editor, Qt::Key_Return);
+        // The delegate commits on Return once the event loop runs.
+        QTRY_VERIFY2(d->statusLabel()->text().contains("A project needs a name"), qPrintable(d->statusLabel()->text()));
+        QCOMPARE(rowOf(d, attention)->text(0), QStringLiteral("attention.tapestry.json"));
+        if (d->isBusy()) QVERIFY(listed.wait(kTimeoutMs));
+        QCOMPARE(QString::fromStdString(projectInfo(w, attention).name), QStringLiteral("attention.tapestry.json"));
+
+        // Delete the attention project (now not the window's): asked first; Cancel keeps it.
+        d->list()->setCurrentItem(rowOf(d, attention));
+        QVERIFY(d->deleteButton()->isEnabled());
+        d->deleteButton()->click();
+        auto *box = d->findChild<QMessageBox *>(QStringLiteral("deleteProjectBox"));
+        QVERIFY(box && box->isVisible());
+        QVERIFY2(box->text().contains("with its 1 version"), qPrintable(box->text()));
+        box->button(QMessageBox::Cancel)->click();
+        QTest::qWait(20);
+        QCOMPARE(projectCount(w), size_t{2});
+        QSignalSpy deleted(d, &SessionProjectsDialog::deleted);
+        QTest::keyClick(d->list(), Qt::Key_Delete);
+        box = d->findChild<QMessageBox *>(QStringLiteral("deleteProjectBox"));
+        QVERIFY(box && box->isVisible());
+        QPushButton *yes = nullptr;
+        for (QAbstractButton *b : box->buttons())
+            if (b->text() == QStringLiteral("Delete")) yes = qobject_cast<QPushButton *>(b);
+        QVERIFY(yes);
+        yes->click();
+        QVERIFY(deleted.wait(kTimeoutMs));
+        QCOMPARE(deleted.front().front().toLongLong(), attention);
+        QVERIFY(listed.wait(kTimeoutMs));
+        QCOMPARE(projectCount(w), size_t{1});
+        QCOMPARE(d->list()->topLevelItemCount(), 1);
+        QVERIFY2(d->statusLabel()->text().startsWith("Deleted attention.tapestry.json; 1 project in"),
+                 qPrintable(d->statusLabel()->text()));
+        QCOMPARE(w.sessions()->projectId(), mlp);  // the window's project is untouched
+        d->close();
+    }
+};
+
+QTEST_MAIN(TestSessionGui)
+#include "test_session_gui.moc"
