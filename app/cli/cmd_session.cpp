@@ -1,9 +1,10 @@
-// `tapestry session list|launches|searches|export|import`: moves projects in and
-// out of a session file (store/session.h, docs/sessions.md) as *.tapestry.json,
-// and lists the launches and searches it keeps. list and export
-// open the session read-only (they work while the studio has it open); import
-// opens it read-write, waiting up to --wait seconds (default 10) for another
-// process that holds it, and is then refused, exit 1.
+// `tapestry session list|launches|searches|export|import|rename|delete`: moves
+// projects in and out of a session file (store/session.h, docs/sessions.md) as
+// *.tapestry.json, lists the launches and searches it keeps, and renames or
+// deletes a project. list, launches, searches and export open the session
+// read-only (they work while the studio has it open); import, rename and delete
+// open it read-write, waiting up to --wait seconds (default 10) for another
+// process that holds it, and are then refused, exit 1.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
@@ -43,6 +44,9 @@ struct SessionCommandOptions {
     // searches
     long long search = 0;  // 0: every search run
     std::string export_front;
+    // rename, delete
+    std::string new_name;
+    bool yes = false;
 };
 
 int store_failure(const store::StoreError &e) {
@@ -247,6 +251,53 @@ int import_command(const SessionCommandOptions &o) {
     if (!version) return store_failure(version.error());
     std::cout << "imported " << o.file << " → " << o.session << ": project '" << name << "' (id " << *project
               << "), version " << version->number << ", " << version->node_count << " nodes\n";
+    return kExitOk;
+}
+
+// The session opened read-write (waiting --wait seconds for another process
+// that holds it) and the project PROJECT names; an exit code when either cannot be had.
+int open_for_writing(const SessionCommandOptions &o, std::unique_ptr<store::Session> &session,
+                     store::ProjectInfo &project) {
+    const auto wait = std::chrono::milliseconds(static_cast<std::int64_t>(o.wait_seconds * 1000));
+    auto opened = store::Session::open(o.session, store::OpenMode::read_write, wait);
+    if (!opened) return store_failure(opened.error());
+    session = std::move(opened).value();
+    auto projects = session->projects();
+    if (!projects) return store_failure(projects.error());
+    return find_project(*projects, o.session, o.project, project);
+}
+
+int rename_command(const SessionCommandOptions &o) {
+    if (o.new_name.empty()) {
+        std::cerr << "tapestry: NEW_NAME: a project needs a name\n";
+        return kExitUsage;
+    }
+    std::unique_ptr<store::Session> session;
+    store::ProjectInfo p;
+    if (int code = open_for_writing(o, session, p); code != kExitOk) return code;
+    if (auto renamed = session->rename_project(p.id, o.new_name); !renamed) return store_failure(renamed.error());
+    std::cout << o.session << ": project " << p.id << " '" << p.name << "' is now '" << o.new_name << "'\n";
+    return kExitOk;
+}
+
+int delete_command(const SessionCommandOptions &o) {
+    std::unique_ptr<store::Session> session;
+    store::ProjectInfo p;
+    if (int code = open_for_writing(o, session, p); code != kExitOk) return code;
+    auto plans = session->plans(p.id);
+    if (!plans) return store_failure(plans.error());
+    auto searches = session->search_runs(p.id);
+    if (!searches) return store_failure(searches.error());
+    std::string what = plural(p.version_count, "version");
+    if (!plans->empty()) what += ", " + plural(static_cast<long long>(plans->size()), "plan") + " with their launches";
+    if (!searches->empty()) what += ", " + plural(static_cast<long long>(searches->size()), "search run");
+    if (!o.yes) {
+        std::cerr << "tapestry: " << o.session << ": deleting project " << p.id << " '" << p.name << "' removes its "
+                  << what << "; nothing was deleted (add --yes to delete it)\n";
+        return kExitUsage;
+    }
+    if (auto deleted = session->delete_project(p.id); !deleted) return store_failure(deleted.error());
+    std::cout << o.session << ": deleted project " << p.id << " '" << p.name << "' with its " << what << "\n";
     return kExitOk;
 }
 
@@ -474,9 +525,14 @@ int searches_command(const SessionCommandOptions &o) {
 
 void add_session_command(CLI::App &app, std::function<int()> &action) {
     auto o = std::make_shared<SessionCommandOptions>();
+    auto add_wait = [o](CLI::App *sub) {
+        sub->add_option("--wait", o->wait_seconds,
+                        "Seconds to wait while another process holds the session (default 10; 0: refuse at once)")
+            ->check(CLI::Range(0.0, 3600.0));
+    };
     CLI::App *cmd = app.add_subcommand(
-        "session", "Move projects in and out of a session file (*.tapestry-session): list, export, import; the "
-                   "launches and searches it keeps.");
+        "session", "Move projects in and out of a session file (*.tapestry-session): list, export, import, "
+                   "rename, delete; the launches and searches it keeps.");
     cmd->require_subcommand(1);
     cmd->footer(
         "Exit codes: 0 done, 1 the session or project cannot be read or written (the message says why: "
@@ -541,10 +597,24 @@ void add_session_command(CLI::App &app, std::function<int()> &action) {
     importer->add_option("FILE", o->file, "Project file (*.tapestry.json)")->required();
     importer->add_option("--name", o->name, "Project name (default: the project's own name)");
     add_allow_outside_data_flag(importer, o->allow_outside_data);
-    importer->add_option("--wait", o->wait_seconds,
-                         "Seconds to wait while another process holds the session (default 10; 0: refuse at once)")
-        ->check(CLI::Range(0.0, 3600.0));
+    add_wait(importer);
     importer->callback([o, &action] { action = [o] { return import_command(*o); }; });
+
+    CLI::App *renamer = cmd->add_subcommand("rename", "Rename a project of a session.");
+    renamer->add_option("SESSION", o->session, "Session file")->required();
+    renamer->add_option("PROJECT", o->project, "Project name or id")->required();
+    renamer->add_option("NEW_NAME", o->new_name, "Its new name")->required();
+    add_wait(renamer);
+    renamer->callback([o, &action] { action = [o] { return rename_command(*o); }; });
+
+    CLI::App *deleter = cmd->add_subcommand(
+        "delete", "Delete a project from a session, with its versions, plans and their launches, and search runs; "
+                  "without --yes it only says what would go.");
+    deleter->add_option("SESSION", o->session, "Session file")->required();
+    deleter->add_option("PROJECT", o->project, "Project name or id")->required();
+    deleter->add_flag("--yes", o->yes, "Delete it (there is no undo)");
+    add_wait(deleter);
+    deleter->callback([o, &action] { action = [o] { return delete_command(*o); }; });
 }
 
 }  // namespace tapestry::cli

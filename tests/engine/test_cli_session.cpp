@@ -1,4 +1,4 @@
-// `tapestry session list|export|import` as a user meets it (docs/cli.md,
+// `tapestry session list|export|import|rename|delete` as a user meets it (docs/cli.md,
 // docs/sessions.md): runs the binary named by $TAPESTRY_CLI and checks exit codes,
 // messages, --json output, exported files, and that refused sessions stay
 // byte-identical.
@@ -160,6 +160,58 @@ private slots:
         QCOMPARE(file_hash(path("again/valued.data/w.npy")), file_hash(path("out/valued.data/w.npy")));
     }
 
+    void rename_and_delete() {
+        const QString session = path("tidy.tapestry-session");
+        QCOMPARE(run({"session", "import", session, mlp_}).code, 0);
+        QCOMPARE(run({"session", "import", session, mlp_}).code, 0);
+        QCOMPARE(run({"session", "import", session, gpt_, "--name", "GPT-2 block"}).code, 0);
+
+        // Two are named 'mlp': by name is refused, by id works.
+        Result r = run({"session", "rename", session, "mlp", "MLP tuned"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("2 projects are named 'mlp'; name one by its id: 1 2"), r.err.constData());
+        r = run({"session", "rename", session, "2", "MLP tuned"});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(QString::fromUtf8(r.out).trimmed(), session + ": project 2 'mlp' is now 'MLP tuned'");
+        QVERIFY2(run({"session", "list", session}).out.contains("  2  MLP tuned  1 version"), "renamed in the list");
+        r = run({"session", "rename", session, "mlp", ""});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("a project needs a name"), r.err.constData());
+
+        // Without --yes it only says what would go.
+        const QByteArray before = file_hash(session);
+        r = run({"session", "delete", session, "GPT-2 block"});
+        QCOMPARE(r.code, 2);
+        QCOMPARE(QString::fromUtf8(r.err).trimmed(),
+                 "tapestry: " + session +
+                     ": deleting project 3 'GPT-2 block' removes its 1 version; nothing was deleted (add --yes to "
+                     "delete it)");
+        QCOMPARE(file_hash(session), before);
+        r = run({"session", "delete", session, "GPT-2 block", "--yes"});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(QString::fromUtf8(r.out).trimmed(), session + ": deleted project 3 'GPT-2 block' with its 1 version");
+        r = run({"session", "list", session});
+        QVERIFY2(r.out.startsWith((session + ": 2 projects").toUtf8()), r.out.constData());
+        QVERIFY(!r.out.contains("GPT-2 block"));
+        r = run({"session", "delete", session, "GPT-2 block", "--yes"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("no project named 'GPT-2 block' (it has: 'mlp', 'MLP tuned')"), r.err.constData());
+
+        // What a project keeps besides its versions is named before it goes.
+        QCOMPARE(run({"optimize", mlp_, "--target", "h100", "--devices", "2", "--evaluations", "20", "--session",
+                      session})
+                     .code,
+                 0);
+        r = run({"session", "delete", session, "mlp (searches)"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("'mlp (searches)' removes its 1 version, 1 search run; nothing was deleted"),
+                 r.err.constData());
+        r = run({"session", "delete", session, "mlp (searches)", "--yes"});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("with its 1 version, 1 search run"), r.out.constData());
+        QVERIFY(!run({"session", "searches", session}).out.contains("mlp (searches)"));
+    }
+
     // ---- errors -------------------------------------------------------------------------
 
     void usage_errors_data() {
@@ -169,6 +221,8 @@ private slots:
         QTest::newRow("list without session") << QStringList{"session", "list"};
         QTest::newRow("import without file") << QStringList{"session", "import", "s.tapestry-session"};
         QTest::newRow("bad version") << QStringList{"session", "export", "s", "p", "--version", "0"};
+        QTest::newRow("rename without a new name") << QStringList{"session", "rename", "s", "p"};
+        QTest::newRow("delete without a project") << QStringList{"session", "delete", "s"};
     }
     void usage_errors() {
         QFETCH(QStringList, args);
@@ -229,7 +283,9 @@ private slots:
         const QByteArray before = file_hash(session);
         for (const QStringList &args : {QStringList{"session", "list", session},
                                         QStringList{"session", "export", session, "-o", path("refused-out")},
-                                        QStringList{"session", "import", session, mlp_}}) {
+                                        QStringList{"session", "import", session, mlp_},
+                                        QStringList{"session", "rename", session, "mlp", "x", "--wait", "0"},
+                                        QStringList{"session", "delete", session, "mlp", "--yes", "--wait", "0"}}) {
             const Result r = run(args);
             QCOMPARE(r.code, 1);
             QVERIFY2(r.err.contains(message.toUtf8()), r.err.constData());
@@ -242,7 +298,7 @@ private slots:
     void help_lists_the_actions() {
         const Result r = run({"session", "--help"});
         QCOMPARE(r.code, 0);
-        for (const char *word : {"list", "export", "import"}) QVERIFY2(r.out.contains(word), r.out.constData());
+        for (const char *word : {"list", "export", "import", "rename", "delete"}) QVERIFY2(r.out.contains(word), r.out.constData());
         QVERIFY(run({"--help"}).out.contains("session"));
     }
 };
