@@ -9,6 +9,7 @@
 #include "graph/validate.h"
 #include "io/project_file.h"
 #include "ops/library.h"
+#include "views/session_versions.h"
 
 namespace tapestry::views {
 
@@ -60,7 +61,7 @@ ProjectLoader::ProjectLoader(QObject *parent) : QObject(parent) {
     qRegisterMetaType<tapestry::views::LoadedProject>();
 }
 
-quint64 ProjectLoader::start(const QString &path) {
+quint64 ProjectLoader::start(const QString &path, std::shared_ptr<store::Session> session) {
     const quint64 job = ++job_;
     running_ = true;
     auto *watcher = new QFutureWatcher<LoadedProject>(this);
@@ -70,7 +71,15 @@ quint64 ProjectLoader::start(const QString &path) {
         running_ = false;
         emit loaded(job, watcher->result());
     });
-    watcher->setFuture(QtConcurrent::run([path] { return load_and_validate(path); }));
+    watcher->setFuture(QtConcurrent::run([path, session] {
+        LoadedProject out = load_and_validate(path);
+        if (session && out.opened) {
+            FileArrangement kept = arrangementOfFile(*session, path, out.graph);
+            out.positions = std::move(kept.positions);
+            out.pinned = std::move(kept.pinned);
+        }
+        return out;
+    }));
     return job;
 }
 

@@ -1,15 +1,21 @@
 // Loads and validates a project file off the GUI thread: parsing
 // (io/project_file.h) and validation against the standard op library
 // (graph/validate.h) run in the thread pool; the outcome arrives on the GUI
-// thread through a queued signal. A newer load supersedes an older one.
+// thread through a queued signal. A newer load supersedes an older one. Given the
+// open session, the same job reads how it keeps the file's nodes (positions, pins).
 #pragma once
 
+#include <QHash>
 #include <QObject>
+#include <QPointF>
+#include <QSet>
 #include <QString>
+#include <memory>
 #include <vector>
 
 #include "graph/graph.h"
 #include "graph/issue.h"
+#include "store/session.h"
 
 namespace tapestry::views {
 
@@ -21,6 +27,10 @@ struct LoadedProject {
     std::vector<Issue> load_issues;        // syntax and schema problems
     std::vector<Issue> validation_issues;  // semantic findings of validate()
     qint64 elapsed_ms = 0;
+    // With a session: the arrangement the project this file continues keeps
+    // (views::arrangementOfFile), empty when there is none.
+    QHash<QString, QPointF> positions;
+    QSet<QString> pinned;
 
     std::vector<Issue> allIssues() const;
 };
@@ -33,7 +43,8 @@ class ProjectLoader : public QObject {
 public:
     explicit ProjectLoader(QObject *parent = nullptr);
     // Starts loading `path`; a running load is superseded (its result dropped).
-    quint64 start(const QString &path);
+    // With `session`, the node arrangement it keeps for the file comes too.
+    quint64 start(const QString &path, std::shared_ptr<store::Session> session = nullptr);
     void cancel();
     bool isRunning() const { return running_; }
 

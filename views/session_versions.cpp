@@ -53,6 +53,23 @@ qint64 projectOfFile(store::Session &session, const QString &file) {
     return 0;
 }
 
+FileArrangement arrangementOfFile(store::Session &session, const QString &file, const Graph &graph) {
+    FileArrangement out;
+    const qint64 project = projectOfFile(session, file);
+    if (project == 0) return out;
+    auto latest = session.load_latest(project);
+    if (!latest || !sameGraph(*latest, graph)) return out;
+    auto placements = session.placements(project);
+    if (!placements) return out;
+    out.project = project;
+    for (const auto &[node, p] : *placements) {
+        const QString id = QString::fromStdString(node);
+        out.positions.insert(id, QPointF(p.x, p.y));
+        if (p.pinned) out.pinned.insert(id);
+    }
+    return out;
+}
+
 QString recordProjectFile(store::Session &session, qint64 project, const QString &file) {
     if (project == 0 || file.isEmpty()) return {};
     const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("path"), file}}).toJson(QJsonDocument::Compact);

@@ -3,6 +3,9 @@
 // Optimize docks; called on worker threads, as every session write is.
 #pragma once
 
+#include <QHash>
+#include <QPointF>
+#include <QSet>
 #include <QString>
 
 #include "graph/graph.h"
@@ -27,5 +30,17 @@ VersionHolding versionHolding(store::Session &session, qint64 project, const QSt
 qint64 projectOfFile(store::Session &session, const QString &file);
 // Records that `project` is the one `file` continues; "" or the store's message.
 QString recordProjectFile(store::Session &session, qint64 project, const QString &file);
+
+// How the project `file` continues keeps its nodes: the positions and pins of its
+// latest version, when that version is `graph` (the file is unchanged since);
+// `project` 0 and nothing else when there is no such project, the file changed,
+// or the session cannot say. Project files keep no layout, so this is what
+// brings a user's arrangement back when the file is opened again.
+struct FileArrangement {
+    qint64 project = 0;
+    QHash<QString, QPointF> positions;
+    QSet<QString> pinned;
+};
+FileArrangement arrangementOfFile(store::Session &session, const QString &file, const Graph &graph);
 
 }  // namespace tapestry::views

@@ -120,6 +120,7 @@ void MainWindow::createControllers() {
     launch_->setOptimizer(optimize_);  // a lost device is re-planned through the search
     project_ = new ProjectController(doc_, canvas_, status, this);
     project_->setSave([this] { return save(); });
+    project_->setSession([this] { return session_->sharedSession(); });
     editing_->setNewDocument([this] { project_->newProject(); });
 }
 

@@ -117,7 +117,7 @@ void ProjectController::openProject(const QString &path) {
     import_->cancel();
     setBusy(true, saving_, tr("Opening %1…").arg(info.fileName()));
     if (!doc_->isOpen()) canvas_->view()->setPlaceholderText(tr("Opening %1…").arg(info.fileName()));
-    loader_->start(pending_path_);
+    loader_->start(pending_path_, session_ ? session_() : nullptr);
 }
 
 bool ProjectController::isPlanFile(const QString &path) {
@@ -173,7 +173,8 @@ void ProjectController::onProjectLoaded(quint64, const views::LoadedProject &pro
         views::DocumentSource source;
         source.path = project.path;
         source.name = name;
-        replace(source, project.graph, project.load_issues, project.validation_issues);
+        replace(source, project.graph, project.load_issues, project.validation_issues, project.positions,
+                project.pinned);
         emit projectLoaded(true);
     });
     setBusy(false, saving_);  // after the layout of the new document started: the window stays busy

@@ -14,6 +14,7 @@
 #include <QString>
 #include <QStringList>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "graph/graph.h"
@@ -22,6 +23,10 @@
 class QMenu;
 class QStatusBar;
 class QWidget;
+
+namespace tapestry::store {
+class Session;
+}
 
 namespace tapestry::views {
 class GraphDocument;
@@ -77,6 +82,9 @@ public:
     // What File ▸ Save does, for "Save" in the unsaved-changes question; false
     // when it did not save (the user cancelled a file dialog).
     void setSave(std::function<bool()> save) { save_ = std::move(save); }
+    // The open session (or none): a project file opened again gets back the node
+    // arrangement the session keeps for it (views::arrangementOfFile).
+    void setSession(std::function<std::shared_ptr<store::Session>()> session) { session_ = std::move(session); }
 
 signals:
     // An open ended: the document was replaced (true), or not (false: the file
@@ -119,6 +127,7 @@ private:
     bool loading_ = false;
     bool saving_ = false;
     std::function<bool()> save_;
+    std::function<std::shared_ptr<store::Session>()> session_;
 };
 
 }  // namespace tapestry::studio

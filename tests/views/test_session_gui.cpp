@@ -1,11 +1,12 @@
 // The studio's session as a user meets it, through the real window: a project
 // file opened again goes on with the session project it made (no new project, and
-// no new version while the file is the same; a new version, the earlier kept, when
-// the file changed); File ▸ Session Projects… lists the projects, opens one,
-// renames one in place (F2) and deletes one after asking — never the one the
-// window shows.
+// no new version while the file is the same, its saved node arrangement back; a
+// new version, the earlier kept, when the file changed); File ▸ Session
+// Projects… lists the projects, opens one, renames one in place (F2) and deletes
+// one after asking — never the one the window shows.
 #include <QAbstractItemView>
 #include <QFile>
+#include <QGraphicsItem>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -136,6 +137,59 @@ private slots:
                  std::string("activations"));
         QVERIFY2(w.statusBar()->currentMessage().contains("as a new version (the earlier ones are kept)"),
                  qPrintable(w.statusBar()->currentMessage()));
+    }
+
+    void reopeningAFileBringsBackItsArrangement() {
+        QTemporaryDir dir;
+        const QString file = dir.filePath("mlp.tapestry.json");
+        QVERIFY(QFile::copy(examplePath("mlp"), file));
+        MainWindow w;
+        w.show();
+        QVERIFY(openSessionAndWait(w, dir.filePath("work.tapestry-session")));
+        QVERIFY(openAndJoin(w, file));
+        const qint64 made = w.sessions()->projectId();
+
+        // Drag x somewhere the layout would never put it, pin h1, and save (Ctrl+S:
+        // with a session, File ▸ Save saves into it).
+        QGraphicsItem *x = w.scene()->nodeItem(QStringLiteral("x"));
+        QVERIFY(x);
+        const QPointF from = x->pos();
+        const QPointF to = from + QPointF(-640, 480);
+        x->setPos(to);
+        emit w.scene()->nodesMoved({{QStringLiteral("x"), from}}, {{QStringLiteral("x"), to}});
+        w.document()->setPinned({QStringLiteral("h1")}, true);
+        QVERIFY(w.document()->isModified());
+        QSignalSpy saved(w.sessions(), &SessionController::saved);
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        QTest::keyClick(&w, Qt::Key_S, Qt::ControlModifier);
+        QVERIFY(saved.count() > 0 || saved.wait(kTimeoutMs));
+        QCOMPARE(saved.back().front().toString(), QString());
+        QVERIFY(!w.document()->isModified());
+
+        // Another project, then the file again: x is where it was dragged, h1 pinned.
+        QVERIFY(openAndJoin(w, examplePath("attention")));
+        QVERIFY(openAndJoin(w, file));
+        QCOMPARE(w.sessions()->projectId(), made);
+        QCOMPARE(w.scene()->nodeItem(QStringLiteral("x"))->pos(), to);
+        QCOMPARE(w.document()->positions().value(QStringLiteral("x")), to);
+        QVERIFY(w.document()->pinned().contains(QStringLiteral("h1")));
+        QVERIFY(!w.document()->isModified());
+
+        // Changed on disk: a new version, laid out afresh (the old arrangement may not fit).
+        {
+            QFile f(file);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QByteArray text = f.readAll();
+            f.close();
+            text.replace("\"name\": \"activations\"", "\"name\": \"inputs\"");
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write(text);
+        }
+        QVERIFY(openAndJoin(w, file));
+        QCOMPARE(w.sessions()->projectId(), made);
+        QVERIFY(w.scene()->nodeItem(QStringLiteral("x"))->pos() != to);
+        QVERIFY(w.document()->pinned().isEmpty());
     }
 
     void sessionProjectsOpensRenamesAndDeletes() {
