@@ -57,7 +57,7 @@ void recordLaunch(const LaunchJob &job, const launch::LaunchResult &result, cons
     if (job.plan_file) {
         recorded = launch::record_plan_file_launch(session, job.plan->plan, result, check, model ? &*model : nullptr);
     } else {
-        const VersionHolding held = versionHolding(session, job.project, job.project_name, job.document);
+        const VersionHolding held = versionHolding(session, job.project, job.project_name, job.project_file, job.document);
         out.project = held.project;
         if (!held.error.isEmpty()) {
             out.record_error = held.error;

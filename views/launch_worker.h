@@ -39,11 +39,12 @@ struct LaunchJob {
     QString transport = QStringLiteral("auto");    // cuda: launch::CudaBackendOptions::transport by name
     bool tf32 = false;                             // cuda: launch::CudaBackendOptions::tf32
     // Where the launch is kept (none: not kept): the session, the document's
-    // project there (0: created, named `project_name`) and the document's graph,
-    // the editor version the plan hangs off.
+    // project there (0: the one `project_file` continues, else made, named
+    // `project_name`) and the document's graph, the editor version the plan hangs off.
     std::shared_ptr<store::Session> session;
     qint64 project = 0;
     QString project_name;
+    QString project_file;
     Graph document;
     store::PlanId plan_id = 0;  // the plan as saved before (0: save it)
     // The plan was read from a file, not made from the document: kept as `tapestry

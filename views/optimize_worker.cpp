@@ -78,7 +78,7 @@ JobRun startRun(const SearchJob &job, const RunSettings &settings) {
     JobRun out;
     if (!job.session) return out;
     const QString name = job.project_name.isEmpty() ? QStringLiteral("untitled") : job.project_name;
-    const VersionHolding held = versionHolding(*job.session, job.project, name, job.setup.graph);
+    const VersionHolding held = versionHolding(*job.session, job.project, name, job.project_file, job.setup.graph);
     out.project = held.project;
     if (!held.error.isEmpty()) {
         out.keeper.fail(held.error.toStdString());

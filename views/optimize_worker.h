@@ -90,6 +90,7 @@ struct SearchJob {
     std::shared_ptr<store::Session> session;
     qint64 project = 0;    // the session project the graph is of (0: made by the first save)
     QString project_name;  // its name, should it have to be made
+    QString project_file;  // the file the document was read from ("" none)
 };
 
 // What a search has done since the last update.

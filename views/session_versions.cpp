@@ -2,43 +2,67 @@
 
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <mutex>
 
 #include "views/graph_diff.h"
 
 namespace tapestry::views {
 
-VersionHolding versionHolding(store::Session &session, qint64 project, const QString &name, const Graph &graph) {
+namespace {
+
+constexpr std::string_view kSourceFileKey = "source_file";
+
+// Held while a writer finds or makes a file's project (and, in versionHolding,
+// the version it hangs off): the finding and the making are one step.
+std::mutex &fileProjectsLock() {
+    static std::mutex lock;
+    return lock;
+}
+
+FileProject findOrMakeProject(store::Session &session, const QString &file, const QString &name) {
+    FileProject out;
+    out.project = projectOfFile(session, file);
+    out.continued = out.project != 0;
+    if (out.continued) return out;
+    auto created = session.create_project(name.toStdString());
+    if (!created) {
+        out.error = QString::fromStdString(created.error().message);
+        return out;
+    }
+    out.project = *created;
+    // Should this not be written, the file only makes a new project the next time.
+    (void)recordProjectFile(session, out.project, file);
+    return out;
+}
+
+}  // namespace
+
+VersionHolding versionHolding(store::Session &session, qint64 project, const QString &name, const QString &file,
+                              const Graph &graph) {
     VersionHolding out;
+    const std::lock_guard<std::mutex> lock(fileProjectsLock());
+    if (project == 0) {
+        const FileProject found = findOrMakeProject(session, file, name);
+        if (!found.error.isEmpty()) {
+            out.error = found.error;
+            return out;
+        }
+        project = found.project;
+    }
     out.project = project;
-    if (project != 0) {
-        auto info = session.project(project);
-        auto latest = session.load_latest(project);
-        if (info && latest && sameGraph(*latest, graph)) {
-            out.version = info->latest_version_id;
-            return out;
-        }
+    auto info = session.project(project);
+    auto latest = session.load_latest(project);
+    if (info && latest && sameGraph(*latest, graph)) {
+        out.version = info->latest_version_id;
+        return out;
     }
-    if (out.project == 0) {
-        auto created = session.create_project(name.toStdString());
-        if (!created) {
-            out.error = QString::fromStdString(created.error().message);
-            return out;
-        }
-        out.project = *created;
-    }
-    auto saved = session.save_version(out.project, graph, "autosave");
+    auto saved = session.save_version(project, graph, "autosave");
     if (!saved)
         out.error = QString::fromStdString(saved.error().message);
     else
         out.version = saved->id;
     return out;
 }
-
-namespace {
-
-constexpr std::string_view kSourceFileKey = "source_file";
-
-}  // namespace
 
 qint64 projectOfFile(store::Session &session, const QString &file) {
     if (file.isEmpty()) return 0;
@@ -75,6 +99,11 @@ QString recordProjectFile(store::Session &session, qint64 project, const QString
     const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("path"), file}}).toJson(QJsonDocument::Compact);
     auto set = session.set_state(project, kSourceFileKey, json.toStdString());
     return set ? QString() : QString::fromStdString(set.error().message);
+}
+
+FileProject projectForFile(store::Session &session, const QString &file, const QString &name) {
+    const std::lock_guard<std::mutex> lock(fileProjectsLock());
+    return findOrMakeProject(session, file, name);
 }
 
 }  // namespace tapestry::views

@@ -20,9 +20,11 @@ struct VersionHolding {
 };
 
 // The project's latest editor version when it is `graph`; else `graph` saved as
-// a new "autosave" version — the project named `name` created first when
-// `project` is 0.
-VersionHolding versionHolding(store::Session &session, qint64 project, const QString &name, const Graph &graph);
+// a new "autosave" version. With `project` 0: the project `file` continues
+// (projectForFile), else one named `name` made for it. The whole of it holds
+// projectForFile's lock: racing callers hold one version, not one each.
+VersionHolding versionHolding(store::Session &session, qint64 project, const QString &name, const QString &file,
+                              const Graph &graph);
 
 // The project a document read from `file` (an absolute path: a project file or an
 // imported model) continues: the newest one the studio made for that file or last
@@ -30,6 +32,18 @@ VersionHolding versionHolding(store::Session &session, qint64 project, const QSt
 qint64 projectOfFile(store::Session &session, const QString &file);
 // Records that `project` is the one `file` continues; "" or the store's message.
 QString recordProjectFile(store::Session &session, qint64 project, const QString &file);
+
+// The project a document read from `file` goes into: the one the file continues,
+// else a new one named `name`, recorded as the file's ("" file: always a new one,
+// recorded nowhere). Finding and making are one step under a process-wide lock,
+// so a save and a Stages run or a launch racing for a document just opened make
+// one project, not two (another process cannot have the session open).
+struct FileProject {
+    qint64 project = 0;      // 0 with an error
+    bool continued = false;  // it existed
+    QString error;
+};
+FileProject projectForFile(store::Session &session, const QString &file, const QString &name);
 
 // How the project `file` continues keeps its nodes: the positions and pins of its
 // latest version, when that version is `graph` (the file is unchanged since);

@@ -299,6 +299,7 @@ bool LaunchController::startLaunch(const views::LaunchSettings &settings) {
         job.plan_file = !plans_->openedFrom().isEmpty();
         job.project = session_->projectId();
         job.project_name = doc_->source().name;
+        job.project_file = doc_->source().path;
         job.document = doc_->graph();
         if (saved_plan_.lock() == shown && saved_in_.lock() == job.session) job.plan_id = saved_plan_id_;
         job.target = uncalibratedTarget(shown->plan);

@@ -486,6 +486,7 @@ bool OptimizeController::startSearch() {
     job.session = session_->sharedSession();
     job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
+    job.project_file = doc_->source().path;
     last_error_.clear();
     rememberSettings();
     target_label_ = target_box_->currentText();

@@ -221,18 +221,13 @@ SessionController::Saved SessionController::saveSnapshot(store::Session &session
                                                          const QString &file, bool autosave, bool join) {
     Saved out;
     if (project == 0) {
-        project = views::projectOfFile(session, file);
-        out.continued = project != 0;
-        if (project == 0) {
-            auto created = session.create_project(name.toStdString());
-            if (!created) {
-                out.error = qs(created.error().message);
-                return out;
-            }
-            project = *created;
-            // Should this not be written, the file only makes a new project the next time.
-            (void)views::recordProjectFile(session, project, file);
+        const views::FileProject found = views::projectForFile(session, file, name);
+        if (!found.error.isEmpty()) {
+            out.error = found.error;
+            return out;
         }
+        project = found.project;
+        out.continued = found.continued;
         session.set_state(store::kSessionScope, "current_project", std::to_string(project));
         if (out.continued && join)
             if (auto latest = session.load_latest(project); latest && views::sameGraph(*latest, graph)) {

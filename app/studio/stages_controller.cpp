@@ -78,9 +78,9 @@ RestoredStages readStages(store::Session &session, qint64 project) {
 
 // Writes a pipeline's stages on the version they ran on (saving that graph first
 // when the latest version is not it). Runs on a worker thread.
-QPair<qint64, QString> writeStages(store::Session &session, qint64 project, const QString &name,
+QPair<qint64, QString> writeStages(store::Session &session, qint64 project, const QString &name, const QString &file,
                                    const std::vector<Stage> &stages, const std::string &options_json) {
-    const views::VersionHolding held = views::versionHolding(session, project, name, stages.front().graph);
+    const views::VersionHolding held = views::versionHolding(session, project, name, file, stages.front().graph);
     if (!held.error.isEmpty()) return qMakePair(held.project, held.error);
     project = held.project;
     const store::VersionId version = held.version;
@@ -377,6 +377,7 @@ void StagesController::saveStages(const std::vector<Stage> &stages, const QStrin
     std::shared_ptr<store::Session> session = session_->sharedSession();
     const qint64 known_project = session_->projectId();
     const QString name = doc_->source().name.isEmpty() ? tr("untitled") : doc_->source().name;
+    const QString file = doc_->source().path;
     QJsonObject opts{{QStringLiteral("passes"), timeline_->passesText().simplified()},
                      {QStringLiteral("specs"), timeline_->specsText().simplified()},
                      {QStringLiteral("numeric"), timeline_->numeric()},
@@ -392,8 +393,8 @@ void StagesController::saveStages(const std::vector<Stage> &stages, const QStrin
         emit stagesSaved(error);
     });
     // Off the GUI thread, like the document's saves: the stage graphs are shared nodes.
-    watcher->setFuture(QtConcurrent::run([session, known_project, name, stages, options_json] {
-        return writeStages(*session, known_project, name, stages, options_json);
+    watcher->setFuture(QtConcurrent::run([session, known_project, name, file, stages, options_json] {
+        return writeStages(*session, known_project, name, file, stages, options_json);
     }));
 }
 

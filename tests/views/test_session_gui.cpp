@@ -6,6 +6,7 @@
 // one after asking — never the one the window shows.
 #include <QAbstractItemView>
 #include <QFile>
+#include <QFileInfo>
 #include <QGraphicsItem>
 #include <QLabel>
 #include <QLineEdit>
@@ -18,9 +19,14 @@
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest/QtTest>
+#include <chrono>
+#include <thread>
+#include <vector>
 
 #include "app/studio/session_projects_dialog.h"
 #include "store/session.h"
+#include "views/project_loader.h"
+#include "views/session_versions.h"
 #include "studio_support.h"
 
 using namespace tapestry;
@@ -190,6 +196,45 @@ private slots:
         QCOMPARE(w.sessions()->projectId(), made);
         QVERIFY(w.scene()->nodeItem(QStringLiteral("x"))->pos() != to);
         QVERIFY(w.document()->pinned().isEmpty());
+    }
+
+    // A save, a Stages run and a launch of a document just opened all ask, on
+    // worker threads, which project its file goes into: they get one, never two.
+    void racingWritersOfAFileMakeOneProject() {
+        QTemporaryDir dir;
+        auto opened = store::Session::open(dir.filePath("race.tapestry-session").toStdString(),
+                                           store::OpenMode::read_write, std::chrono::milliseconds(0));
+        QVERIFY(opened);
+        std::shared_ptr<store::Session> session(std::move(opened).value().release());
+        const views::LoadedProject mlp = views::load_and_validate(examplePath("mlp"));
+        QVERIFY(mlp.opened);
+        const QString file = QFileInfo(examplePath("mlp")).absoluteFilePath();
+        constexpr int kWriters = 8;
+        std::vector<qint64> got(kWriters, 0);
+        std::vector<QString> errors(kWriters);
+        std::vector<std::thread> writers;
+        for (int i = 0; i < kWriters; ++i)
+            writers.emplace_back([&, i] {
+                if (i % 2 == 0) {
+                    const views::VersionHolding held = views::versionHolding(*session, 0, "mlp", file, mlp.graph);
+                    got[static_cast<size_t>(i)] = held.project;
+                    errors[static_cast<size_t>(i)] = held.error;
+                } else {
+                    const views::FileProject found = views::projectForFile(*session, file, "mlp");
+                    got[static_cast<size_t>(i)] = found.project;
+                    errors[static_cast<size_t>(i)] = found.error;
+                }
+            });
+        for (std::thread &t : writers) t.join();
+        for (int i = 0; i < kWriters; ++i) {
+            QVERIFY2(errors[static_cast<size_t>(i)].isEmpty(), qPrintable(errors[static_cast<size_t>(i)]));
+            QCOMPARE(got[static_cast<size_t>(i)], got.front());
+        }
+        auto projects = session->projects();
+        QVERIFY(projects);
+        QCOMPARE(projects->size(), size_t{1});
+        QCOMPARE(projects->front().version_count, 1);  // the same graph: one version, held by all
+        QCOMPARE(views::projectOfFile(*session, file), got.front());
     }
 
     void sessionProjectsOpensRenamesAndDeletes() {
