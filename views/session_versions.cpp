@@ -64,16 +64,18 @@ VersionHolding versionHolding(store::Session &session, qint64 project, const QSt
     return out;
 }
 
+QString fileOfProject(store::Session &session, qint64 project) {
+    auto json = session.state(project, kSourceFileKey);
+    if (!json || !json->has_value()) return {};
+    return QJsonDocument::fromJson(QByteArray::fromStdString(**json)).object().value(QStringLiteral("path")).toString();
+}
+
 qint64 projectOfFile(store::Session &session, const QString &file) {
     if (file.isEmpty()) return 0;
     auto projects = session.projects();
     if (!projects) return 0;
-    for (auto p = projects->rbegin(); p != projects->rend(); ++p) {
-        auto json = session.state(p->id, kSourceFileKey);
-        if (!json || !json->has_value()) continue;
-        const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(**json)).object();
-        if (o.value(QStringLiteral("path")).toString() == file) return p->id;
-    }
+    for (auto p = projects->rbegin(); p != projects->rend(); ++p)
+        if (fileOfProject(session, p->id) == file) return p->id;
     return 0;
 }
 

@@ -30,6 +30,8 @@ VersionHolding versionHolding(store::Session &session, qint64 project, const QSt
 // imported model) continues: the newest one the studio made for that file or last
 // saved it as; 0 when there is none (or the session cannot say).
 qint64 projectOfFile(store::Session &session, const QString &file);
+// The file `project` continues, "" when none is recorded.
+QString fileOfProject(store::Session &session, qint64 project);
 // Records that `project` is the one `file` continues; "" or the store's message.
 QString recordProjectFile(store::Session &session, qint64 project, const QString &file);
 

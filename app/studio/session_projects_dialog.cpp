@@ -6,8 +6,6 @@
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
@@ -18,6 +16,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "dock.h"
+#include "views/session_versions.h"
 
 namespace tapestry::studio {
 
@@ -32,7 +31,8 @@ public:
     using QTreeWidgetItem::QTreeWidgetItem;
     bool operator<(const QTreeWidgetItem &other) const override {
         const int column = treeWidget() ? treeWidget()->sortColumn() : kName;
-        if (column == kUpdated) return data(kUpdated, Qt::UserRole).toString() < other.data(kUpdated, Qt::UserRole).toString();
+        if (column == kUpdated)
+            return data(kUpdated, Qt::UserRole).toString() < other.data(kUpdated, Qt::UserRole).toString();
         return QTreeWidgetItem::operator<(other);
     }
 };
@@ -65,11 +65,7 @@ SessionProjectListing listSessionProjects(store::Session &session) {
             row.searches = static_cast<int>(runs->size());
         else if (out.error.isEmpty())
             out.error = qs(runs.error().message);
-        if (auto file = session.state(p.id, "source_file"); file && file->has_value())
-            row.file = QJsonDocument::fromJson(QByteArray::fromStdString(**file))
-                           .object()
-                           .value(QStringLiteral("path"))
-                           .toString();
+        row.file = views::fileOfProject(session, p.id);
         out.rows.push_back(std::move(row));
     }
     return out;

@@ -116,7 +116,8 @@ private slots:
         QCOMPARE(projectInfo(w, made).version_count, 1);
         QCOMPARE(projectInfo(w, example).version_count, 1);
         const QString said = w.statusBar()->currentMessage();
-        QVERIFY2(said.contains("goes on with its project in the session, whose latest version it is"), qPrintable(said));
+        QVERIFY2(said.contains("goes on with its project in the session, whose latest version it is"),
+                 qPrintable(said));
         QCOMPARE(w.findChild<QLabel *>(QStringLiteral("saveLabel"))->text(), QStringLiteral("In the session"));
 
         // Changed on disk: the same project, a new version; the first is kept.
