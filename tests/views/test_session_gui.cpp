@@ -45,6 +45,24 @@ bool openAndJoin(MainWindow &w, const QString &path) {
     return saved.back().front().toString().isEmpty();
 }
 
+// The window shown on a new session in `dir`, with `file` a copy of the MLP example.
+bool startOnACopy(MainWindow &w, const QTemporaryDir &dir, const QString &file) {
+    if (!QFile::copy(examplePath("mlp"), file)) return false;
+    w.show();
+    return openSessionAndWait(w, dir.filePath("work.tapestry-session"));
+}
+
+// Edits the MLP project file as another editor would: its input tensor renamed.
+bool renameTheInputOnDisk(const QString &file) {
+    QFile f(file);
+    if (!f.open(QIODevice::ReadOnly)) return false;
+    QByteArray text = f.readAll();
+    f.close();
+    if (!text.contains("\"name\": \"activations\"")) return false;
+    text.replace("\"name\": \"activations\"", "\"name\": \"inputs\"");
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(text) == text.size();
+}
+
 store::ProjectInfo projectInfo(MainWindow &w, qint64 id) {
     auto p = w.sessions()->session()->project(id);
     return p ? *p : store::ProjectInfo{};
@@ -93,10 +111,8 @@ private slots:
     void reopeningAFileGoesOnWithItsProject() {
         QTemporaryDir dir;
         const QString file = dir.filePath("mlp.tapestry.json");
-        QVERIFY(QFile::copy(examplePath("mlp"), file));
         MainWindow w;
-        w.show();
-        QVERIFY(openSessionAndWait(w, dir.filePath("work.tapestry-session")));  // the example joins
+        QVERIFY(startOnACopy(w, dir, file));  // the example joins the new session
         const qint64 example = w.sessions()->projectId();
         QVERIFY(example != 0);
 
@@ -121,16 +137,7 @@ private slots:
         QCOMPARE(w.findChild<QLabel *>(QStringLiteral("saveLabel"))->text(), QStringLiteral("In the session"));
 
         // Changed on disk: the same project, a new version; the first is kept.
-        {
-            QFile f(file);
-            QVERIFY(f.open(QIODevice::ReadOnly));
-            QByteArray text = f.readAll();
-            f.close();
-            QVERIFY(text.contains("\"name\": \"activations\""));
-            text.replace("\"name\": \"activations\"", "\"name\": \"inputs\"");
-            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-            f.write(text);
-        }
+        QVERIFY(renameTheInputOnDisk(file));
         QVERIFY(openAndJoin(w, file));
         QCOMPARE(w.sessions()->projectId(), made);
         QCOMPARE(projectCount(w), size_t{2});
@@ -149,10 +156,8 @@ private slots:
     void reopeningAFileBringsBackItsArrangement() {
         QTemporaryDir dir;
         const QString file = dir.filePath("mlp.tapestry.json");
-        QVERIFY(QFile::copy(examplePath("mlp"), file));
         MainWindow w;
-        w.show();
-        QVERIFY(openSessionAndWait(w, dir.filePath("work.tapestry-session")));
+        QVERIFY(startOnACopy(w, dir, file));
         QVERIFY(openAndJoin(w, file));
         const qint64 made = w.sessions()->projectId();
 
@@ -184,15 +189,7 @@ private slots:
         QVERIFY(!w.document()->isModified());
 
         // Changed on disk: a new version, laid out afresh (the old arrangement may not fit).
-        {
-            QFile f(file);
-            QVERIFY(f.open(QIODevice::ReadOnly));
-            QByteArray text = f.readAll();
-            f.close();
-            text.replace("\"name\": \"activations\"", "\"name\": \"inputs\"");
-            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-            f.write(text);
-        }
+        QVERIFY(renameTheInputOnDisk(file));
         QVERIFY(openAndJoin(w, file));
         QCOMPARE(w.sessions()->projectId(), made);
         QVERIFY(w.scene()->nodeItem(QStringLiteral("x"))->pos() != to);
