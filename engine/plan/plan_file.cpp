@@ -340,8 +340,14 @@ Expected<Plan, std::string> parse_plan(const std::string &text, const std::strin
             r.fail(p + ".bytes", std::to_string(buf.bytes) + " is not the size of its region (" +
                                      std::to_string(size_mul(buf.region.size(), dtype_bytes(buf.dtype))) + " bytes)");
         buf.offset = r.integer(j, "offset", p, 0, kMaxElements);
-        buf.first = static_cast<int>(r.integer(j, "first", p, -1, nsteps));
-        buf.last = static_cast<int>(r.integer(j, "last", p, -1, nsteps));
+        // The steps that use it first and last (both -1: none does).
+        buf.first = static_cast<int>(r.integer(j, "first", p, -1, nsteps - 1));
+        buf.last = static_cast<int>(r.integer(j, "last", p, -1, nsteps - 1));
+        if (!r.failed() && (buf.first < 0) != (buf.last < 0))
+            r.fail(p + ".last", "first and last are both -1 (no step uses the buffer) or both steps");
+        if (!r.failed() && buf.last < buf.first)
+            r.fail(p + ".last", "step " + std::to_string(buf.last) + " comes before the first, step " +
+                                    std::to_string(buf.first));
         plan.buffers.push_back(std::move(buf));
     }
     auto regions = [&](const json &j, const char *key, const std::string &p) {

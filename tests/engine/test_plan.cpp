@@ -1052,6 +1052,16 @@ private slots:
         QVERIFY2(tensor.find("is not a tensor of the plan's graph") != std::string::npos, tensor.c_str());
         const std::string order = refuse("\"order\": \"dependency\"", "\"order\": \"sideways\"");
         QVERIFY2(order.find("p.json: source.order: 'sideways' is not a step order (dependency, ready)") == 0, order.c_str());
+        // A buffer's steps are steps of the plan, in order (fuzz_plan_file found the
+        // simulation reading past the steps of a file that said otherwise).
+        const std::string past = refuse("\"last\": ", "\"last\": 9999");
+        QVERIFY2(past.find(".last: expected an integer in [-1, ") != std::string::npos, past.c_str());
+        const std::string half = refuse("\"first\": 0", "\"first\": -1");
+        QVERIFY2(half.find(".last: first and last are both -1 (no step uses the buffer) or both steps") !=
+                     std::string::npos,
+                 half.c_str());
+        const std::string backwards = refuse("\"first\": 0", "\"first\": 3");
+        QVERIFY2(backwards.find(" comes before the first, step 3") != std::string::npos, backwards.c_str());
         QCOMPARE(plan::parse_plan("[]", "p.json").error(), std::string("p.json: expected a JSON object"));
         QVERIFY(!plan::load_plan("/nonexistent/plan.json"));
     }
