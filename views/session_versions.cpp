@@ -88,12 +88,16 @@ FileArrangement arrangementOfFile(store::Session &session, const QString &file, 
     auto placements = session.placements(project);
     if (!placements) return out;
     out.project = project;
-    for (const auto &[node, p] : *placements) {
-        const QString id = QString::fromStdString(node);
-        out.positions.insert(id, QPointF(p.x, p.y));
-        if (p.pinned) out.pinned.insert(id);
-    }
+    unpackPlacements(*placements, out.positions, out.pinned);
     return out;
+}
+
+void unpackPlacements(const store::Placements &placements, QHash<QString, QPointF> &positions, QSet<QString> &pinned) {
+    for (const auto &[node, p] : placements) {
+        const QString id = QString::fromStdString(node);
+        positions.insert(id, QPointF(p.x, p.y));
+        if (p.pinned) pinned.insert(id);
+    }
 }
 
 QString recordProjectFile(store::Session &session, qint64 project, const QString &file) {

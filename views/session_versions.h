@@ -58,5 +58,7 @@ struct FileArrangement {
     QSet<QString> pinned;
 };
 FileArrangement arrangementOfFile(store::Session &session, const QString &file, const Graph &graph);
+// Placements as the canvas takes them: node positions, and the pinned nodes.
+void unpackPlacements(const store::Placements &placements, QHash<QString, QPointF> &positions, QSet<QString> &pinned);
 
 }  // namespace tapestry::views

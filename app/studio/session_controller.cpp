@@ -168,12 +168,7 @@ std::optional<SessionProject> SessionController::readProject(store::Session &ses
     p.id = id;
     p.name = qs(info->name);
     p.graph = *graph;
-    if (auto placements = session.placements(id)) {
-        for (const auto &[node, pl] : *placements) {
-            p.positions.insert(qs(node), QPointF(pl.x, pl.y));
-            if (pl.pinned) p.pinned.insert(qs(node));
-        }
-    }
+    if (auto placements = session.placements(id)) views::unpackPlacements(*placements, p.positions, p.pinned);
     return p;
 }
 
@@ -190,9 +185,12 @@ void SessionController::onDocumentChanged(GraphDocument::Changes what) {
             session_->set_state(store::kSessionScope, "current_project", std::to_string(project_id_));
         return;
     }
-    // Saved as another file: that file goes on with this project when opened again.
+    // Saved as another file: that file goes on with this project when opened again
+    // (written off the GUI thread, which a save in flight would hold up).
     if ((what & GraphDocument::Source) && session_ && project_id_ != 0 && !doc_->source().path.isEmpty())
-        (void)views::recordProjectFile(*session_, project_id_, doc_->source().path);
+        (void)QtConcurrent::run([session = session_, project = project_id_, file = doc_->source().path] {
+            return views::recordProjectFile(*session, project, file);
+        });
     if (what & (GraphDocument::Structure | GraphDocument::Params | GraphDocument::Positions | GraphDocument::Pins))
         scheduleAutosave();
 }
