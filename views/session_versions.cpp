@@ -1,7 +1,5 @@
 #include "views/session_versions.h"
 
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <mutex>
 
 #include "views/graph_diff.h"
@@ -9,8 +7,6 @@
 namespace tapestry::views {
 
 namespace {
-
-constexpr std::string_view kSourceFileKey = "source_file";
 
 // Held while a writer finds or makes a file's project (and, in versionHolding,
 // the version it hangs off): the finding and the making are one step.
@@ -65,9 +61,8 @@ VersionHolding versionHolding(store::Session &session, qint64 project, const QSt
 }
 
 QString fileOfProject(store::Session &session, qint64 project) {
-    auto json = session.state(project, kSourceFileKey);
-    if (!json || !json->has_value()) return {};
-    return QJsonDocument::fromJson(QByteArray::fromStdString(**json)).object().value(QStringLiteral("path")).toString();
+    auto file = session.source_file(project);
+    return file ? QString::fromStdString(*file) : QString();
 }
 
 qint64 projectOfFile(store::Session &session, const QString &file) {
@@ -102,14 +97,55 @@ void unpackPlacements(const store::Placements &placements, QHash<QString, QPoint
 
 QString recordProjectFile(store::Session &session, qint64 project, const QString &file) {
     if (project == 0 || file.isEmpty()) return {};
-    const QByteArray json = QJsonDocument(QJsonObject{{QStringLiteral("path"), file}}).toJson(QJsonDocument::Compact);
-    auto set = session.set_state(project, kSourceFileKey, json.toStdString());
+    auto set = session.set_source_file(project, file.toStdString());
     return set ? QString() : QString::fromStdString(set.error().message);
 }
 
 FileProject projectForFile(store::Session &session, const QString &file, const QString &name) {
     const std::lock_guard<std::mutex> lock(fileProjectsLock());
     return findOrMakeProject(session, file, name);
+}
+
+FileProject projectForFile(store::Session &session, const QString &file, const QString &name,
+                           const std::function<void(const FileProject &found)> &then) {
+    const std::lock_guard<std::mutex> lock(fileProjectsLock());
+    FileProject found = findOrMakeProject(session, file, name);
+    if (found.error.isEmpty()) then(found);
+    return found;
+}
+
+SavedSnapshot saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                           const store::Placements &placements, const QString &name, const QString &file,
+                           bool autosave, bool join) {
+    SavedSnapshot out;
+    auto save = [&](qint64 into) {
+        out.project = into;
+        if (join)
+            if (auto latest = session.load_latest(into); latest && sameGraph(*latest, graph)) {
+                out.unchanged = true;
+                // A project saved before keeps its arrangement (what the studio
+                // brought back); one whose only version a racing Stages run or
+                // launch held has none: it gets the document's.
+                auto kept = session.placements(into);
+                if (kept && kept->empty())
+                    if (auto set = session.set_placements(into, placements); !set)
+                        out.error = QString::fromStdString(set.error().message);
+                return;
+            }
+        auto saved = session.save_version(into, graph, autosave ? "autosave" : "save", &placements);
+        if (!saved) out.error = QString::fromStdString(saved.error().message);
+    };
+    if (project != 0) {
+        save(project);
+        return out;
+    }
+    const FileProject found = projectForFile(session, file, name, [&](const FileProject &f) {
+        out.continued = f.continued;
+        (void)session.set_state(store::kSessionScope, "current_project", std::to_string(f.project));
+        save(f.project);
+    });
+    if (!found.error.isEmpty()) out.error = found.error;
+    return out;
 }
 
 }  // namespace tapestry::views

@@ -7,6 +7,7 @@
 #include <QPointF>
 #include <QSet>
 #include <QString>
+#include <functional>
 
 #include "graph/graph.h"
 #include "store/session.h"
@@ -46,6 +47,28 @@ struct FileProject {
     QString error;
 };
 FileProject projectForFile(store::Session &session, const QString &file, const QString &name);
+// projectForFile, then `then(found)` while the lock is still held, so a writer's
+// look at the project's latest version and its save are one step with the finding
+// (the studio's save; versionHolding). Not called when the finding failed.
+FileProject projectForFile(store::Session &session, const QString &file, const QString &name,
+                           const std::function<void(const FileProject &found)> &then);
+
+// One save of the studio's document into the session. With `project` 0, the
+// project `file` continues (projectForFile) or a new one named `name` made for
+// it; `join`: the document was just opened, so when the project's latest
+// version is already `graph` — the file's earlier project, or a version a Stages
+// run or a launch racing this save held — no version is written, and the
+// placements only where the project has none. With `project` 0 the whole of it
+// holds projectForFile's lock.
+struct SavedSnapshot {
+    qint64 project = 0;
+    QString error;           // "" when saved
+    bool continued = false;  // the document went on with the project its file had
+    bool unchanged = false;  // … whose latest version is already its graph: no version written
+};
+SavedSnapshot saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
+                           const store::Placements &placements, const QString &name, const QString &file,
+                           bool autosave, bool join);
 
 // How the project `file` continues keeps its nodes: the positions and pins of its
 // latest version, when that version is `graph` (the file is unchanged since);

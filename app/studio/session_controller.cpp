@@ -14,7 +14,6 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "session_projects_dialog.h"
-#include "views/graph_diff.h"
 #include "views/session_versions.h"
 
 namespace tapestry::studio {
@@ -214,32 +213,6 @@ store::Placements SessionController::placements() const {
     return out;
 }
 
-SessionController::Saved SessionController::saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
-                                                         const store::Placements &placements, const QString &name,
-                                                         const QString &file, bool autosave, bool join) {
-    Saved out;
-    if (project == 0) {
-        const views::FileProject found = views::projectForFile(session, file, name);
-        if (!found.error.isEmpty()) {
-            out.error = found.error;
-            return out;
-        }
-        project = found.project;
-        out.continued = found.continued;
-        session.set_state(store::kSessionScope, "current_project", std::to_string(project));
-        if (out.continued && join)
-            if (auto latest = session.load_latest(project); latest && views::sameGraph(*latest, graph)) {
-                out.project = project;
-                out.unchanged = true;
-                return out;
-            }
-    }
-    out.project = project;
-    auto saved = session.save_version(project, graph, autosave ? "autosave" : "save", &placements);
-    if (!saved) out.error = qs(saved.error().message);
-    return out;
-}
-
 void SessionController::save(bool autosave) {
     save(autosave, false);
 }
@@ -261,10 +234,10 @@ void SessionController::save(bool autosave, bool join) {
     const qint64 known_project = project_id_;
     save_in_flight_ = true;
     save_label_->setText(autosave ? tr("Autosaving…") : tr("Saving…"));
-    auto *watcher = new QFutureWatcher<Saved>(this);
+    auto *watcher = new QFutureWatcher<views::SavedSnapshot>(this);
     const quint64 generation = save_generation_ = generation_;
-    connect(watcher, &QFutureWatcher<Saved>::finished, this, [=, this] {
-        const Saved result = watcher->result();
+    connect(watcher, &QFutureWatcher<views::SavedSnapshot>::finished, this, [=, this] {
+        const views::SavedSnapshot result = watcher->result();
         watcher->deleteLater();
         save_in_flight_ = false;
         const QString time = QTime::currentTime().toString(QStringLiteral("HH:mm:ss"));
@@ -298,7 +271,7 @@ void SessionController::save(bool autosave, bool join) {
         }
     });
     save_future_ = QtConcurrent::run([session, snapshot, placements, name, file, known_project, autosave, join] {
-        return saveSnapshot(*session, known_project, snapshot, placements, name, file, autosave, join);
+        return views::saveSnapshot(*session, known_project, snapshot, placements, name, file, autosave, join);
     });
     watcher->setFuture(save_future_);
 }
@@ -314,7 +287,7 @@ void SessionController::flush() {
         }
         autosave_timer_->stop();
         const QString name = doc_->source().name.isEmpty() ? tr("untitled") : doc_->source().name;
-        project_id_ = saveSnapshot(*session_, project_id_, doc_->graph(), placements(), name, doc_->source().path,
+        project_id_ = views::saveSnapshot(*session_, project_id_, doc_->graph(), placements(), name, doc_->source().path,
                                    true, false)
                           .project;
     }

@@ -19,6 +19,7 @@
 
 #include "graph/graph.h"
 #include "store/session.h"
+#include "views/session_versions.h"
 #include "views/graph_document.h"
 
 class QAction;
@@ -92,21 +93,7 @@ private:
     void onDocumentChanged(views::GraphDocument::Changes what);
     void scheduleAutosave();
     store::Placements placements() const;
-    // What one save into the session did.
-    struct Saved {
-        qint64 project = 0;
-        QString error;           // "" when saved
-        bool continued = false;  // a document from a file went on with the project that file had
-        bool unchanged = false;  // … whose latest version is already its graph: nothing written
-    };
     void save(bool autosave, bool join);
-    // One save into the session. With `project` 0, the project `file` had (the
-    // studio opened it before) goes on, or a new one named `name` is made for it;
-    // `join`: the document was just opened, so a project whose latest version is
-    // already the graph gets no new one.
-    static Saved saveSnapshot(store::Session &session, qint64 project, const Graph &graph,
-                              const store::Placements &placements, const QString &name, const QString &file,
-                              bool autosave, bool join);
 
     views::GraphDocument *doc_;
     QStatusBar *status_;
@@ -118,7 +105,7 @@ private:
     QTimer *autosave_timer_ = nullptr;
     bool save_in_flight_ = false;
     bool save_again_ = false;
-    QFuture<Saved> save_future_;
+    QFuture<views::SavedSnapshot> save_future_;
     QLabel *save_label_ = nullptr;
     QAction *projects_action_ = nullptr;
     SessionProjectsDialog *projects_dialog_ = nullptr;

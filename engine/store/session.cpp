@@ -399,6 +399,19 @@ struct Session::Impl {
         return make_error("not-found", "session " + file + " has no project with id " + std::to_string(id));
     }
 
+    // Replaces the project's placements. Caller holds `mutex`, in a transaction.
+    std::optional<StoreError> write_placements(ProjectId project, const Placements &placements) const {
+        Stmt clear = prepare("DELETE FROM placements WHERE project_id = ?");
+        if (!clear.ok() || clear.bind(1, project).step() != SQLITE_DONE) return sql_error("cannot save placements");
+        for (const auto &[node, p] : placements) {
+            Stmt put = prepare("INSERT INTO placements (project_id, node_id, x, y, pinned) VALUES (?, ?, ?, ?, ?)");
+            if (!put.ok()) return sql_error("cannot save placements");
+            put.bind(1, project).bind_static(2, node).bind(3, p.x).bind(4, p.y).bind(5, p.pinned ? 1 : 0);
+            if (put.step() != SQLITE_DONE) return sql_error("cannot save the placement of " + node);
+        }
+        return std::nullopt;
+    }
+
     // Does row `id` of `table` exist? Caller holds `mutex`.
     bool has_row(std::string_view table, std::int64_t id) const {
         const std::string sql = "SELECT 1 FROM " + std::string(table) + " WHERE id = ?";
@@ -941,18 +954,8 @@ Expected<VersionInfo, StoreError> Session::save_version(ProjectId project, const
     std::vector<std::pair<const TensorData *, Impl::CachedValue>> pending;
     auto info = impl_->insert_version(project, g, kind, pending);
     if (!info) return unexpected(info.error());
-    if (placements) {
-        Stmt clear = impl_->prepare("DELETE FROM placements WHERE project_id = ?");
-        if (!clear.ok() || clear.bind(1, project).step() != SQLITE_DONE)
-            return unexpected(impl_->sql_error("cannot save placements"));
-        for (const auto &[node, p] : *placements) {
-            Stmt put =
-                impl_->prepare("INSERT INTO placements (project_id, node_id, x, y, pinned) VALUES (?, ?, ?, ?, ?)");
-            if (!put.ok()) return unexpected(impl_->sql_error("cannot save placements"));
-            put.bind(1, project).bind_static(2, node).bind(3, p.x).bind(4, p.y).bind(5, p.pinned ? 1 : 0);
-            if (put.step() != SQLITE_DONE) return unexpected(impl_->sql_error("cannot save the placement of " + node));
-        }
-    }
+    if (placements)
+        if (auto e = impl_->write_placements(project, *placements)) return unexpected(*e);
     {
         Stmt touch = impl_->prepare("UPDATE projects SET updated_at = ? WHERE id = ?");
         if (!touch.ok() || touch.bind(1, info->saved_at).bind(2, project).step() != SQLITE_DONE)
@@ -961,6 +964,17 @@ Expected<VersionInfo, StoreError> Session::save_version(ProjectId project, const
     if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the save"));
     impl_->adopt(pending);
     return info;
+}
+
+Status Session::set_placements(ProjectId project, const Placements &placements) {
+    std::lock_guard lock(impl_->mutex);
+    if (auto e = impl_->require_writer()) return unexpected(*e);
+    Impl::Transaction tx(*impl_);
+    if (!tx.active) return unexpected(impl_->sql_error("cannot start a transaction"));
+    if (!impl_->has_project(project)) return unexpected(impl_->no_project(project));
+    if (auto e = impl_->write_placements(project, placements)) return unexpected(*e);
+    if (!tx.commit()) return unexpected(impl_->sql_error("cannot commit the placements"));
+    return Done{};
 }
 
 Expected<std::vector<VersionInfo>, StoreError> Session::versions(ProjectId project, bool include_stages) const {
@@ -1062,6 +1076,23 @@ Expected<std::optional<std::string>, StoreError> Session::state(StateScope scope
     if (rc == SQLITE_ROW) return std::optional<std::string>(s.text(0));
     if (rc != SQLITE_DONE) return unexpected(impl_->sql_error("cannot read state"));
     return std::optional<std::string>();
+}
+
+namespace {
+constexpr std::string_view kSourceFileKey = "source_file";
+}
+
+Expected<std::string, StoreError> Session::source_file(ProjectId project) const {
+    auto text = state(project, kSourceFileKey);
+    if (!text) return unexpected(text.error());
+    if (!text->has_value()) return std::string();
+    const nlohmann::json doc = nlohmann::json::parse(**text, nullptr, false);
+    if (!doc.is_object() || !doc.contains("path") || !doc["path"].is_string()) return std::string();
+    return doc["path"].get<std::string>();
+}
+
+Status Session::set_source_file(ProjectId project, std::string_view path) {
+    return set_state(project, kSourceFileKey, nlohmann::json{{"path", std::string(path)}}.dump());
 }
 
 // ---- stages ------------------------------------------------------------------------------

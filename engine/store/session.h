@@ -246,11 +246,20 @@ public:
     // The newest editor version of a project ("not-found" when it has none).
     Expected<Graph, StoreError> load_latest(ProjectId project) const;
     Expected<Placements, StoreError> placements(ProjectId project) const;
+    // Replaces the project's placements without a new version (the arrangement of
+    // a version another writer saved of the same graph).
+    Status set_placements(ProjectId project, const Placements &placements);
 
     // ---- studio state: key → JSON text, per session or per project
     Status set_state(StateScope scope, std::string_view key, std::string_view json);
     // The JSON text, or std::nullopt when the key is not set.
     Expected<std::optional<std::string>, StoreError> state(StateScope scope, std::string_view key) const;
+    // The file a project continues: the studio records it when it makes a project
+    // for a file it opened, and when the project is saved as another file; opening
+    // that file again goes on with the project. Project state "source_file",
+    // {"path": "/absolute/file"}; "" when none is recorded (or it does not parse).
+    Expected<std::string, StoreError> source_file(ProjectId project) const;
+    Status set_source_file(ProjectId project, std::string_view path);
 
     // ---- stages (schema v2)
     // Saves `stage_graph` as a version of kind "stage" of the same project and the

@@ -290,6 +290,22 @@ private slots:
             const Placements moved{{"fc1", {1, 2, false}}};
             QVERIFY(s->save_version(p, g, "autosave", &moved));  // given: replaced
             QCOMPARE(*s->placements(p), moved);
+            const auto versions_before = s->versions(p)->size();
+            const Placements again{{"x", {7, 8, true}}};
+            QVERIFY(s->set_placements(p, again));  // replaced without a version
+            QCOMPARE(*s->placements(p), again);
+            QCOMPARE(s->versions(p)->size(), versions_before);
+            QCOMPARE(QString::fromStdString(s->set_placements(99, again).error().code), QString("not-found"));
+            QVERIFY(s->set_placements(p, moved));
+
+            // The file a project continues: none, recorded, moved.
+            QCOMPARE(*s->source_file(p), std::string());
+            QVERIFY(s->set_source_file(p, "/work/mlp \"one\".tapestry.json"));
+            QCOMPARE(*s->source_file(p), std::string("/work/mlp \"one\".tapestry.json"));
+            QCOMPARE(**s->state(p, "source_file"), std::string("{\"path\":\"/work/mlp \\\"one\\\".tapestry.json\"}"));
+            QVERIFY(s->set_state(p, "source_file", R"({"elsewhere": 1})"));  // not ours: no file
+            QCOMPARE(*s->source_file(p), std::string());
+            QVERIFY(s->set_source_file(p, "/work/mlp.tapestry.json"));
 
             QVERIFY(s->set_state(kSessionScope, "open_tabs", R"([1, 2])"));
             QVERIFY(s->set_state(kSessionScope, "open_tabs", R"([2])"));
@@ -305,7 +321,9 @@ private slots:
         QVERIFY(!s->state(p, "open_tabs")->has_value());  // scopes are separate
         QVERIFY(!s->state(kSessionScope, "missing")->has_value());
         QCOMPARE(s->placements(p)->at("fc1"), (NodePlacement{1, 2, false}));
+        QCOMPARE(*s->source_file(p), std::string("/work/mlp.tapestry.json"));
         // A read-only session writes nothing.
+        QCOMPARE(QString::fromStdString(s->set_placements(p, {}).error().code), QString("read-only"));
         QCOMPARE(QString::fromStdString(s->set_state(kSessionScope, "k", "1").error().code), QString("read-only"));
         QCOMPARE(QString::fromStdString(s->create_project("x").error().code), QString("read-only"));
     }
