@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "graph/validate.h"
+#include "views/session_versions.h"
 #include "io/bounded_file.h"
 #include "io/onnx_import.h"
 #include "ops/library.h"
@@ -213,7 +214,8 @@ OnnxImportWorker::OnnxImportWorker(QObject *parent) : QObject(parent) {
     qRegisterMetaType<tapestry::views::OnnxImportOutcome>();
 }
 
-quint64 OnnxImportWorker::start(const QString &path, const QMap<QString, qint64> &dim_values) {
+quint64 OnnxImportWorker::start(const QString &path, const QMap<QString, qint64> &dim_values,
+                                std::shared_ptr<store::Session> session) {
     const quint64 job = ++job_;
     running_ = true;
     auto *watcher = new QFutureWatcher<OnnxImportOutcome>(this);
@@ -223,7 +225,15 @@ quint64 OnnxImportWorker::start(const QString &path, const QMap<QString, qint64>
         running_ = false;
         emit finished(job, watcher->result());
     });
-    watcher->setFuture(QtConcurrent::run([path, dim_values] { return import_onnx_model(path, dim_values); }));
+    watcher->setFuture(QtConcurrent::run([path, dim_values, session] {
+        OnnxImportOutcome out = import_onnx_model(path, dim_values);
+        if (session && out.ok) {
+            FileArrangement kept = arrangementOfFile(*session, path, out.graph);
+            out.positions = std::move(kept.positions);
+            out.pinned = std::move(kept.pinned);
+        }
+        return out;
+    }));
     return job;
 }
 

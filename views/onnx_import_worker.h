@@ -4,16 +4,21 @@
 // that were not given; the result arrives through a queued signal.
 #pragma once
 
+#include <QHash>
 #include <QMap>
 #include <QObject>
+#include <QPointF>
+#include <QSet>
 #include <QString>
 #include <QStringList>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
 #include "graph/issue.h"
+#include "store/session.h"
 
 namespace tapestry::views {
 
@@ -27,6 +32,10 @@ struct OnnxImportOutcome {
     QStringList missing_dims;          // symbolic dimensions that need a value; nothing was imported
     QMap<QString, qint64> dim_values;  // the values used
     qint64 elapsed_ms = 0;
+    // With a session: the arrangement the project this model continues keeps
+    // (views::arrangementOfFile: its latest version is this import's graph), else empty.
+    QHash<QString, QPointF> positions;
+    QSet<QString> pinned;
 };
 
 // The dim_param names of a serialized ModelProto's graph inputs (initializers
@@ -41,8 +50,10 @@ class OnnxImportWorker : public QObject {
     Q_OBJECT
 public:
     explicit OnnxImportWorker(QObject *parent = nullptr);
-    // Starts importing; a running import is superseded (its result dropped).
-    quint64 start(const QString &path, const QMap<QString, qint64> &dim_values = {});
+    // Starts importing; a running import is superseded (its result dropped). With
+    // `session`, the node arrangement it keeps for the model comes too.
+    quint64 start(const QString &path, const QMap<QString, qint64> &dim_values = {},
+                  std::shared_ptr<store::Session> session = nullptr);
     void cancel();
     bool isRunning() const { return running_; }
 

@@ -240,7 +240,7 @@ void ProjectController::importOnnx(const QString &path, const QMap<QString, qint
     loader_->cancel();  // an import supersedes a load in flight, and vice versa
     pending_path_.clear();
     setBusy(true, saving_, tr("Importing %1…").arg(QFileInfo(path).fileName()));
-    import_->start(QFileInfo(path).absoluteFilePath(), dim_values);
+    import_->start(QFileInfo(path).absoluteFilePath(), dim_values, session_ ? session_() : nullptr);
 }
 
 void ProjectController::onImportFinished(quint64, const views::OnnxImportOutcome &outcome) {
@@ -275,7 +275,7 @@ void ProjectController::onImportFinished(quint64, const views::OnnxImportOutcome
         source.name = tr("%1 (imported)").arg(name);
         source.imported = true;
         source.import_dims = outcome.dim_values;
-        replace(source, outcome.graph, {}, outcome.validation_issues);
+        replace(source, outcome.graph, {}, outcome.validation_issues, outcome.positions, outcome.pinned);
         // An older model went through ONNX's version converter: say so.
         if (const std::string note = onnx_conversion_note(outcome.graph); !note.empty())
             status_->showMessage(status_->currentMessage() + QStringLiteral("; ") + QString::fromStdString(note),

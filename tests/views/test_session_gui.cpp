@@ -20,6 +20,7 @@
 #include <QTreeWidget>
 #include <QtTest/QtTest>
 #include <chrono>
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -153,6 +154,38 @@ private slots:
                  qPrintable(w.statusBar()->currentMessage()));
     }
 
+    // Save As moves the project to the new file: opening that file goes on with
+    // it, and the old file, opened again, is a project of its own.
+    void saveAsMovesTheProjectToTheNewFile() {
+        QTemporaryDir dir;
+        const QString file = dir.filePath("mlp.tapestry.json");
+        const QString renamed = QFileInfo(dir.filePath("mlp-v2.tapestry.json")).absoluteFilePath();
+        MainWindow w;
+        QVERIFY(startOnACopy(w, dir, file));
+        QVERIFY(openAndJoin(w, file));
+        const qint64 made = w.sessions()->projectId();
+        const size_t projects = projectCount(w);
+
+        QSignalSpy saved(w.project(), &ProjectController::projectSaved);
+        w.project()->saveProjectAs(renamed);
+        QVERIFY(saved.count() > 0 || saved.wait(kTimeoutMs));
+        QCOMPARE(saved.back().at(1).toString(), QString());
+        QCOMPARE(w.document()->source().path, renamed);
+        // Recorded off the GUI thread: wait until the session says so.
+        QTRY_COMPARE_WITH_TIMEOUT(views::fileOfProject(*w.sessions()->session(), made), renamed, kTimeoutMs);
+        QCOMPARE(views::projectOfFile(*w.sessions()->session(), renamed), made);
+
+        QVERIFY(openAndJoin(w, examplePath("attention")));
+        QVERIFY(openAndJoin(w, renamed));
+        QCOMPARE(w.sessions()->projectId(), made);
+        QCOMPARE(projectCount(w), projects + 1);  // only the attention example's
+        QCOMPARE(projectInfo(w, made).version_count, 1);
+        // The old file no longer continues it: opened, it makes a project of its own.
+        QVERIFY(openAndJoin(w, file));
+        QVERIFY(w.sessions()->projectId() != made);
+        QCOMPARE(projectCount(w), projects + 2);
+    }
+
     void reopeningAFileBringsBackItsArrangement() {
         QTemporaryDir dir;
         const QString file = dir.filePath("mlp.tapestry.json");
@@ -196,43 +229,127 @@ private slots:
         QVERIFY(w.document()->pinned().isEmpty());
     }
 
+    // An ONNX model imported again goes on with its project, and its nodes come
+    // back where they were saved.
+    void reimportingAModelBringsBackItsArrangement() {
+        QTemporaryDir dir;
+        const QString model = dir.filePath("gemm.onnx");
+        const QString source = qEnvironmentVariable("TAPESTRY_SOURCE_DIR") +
+                               QStringLiteral("/tests/fuzz/onnx_corpus/test_gemm_all_attributes.onnx");
+        QVERIFY(QFile::copy(source, model));
+        MainWindow w;
+        QVERIFY(startOnACopy(w, dir, dir.filePath("mlp.tapestry.json")));
+        auto import = [&w](const QString &path) {
+            QSignalSpy imported(w.project(), &ProjectController::importFinished);
+            QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+            QSignalSpy saved(w.sessions(), &SessionController::saved);
+            w.project()->importOnnx(path);
+            return (imported.count() > 0 || imported.wait(kTimeoutMs)) && imported.front().front().toBool() &&
+                   (ready.count() > 0 || ready.wait(kTimeoutMs)) && (saved.count() > 0 || saved.wait(kTimeoutMs));
+        };
+        QVERIFY(import(model));
+        const qint64 made = w.sessions()->projectId();
+        QVERIFY(made != 0);
+        QVERIFY(!w.document()->positions().isEmpty());
+        const QString node = w.document()->positions().cbegin().key();
+        QGraphicsItem *item = w.scene()->nodeItem(node);
+        QVERIFY(item);
+        const QPointF from = item->pos();
+        const QPointF to = from + QPointF(520, -360);
+        item->setPos(to);
+        emit w.scene()->nodesMoved({{node, from}}, {{node, to}});
+        w.document()->setPinned({node}, true);
+        QSignalSpy saved(w.sessions(), &SessionController::saved);
+        w.sessions()->save(false);
+        QVERIFY(saved.count() > 0 || saved.wait(kTimeoutMs));
+        QCOMPARE(saved.back().front().toString(), QString());
+
+        QVERIFY(openAndJoin(w, examplePath("attention")));
+        QVERIFY(import(model));
+        QCOMPARE(w.sessions()->projectId(), made);
+        QCOMPARE(projectInfo(w, made).version_count, 2);  // the import, the save: no third
+        QCOMPARE(w.scene()->nodeItem(node)->pos(), to);
+        QVERIFY(w.document()->pinned().contains(node));
+    }
+
     // A save, a Stages run and a launch of a document just opened all ask, on
-    // worker threads, which project its file goes into: they get one, never two.
+    // worker threads, which project its file goes into: they get one, never two,
+    // and one version of the graph (a join save that lost the race to a Stages
+    // run used to write a second, identical one).
     void racingWritersOfAFileMakeOneProject() {
         QTemporaryDir dir;
-        auto opened = store::Session::open(dir.filePath("race.tapestry-session").toStdString(),
-                                           store::OpenMode::read_write, std::chrono::milliseconds(0));
-        QVERIFY(opened);
-        std::shared_ptr<store::Session> session(std::move(opened).value().release());
         const views::LoadedProject mlp = views::load_and_validate(examplePath("mlp"));
         QVERIFY(mlp.opened);
         const QString file = QFileInfo(examplePath("mlp")).absoluteFilePath();
-        constexpr int kWriters = 8;
-        std::vector<qint64> got(kWriters, 0);
-        std::vector<QString> errors(kWriters);
-        std::vector<std::thread> writers;
-        for (int i = 0; i < kWriters; ++i)
-            writers.emplace_back([&, i] {
-                if (i % 2 == 0) {
-                    const views::VersionHolding held = views::versionHolding(*session, 0, "mlp", file, mlp.graph);
-                    got[static_cast<size_t>(i)] = held.project;
-                    errors[static_cast<size_t>(i)] = held.error;
-                } else {
-                    const views::FileProject found = views::projectForFile(*session, file, "mlp");
-                    got[static_cast<size_t>(i)] = found.project;
-                    errors[static_cast<size_t>(i)] = found.error;
-                }
-            });
-        for (std::thread &t : writers) t.join();
-        for (int i = 0; i < kWriters; ++i) {
-            QVERIFY2(errors[static_cast<size_t>(i)].isEmpty(), qPrintable(errors[static_cast<size_t>(i)]));
-            QCOMPARE(got[static_cast<size_t>(i)], got.front());
+        const store::Placements arrangement{{"x", store::NodePlacement{10, 20, true}}};
+        constexpr int kWriters = 9;
+        // Rounds of writers let go at once, each round on a fresh session: who wins
+        // differs from round to round.
+        for (int round = 0; round < 40; ++round) {
+            auto opened = store::Session::open(dir.filePath(QStringLiteral("race-%1.tapestry-session").arg(round)).toStdString(),
+                                               store::OpenMode::read_write, std::chrono::milliseconds(0));
+            QVERIFY(opened);
+            std::shared_ptr<store::Session> session(std::move(opened).value().release());
+            std::vector<qint64> got(kWriters, 0);
+            std::vector<QString> errors(kWriters);
+            std::vector<std::thread> writers;
+            std::latch go(kWriters);
+            for (int i = 0; i < kWriters; ++i)
+                writers.emplace_back([&, i] {
+                    go.arrive_and_wait();
+                    const size_t k = static_cast<size_t>(i);
+                    if (i % 3 == 0) {  // a Stages run, a launch, a search
+                        const views::VersionHolding held = views::versionHolding(*session, 0, "mlp", file, mlp.graph);
+                        got[k] = held.project;
+                        errors[k] = held.error;
+                    } else if (i % 3 == 1) {  // the studio's join save of the document just opened
+                        const views::SavedSnapshot saved =
+                            views::saveSnapshot(*session, 0, mlp.graph, arrangement, "mlp", file, true, true);
+                        got[k] = saved.project;
+                        errors[k] = saved.error;
+                    } else {
+                        const views::FileProject found = views::projectForFile(*session, file, "mlp");
+                        got[k] = found.project;
+                        errors[k] = found.error;
+                    }
+                });
+            for (std::thread &t : writers) t.join();
+            for (int i = 0; i < kWriters; ++i) {
+                QVERIFY2(errors[static_cast<size_t>(i)].isEmpty(), qPrintable(errors[static_cast<size_t>(i)]));
+                QCOMPARE(got[static_cast<size_t>(i)], got.front());
+            }
+            auto projects = session->projects();
+            QVERIFY(projects);
+            QCOMPARE(projects->size(), size_t{1});
+            QCOMPARE(projects->front().version_count, 1);  // the same graph: one version, held by all
+            QCOMPARE(views::projectOfFile(*session, file), got.front());
+            // The saves' arrangement is kept, whoever wrote the version.
+            auto kept = session->placements(got.front());
+            QVERIFY(kept);
+            QCOMPARE(kept->size(), size_t{1});
+            QVERIFY(kept->at("x").pinned);
+            QCOMPARE(kept->at("x").y, 20.0);
         }
-        auto projects = session->projects();
-        QVERIFY(projects);
-        QCOMPARE(projects->size(), size_t{1});
-        QCOMPARE(projects->front().version_count, 1);  // the same graph: one version, held by all
-        QCOMPARE(views::projectOfFile(*session, file), got.front());
+        // In order: a Stages run held the version before the join save came; the
+        // save writes none, says so, and gives the project its arrangement.
+        auto opened = store::Session::open(dir.filePath("ordered.tapestry-session").toStdString(),
+                                           store::OpenMode::read_write, std::chrono::milliseconds(0));
+        QVERIFY(opened);
+        std::unique_ptr<store::Session> session = std::move(opened).value();
+        const views::VersionHolding held = views::versionHolding(*session, 0, "mlp", file, mlp.graph);
+        QVERIFY2(held.error.isEmpty(), qPrintable(held.error));
+        QVERIFY(session->placements(held.project)->empty());
+        const views::SavedSnapshot saved = views::saveSnapshot(*session, 0, mlp.graph, arrangement, "mlp", file, true, true);
+        QVERIFY2(saved.error.isEmpty(), qPrintable(saved.error));
+        QCOMPARE(saved.project, held.project);
+        QVERIFY(saved.unchanged);
+        QCOMPARE(session->project(held.project)->version_count, 1);
+        QCOMPARE(*session->placements(held.project), arrangement);
+        // A later join of the same file (the project saved its own arrangement since) keeps it.
+        const store::Placements moved{{"x", store::NodePlacement{-5, 7, false}}};
+        QVERIFY(session->set_placements(held.project, moved));
+        QVERIFY(views::saveSnapshot(*session, 0, mlp.graph, arrangement, "mlp", file, true, true).unchanged);
+        QCOMPARE(*session->placements(held.project), moved);
     }
 
     void sessionProjectsOpensRenamesAndDeletes() {
