@@ -95,6 +95,8 @@ int list_command(const SessionCommandOptions &o) {
         }
         auto searches = (*session)->search_runs(p.id);
         if (!searches) return store_failure(searches.error());
+        auto file = (*session)->source_file(p.id);
+        if (!file) return store_failure(file.error());
         list.push_back(ordered_json{{"id", p.id},
                                     {"name", p.name},
                                     {"versions", p.version_count},
@@ -102,11 +104,13 @@ int list_command(const SessionCommandOptions &o) {
                                     {"latest_saved_at", latest_saved},
                                     {"plans", plans->size()},
                                     {"launches", launch_count},
-                                    {"searches", searches->size()}});
+                                    {"searches", searches->size()},
+                                    {"file", *file}});
         std::string kept;
         if (!plans->empty())
             kept += ", " + plural(static_cast<long long>(plans->size()), "plan") + " (" + plural(launch_count, "launch", "launches") + ")";
         if (!searches->empty()) kept += ", " + plural(static_cast<long long>(searches->size()), "search", "searches");
+        if (!file->empty()) kept += "; file " + *file;
         lines.push_back(
             "  " + std::to_string(p.id) + "  " + p.name + "  " + std::to_string(p.version_count) +
             (p.version_count == 1 ? " version" : " versions") +
@@ -249,6 +253,11 @@ int import_command(const SessionCommandOptions &o) {
     if (!project) return store_failure(project.error());
     auto version = (*session)->save_version(*project, loaded.graph, "import");
     if (!version) return store_failure(version.error());
+    // The file the project continues: the studio opening it with this session goes on with it.
+    const std::string file = fs::absolute(o.file).lexically_normal().string();
+    if (auto recorded = (*session)->set_source_file(*project, file); !recorded)
+        std::cerr << "warning: " << o.session << ": the project was imported, but not recorded as " << file
+                  << "'s: " << recorded.error().message << "\n";
     std::cout << "imported " << o.file << " → " << o.session << ": project '" << name << "' (id " << *project
               << "), version " << version->number << ", " << version->node_count << " nodes\n";
     return kExitOk;

@@ -7,6 +7,7 @@
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -107,6 +108,9 @@ private slots:
         QVERIFY2(r.out.startsWith((session + ": 2 projects (schema 6)").toUtf8()), r.out.constData());
         QVERIFY2(r.out.contains("  1  mlp  1 version, latest v1 saved 20"), r.out.constData());
         QVERIFY2(r.out.contains("  2  GPT-2 block  1 version"), r.out.constData());
+        // Each names the file it was imported from, which it continues in the studio.
+        const QString mlp_file = QFileInfo(mlp_).absoluteFilePath();
+        QVERIFY2(r.out.contains(("; file " + mlp_file + "\n").toUtf8()), r.out.constData());
 
         r = run({"session", "list", session, "--json"});
         QCOMPARE(r.code, 0);
@@ -117,6 +121,8 @@ private slots:
         QCOMPARE(projects[1].toObject()["name"].toString(), QString("GPT-2 block"));
         QCOMPARE(projects[1].toObject()["versions"].toInt(), 1);
         QVERIFY(projects[1].toObject()["latest_saved_at"].toString().endsWith("Z"));
+        QCOMPARE(projects[0].toObject()["file"].toString(), mlp_file);
+        QCOMPARE(projects[1].toObject()["file"].toString(), QFileInfo(gpt_).absoluteFilePath());
 
         // Every project into a folder; one by name into a file: the graph JSON
         // equals what `tapestry export -f json` makes of the original.
