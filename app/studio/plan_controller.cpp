@@ -14,6 +14,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -37,6 +38,7 @@
 #include "session_controller.h"
 #include "store/session.h"
 #include "views/graph_diff.h"
+#include "views/file_kind.h"
 #include "views/graph_scene.h"
 #include "views/memory_chart.h"
 #include "views/plan_gantt.h"
@@ -176,6 +178,10 @@ void PlanController::createDock(QWidget *window) {
     column->setSpacing(4);
     column->addWidget(createSettingsRow(panel));
     column->addWidget(createSummaryRow(panel));
+    // The last settings, once both rows stand (filling the targets updates the buttons).
+    QSettings settings;
+    fillTargets(settings.value(QStringLiteral("plan/target"), QStringLiteral("h100-sxm")).toString());
+    devices_box_->setValue(settings.value(QStringLiteral("plan/devices"), 8).toInt());
 
     table_ = new QTableWidget(0, 5, panel);
     table_->setObjectName(QStringLiteral("planDeviceTable"));
@@ -264,13 +270,6 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     progress_label_ = new QLabel(row_widget);
     progress_label_->setObjectName(QStringLiteral("planProgressLabel"));
     progress_label_->hide();
-    export_button_ = new QPushButton(tr("Export Plan…"), row_widget);
-    export_button_->setObjectName(QStringLiteral("planExport"));
-    connect(export_button_, &QPushButton::clicked, export_action_, &QAction::trigger);
-    open_button_ = new QPushButton(tr("Open Plan…"), row_widget);
-    open_button_->setObjectName(QStringLiteral("planOpen"));
-    connect(open_button_, &QPushButton::clicked, open_action_, &QAction::trigger);
-
     row->addWidget(formLabel(tr("&Target"), target_box_, row_widget));
     row->addWidget(target_box_);
     row->addWidget(copy);
@@ -293,16 +292,8 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     row->addWidget(busy_);
     row->addWidget(progress_label_);
     row->addStretch(1);
-    launch_button_ = new QToolButton(row_widget);
-    launch_button_->setObjectName(QStringLiteral("planLaunch"));
-    launch_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
-    launch_button_->hide();
     // Launch, Open and Export stand at the end of the summary row (createSummaryRow):
     // this row is full at the window's usual width.
-
-    QSettings settings;
-    fillTargets(settings.value(QStringLiteral("plan/target"), QStringLiteral("h100-sxm")).toString());
-    devices_box_->setValue(settings.value(QStringLiteral("plan/devices"), 8).toInt());
     return row_widget;
 }
 
@@ -326,11 +317,18 @@ QWidget *PlanController::createSummaryRow(QWidget *parent) {
     row->addWidget(prediction_badge_, 0, Qt::AlignTop);
     row->addWidget(summary_, 1);
     row->addWidget(certificate_, 0, Qt::AlignTop);
-    for (QWidget *button : std::initializer_list<QWidget *>{launch_button_, open_button_, export_button_}) {
-        button->setParent(row_widget);
-        row->addWidget(button, 0, Qt::AlignTop);
-    }
+    launch_button_ = new QToolButton(row_widget);
+    launch_button_->setObjectName(QStringLiteral("planLaunch"));
+    launch_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
     launch_button_->hide();  // until the Launch dock gives it its action
+    open_button_ = new QPushButton(tr("Open Plan…"), row_widget);
+    open_button_->setObjectName(QStringLiteral("planOpen"));
+    connect(open_button_, &QPushButton::clicked, open_action_, &QAction::trigger);
+    export_button_ = new QPushButton(tr("Export Plan…"), row_widget);
+    export_button_->setObjectName(QStringLiteral("planExport"));
+    connect(export_button_, &QPushButton::clicked, export_action_, &QAction::trigger);
+    for (QWidget *button : std::initializer_list<QWidget *>{launch_button_, open_button_, export_button_})
+        row->addWidget(button, 0, Qt::AlignTop);
     prediction_badge_->hide();
     return row_widget;
 }
@@ -1004,16 +1002,28 @@ bool PlanController::exportPlan(const QString &path) {
     return true;
 }
 
+namespace {
+
+// A plan file read, or why not and what the file is instead.
+struct ReadPlan {
+    Expected<plan::PlanResult, std::string> read = unexpected(std::string());
+    views::FileKind kind = views::FileKind::unknown;
+};
+
+}  // namespace
+
 bool PlanController::openPlan(const QString &path) {
     if (path.isEmpty() || worker_->isRunning()) return false;
-    auto *watcher = new QFutureWatcher<Expected<plan::PlanResult, std::string>>(this);
-    connect(watcher, &QFutureWatcher<Expected<plan::PlanResult, std::string>>::finished, this, [this, watcher, path] {
-        auto read = watcher->result();
+    auto *watcher = new QFutureWatcher<ReadPlan>(this);
+    connect(watcher, &QFutureWatcher<ReadPlan>::finished, this, [this, watcher, path] {
+        ReadPlan answer = watcher->result();
         watcher->deleteLater();
+        auto &read = answer.read;
         if (!read) {
             const QString error = qs(read.error());
             status_->showMessage(tr("Plan not opened: %1").arg(error), 15000);
             emit planOpened(path, error);
+            offerToOpenAs(path, answer.kind);
             return;
         }
         auto result = std::make_shared<const plan::PlanResult>(std::move(read).value());
@@ -1039,9 +1049,40 @@ bool PlanController::openPlan(const QString &path) {
                              10000);
         emit planOpened(path, QString());
     });
-    // Off the GUI thread: a plan of many devices is a large file, and certifying it takes a while.
-    watcher->setFuture(QtConcurrent::run([path] { return plan::read_plan_result(path.toStdString()); }));
+    // Off the GUI thread: a plan of many devices is a large file, and certifying it
+    // takes a while; a file that is no plan is looked at for what it is instead.
+    watcher->setFuture(QtConcurrent::run([path] {
+        ReadPlan answer;
+        answer.read = plan::read_plan_result(path.toStdString());
+        if (!answer.read) answer.kind = views::kindOfFile(path);
+        return answer;
+    }));
     return true;
+}
+
+void PlanController::offerToOpenAs(const QString &path, views::FileKind kind) {
+    if (kind != views::FileKind::project && kind != views::FileKind::onnx && kind != views::FileKind::session) return;
+    const QString name = QFileInfo(path).fileName();
+    const QString what = kind == views::FileKind::session ? tr("Open it as the session") : tr("Open it on the canvas");
+    auto *box = new QMessageBox(QMessageBox::Question, tr("Not a Plan"),
+                                tr("%1 is %2, not a plan.").arg(name, views::fileKindText(kind)), QMessageBox::NoButton,
+                                window_);
+    box->setObjectName(QStringLiteral("notAPlanQuestion"));
+    box->setInformativeText(kind == views::FileKind::session
+                                ? tr("%1? Its projects' plans are in the Plan dock once a project is open.").arg(what)
+                                : tr("%1? The Plan dock then plans it (Plan, %2).")
+                                      .arg(what, plan_action_->shortcut().toString(QKeySequence::NativeText)));
+    QPushButton *open = box->addButton(kind == views::FileKind::session ? tr("Open Session") : tr("Open"),
+                                       QMessageBox::AcceptRole);
+    open->setObjectName(QStringLiteral("openAsButton"));
+    box->addButton(QMessageBox::Cancel);
+    box->setDefaultButton(open);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    // Not modal in a nested loop: the question waits while the studio goes on.
+    connect(box, &QMessageBox::finished, this, [this, box, open, path] {
+        if (box->clickedButton() == open) emit openElsewhereRequested(path);
+    });
+    box->open();
 }
 
 void PlanController::openPlanDialog() {

@@ -27,6 +27,7 @@
 #include "cost/target.h"
 #include "plan/planner.h"
 #include "store/session.h"
+#include "views/file_kind.h"
 #include "views/graph_document.h"
 
 class QAction;
@@ -156,6 +157,9 @@ public:
     // figures. False while a plan runs. See planOpened.
     bool openPlan(const QString &path);
     void openPlanDialog();
+    // After a file that is no plan: when it is a project, a model or a session, asks
+    // (window-modal, not blocking) whether to open it as that — see openElsewhereRequested.
+    void offerToOpenAs(const QString &path, views::FileKind kind);
     // The plan file the plan shown was read from (empty: planned here or by a search).
     const QString &openedFrom() const { return opened_; }
     // Opens the editor on a copy of the selected target (returned for tests).
@@ -173,6 +177,9 @@ signals:
     void planExported(const QString &path, const QString &error);
     // A plan file was read and shown, or not: "" or the error (the file and field).
     void planOpened(const QString &path, const QString &error);
+    // The file given to Open Plan was a project, a model or a session, and the user
+    // chose to open it as that (the main window's open, with its questions).
+    void openElsewhereRequested(const QString &path);
     // A measurement of the host ended: ok, or failed / cancelled (the status bar says which).
     void hostMeasured(bool ok);
     // A target was saved into (or deleted from) the session: "" or the error.

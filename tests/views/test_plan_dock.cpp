@@ -20,7 +20,10 @@
 #include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPointer>
 #include <QProgressBar>
@@ -424,6 +427,47 @@ private slots:
                  qPrintable(opened.front().at(1).toString()));
         QVERIFY(pw.w.statusBar()->currentMessage().startsWith(QStringLiteral("Plan not opened: ")));
         QCOMPARE(pc->result(), read);
+        // … and the dock offers to open it as what it is. Cancel keeps everything.
+        const QString attention = QFileInfo(examplePath(QStringLiteral("attention"))).absoluteFilePath();
+        auto question = [&pw]() -> QMessageBox * {
+            QMessageBox *box = nullptr;
+            if (!QTest::qWaitFor([&] { return (box = pw.w.findChild<QMessageBox *>(QStringLiteral("notAPlanQuestion"))); },
+                                 kTimeoutMs))
+                return nullptr;
+            return box;
+        };
+        QMessageBox *box = question();
+        QVERIFY(box);
+        QVERIFY2(box->text() == QStringLiteral("mlp.tapestry.json is a project file, not a plan."), qPrintable(box->text()));
+        QVERIFY(box->isVisible());
+        screenshot(*box, QStringLiteral("not-a-plan.png"));
+        QTest::mouseClick(box->button(QMessageBox::Cancel), Qt::LeftButton);
+        QTRY_VERIFY(!pw.w.findChild<QMessageBox *>(QStringLiteral("notAPlanQuestion")));
+        QTest::qWait(200);
+        QCOMPARE(QFileInfo(pw.w.document()->source().path).absoluteFilePath(), attention);
+        // Open: the project comes onto the canvas, the plan read from the file stays in the dock.
+        opened.clear();
+        QVERIFY(pc->openPlan(examplePath(QStringLiteral("mlp"))));
+        box = question();
+        QVERIFY(box);
+        QSignalSpy laidOut(pw.w.canvas(), &CanvasController::layoutReady);
+        QTest::mouseClick(box->findChild<QPushButton *>(QStringLiteral("openAsButton")), Qt::LeftButton);
+        QVERIFY(laidOut.count() > 0 || laidOut.wait(kTimeoutMs));
+        QCOMPARE(QFileInfo(pw.w.document()->source().path).absoluteFilePath(),
+                 QFileInfo(examplePath(QStringLiteral("mlp"))).absoluteFilePath());
+        QCOMPARE(pc->result(), read);
+        // A file of no kind we know is only refused: nothing is asked.
+        const QString junk = dir.filePath(QStringLiteral("junk.json"));
+        {
+            QFile f(junk);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("{\"format\": \"something-else\"}");
+        }
+        opened.clear();
+        QVERIFY(pc->openPlan(junk));
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QTest::qWait(200);
+        QVERIFY(!pw.w.findChild<QMessageBox *>(QStringLiteral("notAPlanQuestion")));
 
         // Planning here again replaces it, and the file is forgotten.
         QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 2, QStringLiteral("shard"), QStringLiteral("none")),
