@@ -45,6 +45,7 @@ LoadedProject load_and_validate(const QString &path) {
                                             [](const Issue &i) { return i.severity == Severity::error; });
             out.error = first != out.load_issues.end() ? QString::fromStdString(first->message)
                                                        : QStringLiteral("the file could not be read");
+            out.kind = kindOfFile(path);
         } else {
             out.validation_issues = validate(out.graph, OpLibrary::standard());
         }

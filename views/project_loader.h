@@ -16,6 +16,7 @@
 #include "graph/graph.h"
 #include "graph/issue.h"
 #include "store/session.h"
+#include "views/file_kind.h"
 
 namespace tapestry::views {
 
@@ -23,6 +24,9 @@ struct LoadedProject {
     QString path;
     bool opened = false;  // false: nothing could be read (see load_issues / error)
     QString error;        // one line saying why the file could not be opened
+    // When it could not: what the file is instead, where it is one of ours (a plan
+    // or a session file not named so: the studio opens it as that).
+    FileKind kind = FileKind::unknown;
     Graph graph;
     std::vector<Issue> load_issues;        // syntax and schema problems
     std::vector<Issue> validation_issues;  // semantic findings of validate()

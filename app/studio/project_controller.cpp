@@ -165,6 +165,21 @@ void ProjectController::onProjectLoaded(quint64, const views::LoadedProject &pro
     pending_path_.clear();
     if (!project.opened) {
         setBusy(false, saving_);
+        // One of our files of another kind, not named so: opened as what it is (as a
+        // *.plan.json or *.tapestry-session would have been).
+        if (project.kind == views::FileKind::plan || project.kind == views::FileKind::session) {
+            const QString name = QFileInfo(project.path).fileName();
+            status_->showMessage(project.kind == views::FileKind::plan
+                                     ? tr("%1 is a plan file: opening it in the Plan dock").arg(name)
+                                     : tr("%1 is a session file: opening it as the session").arg(name),
+                                 8000);
+            if (project.kind == views::FileKind::plan)
+                emit openPlanRequested(project.path);
+            else
+                emit openSessionRequested(project.path);
+            emit projectLoaded(false);
+            return;
+        }
         refuseOpen(project);
         return;
     }

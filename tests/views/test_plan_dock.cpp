@@ -479,6 +479,16 @@ private slots:
         pw.w.openProject(path);
         QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
         QCOMPARE(pc->openedFrom(), path);
+        // … and so does a plan file not named *.plan.json: its contents say what it is.
+        const QString unnamed = dir.filePath(QStringLiteral("mlp-plan.json"));
+        QVERIFY(QFile::copy(path, unnamed));
+        const QString shown = pw.w.document()->source().path;
+        opened.clear();
+        pw.w.openProject(unnamed);
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QCOMPARE(opened.front().at(1).toString(), QString());
+        QCOMPARE(pc->openedFrom(), unnamed);
+        QCOMPARE(pw.w.document()->source().path, shown);  // the canvas keeps its project
     }
 
     // The step order box: auto orders the pp baseline's steps by readiness (its

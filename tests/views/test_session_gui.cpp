@@ -154,6 +154,30 @@ private slots:
                  qPrintable(w.statusBar()->currentMessage()));
     }
 
+    // A session file not named *.tapestry-session, given to File ▸ Open, opens as
+    // the session (its SQLite header says what it is).
+    void openingASessionFileByAnyNameOpensTheSession() {
+        QTemporaryDir dir;
+        const QString other = QFileInfo(dir.filePath("archive.db")).absoluteFilePath();
+        {
+            auto made = store::Session::open(other.toStdString(), store::OpenMode::read_write,
+                                             std::chrono::milliseconds(0));
+            QVERIFY(made);
+            const views::LoadedProject attention = views::load_and_validate(examplePath("attention"));
+            QVERIFY(attention.opened);
+            auto p = (*made)->create_project("attention kept");
+            QVERIFY(p);
+            QVERIFY((*made)->save_version(*p, attention.graph, "save"));
+        }
+        MainWindow w;
+        QVERIFY(startOnACopy(w, dir, dir.filePath("mlp.tapestry.json")));
+        w.openProject(other);
+        QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(w.sessions()->path()).absoluteFilePath(), other, kTimeoutMs);
+        // … on its last project, as File ▸ Open Session… would.
+        QTRY_COMPARE_WITH_TIMEOUT(w.sessions()->projectId(), qint64{1}, kTimeoutMs);
+        QCOMPARE(projectInfo(w, 1).name, std::string("attention kept"));
+    }
+
     // Save As moves the project to the new file: opening that file goes on with
     // it, and the old file, opened again, is a project of its own.
     void saveAsMovesTheProjectToTheNewFile() {
