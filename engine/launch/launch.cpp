@@ -435,14 +435,14 @@ std::vector<std::int64_t> device_peaks(const plan::Plan &plan, const std::vector
     return peaks;
 }
 
-Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const Backend &backend) {
+Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const Backend &backend,
+                                                 const plan::Prediction &p) {
     const int n = static_cast<int>(plan.devices.size());
     if (n > backend.max_devices())
         return unexpected("the plan has " + std::to_string(n) + " devices, but the " + backend.name() + " backend offers " +
                           std::to_string(backend.max_devices()));
     const std::int64_t capacity = backend.device_capacity(n);
     if (capacity <= 0) return std::monostate{};
-    const plan::Prediction p = plan::simulate(plan);
     for (int d = 0; d < n; ++d) {
         const plan::DeviceLoad &load = p.devices[static_cast<size_t>(d)];
         // What is allocated counts: the whole arena (not only its peak in use) and the resident buffers.
@@ -475,7 +475,9 @@ std::string utc_text(std::chrono::system_clock::time_point t) {
 Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend &backend,
                                                 const std::map<TensorId, TensorData> &inputs,
                                                 const LaunchOptions &options) {
-    if (auto fits = check_fits(plan, backend); !fits) return unexpected(fits.error());
+    // Simulated once: the fit before anything is allocated, the predictions after.
+    const plan::Prediction predicted = plan::simulate(plan);
+    if (auto fits = check_fits(plan, backend, predicted); !fits) return unexpected(fits.error());
     // The backend's waits while it gets ready (other ranks' answers) are bounded too.
     backend.set_wait_limits(options.wait_timeout_seconds, options.cancelled);
     Expected<std::monostate, std::string> ready = backend.prepare(plan);
@@ -490,7 +492,6 @@ Expected<LaunchResult, std::string> launch_plan(const plan::Plan &plan, Backend 
     LaunchResult result;
     result.backend = backend.name();
     result.hardware = backend.describe();
-    const plan::Prediction predicted = plan::simulate(plan);
     result.predicted_makespan = predicted.makespan;
     result.started_at = utc_text(std::chrono::system_clock::now());
     Run(plan, backend, opts).run(result);

@@ -79,8 +79,10 @@ struct LaunchResult {
 
 // Checks the plan fits the backend before anything is allocated: its devices
 // against the backend's count, each device's predicted peak against its capacity.
-// The refusal names the device, its peak and the capacity.
-Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const Backend &backend);
+// The refusal names the device, its peak and the capacity. `predicted` is
+// plan::simulate of the plan (the caller has it, and needs it after).
+Expected<std::monostate, std::string> check_fits(const plan::Plan &plan, const Backend &backend,
+                                                 const plan::Prediction &predicted);
 
 // Launches `plan` on `backend`: check_fits, prepare, load every input and
 // parameter (from `inputs`, else the tensor's own value) into the resident
