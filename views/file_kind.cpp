@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -10,6 +11,11 @@ namespace tapestry::views {
 FileKind kindOfFile(const QString &path) {
     if (path.endsWith(QLatin1String(".onnx"), Qt::CaseInsensitive)) return FileKind::onnx;
     if (path.endsWith(QLatin1String(".tapestry-session"), Qt::CaseInsensitive)) return FileKind::session;
+    // Only a regular file no larger than the readers take (a FIFO would block the
+    // read, a device or a huge file would be read whole): anything else is no file
+    // of ours.
+    const QFileInfo info(path);
+    if (!info.isFile() || info.size() > static_cast<qint64>(kMaxSniffedBytes)) return FileKind::unknown;
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly)) return FileKind::unknown;
     static constexpr char kSqlite[] = "SQLite format 3";  // the header's first 16 bytes, NUL included

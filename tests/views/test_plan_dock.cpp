@@ -39,7 +39,9 @@
 #include <QToolButton>
 #include <QUndoStack>
 #include <QtTest/QtTest>
+#include <sys/stat.h>
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "app/studio/launch_controller.h"
@@ -49,6 +51,7 @@
 #include "edit/editor.h"
 #include "plan/plan_file.h"
 #include "store/session.h"
+#include "views/file_kind.h"
 #include "studio_support.h"
 #include "views/graph_scene.h"
 #include "views/memory_chart.h"
@@ -489,6 +492,47 @@ private slots:
         QCOMPARE(opened.front().at(1).toString(), QString());
         QCOMPARE(pc->openedFrom(), unnamed);
         QCOMPARE(pw.w.document()->source().path, shown);  // the canvas keeps its project
+    }
+
+    // What a file is, for the open paths that route it: by the JSON format field, a
+    // session's SQLite header, *.onnx and *.tapestry-session; a FIFO, a directory,
+    // a missing or a huge file are unknown and never read (a FIFO would block).
+    void fileKindsByContentsAndName() {
+        QTemporaryDir dir;
+        auto write = [&dir](const QString &name, const QByteArray &bytes) {
+            QFile f(dir.filePath(name));
+            return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size() ? f.fileName() : QString();
+        };
+        using views::FileKind;
+        QCOMPARE(views::kindOfFile(examplePath(QStringLiteral("mlp"))), FileKind::project);
+        QCOMPARE(views::kindOfFile(write("p.json", R"({"buffers": [], "format": "tapestry-plan"})")), FileKind::plan);
+        QCOMPARE(views::kindOfFile(write("f.json", R"({"format": "tapestry-front", "version": 1})")), FileKind::front);
+        QCOMPARE(views::kindOfFile(qEnvironmentVariable("TAPESTRY_SOURCE_DIR") + "/resources/targets/h100-sxm.json"),
+                 FileKind::target);
+        QCOMPARE(views::kindOfFile(write("other.json", R"({"format": "something-else"})")), FileKind::unknown);
+        QCOMPARE(views::kindOfFile(write("broken.json", "{\"format\": \"tapestry-pl")), FileKind::unknown);
+        QCOMPARE(views::kindOfFile(write("list.json", "[1, 2]")), FileKind::unknown);
+        QCOMPARE(views::kindOfFile(write("m.onnx", "not read: the name says it")), FileKind::onnx);
+        QCOMPARE(views::kindOfFile(dir.filePath("s.tapestry-session")), FileKind::session);  // by name, even missing
+        {
+            auto made = store::Session::open(dir.filePath("archive.db").toStdString(), store::OpenMode::read_write,
+                                             std::chrono::milliseconds(0));
+            QVERIFY(made);
+        }
+        QCOMPARE(views::kindOfFile(dir.filePath("archive.db")), FileKind::session);  // by its header
+        QCOMPARE(views::kindOfFile(dir.filePath("missing.json")), FileKind::unknown);
+        QCOMPARE(views::kindOfFile(dir.path()), FileKind::unknown);
+        const QString fifo = dir.filePath("pipe.json");
+        QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+        QCOMPARE(views::kindOfFile(fifo), FileKind::unknown);  // returns: nothing opened it
+        {
+            QFile huge(dir.filePath("huge.json"));
+            QVERIFY(huge.open(QIODevice::WriteOnly));
+            QVERIFY(huge.resize(static_cast<qint64>(views::kMaxSniffedBytes) + 1));  // sparse: nothing written
+        }
+        QCOMPARE(views::kindOfFile(dir.filePath("huge.json")), FileKind::unknown);
+        QCOMPARE(views::fileKindText(FileKind::project), QStringLiteral("a project file"));
+        QCOMPARE(views::fileKindText(FileKind::unknown), QString());
     }
 
     // The step order box: auto orders the pp baseline's steps by readiness (its
