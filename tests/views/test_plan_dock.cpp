@@ -443,7 +443,7 @@ private slots:
         QVERIFY(box);
         QVERIFY2(box->text() == QStringLiteral("mlp.tapestry.json is a project file, not a plan."), qPrintable(box->text()));
         QVERIFY(box->isVisible());
-        screenshot(*box, QStringLiteral("not-a-plan.png"));
+        screenshot(*box, QStringLiteral("studio-not-a-plan.png"));
         QTest::mouseClick(box->button(QMessageBox::Cancel), Qt::LeftButton);
         QTRY_VERIFY(!pw.w.findChild<QMessageBox *>(QStringLiteral("notAPlanQuestion")));
         QTest::qWait(200);
