@@ -373,6 +373,7 @@ void MainWindow::connectControllers() {
     connect(session_, &SessionController::projectRead, project_, &ProjectController::showSessionProject);
     connect(project_, &ProjectController::openPlanRequested, this, [this](const QString &path) { openPlan(path); });
     connect(plan_, &PlanController::openElsewhereRequested, project_, &ProjectController::openAny);
+    connect(project_, &ProjectController::openTargetRequested, plan_, &PlanController::openTargetFile);
     connect(project_, &ProjectController::openFailed, this,
             [this](const QString &why, const std::vector<Issue> &issues) {
                 inspection_->showOpenFailure(why, issues);

@@ -485,7 +485,53 @@ QDialog *PlanController::openTargetEditor() {
 QString PlanController::saveUserTarget(const QString &json) {
     auto parsed = cost::parse_target(json.toStdString(), "target");
     if (!parsed) return qs(parsed.error());
-    cost::Target t = std::move(parsed).value();
+    return keepUserTarget(std::move(parsed).value());
+}
+
+bool PlanController::openTargetFile(const QString &path) {
+    if (path.isEmpty()) return false;
+    dock_->show();
+    dock_->raise();
+    auto *watcher = new QFutureWatcher<Expected<cost::Target, std::string>>(this);
+    connect(watcher, &QFutureWatcher<Expected<cost::Target, std::string>>::finished, this, [this, watcher, path] {
+        auto read = watcher->result();
+        watcher->deleteLater();
+        QString error;
+        if (!read) {
+            error = qs(read.error());
+        } else if (auto builtin = cost::builtin_target(read->name); builtin && builtin->name == read->name) {
+            // A built-in target's own file selects it; one of that name that differs needs a name of its own.
+            if (cost::target_json(*builtin) == cost::target_json(*read)) {
+                selectTarget(qs(read->name));
+                status_->showMessage(tr("%1 is the built-in target %2: selected")
+                                         .arg(QFileInfo(path).fileName(), qs(read->name)),
+                                     6000);
+            } else {
+                error = tr("%1: name: '%2' is a built-in target's name, and the file's figures differ from it; "
+                           "give it a name of its own")
+                            .arg(QDir::toNativeSeparators(path), qs(read->name));
+            }
+        } else {
+            error = keepUserTarget(std::move(read).value());
+        }
+        if (!error.isEmpty()) {
+            status_->showMessage(tr("Target not added: %1").arg(error), 15000);
+            auto *box = new QMessageBox(QMessageBox::Warning, tr("Target Not Added"),
+                                        tr("%1 could not be added as a target.").arg(QFileInfo(path).fileName()),
+                                        QMessageBox::Ok, window_);
+            box->setObjectName(QStringLiteral("targetFileErrorBox"));
+            box->setInformativeText(error);
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->open();
+        }
+        emit targetFileOpened(path, error);
+    });
+    // Off the GUI thread: a file (at most 4 MiB) read and parsed.
+    watcher->setFuture(QtConcurrent::run([path] { return cost::load_target(path.toStdString()); }));
+    return true;
+}
+
+QString PlanController::keepUserTarget(cost::Target t) {
     const auto &builtins = cost::builtin_target_names();
     if (std::find(builtins.begin(), builtins.end(), t.name) != builtins.end())
         return tr("target: name: '%1' is a built-in target's name; give the copy a name of its own").arg(qs(t.name));
@@ -1061,8 +1107,14 @@ bool PlanController::openPlan(const QString &path) {
 }
 
 void PlanController::offerToOpenAs(const QString &path, views::FileKind kind) {
-    if (kind != views::FileKind::project && kind != views::FileKind::onnx && kind != views::FileKind::session) return;
     const QString name = QFileInfo(path).fileName();
+    if (kind == views::FileKind::target) {
+        // The dock's own kind of file: a target is added (or selected) at once.
+        status_->showMessage(tr("%1 is a target file: adding it to the targets").arg(name), 6000);
+        openTargetFile(path);
+        return;
+    }
+    if (kind != views::FileKind::project && kind != views::FileKind::onnx && kind != views::FileKind::session) return;
     const QString what = kind == views::FileKind::session ? tr("Open it as the session") : tr("Open it on the canvas");
     auto *box = new QMessageBox(QMessageBox::Question, tr("Not a Plan"),
                                 tr("%1 is %2, not a plan.").arg(name, views::fileKindText(kind)), QMessageBox::NoButton,

@@ -160,6 +160,8 @@ public:
     // After a file that is no plan: when it is a project, a model or a session, asks
     // (window-modal, not blocking) whether to open it as that — see openElsewhereRequested.
     void offerToOpenAs(const QString &path, views::FileKind kind);
+    // saveUserTarget's keeping of a parsed target: "" or why not.
+    QString keepUserTarget(cost::Target t);
     // The plan file the plan shown was read from (empty: planned here or by a search).
     const QString &openedFrom() const { return opened_; }
     // Opens the editor on a copy of the selected target (returned for tests).
@@ -168,6 +170,11 @@ public:
     // selects it: "" or why not — parse_target's message with its JSON path. It is
     // saved in the session off the GUI thread (see targetStored).
     QString saveUserTarget(const QString &json);
+    // Reads a target file (tapestry-target JSON) off the GUI thread and keeps it
+    // as a user target, selected (a built-in target's own file selects that
+    // target); see targetFileOpened. File ▸ Open, a drop and Open Plan… route
+    // target files here.
+    bool openTargetFile(const QString &path);
     // Removes a user target from the list and the session: "" or why not.
     QString deleteUserTarget(const QString &name);
     const std::vector<cost::Target> &userTargets() const { return user_targets_; }
@@ -180,6 +187,8 @@ signals:
     // The file given to Open Plan was a project, a model or a session, and the user
     // chose to open it as that (the main window's open, with its questions).
     void openElsewhereRequested(const QString &path);
+    // A target file was added (or its built-in target selected): "" or why not.
+    void targetFileOpened(const QString &path, const QString &error);
     // A measurement of the host ended: ok, or failed / cancelled (the status bar says which).
     void hostMeasured(bool ok);
     // A target was saved into (or deleted from) the session: "" or the error.

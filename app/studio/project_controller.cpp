@@ -167,6 +167,14 @@ void ProjectController::onProjectLoaded(quint64, const views::LoadedProject &pro
         setBusy(false, saving_);
         // One of our files of another kind, not named so: opened as what it is (as a
         // *.plan.json or *.tapestry-session would have been).
+        if (project.kind == views::FileKind::target) {
+            status_->showMessage(tr("%1 is a target file: adding it to the Plan dock's targets")
+                                     .arg(QFileInfo(project.path).fileName()),
+                                 8000);
+            emit openTargetRequested(project.path);
+            emit projectLoaded(false);
+            return;
+        }
         if (project.kind == views::FileKind::plan || project.kind == views::FileKind::session) {
             const QString name = QFileInfo(project.path).fileName();
             status_->showMessage(project.kind == views::FileKind::plan

@@ -95,6 +95,8 @@ signals:
     void projectSaved(const QString &path, const QString &error);
     void openSessionRequested(const QString &path);
     void openPlanRequested(const QString &path);
+    // A target file was opened as a project: the Plan dock adds it (PlanController::openTargetFile).
+    void openTargetRequested(const QString &path);
     // Nothing was open and `path` could not be read either: what to say in the empty window.
     void openFailed(const QString &why, const std::vector<tapestry::Issue> &load_issues);
     void busyChanged();

@@ -23,6 +23,11 @@ const std::vector<std::string> kLinkClasses = {"nvlink", "nvswitch", "pcie", "in
                                                "host_shared_memory"};
 const std::vector<std::string> kPeakKeys = {"f32", "tf32", "bf16", "f16", "fp8"};
 
+// A member's JSON path: "device.memory_bytes", "name" at the top (no leading dot).
+std::string member_path(const std::string &path, const std::string &key) {
+    return path.empty() ? key : path + "." + key;
+}
+
 struct Reader {
     std::string where;
     std::string error;
@@ -37,7 +42,7 @@ struct Reader {
         }
         const auto it = o.find(key);
         if (it == o.end() || it->is_null()) {
-            if (required) fail(path + (path.empty() ? "" : ".") + key, "missing");
+            if (required) fail(member_path(path, key), "missing");
             return nullptr;
         }
         return &*it;
@@ -46,7 +51,7 @@ struct Reader {
         const json *v = member(o, key, path, required);
         if (!v) return "";
         if (!v->is_string()) {
-            fail(path + "." + key, "expected a string");
+            fail(member_path(path, key), "expected a string");
             return "";
         }
         return v->get<std::string>();
@@ -64,7 +69,7 @@ struct Reader {
         const json *v = member(o, key, path, true);
         if (!v) return lo;
         if (!v->is_number_integer() || v->get<std::int64_t>() < lo || v->get<std::int64_t>() > hi) {
-            fail(path + "." + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+            fail(member_path(path, key), "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
             return lo;
         }
         return static_cast<int>(v->get<std::int64_t>());
@@ -73,7 +78,7 @@ struct Reader {
         Figure f;
         const json *v = member(o, key, path, required);
         if (!v) return f;
-        const std::string p = path + "." + key;
+        const std::string p = member_path(path, key);
         if (!v->is_object()) {
             fail(p, "expected {\"value\": number, \"source\": id}");
             return f;

@@ -94,6 +94,9 @@ private slots:
         };
         QVERIFY(broken("\"format\": \"tapestry-target\"", "\"format\": \"x\"").find("t.json: format") == 0);
         QVERIFY(broken("\"kind\": \"gpu\"", "\"kind\": \"tpu\"").find("t.json: kind") == 0);
+        // A top-level member's path has no leading dot (it read "t.json: .name: …").
+        QCOMPARE(broken("\"name\": \"h100-sxm\"", "\"name\": 7"), std::string("t.json: name: expected a string"));
+        QCOMPARE(broken("\"version\": 1", "\"version\": 2"), std::string("t.json: version: this build reads version 1"));
         const std::string bad_source = broken("\"source\": \"", "\"source\": \"nowhere-");
         QVERIFY2(bad_source.find("is not in \"sources\"") != std::string::npos, bad_source.c_str());
         QCOMPARE(cost::parse_target("{", "t.json").error(), std::string("t.json: not valid JSON"));

@@ -48,6 +48,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/plan_controller.h"
 #include "common/checked_size.h"
+#include "cost/target.h"
 #include "edit/editor.h"
 #include "plan/plan_file.h"
 #include "store/session.h"
@@ -593,6 +594,75 @@ private slots:
         QCOMPARE(pc->gantt()->rowCount(), 0);
         QVERIFY(pc->planButton()->isEnabled());
         QVERIFY(!pc->measuredHost());
+    }
+
+    // A target file opened (File ▸ Open, a drop, Open Plan…) joins the Plan dock's
+    // targets, selected; a built-in's own file selects the built-in; one that
+    // takes a built-in's name with other figures, or is malformed, is refused by
+    // its file and field, and nothing changes.
+    void targetFileOpenedJoinsTheTargets() {
+        PlanWindow pw;
+        QVERIFY(pw.open());
+        PlanController *pc = pw.plans;
+        QTemporaryDir dir;
+        const cost::Target h100 = cost::builtin_target("h100-sxm").value();
+        auto write = [&dir](const QString &name, const std::string &text) {
+            QFile f(dir.filePath(name));
+            return f.open(QIODevice::WriteOnly) && f.write(text.data(), static_cast<qint64>(text.size())) ==
+                                                        static_cast<qint64>(text.size())
+                       ? f.fileName()
+                       : QString();
+        };
+        QSignalSpy opened(pc, &PlanController::targetFileOpened);
+        auto openAs = [&](const QString &path, bool from_plan_dock) {
+            opened.clear();
+            if (from_plan_dock)
+                pc->openPlan(path);
+            else
+                pw.w.openProject(path);
+            return opened.count() > 0 || opened.wait(kTimeoutMs) ? opened.front().at(1).toString()
+                                                                 : QStringLiteral("(no answer)");
+        };
+
+        cost::Target mine = h100;
+        mine.name = "lab-h100";
+        const QString file = write("lab.json", cost::target_json(mine));
+        const QString shown = pw.w.document()->source().path;
+        QCOMPARE(openAs(file, false), QString());
+        QCOMPARE(pc->userTargets().size(), size_t{1});
+        QCOMPARE(pc->userTargets().front().name, std::string("lab-h100"));
+        QCOMPARE(pc->targetBox()->currentText(), QStringLiteral("lab-h100 (user)"));
+        QCOMPARE(pw.w.document()->source().path, shown);  // the canvas keeps its project
+
+        // The built-in's own file selects it, adding nothing.
+        QVERIFY(pc->selectTarget(QStringLiteral("host")));
+        QCOMPARE(openAs(write("h100-sxm.json", cost::target_json(h100)), false), QString());
+        QCOMPARE(pc->targetBox()->currentText(), QStringLiteral("h100-sxm"));
+        QCOMPARE(pc->userTargets().size(), size_t{1});
+
+        // A built-in's name with other figures: refused, nothing added.
+        cost::Target faster = h100;
+        faster.device.memory_bytes.value *= 2;
+        QString error = openAs(write("faster.json", cost::target_json(faster)), false);
+        QVERIFY2(error.contains(QStringLiteral("faster.json: name: 'h100-sxm' is a built-in target's name")),
+                 qPrintable(error));
+        QTRY_VERIFY(pw.w.findChild<QMessageBox *>(QStringLiteral("targetFileErrorBox")));
+        pw.w.findChild<QMessageBox *>(QStringLiteral("targetFileErrorBox"))->accept();
+        QCOMPARE(pc->userTargets().size(), size_t{1});
+
+        // Through Open Plan…, and malformed: the file and the field.
+        std::string broken = cost::target_json(mine);
+        QVERIFY(broken.find("\"name\": \"lab-h100\"") != std::string::npos);
+        broken.replace(broken.find("\"name\": \"lab-h100\""), std::string("\"name\": \"lab-h100\"").size(),
+                       "\"name\": 7");
+        error = openAs(write("broken.json", broken), true);
+        QVERIFY2(error.endsWith(QStringLiteral("broken.json: name: expected a string")), qPrintable(error));
+        QCOMPARE(pc->userTargets().size(), size_t{1});
+        cost::Target other = h100;
+        other.name = "other-h100";
+        QCOMPARE(openAs(write("other.json", cost::target_json(other)), true), QString());
+        QCOMPARE(pc->targetBox()->currentText(), QStringLiteral("other-h100 (user)"));
+        QCOMPARE(pc->userTargets().size(), size_t{2});
     }
 
     void targetCopyIsValidatedAndPlannable() {
