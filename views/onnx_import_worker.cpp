@@ -10,10 +10,10 @@
 #include <exception>
 
 #include "graph/validate.h"
-#include "views/session_versions.h"
 #include "io/bounded_file.h"
 #include "io/onnx_import.h"
 #include "ops/library.h"
+#include "views/session_versions.h"
 
 namespace tapestry::views {
 

@@ -166,27 +166,26 @@ void ProjectController::onProjectLoaded(quint64, const views::LoadedProject &pro
     if (!project.opened) {
         setBusy(false, saving_);
         // One of our files of another kind, not named so: opened as what it is (as a
-        // *.plan.json or *.tapestry-session would have been).
-        if (project.kind == views::FileKind::target) {
-            status_->showMessage(tr("%1 is a target file: adding it to the Plan dock's targets")
-                                     .arg(QFileInfo(project.path).fileName()),
-                                 8000);
+        // *.plan.json or *.tapestry-session would have been), the canvas kept.
+        const QString name = QFileInfo(project.path).fileName();
+        switch (project.kind) {
+        case views::FileKind::plan:
+            status_->showMessage(tr("%1 is a plan file: opening it in the Plan dock").arg(name), 8000);
+            emit openPlanRequested(project.path);
+            emit projectLoaded(false);
+            return;
+        case views::FileKind::session:
+            status_->showMessage(tr("%1 is a session file: opening it as the session").arg(name), 8000);
+            emit openSessionRequested(project.path);
+            emit projectLoaded(false);
+            return;
+        case views::FileKind::target:
+            status_->showMessage(tr("%1 is a target file: adding it to the Plan dock's targets").arg(name), 8000);
             emit openTargetRequested(project.path);
             emit projectLoaded(false);
             return;
-        }
-        if (project.kind == views::FileKind::plan || project.kind == views::FileKind::session) {
-            const QString name = QFileInfo(project.path).fileName();
-            status_->showMessage(project.kind == views::FileKind::plan
-                                     ? tr("%1 is a plan file: opening it in the Plan dock").arg(name)
-                                     : tr("%1 is a session file: opening it as the session").arg(name),
-                                 8000);
-            if (project.kind == views::FileKind::plan)
-                emit openPlanRequested(project.path);
-            else
-                emit openSessionRequested(project.path);
-            emit projectLoaded(false);
-            return;
+        default:
+            break;
         }
         refuseOpen(project);
         return;

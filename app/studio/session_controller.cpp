@@ -287,8 +287,8 @@ void SessionController::flush() {
         }
         autosave_timer_->stop();
         const QString name = doc_->source().name.isEmpty() ? tr("untitled") : doc_->source().name;
-        project_id_ = views::saveSnapshot(*session_, project_id_, doc_->graph(), placements(), name, doc_->source().path,
-                                   true, false)
+        project_id_ = views::saveSnapshot(*session_, project_id_, doc_->graph(), placements(), name,
+                                          doc_->source().path, true, false)
                           .project;
     }
     session_->set_state(store::kSessionScope, "current_project", std::to_string(project_id_));
