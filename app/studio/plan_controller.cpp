@@ -38,6 +38,7 @@
 #include "session_controller.h"
 #include "store/session.h"
 #include "views/file_kind.h"
+#include "views/flow_layout.h"
 #include "views/graph_diff.h"
 #include "views/graph_scene.h"
 #include "views/memory_chart.h"
@@ -213,8 +214,6 @@ void PlanController::createDock(QWidget *window) {
 
 QWidget *PlanController::createSettingsRow(QWidget *parent) {
     auto *row_widget = new QWidget(parent);
-    auto *row = new QHBoxLayout(row_widget);
-    row->setContentsMargins(0, 0, 0, 0);
     target_box_ = new QComboBox(row_widget);
     target_box_->setObjectName(QStringLiteral("planTarget"));
     target_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -270,30 +269,36 @@ QWidget *PlanController::createSettingsRow(QWidget *parent) {
     progress_label_ = new QLabel(row_widget);
     progress_label_->setObjectName(QStringLiteral("planProgressLabel"));
     progress_label_->hide();
-    row->addWidget(formLabel(tr("&Target"), target_box_, row_widget));
-    row->addWidget(target_box_);
-    row->addWidget(copy);
-    row->addWidget(measure_button_);
-    row->addSpacing(8);
-    row->addWidget(formLabel(tr("&Devices"), devices_box_, row_widget));
-    row->addWidget(devices_box_);
-    row->addWidget(formLabel(tr("&Nodes"), nodes_box_, row_widget));
-    row->addWidget(nodes_box_);
-    row->addSpacing(8);
-    row->addWidget(formLabel(tr("P&lacement"), placement_box_, row_widget));
-    row->addWidget(placement_box_);
-    row->addWidget(formLabel(tr("&Baseline"), baseline_box_, row_widget));
-    row->addWidget(baseline_box_);
-    row->addWidget(formLabel(tr("Step &order"), order_box_, row_widget));
-    row->addWidget(order_box_);
-    row->addSpacing(8);
-    row->addWidget(plan_button_);
-    row->addWidget(cancel_button_);
-    row->addWidget(busy_);
-    row->addWidget(progress_label_);
-    row->addStretch(1);
-    // Launch, Open and Export stand at the end of the summary row (createSummaryRow):
-    // this row is full at the window's usual width.
+    // Launch, Open and Export end the row; a dock narrower than the row (beside the
+    // Optimize dock, say) wraps it onto more lines instead of clipping its end.
+    launch_button_ = new QToolButton(row_widget);
+    launch_button_->setObjectName(QStringLiteral("planLaunch"));
+    launch_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    launch_button_->hide();  // until the Launch dock gives it its action
+    open_button_ = new QPushButton(tr("Open Plan…"), row_widget);
+    open_button_->setObjectName(QStringLiteral("planOpen"));
+    connect(open_button_, &QPushButton::clicked, open_action_, &QAction::trigger);
+    export_button_ = new QPushButton(tr("Export Plan…"), row_widget);
+    export_button_->setObjectName(QStringLiteral("planExport"));
+    connect(export_button_, &QPushButton::clicked, export_action_, &QAction::trigger);
+    auto *row = new views::FlowLayout(row_widget, 12, 4);
+    row->setContentsMargins(0, 0, 0, 0);
+    const auto group = [&](std::initializer_list<QWidget *> widgets) {
+        auto *box = new QWidget(row_widget);
+        auto *line = new QHBoxLayout(box);
+        line->setContentsMargins(0, 0, 0, 0);
+        line->setSpacing(4);
+        for (QWidget *widget : widgets) line->addWidget(widget);  // reparents it to the box
+        row->addWidget(box);
+    };
+    group({formLabel(tr("&Target"), target_box_, row_widget), target_box_, copy, measure_button_});
+    group({formLabel(tr("&Devices"), devices_box_, row_widget), devices_box_,
+           formLabel(tr("&Nodes"), nodes_box_, row_widget), nodes_box_});
+    group({formLabel(tr("P&lacement"), placement_box_, row_widget), placement_box_});
+    group({formLabel(tr("&Baseline"), baseline_box_, row_widget), baseline_box_});
+    group({formLabel(tr("Step &order"), order_box_, row_widget), order_box_});
+    group({plan_button_, cancel_button_, busy_, progress_label_});
+    group({launch_button_, open_button_, export_button_});
     return row_widget;
 }
 
@@ -314,21 +319,16 @@ QWidget *PlanController::createSummaryRow(QWidget *parent) {
     certificate_ = new QLabel(row_widget);
     certificate_->setObjectName(QStringLiteral("planCertificate"));
     certificate_->hide();
+    // The certificate under the summary, both wrapping: at half the window the
+    // certificate's checks would not fit beside it.
+    certificate_->setWordWrap(true);
+    auto *texts = new QVBoxLayout;
+    texts->setContentsMargins(0, 0, 0, 0);
+    texts->setSpacing(2);
+    texts->addWidget(summary_);
+    texts->addWidget(certificate_);
     row->addWidget(prediction_badge_, 0, Qt::AlignTop);
-    row->addWidget(summary_, 1);
-    row->addWidget(certificate_, 0, Qt::AlignTop);
-    launch_button_ = new QToolButton(row_widget);
-    launch_button_->setObjectName(QStringLiteral("planLaunch"));
-    launch_button_->setToolButtonStyle(Qt::ToolButtonTextOnly);
-    launch_button_->hide();  // until the Launch dock gives it its action
-    open_button_ = new QPushButton(tr("Open Plan…"), row_widget);
-    open_button_->setObjectName(QStringLiteral("planOpen"));
-    connect(open_button_, &QPushButton::clicked, open_action_, &QAction::trigger);
-    export_button_ = new QPushButton(tr("Export Plan…"), row_widget);
-    export_button_->setObjectName(QStringLiteral("planExport"));
-    connect(export_button_, &QPushButton::clicked, export_action_, &QAction::trigger);
-    for (QWidget *button : std::initializer_list<QWidget *>{launch_button_, open_button_, export_button_})
-        row->addWidget(button, 0, Qt::AlignTop);
+    row->addLayout(texts, 1);
     prediction_badge_->hide();
     return row_widget;
 }

@@ -29,6 +29,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -46,6 +47,7 @@
 
 #include "app/studio/launch_controller.h"
 #include "app/studio/main_window.h"
+#include "app/studio/optimize_controller.h"
 #include "app/studio/plan_controller.h"
 #include "common/checked_size.h"
 #include "cost/target.h"
@@ -53,6 +55,7 @@
 #include "plan/plan_file.h"
 #include "store/session.h"
 #include "views/file_kind.h"
+#include "views/flow_layout.h"
 #include "studio_support.h"
 #include "views/graph_scene.h"
 #include "views/memory_chart.h"
@@ -383,6 +386,90 @@ private slots:
     // launch it. A project file offered as a plan is refused with the file's field,
     // and opening a *.plan.json as a project (File ▸ Open, the command line, a
     // drop) reaches the Plan dock instead.
+    // The dock beside the Optimize dock (where a front point's plan shows) gets
+    // half the window: its rows wrap, and every control stays in view.
+    void besideTheOptimizeDockEveryControlIsInView() {
+        PlanWindow pw;
+        QVERIFY(pw.open());
+        QDockWidget *optimize = pw.w.optimizer()->optimizeDock();
+        optimize->show();
+        pw.plans->planDock()->raise();
+        pw.w.resizeDocks({pw.plans->planDock(), optimize}, {800, 800}, Qt::Horizontal);
+        QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("shard"), QStringLiteral("tp")),
+                 qPrintable(pw.plans->lastError()));
+        QTest::qWait(50);
+        QDockWidget *dock = pw.plans->planDock();
+        QVERIFY2(dock->width() < 1000, qPrintable(QStringLiteral("the Plan dock is %1 px wide").arg(dock->width())));
+        auto *scroll = dock->findChild<QScrollArea *>(QStringLiteral("planDockScroll"));
+        QVERIFY(scroll);
+        const QWidget *viewport = scroll->viewport();
+        QVERIFY2(scroll->widget()->width() <= viewport->width(),
+                 qPrintable(QStringLiteral("the panel is %1 px wide in a %2 px dock")
+                                .arg(scroll->widget()->width())
+                                .arg(viewport->width())));
+        for (const char *name : {"planTarget", "planDevices", "planNodes", "planPlacement", "planBaseline", "planOrder",
+                                 "planButton", "planCancel", "planLaunch", "planOpen", "planExport", "planSummary",
+                                 "planCertificate", "planSplitter"}) {
+            auto *widget = dock->findChild<QWidget *>(QString::fromLatin1(name));
+            QVERIFY2(widget, name);
+            QVERIFY2(widget->isVisible(), name);
+            const QRect at(widget->mapTo(viewport, QPoint(0, 0)), widget->size());
+            QVERIFY2(at.left() >= 0 && at.right() < viewport->width(),
+                     qPrintable(QStringLiteral("%1 spans x %2–%3 of a %4 px dock")
+                                    .arg(QString::fromLatin1(name))
+                                    .arg(at.left())
+                                    .arg(at.right())
+                                    .arg(viewport->width())));
+        }
+        // The certificate's checks read whole, under the summary.
+        auto *certificate = dock->findChild<QLabel *>(QStringLiteral("planCertificate"));
+        QVERIFY(certificate->text().contains(QStringLiteral("outputs")));
+        QVERIFY(certificate->height() >= certificate->heightForWidth(certificate->width()));
+        screenshot(pw.w, QStringLiteral("studio-plan-beside-optimize.png"));
+        // The Launch dock in the same place fits too, and so does the Optimize dock.
+        pw.w.launches()->launchDock()->raise();
+        QTest::qWait(50);
+        for (const char *name : {"launchDockScroll", "optimizeDockScroll"}) {
+            auto *area = pw.w.findChild<QScrollArea *>(QString::fromLatin1(name));
+            QVERIFY2(area, name);
+            QVERIFY2(area->widget()->width() <= area->viewport()->width(),
+                     qPrintable(QStringLiteral("%1: a %2 px panel in a %3 px dock")
+                                    .arg(QString::fromLatin1(name))
+                                    .arg(area->widget()->width())
+                                    .arg(area->viewport()->width())));
+        }
+    }
+
+    // The flow the dock's settings row is laid out in: a line while it fits, more
+    // lines as it narrows, its height what its lines need, never narrower than
+    // its widest item.
+    void flowLayoutWrapsItsItems() {
+        QWidget host;
+        auto *flow = new FlowLayout(&host, 10, 5);
+        flow->setContentsMargins(0, 0, 0, 0);
+        std::vector<QPushButton *> buttons;
+        for (int i = 0; i < 5; ++i) {
+            auto *b = new QPushButton(QStringLiteral("item %1").arg(i), &host);
+            b->setFixedSize(100, 20);
+            flow->addWidget(b);
+            buttons.push_back(b);
+        }
+        QCOMPARE(flow->sizeHint(), QSize(5 * 100 + 4 * 10, 20));
+        QCOMPARE(flow->minimumSize(), QSize(100, 20));
+        QCOMPARE(flow->heightForWidth(540), 20);
+        QCOMPARE(flow->heightForWidth(539), 20 + 5 + 20);  // the last item wraps
+        QCOMPARE(flow->heightForWidth(100), 5 * 20 + 4 * 5);
+        flow->setGeometry(QRect(0, 0, 250, flow->heightForWidth(250)));
+        QCOMPARE(flow->lineCount(), 3);
+        QCOMPARE(buttons[1]->geometry(), QRect(110, 0, 100, 20));
+        QCOMPARE(buttons[2]->geometry(), QRect(0, 25, 100, 20));
+        QCOMPARE(buttons[4]->geometry(), QRect(0, 50, 100, 20));
+        buttons[1]->hide();  // a hidden item takes no room
+        flow->setGeometry(QRect(0, 0, 250, flow->heightForWidth(250)));
+        QCOMPARE(buttons[2]->geometry(), QRect(110, 0, 100, 20));
+        QCOMPARE(flow->lineCount(), 2);
+    }
+
     void openPlanShowsAPlanFile() {
         PlanWindow pw;
         QVERIFY(pw.open());
