@@ -23,6 +23,7 @@
 
 #include "common/checked_size.h"
 #include "plan/planner.h"
+#include "views/flow_layout.h"
 
 namespace tapestry::views {
 
@@ -172,15 +173,17 @@ ParetoChart::ParetoChart(QWidget *parent) : QWidget(parent) {
     column->setContentsMargins(0, 0, 0, 0);
     column->setSpacing(2);
     createControls();
-    auto *row = new QHBoxLayout;
-    row->addWidget(new QLabel(tr("X"), this));
-    row->addWidget(x_box_);
-    row->addWidget(new QLabel(tr("Y"), this));
-    row->addWidget(y_box_);
-    row->addWidget(new QLabel(tr("Colour"), this));
-    row->addWidget(colour_box_);
-    row->addSpacing(8);
-    row->addStretch(1);
+    // The axis choices wrap when the chart is narrow (the dock beside another).
+    auto *row = new FlowLayout(nullptr, 10, 2);
+    for (const auto &[label, box] : {std::pair{tr("X"), x_box_}, {tr("Y"), y_box_}, {tr("Colour"), colour_box_}}) {
+        auto *group = new QWidget(this);
+        auto *line = new QHBoxLayout(group);
+        line->setContentsMargins(0, 0, 0, 0);
+        line->setSpacing(4);
+        line->addWidget(new QLabel(label, group));
+        line->addWidget(box);
+        row->addWidget(group);
+    }
     column->addLayout(row);
     key_ = new QLabel(this);
     key_->setObjectName(QStringLiteral("paretoKey"));

@@ -6,6 +6,8 @@
 #include <QLabel>
 #include <QMainWindow>
 #include <QScrollArea>
+#include <QScrollBar>
+#include <algorithm>
 
 namespace tapestry::studio {
 
@@ -34,6 +36,32 @@ void showWithRoom(QDockWidget *dock, QWidget *window, int height, bool &sized) {
     if (sized || !main || dock->isFloating()) return;
     sized = true;
     if (dock->height() < height) main->resizeDocks({dock}, {height}, Qt::Vertical);
+}
+
+void widenToContent(QDockWidget *dock, QWidget *window) {
+    auto *main = qobject_cast<QMainWindow *>(window);
+    auto *scroll = qobject_cast<QScrollArea *>(dock->widget());
+    if (!main || !scroll || !scroll->widget() || dock->isFloating() || !dock->isVisible()) return;
+    const int content = scroll->widget()->minimumSizeHint().width();
+    if (scroll->viewport()->width() >= content) return;
+    // The content's minimum, the scroll area's frame and the dock's margins, room
+    // for the vertical scroll bar; at most half the window.
+    const int chrome = dock->width() - scroll->viewport()->width();
+    const int wanted =
+        std::min(content + chrome + scroll->verticalScrollBar()->sizeHint().width(), main->width() / 2);
+    // Qt shares a single dock's new width out among its row; naming the neighbour
+    // it takes the width from (the dock shown in the row beside it) makes it exact.
+    const Qt::DockWidgetArea area = main->dockWidgetArea(dock);
+    for (QDockWidget *other : main->findChildren<QDockWidget *>()) {
+        if (other == dock || other->isFloating() || !other->isVisible() || other->visibleRegion().isEmpty() ||
+            main->dockWidgetArea(other) != area)
+            continue;
+        const bool same_row = other->y() < dock->y() + dock->height() && dock->y() < other->y() + other->height();
+        if (!same_row) continue;
+        main->resizeDocks({other, dock}, {other->width() + dock->width() - wanted, wanted}, Qt::Horizontal);
+        return;
+    }
+    main->resizeDocks({dock}, {wanted}, Qt::Horizontal);
 }
 
 QLabel *formLabel(const QString &text, QWidget *buddy, QWidget *parent) {

@@ -23,6 +23,12 @@ QDockWidget *makeDock(const QString &title, const char *object_name, QWidget *co
 // is too short for charts — and later the user's choice stands.
 void showWithRoom(QDockWidget *dock, QWidget *window, int height, bool &sized);
 
+// A scrolling dock docked beside others (the Optimize dock beside the bottom
+// tabs) narrower than its content's minimum width is widened to it, up to half
+// the window: its content scrolls only up and down, so a narrower dock clips its
+// right side. A dock wide enough, floating or hidden is left as the user has it.
+void widenToContent(QDockWidget *dock, QWidget *window);
+
 // What the docks' forms share: a label whose mnemonic focuses `buddy`; a rounded
 // badge ("PREDICTION", a certificate's verdict) in the given colours; a time the
 // session stored (ISO 8601 UTC) as lists show it, in local time ("2026-11-25 14:03").

@@ -24,6 +24,7 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTableWidget>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -135,6 +136,11 @@ void OptimizeController::createDock(QWidget *window) {
     column->addWidget(chart_, 1);
     row->addLayout(column, 1);
     dock_ = makeDock(tr("Optimize"), "optimizeDock", panel, window, DockContent::scrolls);
+    // However it is opened (Run ▸ Optimize, View ▸ Optimize, a re-plan), once laid
+    // out it gets the width its settings and chart need.
+    connect(dock_, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible) QTimer::singleShot(0, this, [this] { widenToContent(dock_, window_); });
+    });
     restoreSettings();
 }
 
@@ -277,7 +283,7 @@ QWidget *OptimizeController::createRunBar(QWidget *parent) {
     run_box_ = new QComboBox(bar);
     run_box_->setObjectName(QStringLiteral("optimizeRuns"));
     run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    run_box_->setMinimumContentsLength(16);
+    run_box_->setMinimumContentsLength(10);  // a long run label elides; each item's tooltip has it whole
     run_box_->setToolTip(tr("The searches kept in the session for this project, newest first"));
     connect(run_box_, &QComboBox::activated, this, [this](int index) {
         const qint64 run = run_box_->itemData(index).toLongLong();
@@ -397,6 +403,7 @@ void OptimizeController::updateActions() {
 
 void OptimizeController::giveDockRoom() {
     showWithRoom(dock_, window_, kDockHeight, dock_sized_);
+    widenToContent(dock_, window_);
 }
 
 void OptimizeController::fail(const QString &why) {

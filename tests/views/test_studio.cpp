@@ -15,6 +15,7 @@
 #include <QMimeData>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -26,6 +27,7 @@
 #include <QUrl>
 
 #include "app/studio/main_window.h"
+#include "app/studio/optimize_controller.h"
 #include "edit/editor.h"
 #include "graph/resolve.h"
 #include "graph/validate.h"
@@ -120,6 +122,7 @@ private slots:
     void fitAndZoomActionsChangeTheTransform();
     void fitHidesEveryLabel_regression();
     void defaultDocksGiveTheInspectorRoom();
+    void everyDockFitsItsWidthInTheDefaultWindow();
     void selectingATensorGrowsTheWindow_regression();
     void droppingAProjectFileOpensIt();
     void newLoadSupersedesTheRunningOne();
@@ -541,6 +544,36 @@ void TestStudio::defaultDocksGiveTheInspectorRoom() {
     const QWidget *panel = w.runs()->runPanel();
     QVERIFY2(run->widget()->height() >= panel->minimumSizeHint().height(),
              qPrintable(QStringLiteral("%1 < %2").arg(run->widget()->height()).arg(panel->minimumSizeHint().height())));
+}
+
+// In the default window, with the Optimize dock open beside the bottom tabs (each
+// then half the width), no dock is wider inside than it is: a dock's content
+// wider than its scroll area is clipped on the right, its last controls out of
+// reach (the horizontal scroll bar is off).
+void TestStudio::everyDockFitsItsWidthInTheDefaultWindow() {
+    QSettings().remove(QStringLiteral("window"));
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, examplePath(QStringLiteral("gpt2_block"))));
+    QCOMPARE(w.size(), QSize(1360, 860));
+    w.optimizer()->optimizeDock()->show();
+    QVERIFY(w.scene()->selectNode(QStringLiteral("qkv")));  // the inspector and shard map at their fullest
+    QTest::qWait(50);  // the Optimize dock widens itself to its content, once laid out
+    const QList<QScrollArea *> areas = w.findChildren<QScrollArea *>(QRegularExpression(QStringLiteral("DockScroll$")));
+    QVERIFY(areas.size() >= 8);
+    for (QScrollArea *area : areas) {
+        auto *dock = qobject_cast<QDockWidget *>(area->parentWidget());
+        QVERIFY2(dock, qPrintable(area->objectName()));
+        dock->show();
+        dock->raise();
+        QTest::qWait(30);
+        QVERIFY2(area->widget()->width() <= area->viewport()->width(),
+                 qPrintable(QStringLiteral("%1: its content is %2 px wide in %3 px")
+                                .arg(dock->windowTitle())
+                                .arg(area->widget()->width())
+                                .arg(area->viewport()->width())));
+    }
 }
 
 // Selecting a tensor made the window grow taller by itself: the inspector's form
