@@ -1,6 +1,8 @@
 #include "views/session_versions.h"
 
 #include <mutex>
+#include <set>
+#include <utility>
 
 #include "views/graph_diff.h"
 
@@ -15,17 +17,32 @@ std::mutex &fileProjectsLock() {
     return lock;
 }
 
-FileProject findOrMakeProject(store::Session &session, const QString &file, const QString &name) {
+// The projects a Stages run, a search or a launch made for a document before the
+// studio's join save of it came (session file, project), under the lock above:
+// the join save that finds one has not continued an earlier project but met its
+// own document's, made a moment before, and takes it off.
+std::set<std::pair<std::string, qint64>> &projectsAwaitingTheirJoin() {
+    static std::set<std::pair<std::string, qint64>> made;
+    return made;
+}
+
+FileProject findOrMakeProject(store::Session &session, const QString &file, const QString &name,
+                              bool join = false) {
     FileProject out;
     out.project = projectOfFile(session, file);
     out.continued = out.project != 0;
-    if (out.continued) return out;
+    if (out.continued) {
+        if (join && projectsAwaitingTheirJoin().erase({session.path().string(), out.project}) > 0)
+            out.continued = false;
+        return out;
+    }
     auto created = session.create_project(name.toStdString());
     if (!created) {
         out.error = QString::fromStdString(created.error().message);
         return out;
     }
     out.project = *created;
+    if (!join) projectsAwaitingTheirJoin().insert({session.path().string(), out.project});
     // Should this not be written, the file only makes a new project the next time.
     (void)recordProjectFile(session, out.project, file);
     return out;
@@ -107,9 +124,9 @@ FileProject projectForFile(store::Session &session, const QString &file, const Q
 }
 
 FileProject projectForFile(store::Session &session, const QString &file, const QString &name,
-                           const std::function<void(const FileProject &found)> &then) {
+                           const std::function<void(const FileProject &found)> &then, bool join) {
     const std::lock_guard<std::mutex> lock(fileProjectsLock());
-    FileProject found = findOrMakeProject(session, file, name);
+    FileProject found = findOrMakeProject(session, file, name, join);
     if (found.error.isEmpty()) then(found);
     return found;
 }
@@ -139,11 +156,14 @@ SavedSnapshot saveSnapshot(store::Session &session, qint64 project, const Graph 
         save(project);
         return out;
     }
-    const FileProject found = projectForFile(session, file, name, [&](const FileProject &f) {
-        out.continued = f.continued;
-        (void)session.set_state(store::kSessionScope, "current_project", std::to_string(f.project));
-        save(f.project);
-    });
+    const FileProject found = projectForFile(
+        session, file, name,
+        [&](const FileProject &f) {
+            out.continued = f.continued;
+            (void)session.set_state(store::kSessionScope, "current_project", std::to_string(f.project));
+            save(f.project);
+        },
+        join);
     if (!found.error.isEmpty()) out.error = found.error;
     return out;
 }

@@ -50,8 +50,11 @@ FileProject projectForFile(store::Session &session, const QString &file, const Q
 // projectForFile, then `then(found)` while the lock is still held, so a writer's
 // look at the project's latest version and its save are one step with the finding
 // (the studio's save; versionHolding). Not called when the finding failed.
+// `join`: the finder is the join save of a document just opened; a project
+// another writer (versionHolding, projectForFile) made for the file and no join
+// save has found since is that document's own, so not `continued`.
 FileProject projectForFile(store::Session &session, const QString &file, const QString &name,
-                           const std::function<void(const FileProject &found)> &then);
+                           const std::function<void(const FileProject &found)> &then, bool join = false);
 
 // One save of the studio's document into the session. With `project` 0, the
 // project `file` continues (projectForFile) or a new one named `name` made for

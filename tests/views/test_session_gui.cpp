@@ -20,6 +20,7 @@
 #include <QTreeWidget>
 #include <QtTest/QtTest>
 #include <chrono>
+#include <algorithm>
 #include <latch>
 #include <thread>
 #include <vector>
@@ -316,6 +317,7 @@ private slots:
             std::shared_ptr<store::Session> session(std::move(opened).value().release());
             std::vector<qint64> got(kWriters, 0);
             std::vector<QString> errors(kWriters);
+            std::vector<int> continued(kWriters, -1);  // the join saves' say
             std::vector<std::thread> writers;
             std::latch go(kWriters);
             for (int i = 0; i < kWriters; ++i)
@@ -331,6 +333,7 @@ private slots:
                             views::saveSnapshot(*session, 0, mlp.graph, arrangement, "mlp", file, true, true);
                         got[k] = saved.project;
                         errors[k] = saved.error;
+                        continued[k] = saved.continued ? 1 : 0;
                     } else {
                         const views::FileProject found = views::projectForFile(*session, file, "mlp");
                         got[k] = found.project;
@@ -342,6 +345,10 @@ private slots:
                 QVERIFY2(errors[static_cast<size_t>(i)].isEmpty(), qPrintable(errors[static_cast<size_t>(i)]));
                 QCOMPARE(got[static_cast<size_t>(i)], got.front());
             }
+            // One join save met the project new — made by itself or, a moment
+            // before, by another writer for the same document — and the others as
+            // the one the file goes on with.
+            QCOMPARE(std::count(continued.begin(), continued.end(), 0), 1);
             auto projects = session->projects();
             QVERIFY(projects);
             QCOMPARE(projects->size(), size_t{1});
@@ -355,7 +362,9 @@ private slots:
             QCOMPARE(kept->at("x").y, 20.0);
         }
         // In order: a Stages run held the version before the join save came; the
-        // save writes none, says so, and gives the project its arrangement.
+        // save writes none, says so, and gives the project its arrangement. The
+        // project is the document's own, made a moment before, not one its file
+        // goes on with (the studio says nothing of continuing).
         auto opened = store::Session::open(dir.filePath("ordered.tapestry-session").toStdString(),
                                            store::OpenMode::read_write, std::chrono::milliseconds(0));
         QVERIFY(opened);
@@ -367,12 +376,15 @@ private slots:
         QVERIFY2(saved.error.isEmpty(), qPrintable(saved.error));
         QCOMPARE(saved.project, held.project);
         QVERIFY(saved.unchanged);
+        QVERIFY(!saved.continued);
         QCOMPARE(session->project(held.project)->version_count, 1);
         QCOMPARE(*session->placements(held.project), arrangement);
         // A later join of the same file (the project saved its own arrangement since) keeps it.
         const store::Placements moved{{"x", store::NodePlacement{-5, 7, false}}};
         QVERIFY(session->set_placements(held.project, moved));
-        QVERIFY(views::saveSnapshot(*session, 0, mlp.graph, arrangement, "mlp", file, true, true).unchanged);
+        const views::SavedSnapshot again = views::saveSnapshot(*session, 0, mlp.graph, arrangement, "mlp", file, true, true);
+        QVERIFY(again.unchanged);
+        QVERIFY(again.continued);  // this time the file goes on with it
         QCOMPARE(*session->placements(held.project), moved);
     }
 
