@@ -1,7 +1,11 @@
 #include "search/session_runs.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
+#include "passes/substitute.h"
 
 namespace tapestry::search {
 
@@ -118,6 +122,54 @@ Expected<Candidate, std::string> candidate_of(const store::SearchCandidateRecord
     c.cuts = r.cuts;
     c.substitution = r.substitution;
     return c;
+}
+
+Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run, const Graph &then,
+                                                     const Evaluator &now) {
+    auto settings = parse_settings(run.run.settings_json);
+    if (!settings) return unexpected("search run " + std::to_string(run.run.id) + ": " + settings.error());
+    // The spaces of `then` the run's candidates index, by substitution: made when a row needs one.
+    std::map<std::string, std::optional<Space>> spaces;
+    const auto space_then = [&](const std::string &goal) -> Expected<const Space *, std::string> {
+        auto &slot = spaces[goal];
+        if (!slot) {
+            Graph g = then;
+            if (!goal.empty()) {
+                SubstituteOptions o;
+                o.goal = goal;
+                auto st = substitute(then, o);
+                if (!st) return unexpected("substitution '" + goal + "' of the searched graph: " + st.error());
+                g = std::move(st->graph);
+            }
+            auto space = Space::of(g, settings->devices);
+            if (!space) return unexpected("the searched graph: " + space.error());
+            space->allow_fusion(settings->fusion);
+            space->allow_maps(settings->maps);
+            space->allow_cuts(settings->cuts);
+            space->set_substitution(goal);
+            slot = std::move(space).value();
+        }
+        return &*slot;
+    };
+    WarmStart out;
+    std::set<std::string> seen;
+    for (const store::SearchCandidateRecord &row : run.candidates) {
+        if (!row.on_front) continue;
+        ++out.front;
+        auto c = candidate_of(row);
+        if (!c) return unexpected("search run " + std::to_string(run.run.id) + ", candidate " +
+                                  std::to_string(row.index) + ": " + c.error());
+        auto from = space_then(c->substitution);
+        if (!from) return unexpected(from.error());
+        const Space *to = now.space_of(*c);
+        std::optional<Candidate> carried = to ? carry_over(**from, *c, *to) : std::nullopt;
+        if (!carried) {
+            ++out.dropped;
+            continue;
+        }
+        if (seen.insert(carried->key()).second) out.candidates.push_back(std::move(*carried));
+    }
+    return out;
 }
 
 Figures figures_of(const store::SearchCandidateRecord &r) {

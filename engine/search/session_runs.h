@@ -45,6 +45,23 @@ Expected<Candidate, std::string> candidate_of(const store::SearchCandidateRecord
 // The figures a row keeps.
 Figures figures_of(const store::SearchCandidateRecord &record);
 
+// A kept run's front as the warm start of a new search (SearchOptions::warm_start;
+// re-planning after an edit): each front row's candidate carried by operation id
+// (carry_over) from the space of `then` — the graph the run searched, its editor
+// version — with the run's settings, to the space of `now`'s graph the
+// candidate's substitution gives (a substitution `now` does not offer drops it).
+// The candidates come in the front's order, each once; `front` counts the rows
+// on the run's front, `dropped` those with no candidate in `now`'s space.
+// Errors: the run's settings unreadable, a row's rule unknown, a substitution of
+// `then` the pass refuses.
+struct WarmStart {
+    std::vector<Candidate> candidates;
+    int front = 0;
+    int dropped = 0;
+};
+Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run, const Graph &then,
+                                                     const Evaluator &now);
+
 // Keeps one run in a session while it goes, on the search's thread: started with
 // its settings, each generation's candidates appended in one transaction, the front
 // marked whenever it moves, finished with its status ("finished", "stopped",

@@ -342,4 +342,57 @@ bool Space::valid(const Candidate &c) const {
     return true;
 }
 
+std::optional<Candidate> carry_over(const Space &from, const Candidate &c, const Space &to) {
+    if (!from.valid(c) || c.substitution != to.substitution()) return std::nullopt;
+    std::map<std::string, size_t> then;  // op id → its index in `from`
+    for (size_t j = 0; j < from.ops().size(); ++j) then.emplace(from.ops()[j].op.value, j);
+    const auto where = [&](size_t i) -> std::optional<size_t> {
+        const auto at = then.find(to.ops()[i].op.value);
+        return at == then.end() ? std::nullopt : std::optional<size_t>(at->second);
+    };
+    // Whether op i of `to` offers `dim` with room for `parts` of at most `pieces` in all.
+    const auto offers = [&](size_t i, int dim, int parts) {
+        const OpChoices &o = to.ops()[i];
+        const auto at = std::find(o.dims.begin(), o.dims.end(), dim);
+        return at != o.dims.end() && parts >= 2 && parts <= to.devices() &&
+               parts <= o.extents[static_cast<size_t>(at - o.dims.begin())];
+    };
+    const size_t n = to.ops().size();
+    Candidate out = to.unsplit();
+    out.rule = c.rule;
+    out.stages = c.stages;
+    out.substitution = c.substitution;
+    for (size_t i = 0; i < n; ++i) {
+        const std::optional<size_t> j = where(i);
+        if (!j || c.dim[*j] < 0 || !offers(i, c.dim[*j], c.parts[*j])) continue;
+        out.dim[i] = c.dim[*j];
+        out.parts[i] = c.parts[*j];
+        if (c.has_second(*j) && c.dim2[*j] != out.dim[i] && offers(i, c.dim2[*j], c.parts2[*j]) &&
+            out.parts[i] * c.parts2[*j] <= to.devices())
+            out.set_second(i, n, c.dim2[*j], c.parts2[*j]);
+    }
+    if (c.fused && to.fusion()) {
+        out.fused = true;
+        for (size_t i = 0; i < n; ++i)
+            if (const std::optional<size_t> j = where(i);
+                j && std::binary_search(c.unfused.begin(), c.unfused.end(), static_cast<int>(*j)))
+                out.unfused.push_back(static_cast<int>(i));
+    }
+    if (!c.at.empty() && to.maps())
+        for (size_t i = 0; i < n; ++i)
+            if (const std::optional<size_t> j = where(i); j && c.has_map(*j) && c.at[*j] < to.devices())
+                out.set_map(i, n, c.at[*j]);
+    if (!c.cuts.empty() && to.cuts()) {
+        std::vector<int> cuts;
+        for (int cut : c.cuts) {
+            const std::string &id = from.ops()[static_cast<size_t>(cut)].op.value;
+            for (size_t i = 0; i < n; ++i)
+                if (to.ops()[i].op.value == id) cuts.push_back(static_cast<int>(i));
+        }
+        if (cuts.size() == c.cuts.size() && std::is_sorted(cuts.begin(), cuts.end())) out.cuts = std::move(cuts);
+    }
+    if (!to.valid(out)) return std::nullopt;
+    return out;
+}
+
 }  // namespace tapestry::search

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,18 @@ private:
     bool has_twins_ = false;
     std::string substitution_;
 };
+
+// A candidate of space `from` (an earlier graph's) carried to space `to` (the
+// graph since an edit) by operation id, for a warm start after the edit: each op
+// of `to` takes the split the op of its id had, where `to` still offers that dim
+// with the extent and devices for it, and is left whole otherwise (an op new to
+// the graph, a dim gone, fewer devices); the rule and pipeline stages as they
+// were; fusion with its kept-out ops by id, device maps by id (a device past
+// `to`'s dropped) and pipeline cuts by id (placement's own cut when an op they
+// named is gone), each only where `to` allows it. `c` must be of `from` and `to`
+// of the same substitution. Empty when the result is not a candidate of `to`
+// (a pipeline of more stages than its devices or ops).
+std::optional<Candidate> carry_over(const Space &from, const Candidate &c, const Space &to);
 
 const char *rule_name(PlacementRule r);  // "shard", "round-robin", "pipeline", "spread"
 // rule_name's inverse; errors name the unknown rule and the known ones.

@@ -5,6 +5,7 @@
 // of the true front's hypervolume); the same seed giving the same front at one and
 // two threads; the hand baselines covered by the front; every front plan certified;
 // streaming, stopping and the warm start.
+#include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <set>
 #include <atomic>
@@ -23,6 +24,8 @@
 #include "plan/planner.h"
 #include "runtime/cpu/fusion_backend.h"
 #include "search/optimizer.h"
+#include "search/session_runs.h"
+#include "store/session.h"
 #include "block_stack.h"
 #include "test_projects.h"
 
@@ -47,6 +50,23 @@ std::string three_ops() {
       {"id": "fc1", "kind": "linear", "inputs": {"x": "x", "w": "w1", "bias": "b1"}, "outputs": {"y": "h"}},
       {"id": "act", "kind": "gelu", "inputs": {"x": "h"}, "outputs": {"y": "a"}},
       {"id": "fc2", "kind": "linear", "inputs": {"x": "a", "w": "w2", "bias": "b2"}, "outputs": {"y": "y"}}]})";
+}
+
+// three_ops after an edit: `act` made a relu, and a relu `act2` added after it.
+std::string three_ops_edited() {
+    std::string text = three_ops();
+    const auto replace = [&](const std::string &from, const std::string &to) {
+        const size_t at = text.find(from);
+        if (at == std::string::npos) qFatal("three_ops has no '%s'", from.c_str());
+        text.replace(at, from.size(), to);
+    };
+    replace(R"("kind": "gelu")", R"("kind": "relu")");
+    replace(R"({"id": "w2")", R"({"id": "a2", "dtype": "f32", "shape": [64, 512], "role": "intermediate"},
+      {"id": "w2")");
+    replace(R"("inputs": {"x": "a", "w": "w2")", R"("inputs": {"x": "a2", "w": "w2")");
+    replace(R"({"id": "fc2")", R"({"id": "act2", "kind": "relu", "inputs": {"x": "a"}, "outputs": {"y": "a2"}},
+      {"id": "fc2")");
+    return text;
 }
 
 Graph example(const std::string &name) {
@@ -1004,6 +1024,153 @@ private slots:
         }
         QVERIFY(trials > 0);
     }
+    // A candidate carried over an edit keeps, by op id, every split the edited
+    // graph still offers: the same space gives the candidate back; an op new to
+    // the graph stays whole; a split past the devices is left whole; fusion's
+    // kept-out ops, device maps and pipeline cuts follow their ops.
+    void carriesCandidatesOverAnEdit() {
+        const Graph g = test::parse(three_ops());
+        const Graph edited = test::parse(three_ops_edited());
+        const Space from = *Space::of(g, 4);
+        const Space to = *Space::of(edited, 4);
+        QCOMPARE(to.ops().size(), size_t{4});
+        QCOMPARE(to.ops()[2].op.value, std::string("act2"));
+        const std::vector<Candidate> all = enumerate(from);
+        QVERIFY(all.size() > 100);
+        for (const Candidate &c : all) {
+            const std::optional<Candidate> same = carry_over(from, c, from);
+            QVERIFY2(same && *same == c, c.key().c_str());
+            const std::optional<Candidate> carried = carry_over(from, c, to);
+            QVERIFY2(carried, c.key().c_str());
+            QVERIFY(to.valid(*carried));
+            QCOMPARE(carried->rule, c.rule);
+            QCOMPARE(carried->stages, c.stages);
+            // fc1, act and fc2 split as before; act2, new, whole.
+            const std::vector<size_t> was = {0, 1, 3};
+            for (size_t j = 0; j < 3; ++j) {
+                QCOMPARE(carried->dim[was[j]], c.dim[j]);
+                QCOMPARE(carried->parts[was[j]], c.parts[j]);
+            }
+            QCOMPARE(carried->dim[2], -1);
+        }
+        // Two devices: a four-way split is left whole, a pipeline of four has no candidate.
+        const Space two = *Space::of(g, 2);
+        Candidate four = from.batch_split(4);  // fc1 and fc2 four ways, act two
+        four.parts[1] = 2;
+        QVERIFY(from.valid(four));
+        const std::optional<Candidate> narrowed = carry_over(from, four, two);
+        QVERIFY(narrowed);
+        QCOMPARE(narrowed->dim, (std::vector<int>{-1, four.dim[1], -1}));
+        QCOMPARE(narrowed->parts, (std::vector<int>{1, 2, 1}));
+        Candidate pipeline = from.unsplit();
+        pipeline.rule = PlacementRule::pipeline;
+        pipeline.stages = 3;
+        QVERIFY(!carry_over(from, pipeline, two));
+
+        // Fusion, maps and cuts by op id.
+        Space from_all = from, to_all = to;
+        for (Space *s : {&from_all, &to_all}) {
+            s->allow_fusion(true);
+            s->allow_maps(true);
+            s->allow_cuts(true);
+        }
+        Candidate rich = from_all.batch_split(2);
+        rich.fused = true;
+        rich.unfused = {1};           // act
+        rich.set_map(2, 3, 1);        // fc2 from device 1
+        rich.rule = PlacementRule::pipeline;
+        rich.stages = 2;
+        rich.cuts = {2};              // stage 2 begins at fc2
+        QVERIFY(from_all.valid(rich));
+        const std::optional<Candidate> moved = carry_over(from_all, rich, to_all);
+        QVERIFY(moved);
+        QVERIFY(moved->fused);
+        QCOMPARE(moved->unfused, std::vector<int>{1});
+        QCOMPARE(moved->at, (std::vector<int>{-1, -1, -1, 1}));
+        QCOMPARE(moved->cuts, std::vector<int>{3});
+        QVERIFY2(to_all.describe(*moved).find("fc2 from device 1") != std::string::npos, to_all.describe(*moved).c_str());
+        // An op a cut named gone: placement's own cut instead.
+        const Space back = [&] {
+            Space s = *Space::of(g, 4);
+            s.allow_fusion(true);
+            s.allow_maps(true);
+            s.allow_cuts(true);
+            return s;
+        }();
+        Candidate at_act2 = *moved;
+        at_act2.cuts = {2};  // act2
+        const std::optional<Candidate> uncut = carry_over(to_all, at_act2, back);
+        QVERIFY(uncut);
+        QVERIFY(uncut->cuts.empty());
+        QCOMPARE(uncut->stages, 2);
+        // A space without fusion, maps and cuts takes the splits and the rule alone.
+        const std::optional<Candidate> plain = carry_over(from_all, rich, to);
+        QVERIFY(plain);
+        QVERIFY(!plain->fused && plain->unfused.empty() && plain->at.empty() && plain->cuts.empty());
+        QCOMPARE(plain->stages, 2);
+    }
+
+    // Re-planning after an edit from a run the session keeps: its front carried to
+    // the edited graph seeds the new search's first population, and on the graph
+    // it searched the warm start is the front itself.
+    void warmStartsFromAKeptRun() {
+        QTemporaryDir dir;
+        auto opened = store::Session::open((dir.path() + "/w.tapestry-session").toStdString());
+        QVERIFY(opened);
+        std::unique_ptr<store::Session> session = std::move(opened).value();
+        const Graph g = test::parse(three_ops());
+        auto project = session->create_project("three ops");
+        QVERIFY(project);
+        auto version = session->save_version(*project, g, "save");
+        QVERIFY(version);
+        const Evaluator e = evaluator_for(g, 4);
+        RunSettings settings;
+        settings.devices = 4;
+        settings.objectives = e.objectives();
+        RunKeeper keeper(*session, version->id, "h100-sxm", settings, 3);
+        SearchHooks hooks;
+        hooks.candidate = [&](const Scored &s) { keeper.add(s, e); };
+        auto first = optimize(e, evaluations_budget(3, 80), hooks);
+        QVERIFY(first);
+        keeper.finish(front_keys(first->front), "finished");
+        QVERIFY2(keeper.error().empty(), keeper.error().c_str());
+        auto run = session->load_search_run(keeper.run());
+        QVERIFY(run);
+
+        auto same = warm_start_from_run(*run, g, e);
+        QVERIFY2(same, same ? "" : same.error().c_str());
+        QCOMPARE(same->front, static_cast<int>(first->front.size()));
+        QCOMPARE(same->dropped, 0);
+        std::set<std::string> keys, front;
+        for (const Candidate &c : same->candidates) keys.insert(c.key());
+        for (const Scored &s : first->front) front.insert(s.candidate.key());
+        QVERIFY(keys == front);
+
+        const Graph edited = test::parse(three_ops_edited());
+        const Evaluator after = evaluator_for(edited, 4);
+        auto carried = warm_start_from_run(*run, g, after);
+        QVERIFY2(carried, carried ? "" : carried.error().c_str());
+        QCOMPARE(static_cast<int>(carried->candidates.size()) + carried->dropped, carried->front);  // none twice here
+        QVERIFY(!carried->candidates.empty());
+        SearchOptions o = evaluations_budget(4, 40);
+        o.warm_start = carried->candidates;
+        std::set<std::string> first_population;
+        SearchHooks wh;
+        wh.candidate = [&](const Scored &s) {
+            if (s.generation == 0) first_population.insert(s.candidate.key());
+        };
+        auto second = optimize(after, o, wh);
+        QVERIFY2(second, second ? "" : second.error().c_str());
+        for (const Candidate &c : carried->candidates)  // each evaluated first (once: a seed may equal one)
+            QVERIFY2(first_population.count(c.key()), c.key().c_str());
+        // A run whose settings are not JSON says so.
+        store::SearchRun broken = *run;
+        broken.run.settings_json = "{";
+        auto refused = warm_start_from_run(broken, g, e);
+        QVERIFY(!refused);
+        QVERIFY2(QString::fromStdString(refused.error()).contains("search run"), refused.error().c_str());
+    }
+
     void stopsOnRequestAndWarmStarts() {
         const Graph g = test::parse(three_ops());
         const Evaluator e = evaluator_for(g, 4);
