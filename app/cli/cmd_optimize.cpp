@@ -53,6 +53,7 @@ struct OptimizeOptions {
     std::vector<std::string> export_plan;  // K FILE
     bool json = false;
     std::string session;
+    std::string warm_start;  // a search run of the session, or "latest"
     bool check = false;           // a numeric check of every front plan
     bool no_fusion = false;       // leave fusion out of the search space
     bool maps = false;            // device maps in the search space
@@ -92,6 +93,39 @@ std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &fron
     return rows;
 }
 
+// --warm-start's run: `which` a run id of the session, or "latest" (the newest
+// run of `project`, the searches project of this graph), its front carried to
+// the evaluator's graph.
+struct WarmStartOf {
+    store::SearchRunId run = 0;
+    search::WarmStart start;
+};
+Expected<WarmStartOf, std::string> warm_start_of(const store::Session &session, store::ProjectId project,
+                                                  const std::string &which, const search::Evaluator &evaluator) {
+    WarmStartOf out;
+    if (which == "latest") {
+        auto runs = session.search_runs(project);
+        if (!runs) return unexpected(runs.error().message);
+        if (runs->empty())
+            return unexpected("no search run of project '" + session.project(project)->name +
+                              "' to start from (tapestry session searches lists the runs)");
+        out.run = runs->back().id;
+    } else {
+        if (which.empty() || which.size() > 18 || which.find_first_not_of("0123456789") != std::string::npos)
+            return unexpected("expected a search run's number or 'latest', got '" + which + "'");
+        out.run = std::stoll(which);
+    }
+    auto run = session.load_search_run(out.run);
+    if (!run) return unexpected(run.error().message);
+    auto then = session.load_version(run->run.version_id);
+    if (!then) return unexpected("search run " + std::to_string(out.run) + ": its graph: " + then.error().message);
+    auto start = search::warm_start_from_run(*run, *then, evaluator);
+    if (!start) return unexpected(start.error());
+    if (start->front == 0) return unexpected("search run " + std::to_string(out.run) + " has no front to start from");
+    out.start = std::move(start).value();
+    return out;
+}
+
 int optimize_command(const OptimizeOptions &o) {
     // From the command's start: a Ctrl-C while the project loads stops the search
     // at its first look instead of ending the process.
@@ -118,6 +152,10 @@ int optimize_command(const OptimizeOptions &o) {
             return kExitUsage;
         }
         constraints.max_time = *t;
+    }
+    if (!o.warm_start.empty() && o.session.empty()) {
+        std::cerr << "tapestry: --warm-start: needs --session (the session that keeps the run)\n";
+        return kExitUsage;
     }
     auto budget = parse_seconds(o.budget);
     if (!budget) {
@@ -231,6 +269,8 @@ int optimize_command(const OptimizeOptions &o) {
     std::unique_ptr<store::Session> session;
     search::RunKeeper keeper;
     store::ProjectId kept_project = 0;
+    std::string warm_line;
+    ordered_json warm_json;  // null without a warm start
     if (!o.session.empty()) {
         auto opened = store::Session::open(o.session, store::OpenMode::read_write, std::chrono::seconds(10));
         if (!opened) {
@@ -244,6 +284,26 @@ int optimize_command(const OptimizeOptions &o) {
             return kExitInvalid;
         }
         kept_project = version->project;
+        // Re-planning after an edit: an earlier run's front, carried to this graph
+        // by op id, seeds the first population (docs/search.md, "Warm start").
+        if (!o.warm_start.empty()) {
+            auto warm = warm_start_of(*session, kept_project, o.warm_start, evaluator);
+            if (!warm) {
+                std::cerr << "tapestry: --warm-start: " << o.session << ": " << warm.error() << "\n";
+                return kExitInvalid;
+            }
+            warm_line = "warm start: " + std::to_string(warm->start.candidates.size()) + " of the " +
+                        std::to_string(warm->start.front) + " plans on the front of search run " +
+                        std::to_string(warm->run) +
+                        (warm->start.dropped > 0 ? " (" + std::to_string(warm->start.dropped) +
+                                                       " with no candidate in this graph's space)"
+                                                 : std::string());
+            warm_json = {{"search_run", warm->run},
+                         {"front", warm->start.front},
+                         {"carried", warm->start.candidates.size()},
+                         {"dropped", warm->start.dropped}};
+            so.warm_start = std::move(warm->start.candidates);
+        }
         keeper = search::RunKeeper(*session, version->version, target->name,
                                    search::RunSettings{o.devices, o.nodes, *objectives, constraints, so, !o.no_fusion,
                                                        o.maps, o.cuts, o.substitute},
@@ -431,6 +491,7 @@ int optimize_command(const OptimizeOptions &o) {
         j["generations"] = result->generations;
         j["seconds"] = result->seconds;
         j["stopped"] = result->stopped;
+        j["warm_start"] = warm_json;
         ordered_json fj = ordered_json::array();
         for (size_t i = 0; i < front.size(); ++i)
             fj.push_back({{"index", i},
@@ -468,6 +529,7 @@ int optimize_command(const OptimizeOptions &o) {
               << result->generations << " generations, stopped: "
               << (result->stopped == "stopped" ? std::string("interrupted (Ctrl-C)") : result->stopped) << "\n";
     std::cout << "  " << plan::calibration_summary(*calibration, target->name, *shape) << "\n";
+    if (!warm_line.empty()) std::cout << "  " << warm_line << "\n";
     for (const std::string &line : substitutions) std::cout << "  substitution " << line << "\n";
     std::cout << "  front (predictions; every plan certified" << (o.check ? ", and numerically checked on the CPU" : "")
               << "): " << front.size() << " plans\n";
@@ -540,6 +602,9 @@ void add_optimize_command(CLI::App &app, std::function<int()> &action) {
                     "Session whose targets (user copies, the measured host) come first, and whose launches on the "
                     "target calibrate the figures; the search is kept there (project '<graph> (searches)'), for "
                     "tapestry session searches and the studio's Optimize dock");
+    cmd->add_option("--warm-start", o->warm_start,
+                    "Start from the front of search run RUN of the --session (a number, or 'latest': this graph's "
+                    "newest), carried to this graph by op id: re-planning after an edit");
     cmd->add_flag("--no-fusion", o->no_fusion,
                   "Leave fusion out of the search (by default each candidate may fuse elementwise chains into "
                   "their producers)");

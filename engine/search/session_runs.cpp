@@ -6,6 +6,7 @@
 #include <set>
 
 #include "passes/substitute.h"
+#include "plan/baselines.h"
 
 namespace tapestry::search {
 
@@ -133,11 +134,11 @@ Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run
     const auto space_then = [&](const std::string &goal) -> Expected<const Space *, std::string> {
         auto &slot = spaces[goal];
         if (!slot) {
-            Graph g = then;
+            Graph g = plan::without_shards(then);  // as the search saw it: the project's shards dropped
             if (!goal.empty()) {
                 SubstituteOptions o;
                 o.goal = goal;
-                auto st = substitute(then, o);
+                auto st = substitute(g, o);
                 if (!st) return unexpected("substitution '" + goal + "' of the searched graph: " + st.error());
                 g = std::move(st->graph);
             }

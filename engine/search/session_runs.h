@@ -48,7 +48,7 @@ Figures figures_of(const store::SearchCandidateRecord &record);
 // A kept run's front as the warm start of a new search (SearchOptions::warm_start;
 // re-planning after an edit): each front row's candidate carried by operation id
 // (carry_over) from the space of `then` — the graph the run searched, its editor
-// version — with the run's settings, to the space of `now`'s graph the
+// version (shards it has are dropped, as the search dropped them) — with the run's settings, to the space of `now`'s graph the
 // candidate's substitution gives (a substitution `now` does not offer drops it).
 // The candidates come in the front's order, each once; `front` counts the rows
 // on the run's front, `dropped` those with no candidate in `now`'s space.

@@ -359,6 +359,59 @@ private slots:
         QVERIFY2(r.err.contains("is not a front file"), qPrintable(r.err));
     }
 
+    // Re-planning after an edit: the MLP searched, one op's kind changed in the
+    // file, and the edited file searched again from the first run's front
+    // (--warm-start latest, or the run's number) — each front plan carried over
+    // by op id; the refusals name the flag and why.
+    void warmStartReplansAnEdit() {
+        QTemporaryDir dir;
+        const QString session = dir.filePath("work.tapestry-session");
+        auto r = cli(QStringList{"optimize", project("mlp")} + kSearch + QStringList{"--json", "--session", session});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const int front = QJsonDocument::fromJson(r.out.toUtf8()).object()["front"].toArray().size();
+        QVERIFY(front > 0);
+        QFile original(project("mlp"));
+        QVERIFY(original.open(QIODevice::ReadOnly));
+        QString text = QString::fromUtf8(original.readAll());
+        const qsizetype gelu = text.indexOf("\"kind\": \"gelu\"");
+        QVERIFY(gelu >= 0);
+        text.replace(gelu, 14, "\"kind\": \"relu\"");
+        const QString edited = dir.filePath("mlp.tapestry.json");
+        QFile out(edited);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(text.toUtf8());
+        out.close();
+
+        r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--session", session, "--warm-start", "latest"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QString line = QString("warm start: %1 of the %1 plans on the front of search run 1").arg(front);
+        QVERIFY2(r.out.contains(line), qPrintable(r.out));
+        QVERIFY2(r.out.contains("as search run 2 of project 'mlp (searches)'"), qPrintable(r.out));
+        r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--session", session, "--warm-start", "1", "--json"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const QJsonObject warm = QJsonDocument::fromJson(r.out.toUtf8()).object()["warm_start"].toObject();
+        QCOMPARE(warm["search_run"].toInt(), 1);
+        QCOMPARE(warm["front"].toInt(), front);
+        QCOMPARE(warm["carried"].toInt(), front);
+        QCOMPARE(warm["dropped"].toInt(), 0);
+        r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--json"});
+        QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).object()["warm_start"].isNull());
+
+        r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--warm-start", "latest"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--warm-start: needs --session"), qPrintable(r.err));
+        r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--session", session, "--warm-start", "9"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("--warm-start") && r.err.contains("no search run with id 9"), qPrintable(r.err));
+        r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--session", session, "--warm-start", "first"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("expected a search run's number or 'latest', got 'first'"), qPrintable(r.err));
+        r = cli(QStringList{"optimize", edited} + kSearch +
+                QStringList{"--session", dir.filePath("empty.tapestry-session"), "--warm-start", "latest"});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("no search run of project 'mlp (searches)' to start from"), qPrintable(r.err));
+    }
+
     void badCommandLines() {
         auto r = cli({"optimize", project("mlp"), "--objectives", "time,speed"});
         QCOMPARE(r.code, 2);
