@@ -91,6 +91,9 @@ struct SearchJob {
     qint64 project = 0;    // the session project the graph is of (0: made by the first save)
     QString project_name;  // its name, should it have to be made
     QString project_file;  // the file the document was read from ("" none)
+    // A run of `session` whose front, carried to this graph by op id, joins the
+    // first population (search::warm_start_from_run; 0: none): re-planning after an edit.
+    store::SearchRunId warm_run = 0;
 };
 
 // What a search has done since the last update.
@@ -118,6 +121,7 @@ struct SearchOutcome {
     store::SearchRunId run = 0;  // the run kept in the session (0: none)
     qint64 project = 0;          // the session project it hangs off
     QString store_error;         // why the run is not (all) kept; the search went on
+    QString warm_start;          // "started from run #3's front: 8 of its 8 plans carried over" ("" none)
 };
 
 struct PlansOutcome {

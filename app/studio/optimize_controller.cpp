@@ -236,6 +236,11 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     substitute_box_->setToolTip(tr("Let each candidate start from the graph the substitution pass makes — attention "
                                    "and layer norm made of shardable ops (expand), or fused kinds (fuse) — each "
                                    "stage certified: a wider space, searched more thinly in the same budget"));
+    warm_box_ = new QCheckBox(tr("The shown run's front"), box);
+    warm_box_->setObjectName(QStringLiteral("optimizeWarmStart"));
+    warm_box_->setToolTip(tr("Re-plan after an edit: the front of the run the chart shows, carried to the graph as "
+                             "it is now by operation id, joins the first population (an op keeps its split where "
+                             "the graph still offers it; a new op starts whole)"));
     start_button_ = new QPushButton(tr("Start"), box);
     start_button_->setObjectName(QStringLiteral("optimizeStart"));
     start_button_->setToolTip(
@@ -262,6 +267,7 @@ QWidget *OptimizeController::createSettings(QWidget *parent) {
     form->addRow(new QLabel(tr("Placement"), box), maps_box_);
     form->addRow(new QLabel(QString(), box), cuts_box_);
     form->addRow(new QLabel(tr("Graph"), box), substitute_box_);
+    form->addRow(new QLabel(tr("Start from"), box), warm_box_);
     form->addRow(buttons);
     return box;
 }
@@ -399,6 +405,9 @@ void OptimizeController::updateActions() {
     compare_button_->setEnabled(compare_action_->isEnabled());
     export_button_->setEnabled(chart_->frontCount() > 0);
     run_box_->setEnabled(!busy && run_box_->count() > 0);
+    // A run shown (one just finished, or read from the session) that is kept.
+    warm_box_->setEnabled(!busy && shown_run_ != 0 && session_->session() != nullptr);
+    warm_box_->setText(shown_run_ != 0 ? tr("Run #%1's front").arg(shown_run_) : tr("The shown run's front"));
 }
 
 void OptimizeController::giveDockRoom() {
@@ -491,6 +500,7 @@ bool OptimizeController::startSearch() {
     job.setup.cuts = cuts_box_->isChecked();
     job.setup.substitute = substitute_box_->isChecked();
     job.session = session_->sharedSession();
+    if (warm_box_->isChecked() && warm_box_->isEnabled() && job.session) job.warm_run = shown_run_;
     job.setup.calibration = job.session;  // its launches on the target calibrate the figures
     job.project_name = doc_->source().name;
     job.project_file = doc_->source().path;
@@ -538,7 +548,8 @@ void OptimizeController::launch(views::SearchJob job) {
                              .arg(job.setup.devices)
                              .arg(target_label_, budget,
                                   session_->session() && !job.session ? tr(", not kept in the session") : QString()));
-    progress_->setText(tr("Starting the search…"));
+    progress_->setText(job.warm_run != 0 ? tr("Starting the search from run #%1's front…").arg(job.warm_run)
+                                         : tr("Starting the search…"));
     giveDockRoom();
     updateActions();
 }
@@ -624,6 +635,7 @@ void OptimizeController::onFinished(const views::SearchOutcome &outcome) {
             return p && p->figures.violation > 0;
         }))
         message += tr("; no plan found keeps the constraints (every point of the front is over one)");
+    if (!outcome.warm_start.isEmpty()) message += QStringLiteral("; ") + outcome.warm_start;
     if (!outcome.store_error.isEmpty())
         message += tr("; not kept in the session: %1").arg(outcome.store_error);
     else if (outcome.run != 0)

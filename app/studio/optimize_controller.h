@@ -73,6 +73,7 @@ public:
     QCheckBox *mapsBox() const { return maps_box_; }
     QCheckBox *cutsBox() const { return cuts_box_; }      // pipeline candidates may cut their stages at chosen ops
     QCheckBox *substituteBox() const { return substitute_box_; }  // candidates may start from substituted graphs
+    QCheckBox *warmStartBox() const { return warm_box_; }  // the next search starts from the shown run's front
     QPushButton *startButton() const { return start_button_; }
     QPushButton *stopButton() const { return stop_button_; }
     QPushButton *compareButton() const { return compare_button_; }
@@ -183,6 +184,7 @@ private:
     QCheckBox *maps_box_ = nullptr;
     QCheckBox *cuts_box_ = nullptr;
     QCheckBox *substitute_box_ = nullptr;
+    QCheckBox *warm_box_ = nullptr;
     QPushButton *start_button_ = nullptr;
     QPushButton *stop_button_ = nullptr;
     QPushButton *compare_button_ = nullptr;

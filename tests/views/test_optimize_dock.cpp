@@ -23,6 +23,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSet>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -35,9 +36,11 @@
 #include <QtCharts/QScatterSeries>
 #include <QtTest/QtTest>
 
+#include "app/studio/editing_controller.h"
 #include "app/studio/main_window.h"
 #include "app/studio/optimize_controller.h"
 #include "app/studio/plan_controller.h"
+#include "edit/editor.h"
 #include "studio_support.h"
 #include "views/graph_scene.h"
 #include "views/optimize_worker.h"
@@ -579,6 +582,51 @@ private slots:
     // stream onto the chart with their description, one opens in the Plan dock with
     // the substitution stage first and the chart's figures, and the session keeps
     // the setting and each candidate's substitution.
+    // Re-planning after an edit: a run searched, an op given another name (its id
+    // stays), then a search from the shown run's front — every front plan carried
+    // to the edited graph by op id and evaluated in the first generation (the
+    // engine's tests cover ops gone and new).
+    void warmStartReplansAfterAnEdit() {
+        const QString path = dir_.filePath(QStringLiteral("warm.tapestry-session"));
+        OptimizeWindow ow;
+        QVERIFY(ow.openSession(path));
+        ow.settings(4, 150, 0, 0);
+        ow.opt->mapsBox()->setChecked(false);
+        ow.opt->cutsBox()->setChecked(false);
+        ow.opt->substituteBox()->setChecked(false);
+        QCheckBox *warm = ow.opt->warmStartBox();
+        QVERIFY(!warm->isEnabled());  // no run shown yet
+        QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+        const int front = ow.opt->chart()->frontCount();
+        QVERIFY(front > 0);
+        QSet<QString> front_plans;
+        for (const ParetoPoint *p : ow.opt->chart()->frontPoints()) front_plans.insert(p->description);
+        QVERIFY(warm->isEnabled());
+        QVERIFY2(warm->text().contains(QStringLiteral("#1")), qPrintable(warm->text()));
+        QVERIFY(ow.w.editing()
+                    ->applyEdit(QStringLiteral("Rename"), [](edit::Editor &e) { return e.rename("gelu1", "activation"); })
+                    .isEmpty());
+        QVERIFY(warm->isEnabled());  // an edit keeps the run shown
+        warm->setChecked(true);
+        QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
+        const QString message = ow.w.statusBar()->currentMessage();
+        const QRegularExpression said(QStringLiteral("started from run #1's front: (\\d+) of its (\\d+) plans carried over"));
+        const QRegularExpressionMatch m = said.match(message);
+        QVERIFY2(m.hasMatch(), qPrintable(message));
+        QCOMPARE(m.captured(2).toInt(), front);
+        QCOMPARE(m.captured(1).toInt(), front);
+        int first_generation_warm = 0;
+        for (const ParetoPoint &p : ow.opt->chart()->points()) {
+            if (p.mutator != QStringLiteral("warm start")) continue;
+            QCOMPARE(p.generation, 0);
+            QVERIFY2(front_plans.contains(p.description), qPrintable(p.description));
+            ++first_generation_warm;
+        }
+        QVERIFY(first_generation_warm > 0 && first_generation_warm <= front);  // one may equal a seed
+        QVERIFY2(warm->text().contains(QStringLiteral("#2")), qPrintable(warm->text()));  // the new run is shown
+        warm->setChecked(false);
+    }
+
     void substitutionIsASettingOfTheRun() {
         RunSettings r;
         r.devices = 4;
