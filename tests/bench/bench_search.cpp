@@ -416,8 +416,15 @@ int replan(const Graph &block, int threads) {
     const double hv_cold = hv(cold->front);
     // Warm start from the old front: the time until its front is as good as the
     // cold search's final one (≥ 99% of its hypervolume).
+    // The old front carried to the edited graph by op id, as the CLI's and the
+    // studio's warm start carries it (search::carry_over).
     search::SearchOptions warm = o;
-    for (const search::Scored &s : first->front) warm.warm_start.push_back(s.candidate);
+    for (const search::Scored &s : first->front) {
+        const search::Space *from = before->space_of(s.candidate);
+        const search::Space *to = after->space_of(s.candidate);
+        if (!from || !to) continue;
+        if (auto carried = search::carry_over(*from, s.candidate, *to)) warm.warm_start.push_back(std::move(*carried));
+    }
     double reached = -1;
     search::SearchHooks hooks;
     hooks.generation = [&](const search::Progress &p) {
