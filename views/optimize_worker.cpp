@@ -243,8 +243,9 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
                 out.warm_start += QStringLiteral(" (%1 with no candidate in this graph's space)").arg(warm->dropped);
             options.warm_start = std::move(warm->candidates);
         }
-        JobRun kept = startRun(job, RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives, job.setup.constraints, job.options,
-                        job.setup.fusion, job.setup.maps, job.setup.cuts, job.setup.substitute});
+        JobRun kept = startRun(job, RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives,
+                                                job.setup.constraints, job.options, job.setup.fusion, job.setup.maps,
+                                                job.setup.cuts, job.setup.substitute, job.warm_run});
         search::RunKeeper &keeper = kept.keeper;
         search::SearchHooks hooks;
         hooks.stop = &stop;

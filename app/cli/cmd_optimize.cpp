@@ -271,6 +271,7 @@ int optimize_command(const OptimizeOptions &o) {
     store::ProjectId kept_project = 0;
     std::string warm_line;
     ordered_json warm_json;  // null without a warm start
+    store::SearchRunId warm_run = 0;
     if (!o.session.empty()) {
         auto opened = store::Session::open(o.session, store::OpenMode::read_write, std::chrono::seconds(10));
         if (!opened) {
@@ -303,10 +304,11 @@ int optimize_command(const OptimizeOptions &o) {
                          {"carried", warm->start.candidates.size()},
                          {"dropped", warm->start.dropped}};
             so.warm_start = std::move(warm->start.candidates);
+            warm_run = warm->run;
         }
         keeper = search::RunKeeper(*session, version->version, target->name,
                                    search::RunSettings{o.devices, o.nodes, *objectives, constraints, so, !o.no_fusion,
-                                                       o.maps, o.cuts, o.substitute},
+                                                       o.maps, o.cuts, o.substitute, warm_run},
                                    o.seed);
         if (!keeper.error().empty()) {
             std::cerr << "tapestry: --session: " << o.session << ": " << keeper.error() << "\n";

@@ -433,6 +433,7 @@ std::string settings_text(const search::RunSettings &r) {
     if (r.constraints.max_time > 0) text += ", max step time " + plan::seconds_text(r.constraints.max_time);
     if (r.options.budget_seconds > 0) text += ", budget " + plan::seconds_text(r.options.budget_seconds);
     if (r.options.max_evaluations > 0) text += ", " + plural(r.options.max_evaluations, "evaluation");
+    if (r.warm_start_run > 0) text += ", from search run " + std::to_string(r.warm_start_run) + "'s front";
     return text;
 }
 

@@ -927,6 +927,8 @@ void OptimizeController::fillRunBox() {
                           .arg(r->candidates)
                           .arg(r->on_front)
                           .arg(qs(r->status));
+        if (auto kept = search::parse_settings(r->settings_json); kept && kept->warm_start_run > 0)
+            tip += tr(" — started from run #%1's front").arg(kept->warm_start_run);
         if (r->status == "running")
             tip += tr(" — never finished: the studio stopped while it ran; what it had found is kept");
         run_box_->setItemData(run_box_->count() - 1, tip, Qt::ToolTipRole);
@@ -983,14 +985,17 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
     chart_->setFront(o.front);
     if (setup_) baselines_job_ = worker_->makeBaselines(*setup_);
     fillRunBox();
-    progress_->setText(tr("Run #%1 of %2 on %3 × %4: %5 plans · front %6 · %7")
+    progress_->setText(tr("Run #%1 of %2 on %3 × %4: %5 plans · front %6 · %7%8")
                            .arg(o.run.id)
                            .arg(localTimeText(o.run.started_at))
                            .arg(o.settings.devices)
                            .arg(qs(o.run.target))
                            .arg(o.points.size())
                            .arg(o.front.size())
-                           .arg(qs(o.run.status)));
+                           .arg(qs(o.run.status))
+                           .arg(o.settings.warm_start_run > 0
+                                    ? tr(" · started from run #%1's front").arg(o.settings.warm_start_run)
+                                    : QString()));
     status_->showMessage(tr("Search run #%1 from the session: %2 plans, front %3 (%4)")
                              .arg(o.run.id)
                              .arg(o.points.size())

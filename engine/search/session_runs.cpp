@@ -31,7 +31,7 @@ bool flag(const json &o, const char *key) {
 std::string settings_json(const RunSettings &s) {
     json objectives = json::array();
     for (Objective o : s.objectives) objectives.push_back(objective_name(o));
-    const json o{{"devices", s.devices},
+    json o{{"devices", s.devices},
                  {"nodes", s.nodes},
                  {"objectives", objectives},
                  {"memory_cap_bytes", s.constraints.memory_cap},
@@ -44,6 +44,7 @@ std::string settings_json(const RunSettings &s) {
                  {"maps", s.maps},
                  {"cuts", s.cuts},
                  {"substitute", s.substitute}};
+    if (s.warm_start_run > 0) o["warm_start_run"] = s.warm_start_run;
     return o.dump();
 }
 
@@ -73,6 +74,7 @@ Expected<RunSettings, std::string> parse_settings(const std::string &text) {
     s.maps = flag(o, "maps");
     s.cuts = flag(o, "cuts");
     s.substitute = flag(o, "substitute");
+    s.warm_start_run = number<std::int64_t>(o, "warm_start_run", 0);
     return s;
 }
 

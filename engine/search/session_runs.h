@@ -5,6 +5,7 @@
 // that either reads back what the other ran.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,15 +22,16 @@ struct RunSettings {
     int nodes = 0;
     std::vector<Objective> objectives;
     Constraints constraints;
-    SearchOptions options;   // budgets, population, stall (the seed is the run's own column; warm start not kept)
+    SearchOptions options;   // budgets, population, stall (the seed is the run's own column; its warm start's candidates are not kept, the run they came of is)
     bool fusion = false;     // fusion in the space (runs kept before it read as without)
     bool maps = false;       // device maps in the space (runs kept before them read as without)
     bool cuts = false;       // pipeline cuts in the space (runs kept before them read as without)
     bool substitute = false; // substitution choices in the space (runs kept before them read as without)
+    std::int64_t warm_start_run = 0;  // the run whose front started it (0: none; re-planning after an edit)
 };
 // {"devices", "nodes", "objectives": [names], "memory_cap_bytes", "max_time_seconds",
 // "budget_seconds", "max_evaluations", "population", "stall_generations", "fusion",
-// "maps", "cuts", "substitute"}, compact, keys sorted.
+// "maps", "cuts", "substitute", "warm_start_run" (only when there is one)}, compact, keys sorted.
 std::string settings_json(const RunSettings &settings);
 // Its inverse. A field missing, or not of its kind, reads as its default (runs kept
 // by older builds lack the later ones); errors: not JSON, no device count, an

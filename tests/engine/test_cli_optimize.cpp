@@ -387,6 +387,8 @@ private slots:
         const QString line = QString("warm start: %1 of the %1 plans on the front of search run 1").arg(front);
         QVERIFY2(r.out.contains(line), qPrintable(r.out));
         QVERIFY2(r.out.contains("as search run 2 of project 'mlp (searches)'"), qPrintable(r.out));
+        r = cli({"session", "searches", session});  // the run says where it started
+        QVERIFY2(r.out.contains("150 evaluations, from search run 1's front, seed 2"), qPrintable(r.out));
         r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--session", session, "--warm-start", "1", "--json"});
         QVERIFY2(r.code == 0, qPrintable(r.err));
         const QJsonObject warm = QJsonDocument::fromJson(r.out.toUtf8()).object()["warm_start"].toObject();

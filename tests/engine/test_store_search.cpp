@@ -486,6 +486,11 @@ private slots:
         QCOMPARE(back->options.population, 32);
         QCOMPARE(back->options.stall_generations, 0);
         QVERIFY(back->fusion && back->cuts && !back->maps && !back->substitute);
+        QCOMPARE(back->warm_start_run, std::int64_t{0});
+        QVERIFY(search::settings_json(r).find("warm_start_run") == std::string::npos);  // only when there is one
+        r.warm_start_run = 7;  // started from run 7's front
+        QVERIFY(search::settings_json(r).find("\"warm_start_run\":7") != std::string::npos);
+        QCOMPARE(search::parse_settings(search::settings_json(r))->warm_start_run, std::int64_t{7});
 
         // As the studio wrote it before (QJsonDocument::Compact, every number a double).
         auto qt = search::parse_settings(

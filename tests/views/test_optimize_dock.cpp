@@ -624,6 +624,13 @@ private slots:
         }
         QVERIFY(first_generation_warm > 0 && first_generation_warm <= front);  // one may equal a seed
         QVERIFY2(warm->text().contains(QStringLiteral("#2")), qPrintable(warm->text()));  // the new run is shown
+        // The session keeps where it started: the run list's tooltip says so.
+        QSignalSpy listed(ow.opt, &OptimizeController::runsListed);
+        QComboBox *runs = ow.opt->optimizeDock()->findChild<QComboBox *>(QStringLiteral("optimizeRuns"));
+        QVERIFY(runs);
+        if (runs->findData(2LL) < 0) QVERIFY(listed.wait(kTimeoutMs));
+        const QString tip = runs->itemData(runs->findData(2LL), Qt::ToolTipRole).toString();
+        QVERIFY2(tip.contains(QStringLiteral("started from run #1's front")), qPrintable(tip));
         warm->setChecked(false);
     }
 
