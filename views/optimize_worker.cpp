@@ -239,8 +239,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
                                  .arg(job.warm_run)
                                  .arg(warm->candidates.size())
                                  .arg(warm->front);
-            if (warm->dropped > 0)
-                out.warm_start += QStringLiteral(" (%1 with no candidate in this graph's space)").arg(warm->dropped);
+            out.warm_start += qs(search::warm_start_losses(*warm));
             options.warm_start = std::move(warm->candidates);
         }
         JobRun kept = startRun(job, RunSettings{job.setup.devices, job.setup.nodes, job.setup.objectives,

@@ -295,14 +295,12 @@ int optimize_command(const OptimizeOptions &o) {
             }
             warm_line = "warm start: " + std::to_string(warm->start.candidates.size()) + " of the " +
                         std::to_string(warm->start.front) + " plans on the front of search run " +
-                        std::to_string(warm->run) +
-                        (warm->start.dropped > 0 ? " (" + std::to_string(warm->start.dropped) +
-                                                       " with no candidate in this graph's space)"
-                                                 : std::string());
+                        std::to_string(warm->run) + search::warm_start_losses(warm->start);
             warm_json = {{"search_run", warm->run},
                          {"front", warm->start.front},
                          {"carried", warm->start.candidates.size()},
-                         {"dropped", warm->start.dropped}};
+                         {"dropped", warm->start.dropped},
+                         {"merged", warm->start.merged}};
             so.warm_start = std::move(warm->start.candidates);
             warm_run = warm->run;
         }

@@ -127,6 +127,14 @@ Expected<Candidate, std::string> candidate_of(const store::SearchCandidateRecord
     return c;
 }
 
+std::string warm_start_losses(const WarmStart &start) {
+    std::string said;
+    if (start.dropped > 0) said = std::to_string(start.dropped) + " with no candidate in this graph's space";
+    if (start.merged > 0)
+        said += (said.empty() ? "" : ", ") + std::to_string(start.merged) + " the same as another once carried";
+    return said.empty() ? said : " (" + said + ")";
+}
+
 Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run, const Graph &then,
                                                      const Evaluator &now) {
     auto settings = parse_settings(run.run.settings_json);
@@ -170,7 +178,10 @@ Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run
             ++out.dropped;
             continue;
         }
-        if (seen.insert(carried->key()).second) out.candidates.push_back(std::move(*carried));
+        if (seen.insert(carried->key()).second)
+            out.candidates.push_back(std::move(*carried));
+        else
+            ++out.merged;
     }
     return out;
 }

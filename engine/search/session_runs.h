@@ -53,14 +53,19 @@ Figures figures_of(const store::SearchCandidateRecord &record);
 // version (shards it has are dropped, as the search dropped them) — with the run's settings, to the space of `now`'s graph the
 // candidate's substitution gives (a substitution `now` does not offer drops it).
 // The candidates come in the front's order, each once; `front` counts the rows
-// on the run's front, `dropped` those with no candidate in `now`'s space.
+// on the run's front, `dropped` those with no candidate in `now`'s space,
+// `merged` those that carried to a candidate an earlier row already gave.
 // Errors: the run's settings unreadable, a row's rule unknown, a substitution of
 // `then` the pass refuses.
 struct WarmStart {
     std::vector<Candidate> candidates;
     int front = 0;
     int dropped = 0;
+    int merged = 0;
 };
+// What a warm start lost, in words for its summary line: " (2 with no candidate
+// in this graph's space, 1 the same as another once carried)", "" when nothing.
+std::string warm_start_losses(const WarmStart &start);
 Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run, const Graph &then,
                                                      const Evaluator &now);
 

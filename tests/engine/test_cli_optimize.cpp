@@ -396,6 +396,7 @@ private slots:
         QCOMPARE(warm["front"].toInt(), front);
         QCOMPARE(warm["carried"].toInt(), front);
         QCOMPARE(warm["dropped"].toInt(), 0);
+        QCOMPARE(warm["merged"].toInt(), 0);
         r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--json"});
         QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).object()["warm_start"].isNull());
 

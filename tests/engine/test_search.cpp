@@ -1150,7 +1150,11 @@ private slots:
         const Evaluator after = evaluator_for(edited, 4);
         auto carried = warm_start_from_run(*run, g, after);
         QVERIFY2(carried, carried ? "" : carried.error().c_str());
-        QCOMPARE(static_cast<int>(carried->candidates.size()) + carried->dropped, carried->front);  // none twice here
+        QCOMPARE(static_cast<int>(carried->candidates.size()) + carried->dropped + carried->merged, carried->front);
+        QCOMPARE(search::warm_start_losses(WarmStart{{}, 5, 0, 0}), std::string());
+        QCOMPARE(search::warm_start_losses(WarmStart{{}, 5, 2, 1}),
+                 std::string(" (2 with no candidate in this graph's space, 1 the same as another once carried)"));
+        QCOMPARE(search::warm_start_losses(WarmStart{{}, 5, 0, 3}), std::string(" (3 the same as another once carried)"));
         QVERIFY(!carried->candidates.empty());
         SearchOptions o = evaluations_budget(4, 40);
         o.warm_start = carried->candidates;
