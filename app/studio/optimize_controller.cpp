@@ -38,6 +38,7 @@
 #include "plan_controller.h"
 #include "search/front_file.h"
 #include "session_controller.h"
+#include "views/graph_diff.h"
 #include "views/pareto_chart.h"
 
 namespace tapestry::studio {
@@ -315,8 +316,15 @@ QWidget *OptimizeController::createRunBar(QWidget *parent) {
     runs->addWidget(run_box_, 1);
     runs->addWidget(compare_button_);
     runs->addWidget(export_button_);
+    // Said while the chart shows a search of the graph as it was before an edit.
+    graph_changed_ = new QLabel(bar);
+    graph_changed_->setObjectName(QStringLiteral("optimizeGraphChanged"));
+    graph_changed_->setWordWrap(true);
+    graph_changed_->setStyleSheet(QStringLiteral("QLabel { color: #92400e; }"));
+    graph_changed_->hide();
     column->addLayout(top);
     column->addLayout(runs);
+    column->addWidget(graph_changed_);
     return bar;
 }
 
@@ -408,6 +416,7 @@ void OptimizeController::updateActions() {
     // A run shown (one just finished, or read from the session) that is kept.
     warm_box_->setEnabled(!busy && shown_run_ != 0 && session_->session() != nullptr);
     warm_box_->setText(shown_run_ != 0 ? tr("Run #%1's front").arg(shown_run_) : tr("The shown run's front"));
+    showWhetherTheGraphChanged();  // a search started or ended, a run shown
 }
 
 void OptimizeController::giveDockRoom() {
@@ -1006,6 +1015,23 @@ void OptimizeController::onRunLoaded(const views::SearchRunOutcome &outcome) {
     emit runShown(o.run.id, QString());
 }
 
+void OptimizeController::showWhetherTheGraphChanged() {
+    if (!graph_changed_) return;  // the dock is still being made
+    const bool changed = setup_ && !isSearching() && doc_->isOpen() && !views::sameGraph(setup_->graph, doc_->graph());
+    if (changed) {
+        const QString run = shown_run_ != 0 ? tr("run #%1").arg(shown_run_) : tr("this search");
+        graph_changed_->setText(
+            shown_run_ != 0 && session_->session()
+                ? tr("The graph changed since %1: its points and plans are of the graph as it was. Start again to "
+                     "re-plan; Start from: %2 carries its front over.")
+                      .arg(run, warm_box_->text())
+                : tr("The graph changed since %1: its points and plans are of the graph as it was. Start again to "
+                     "re-plan.")
+                      .arg(run));
+    }
+    graph_changed_->setVisible(changed);
+}
+
 void OptimizeController::onDocumentChanged(GraphDocument::Changes what) {
     if (what & GraphDocument::Replaced) {
         // A search is of the document: another one shown stops it (it is still kept).
@@ -1023,6 +1049,7 @@ void OptimizeController::onDocumentChanged(GraphDocument::Changes what) {
         listRuns();
     }
     updateActions();
+    if (what & (GraphDocument::Structure | GraphDocument::Params | GraphDocument::Replaced)) showWhetherTheGraphChanged();
 }
 
 }  // namespace tapestry::studio

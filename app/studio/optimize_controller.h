@@ -155,6 +155,9 @@ private:
     void onRunsListed(const views::SearchRunsOutcome &outcome);
     void onRunLoaded(const views::SearchRunOutcome &outcome);
     void onDocumentChanged(views::GraphDocument::Changes what);
+    // Shows, under the run bar, whether the document's graph is no longer the one the
+    // chart's search was of (an edit since), hides it otherwise.
+    void showWhetherTheGraphChanged();
     void listRuns();
     void fillRunBox();
     void showSettings(const views::SearchRunOutcome &o);
@@ -185,6 +188,7 @@ private:
     QCheckBox *cuts_box_ = nullptr;
     QCheckBox *substitute_box_ = nullptr;
     QCheckBox *warm_box_ = nullptr;
+    QLabel *graph_changed_ = nullptr;  // the chart shows a search of the graph before an edit
     QPushButton *start_button_ = nullptr;
     QPushButton *stop_button_ = nullptr;
     QPushButton *compare_button_ = nullptr;

@@ -603,10 +603,16 @@ private slots:
         for (const ParetoPoint *p : ow.opt->chart()->frontPoints()) front_plans.insert(p->description);
         QVERIFY(warm->isEnabled());
         QVERIFY2(warm->text().contains(QStringLiteral("#1")), qPrintable(warm->text()));
+        QLabel *changed = ow.opt->optimizeDock()->findChild<QLabel *>(QStringLiteral("optimizeGraphChanged"));
+        QVERIFY(changed && !changed->isVisible());
         QVERIFY(ow.w.editing()
                     ->applyEdit(QStringLiteral("Rename"), [](edit::Editor &e) { return e.rename("gelu1", "activation"); })
                     .isEmpty());
-        QVERIFY(warm->isEnabled());  // an edit keeps the run shown
+        QVERIFY(warm->isEnabled());  // an edit keeps the run shown, and says the graph changed
+        QVERIFY(changed->isVisible());
+        QVERIFY2(changed->text().contains(QStringLiteral("The graph changed since run #1")) &&
+                     changed->text().contains(QStringLiteral("Run #1's front")),
+                 qPrintable(changed->text()));
         warm->setChecked(true);
         QVERIFY2(ow.search(), qPrintable(ow.opt->lastError()));
         const QString message = ow.w.statusBar()->currentMessage();
@@ -624,6 +630,7 @@ private slots:
         }
         QVERIFY(first_generation_warm > 0 && first_generation_warm <= front);  // one may equal a seed
         QVERIFY2(warm->text().contains(QStringLiteral("#2")), qPrintable(warm->text()));  // the new run is shown
+        QVERIFY(!changed->isVisible());  // of the graph as it is now
         // The session keeps where it started: the run list's tooltip says so.
         QSignalSpy listed(ow.opt, &OptimizeController::runsListed);
         QComboBox *runs = ow.opt->optimizeDock()->findChild<QComboBox *>(QStringLiteral("optimizeRuns"));
