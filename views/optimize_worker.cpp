@@ -55,20 +55,6 @@ Expected<ParetoPoint, std::string> pointOf(const store::SearchCandidateRecord &r
     return p;
 }
 
-// The front of kept run `run` carried to the evaluator's graph: the run's graph
-// is the editor version it searched.
-Expected<search::WarmStart, std::string> warmStart(const store::Session &session, store::SearchRunId run,
-                                                   const search::Evaluator &evaluator) {
-    auto kept = session.load_search_run(run);
-    if (!kept) return unexpected(kept.error().message);
-    auto then = session.load_version(kept->run.version_id);
-    if (!then) return unexpected("its graph: " + then.error().message);
-    auto start = search::warm_start_from_run(*kept, *then, evaluator);
-    if (!start) return unexpected(start.error());
-    if (start->front == 0) return unexpected(std::string("it has no front to start from"));
-    return start;
-}
-
 QStringList keysOf(const std::vector<search::Scored> &front) {
     QStringList keys;
     for (const search::Scored &s : front) keys << qs(s.candidate.key());
@@ -230,7 +216,7 @@ SearchOutcome OptimizeWorker::runSearch(const SearchJob &job, Stream &stream, co
         const search::Evaluator &ev = **evaluator;
         search::SearchOptions options = job.options;
         if (job.warm_run != 0 && job.session) {
-            auto warm = warmStart(*job.session, job.warm_run, ev);
+            auto warm = search::warm_start_from_session(*job.session, job.warm_run, ev);
             if (!warm) {
                 out.error = QStringLiteral("starting from run #%1's front: %2").arg(job.warm_run).arg(qs(warm.error()));
                 return out;

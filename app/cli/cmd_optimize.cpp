@@ -115,13 +115,8 @@ Expected<WarmStartOf, std::string> warm_start_of(const store::Session &session, 
             return unexpected("expected a search run's number or 'latest', got '" + which + "'");
         out.run = std::stoll(which);
     }
-    auto run = session.load_search_run(out.run);
-    if (!run) return unexpected(run.error().message);
-    auto then = session.load_version(run->run.version_id);
-    if (!then) return unexpected("search run " + std::to_string(out.run) + ": its graph: " + then.error().message);
-    auto start = search::warm_start_from_run(*run, *then, evaluator);
+    auto start = search::warm_start_from_session(session, out.run, evaluator);
     if (!start) return unexpected(start.error());
-    if (start->front == 0) return unexpected("search run " + std::to_string(out.run) + " has no front to start from");
     out.start = std::move(start).value();
     return out;
 }

@@ -186,6 +186,18 @@ Expected<WarmStart, std::string> warm_start_from_run(const store::SearchRun &run
     return out;
 }
 
+Expected<WarmStart, std::string> warm_start_from_session(const store::Session &session, store::SearchRunId run,
+                                                         const Evaluator &now) {
+    auto kept = session.load_search_run(run);
+    if (!kept) return unexpected(kept.error().message);
+    auto then = session.load_version(kept->run.version_id);
+    if (!then) return unexpected("search run " + std::to_string(run) + ": its graph: " + then.error().message);
+    auto start = warm_start_from_run(*kept, *then, now);
+    if (!start) return unexpected(start.error());
+    if (start->front == 0) return unexpected("search run " + std::to_string(run) + " has no front to start from");
+    return start;
+}
+
 Figures figures_of(const store::SearchCandidateRecord &r) {
     Figures f;
     f.makespan = r.makespan_seconds;

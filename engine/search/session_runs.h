@@ -63,6 +63,10 @@ struct WarmStart {
     int dropped = 0;
     int merged = 0;
 };
+// warm_start_from_run of run `run` of `session`, on the editor version it searched;
+// errors: no such run, its graph unreadable, a run with no front.
+Expected<WarmStart, std::string> warm_start_from_session(const store::Session &session, store::SearchRunId run,
+                                                         const Evaluator &now);
 // What a warm start lost, in words for its summary line: " (2 with no candidate
 // in this graph's space, 1 the same as another once carried)", "" when nothing.
 std::string warm_start_losses(const WarmStart &start);

@@ -1167,6 +1167,13 @@ private slots:
         QVERIFY2(second, second ? "" : second.error().c_str());
         for (const Candidate &c : carried->candidates)  // each evaluated first (once: a seed may equal one)
             QVERIFY2(first_population.count(c.key()), c.key().c_str());
+        // From the session by the run's number: the same carried front; an unknown run refused.
+        auto by_number = warm_start_from_session(*session, keeper.run(), after);
+        QVERIFY2(by_number, by_number ? "" : by_number.error().c_str());
+        QCOMPARE(by_number->candidates.size(), carried->candidates.size());
+        auto unknown = warm_start_from_session(*session, keeper.run() + 41, after);
+        QVERIFY(!unknown);
+        QVERIFY2(QString::fromStdString(unknown.error()).contains("no search run"), unknown.error().c_str());
         // A run whose settings are not JSON says so.
         store::SearchRun broken = *run;
         broken.run.settings_json = "{";
