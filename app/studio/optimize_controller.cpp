@@ -1048,8 +1048,7 @@ void OptimizeController::onDocumentChanged(GraphDocument::Changes what) {
                                .arg(start_action_->shortcut().toString(QKeySequence::NativeText)));
         listRuns();
     }
-    updateActions();
-    if (what & (GraphDocument::Structure | GraphDocument::Params | GraphDocument::Replaced)) showWhetherTheGraphChanged();
+    updateActions();  // and whether the graph changed since the chart's search
 }
 
 }  // namespace tapestry::studio

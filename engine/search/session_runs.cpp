@@ -32,18 +32,18 @@ std::string settings_json(const RunSettings &s) {
     json objectives = json::array();
     for (Objective o : s.objectives) objectives.push_back(objective_name(o));
     json o{{"devices", s.devices},
-                 {"nodes", s.nodes},
-                 {"objectives", objectives},
-                 {"memory_cap_bytes", s.constraints.memory_cap},
-                 {"max_time_seconds", s.constraints.max_time},
-                 {"budget_seconds", s.options.budget_seconds},
-                 {"max_evaluations", s.options.max_evaluations},
-                 {"population", s.options.population},
-                 {"stall_generations", s.options.stall_generations},
-                 {"fusion", s.fusion},
-                 {"maps", s.maps},
-                 {"cuts", s.cuts},
-                 {"substitute", s.substitute}};
+           {"nodes", s.nodes},
+           {"objectives", objectives},
+           {"memory_cap_bytes", s.constraints.memory_cap},
+           {"max_time_seconds", s.constraints.max_time},
+           {"budget_seconds", s.options.budget_seconds},
+           {"max_evaluations", s.options.max_evaluations},
+           {"population", s.options.population},
+           {"stall_generations", s.options.stall_generations},
+           {"fusion", s.fusion},
+           {"maps", s.maps},
+           {"cuts", s.cuts},
+           {"substitute", s.substitute}};
     if (s.warm_start_run > 0) o["warm_start_run"] = s.warm_start_run;
     return o.dump();
 }

@@ -344,13 +344,14 @@ bool Space::valid(const Candidate &c) const {
 
 std::optional<Candidate> carry_over(const Space &from, const Candidate &c, const Space &to) {
     if (!from.valid(c) || c.substitution != to.substitution()) return std::nullopt;
-    std::map<std::string, size_t> then;  // op id → its index in `from`
+    std::map<std::string, size_t> then, now;  // op id → its index in `from`, in `to`
     for (size_t j = 0; j < from.ops().size(); ++j) then.emplace(from.ops()[j].op.value, j);
+    for (size_t i = 0; i < to.ops().size(); ++i) now.emplace(to.ops()[i].op.value, i);
     const auto where = [&](size_t i) -> std::optional<size_t> {
         const auto at = then.find(to.ops()[i].op.value);
         return at == then.end() ? std::nullopt : std::optional<size_t>(at->second);
     };
-    // Whether op i of `to` offers `dim` with room for `parts` of at most `pieces` in all.
+    // Whether op i of `to` offers `dim` with the extent and devices for `parts`.
     const auto offers = [&](size_t i, int dim, int parts) {
         const OpChoices &o = to.ops()[i];
         const auto at = std::find(o.dims.begin(), o.dims.end(), dim);
@@ -384,11 +385,9 @@ std::optional<Candidate> carry_over(const Space &from, const Candidate &c, const
                 out.set_map(i, n, c.at[*j]);
     if (!c.cuts.empty() && to.cuts()) {
         std::vector<int> cuts;
-        for (int cut : c.cuts) {
-            const std::string &id = from.ops()[static_cast<size_t>(cut)].op.value;
-            for (size_t i = 0; i < n; ++i)
-                if (to.ops()[i].op.value == id) cuts.push_back(static_cast<int>(i));
-        }
+        for (int cut : c.cuts)
+            if (const auto at = now.find(from.ops()[static_cast<size_t>(cut)].op.value); at != now.end())
+                cuts.push_back(static_cast<int>(at->second));
         if (cuts.size() == c.cuts.size() && std::is_sorted(cuts.begin(), cuts.end())) out.cuts = std::move(cuts);
     }
     if (!to.valid(out)) return std::nullopt;
