@@ -94,22 +94,30 @@ std::vector<search::FrontRow> front_rows(const std::vector<search::Scored> &fron
 }
 
 // --warm-start's run: `which` a run id of the session, or "latest" (the newest
-// run of `project`, the searches project of this graph), its front carried to
-// the evaluator's graph.
+// run of this graph's searches project), its front carried to the evaluator's
+// graph. It only reads the session: a refusal leaves it as it was (no searches
+// project or version made for a search that does not run).
 struct WarmStartOf {
     store::SearchRunId run = 0;
     search::WarmStart start;
 };
-Expected<WarmStartOf, std::string> warm_start_of(const store::Session &session, store::ProjectId project,
+Expected<WarmStartOf, std::string> warm_start_of(const store::Session &session, const Graph &graph,
                                                   const std::string &which, const search::Evaluator &evaluator) {
     WarmStartOf out;
     if (which == "latest") {
-        auto runs = session.search_runs(project);
-        if (!runs) return unexpected(runs.error().message);
-        if (runs->empty())
-            return unexpected("no search run of project '" + session.project(project)->name +
+        const std::string name = search::searches_project(graph);
+        auto project = store::find_project(session, name);
+        if (!project) return unexpected(project.error().message);
+        std::vector<store::SearchRunRecord> runs;
+        if (*project != 0) {
+            auto kept = session.search_runs(*project);
+            if (!kept) return unexpected(kept.error().message);
+            runs = std::move(kept).value();
+        }
+        if (runs.empty())
+            return unexpected("no search run of project '" + name +
                               "' to start from (tapestry session searches lists the runs)");
-        out.run = runs->back().id;
+        out.run = runs.back().id;
     } else {
         if (which.empty() || which.size() > 18 || which.find_first_not_of("0123456789") != std::string::npos)
             return unexpected("expected a search run's number or 'latest', got '" + which + "'");
@@ -274,16 +282,11 @@ int optimize_command(const OptimizeOptions &o) {
             return kExitInvalid;
         }
         session = std::move(opened).value();
-        auto version = search::searched_version(*session, *project_graph);
-        if (!version) {
-            std::cerr << "tapestry: --session: " << o.session << ": " << version.error() << "\n";
-            return kExitInvalid;
-        }
-        kept_project = version->project;
         // Re-planning after an edit: an earlier run's front, carried to this graph
         // by op id, seeds the first population (docs/search.md, "Warm start").
+        // Resolved before the session is written, so a refusal writes nothing.
         if (!o.warm_start.empty()) {
-            auto warm = warm_start_of(*session, kept_project, o.warm_start, evaluator);
+            auto warm = warm_start_of(*session, *project_graph, o.warm_start, evaluator);
             if (!warm) {
                 std::cerr << "tapestry: --warm-start: " << o.session << ": " << warm.error() << "\n";
                 return kExitInvalid;
@@ -299,6 +302,12 @@ int optimize_command(const OptimizeOptions &o) {
             so.warm_start = std::move(warm->start.candidates);
             warm_run = warm->run;
         }
+        auto version = search::searched_version(*session, *project_graph);
+        if (!version) {
+            std::cerr << "tapestry: --session: " << o.session << ": " << version.error() << "\n";
+            return kExitInvalid;
+        }
+        kept_project = version->project;
         keeper = search::RunKeeper(*session, version->version, target->name,
                                    search::RunSettings{o.devices, o.nodes, *objectives, constraints, so, !o.no_fusion,
                                                        o.maps, o.cuts, o.substitute, warm_run},

@@ -400,6 +400,23 @@ private slots:
         r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--json"});
         QVERIFY(QJsonDocument::fromJson(r.out.toUtf8()).object()["warm_start"].isNull());
 
+        // A refused warm start writes nothing: no version of a graph edited again.
+        const auto versions = [](const QString &path) {
+            auto s = store::Session::open(path.toStdString());
+            if (!s) return -1;
+            auto projects = (*s)->projects();
+            if (!projects) return -1;
+            int n = 0;
+            for (const store::ProjectInfo &p : *projects) n += p.version_count;
+            return n;
+        };
+        const int kept = versions(session);
+        QVERIFY(kept > 0);
+        text.replace("\"kind\": \"relu\"", "\"kind\": \"sigmoid\"");
+        QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        out.write(text.toUtf8());
+        out.close();
+
         r = cli(QStringList{"optimize", edited} + kSearch + QStringList{"--warm-start", "latest"});
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains("--warm-start: needs --session"), qPrintable(r.err));
@@ -413,6 +430,10 @@ private slots:
                 QStringList{"--session", dir.filePath("empty.tapestry-session"), "--warm-start", "latest"});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("no search run of project 'mlp (searches)' to start from"), qPrintable(r.err));
+        QCOMPARE(versions(session), kept);
+        auto empty = store::Session::open(dir.filePath("empty.tapestry-session").toStdString());
+        QVERIFY(empty.has_value());
+        QVERIFY((*empty)->projects().value().empty());
     }
 
     void badCommandLines() {
