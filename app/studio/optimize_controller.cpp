@@ -683,6 +683,12 @@ bool OptimizeController::replanOn(const QString &target, int devices) {
     }
     devices_box_->setValue(devices);
     nodes_box_->setValue(0);  // auto: as the target's clusters suggest
+    // The run the chart shows (a kept one: the search the launched plan most
+    // likely came from) seeds the survivors' search: its plans on as many devices
+    // as are left carry over as they were, the others as far as the devices allow
+    // (search::carry_over). The dock shows the setting checked, the status says
+    // where the search started.
+    if (warm_box_->isEnabled()) warm_box_->setChecked(true);
     replan_pending_ = true;
     last_error_ = tr("the search could not start");
     if (!startSearch()) {

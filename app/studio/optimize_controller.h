@@ -111,7 +111,8 @@ public:
     // Re-plans after a launch lost a device (the launch dock's offer): searches
     // again with the dock's settings on `devices` devices of `target` (nodes as
     // the target suggests) and, when the search ends, opens the fastest feasible
-    // plan of its front in the Plan dock (see replanOpened). False, with the reason
+    // plan of its front in the Plan dock (see replanOpened). While the chart shows
+    // a kept run, the search starts from its front (Start from). False, with the reason
     // in lastError(), when a search runs, the target is not listed or the search
     // cannot start.
     bool replanOn(const QString &target, int devices);

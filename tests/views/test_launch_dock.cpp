@@ -498,6 +498,70 @@ private slots:
         QVERIFY(replan->isHidden());
     }
 
+    // A plan opened from a kept search run lost a device: the survivors' search
+    // starts from that run's front — its plans on 3 devices or fewer are the first
+    // generation, as they were — and the dock shows Start from checked.
+    void replanStartsFromTheShownRunsFront() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        LaunchWindow lw;
+        QVERIFY(lw.open(dir.filePath(QStringLiteral("replan.tapestry-session"))));
+        OptimizeController *oc = lw.w.optimizer();
+        QVERIFY(oc->selectTarget(QStringLiteral("h100-sxm")));
+        oc->devicesBox()->setValue(4);
+        oc->nodesBox()->setValue(0);
+        oc->budgetBox()->setValue(0);
+        oc->evaluationsBox()->setValue(150);
+        oc->stallBox()->setValue(0);
+        oc->warmStartBox()->setChecked(false);
+        QSignalSpy searched(oc, &OptimizeController::searchFinished);
+        QTest::mouseClick(oc->startButton(), Qt::LeftButton);
+        QVERIFY(searched.count() > 0 || searched.wait(kTimeoutMs));
+        QVERIFY2(searched.front().front().toBool(), qPrintable(oc->lastError()));
+        QString on_four;
+        QSet<QString> on_three;
+        for (const views::ParetoPoint *p : oc->chart()->frontPoints()) {
+            if (p->figures.devices == 4 && on_four.isEmpty()) on_four = p->key;
+            if (p->figures.devices <= 3) on_three.insert(p->description);
+        }
+        QVERIFY2(!on_four.isEmpty(), "no plan of the front uses all 4 devices");
+        QVERIFY(!on_three.isEmpty());
+        QSignalSpy opened(oc, &OptimizeController::pointOpened);
+        QVERIFY(oc->openPoint(on_four));
+        QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
+        QVERIFY2(opened.front().at(1).toString().isEmpty(), qPrintable(opened.front().at(1).toString()));
+        const int step = kernelStepOn(lw.plans()->result()->plan, 2);
+        QVERIFY(step >= 0);
+        LaunchController *lc = lw.launches();
+        lc->setFailStepForTests(step);
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
+
+        QSignalSpy replanned(oc, &OptimizeController::replanOpened);
+        QSignalSpy planned(oc, &OptimizeController::pointOpened);
+        QVERIFY(lc->replanWithoutFailedDevice());
+        QVERIFY(oc->warmStartBox()->isChecked());
+        QVERIFY2(oc->progressLabel()->text().contains(QStringLiteral("from run #1's front")),
+                 qPrintable(oc->progressLabel()->text()));
+        QVERIFY(replanned.count() > 0 || replanned.wait(kTimeoutMs));
+        QVERIFY2(replanned.front().at(1).toString().isEmpty(), qPrintable(replanned.front().at(1).toString()));
+        // Each is evaluated in the first generation (as a warm start, or as the
+        // seed it equals: the unsplit plan is both).
+        QSet<QString> first_generation;
+        int warm = 0;
+        for (const views::ParetoPoint &p : oc->chart()->points()) {
+            if (p.generation == 0) first_generation.insert(p.description);
+            if (p.mutator == QStringLiteral("warm start")) ++warm;
+        }
+        QVERIFY(warm > 0);
+        for (const QString &plan : on_three) QVERIFY2(first_generation.contains(plan), qPrintable(plan));
+        QVERIFY(planned.count() > 0 || planned.wait(kTimeoutMs));
+        QVERIFY2(planned.front().at(1).toString().isEmpty(), qPrintable(planned.front().at(1).toString()));
+        QCOMPARE(lw.plans()->result()->plan.devices.size(), size_t{3});
+        oc->warmStartBox()->setChecked(false);
+    }
+
     // Without a search to go through, the Plan dock plans the survivors by the
     // launched plan's own baseline.
     void replanByTheBaselineWithoutASearch() {
