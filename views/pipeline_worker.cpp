@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <exception>
 
+#include "graph/validate.h"
+#include "ops/library.h"
 #include "passes/certificate.h"
 #include "passes/pipeline_builder.h"
 #include "passes/shard.h"
@@ -146,6 +148,11 @@ PipelineOutcome PipelineWorker::execute(const PipelineRequest &request, const st
         numeric.numeric = verify::numeric_check(numeric_options);
 
         if (stopped()) return out;
+        // As Pipeline::run: the passes rewrite a valid graph only.
+        if (auto valid = require_valid(request.graph, OpLibrary::standard()); !valid) {
+            out.error = QString::fromStdString(valid.error());
+            return out;
+        }
         std::vector<Stage> stages;
         stages.push_back(original_stage(request.graph));
         report(tr("certifying stage 0"));

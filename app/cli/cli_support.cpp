@@ -11,7 +11,9 @@
 #include <iostream>
 
 #include "common/checked_size.h"
+#include "graph/validate.h"
 #include "io/project_file.h"
+#include "ops/library.h"
 
 namespace tapestry::cli {
 
@@ -101,6 +103,19 @@ Loaded load(const std::string &file) {
     Loaded out;
     out.issues = std::move(r.issues);
     if (!has_errors(out.issues)) out.graph = std::move(r.graph);
+    return out;
+}
+
+Loaded load_valid(const std::string &file) {
+    Loaded out = load(file);
+    if (!out.graph) return out;
+    bool invalid = false;
+    for (Issue &i : validate(*out.graph, OpLibrary::standard())) {
+        if (i.severity != Severity::error) continue;
+        out.issues.push_back(std::move(i));
+        invalid = true;
+    }
+    if (invalid) out.graph.reset();
     return out;
 }
 

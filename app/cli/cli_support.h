@@ -68,6 +68,10 @@ struct Loaded {
     std::vector<Issue> issues;
 };
 Loaded load(const std::string &file);
+// load, then validation (graph/validate.h) for the commands that plan, search or
+// rewrite the graph: its errors join the issues, and a graph with any is not
+// returned (warnings of validation are left to `tapestry validate`).
+Loaded load_valid(const std::string &file);
 
 // A seed option (--seed, --check-seed): a whole number 0 … 2^64 − 1 in decimal.
 // CLI11 alone would take "-5" as 2^64 − 5 and 2^64 as something else; this

@@ -215,7 +215,7 @@ int optimize_command(const OptimizeOptions &o) {
         if (!report_preparation(o.project, prepared, o.json)) return kExitInvalid;
         project_graph = *prepared.graph;
     } else {
-        Loaded loaded = load(o.project);
+        Loaded loaded = load_valid(o.project);
         for (const Issue &i : loaded.issues) report_issue(o.project, i);
         if (!loaded.graph) return kExitInvalid;
         project_graph = std::move(loaded.graph);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli_support.h"
+#include "graph/validate.h"
 #include "io/atomic_file.h"
 #include "io/graphviz.h"
 #include "io/project_file.h"
@@ -57,8 +58,11 @@ int passes_command(const PassesOptions &o) {
     }
 
     LoadResult loaded = load_project(o.project);
+    if (loaded.ok())  // the passes rewrite a valid graph; each stage's certificate then checks theirs
+        for (Issue &i : validate(loaded.graph, OpLibrary::standard()))
+            if (i.severity == Severity::error) loaded.issues.push_back(std::move(i));
     for (const Issue &i : loaded.issues) std::cerr << "tapestry: " << o.project << ": " << format_issue(i) << "\n";
-    if (!loaded.ok()) return kExitInvalid;
+    if (has_errors(loaded.issues)) return kExitInvalid;
     fs::path dir = fs::path(o.project).parent_path();
     if (dir.empty()) dir = ".";
     const std::vector<Issue> value_issues =

@@ -99,7 +99,7 @@ int plan_command(const PlanOptions &o) {
     request.calibration = calibration->samples();
     request.wake = calibration->wake();
     request.wake_launches = calibration->wake_launches();
-    Loaded loaded = load(o.project);
+    Loaded loaded = load_valid(o.project);
     for (const Issue &i : loaded.issues) report_issue(o.project, i);
     if (!loaded.graph) return kExitInvalid;
     Graph g = *loaded.graph;

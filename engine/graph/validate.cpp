@@ -477,4 +477,19 @@ std::vector<Issue> validate(const Graph &g, const SignatureSource &library, cons
     return Validator(g, library, options).run();
 }
 
+Expected<std::monostate, std::string> require_valid(const Graph &g, const SignatureSource &library) {
+    const std::vector<Issue> issues = validate(g, library);
+    const Issue *first = nullptr;
+    int errors = 0;
+    for (const Issue &i : issues) {
+        if (i.severity != Severity::error) continue;
+        if (!first) first = &i;
+        ++errors;
+    }
+    if (!first) return std::monostate{};
+    std::string text = "the graph is invalid: " + format_issue(*first);
+    if (errors > 1) text += " (and " + std::to_string(errors - 1) + " more error" + (errors > 2 ? "s" : "") + ")";
+    return unexpected(std::move(text));
+}
+
 }  // namespace tapestry

@@ -5,8 +5,11 @@
 // injectivity of output projections.
 #pragma once
 
+#include <string>
+#include <variant>
 #include <vector>
 
+#include "common/expected.h"
 #include "graph/graph.h"
 #include "graph/issue.h"
 #include "graph/signature.h"
@@ -21,5 +24,11 @@ struct ValidationOptions {
 };
 
 std::vector<Issue> validate(const Graph &g, const SignatureSource &library, const ValidationOptions &options = {});
+
+// The refusal of a graph validation finds errors in, for what plans or searches
+// it (a plan of an invalid graph fails its certificates, which would read as a
+// bug of ours): "the graph is invalid: <first error>", then how many more there
+// are. Warnings do not refuse.
+Expected<std::monostate, std::string> require_valid(const Graph &g, const SignatureSource &library);
 
 }  // namespace tapestry

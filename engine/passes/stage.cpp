@@ -2,6 +2,7 @@
 #include "passes/stage.h"
 
 #include "graph/resolve.h"
+#include "graph/validate.h"
 #include "ops/library.h"
 
 namespace tapestry {
@@ -23,6 +24,10 @@ Pipeline &Pipeline::add(std::string name, PassFunction pass) {
 
 Expected<std::vector<Stage>, std::string> Pipeline::run(const Graph &original,
                                                         const CertifyOptions &certify_options) const {
+    // The passes rewrite a valid graph (the Issues dock, `tapestry validate`):
+    // an invalid one is refused with its first error, not rewritten into stages
+    // whose certificates fail.
+    if (auto valid = require_valid(original, OpLibrary::standard()); !valid) return unexpected(valid.error());
     std::vector<Stage> stages;
     stages.push_back(original_stage(original));
     stages.back().certificate = certify(original, original, certify_options);

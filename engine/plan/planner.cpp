@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "common/checked_size.h"
+#include "graph/validate.h"
+#include "ops/library.h"
 #include "passes/place.h"
 #include "plan/certify.h"
 #include "plan/compile.h"
@@ -22,6 +24,7 @@ Expected<PlanResult, std::string> make_plan(const Graph &g, const PlanRequest &r
                           (request.target.kind == "cpu" ? " (measure it first: tapestry targets measure)" : ""));
     auto shape = cost::cluster_shape(request.target, request.devices, request.nodes);
     if (!shape) return unexpected(shape.error());
+    if (auto valid = require_valid(g, OpLibrary::standard()); !valid) return unexpected(valid.error());
     PlanResult result;
     result.cluster = *shape;
     const std::vector<std::string> names = device_names(*shape);

@@ -6,6 +6,7 @@
 
 #include "graph/order.h"
 #include "graph/resolve.h"
+#include "graph/validate.h"
 #include "ops/library.h"
 #include "passes/monoid_split.h"
 
@@ -97,6 +98,7 @@ void Candidate::set_second(size_t i, size_t ops, int d, int p) {
 Expected<Space, std::string> Space::of(const Graph &g, int devices) {
     if (devices < 1) return unexpected(std::string("the search needs at least one device"));
     const OpLibrary &lib = OpLibrary::standard();
+    if (auto valid = require_valid(g, lib); !valid) return unexpected(valid.error());
     const DependencyOrder order = dependency_order(g);
     if (!order.cyclic.empty()) return unexpected("the graph has a cycle through '" + order.cyclic.front()->id.value + "'");
     Space s;

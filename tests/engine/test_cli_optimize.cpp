@@ -436,6 +436,53 @@ private slots:
         QVERIFY((*empty)->projects().value().empty());
     }
 
+    // A project validation finds errors in is refused by every command that plans,
+    // searches or rewrites it, with each error named (exit 1) — not searched into
+    // plans whose certificates then fail as if the fault were ours.
+    void invalidProjectsAreRefusedWithTheirErrors() {
+        QTemporaryDir dir;
+        QFile original(project("mlp"));
+        QVERIFY(original.open(QIODevice::ReadOnly));
+        QJsonObject p = QJsonDocument::fromJson(original.readAll()).object();
+        QJsonArray ops = p["operations"].toArray();
+        QJsonObject fc1 = ops[0].toObject();
+        QCOMPARE(fc1["id"].toString(), QStringLiteral("fc1"));
+        fc1["index_space"] = QJsonObject{{"start", QJsonArray{0, 0}}, {"end", QJsonArray{256, 4096}}};
+        ops[0] = fc1;
+        p["operations"] = ops;
+        const QString invalid = dir.filePath("invalid.tapestry.json");
+        QFile out(invalid);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QJsonDocument(p).toJson());
+        out.close();
+        const QString mismatch = QStringLiteral(
+            "error index-space-mismatch at $.operations[0].index_space (fc1): operation 'fc1' states index space "
+            "[0:256, 0:4096] but linear derives [0:512, 0:4096]");
+        for (const QStringList &args :
+             {QStringList{"optimize", invalid} + kSearch, QStringList{"plan", invalid, "--target", "h100", "--devices", "4"},
+              QStringList{"passes", invalid, "--shard", "fc1:0=2", "--out", dir.filePath("stages")}}) {
+            const auto r = cli(args);
+            QCOMPARE(r.code, 1);
+            QVERIFY2(r.err.contains(mismatch), qPrintable(args.front() + ": " + r.err));
+            QVERIFY2(!r.err.contains("internal error") && !r.err.contains("certificate"), qPrintable(r.err));
+        }
+    }
+
+    // A valid graph too large for any device (rows 2^32: 20 TiB a device on 8) is
+    // searched like any other — the figures say it exceeds the capacity. The CPU
+    // kernels the fusion pass asks about refuse its 2^32-row views by name: oneDNN
+    // 2.6 divided by zero on them and ended the process.
+    void aHugeValidGraphIsSearchedNotCrashedOn() {
+        QTemporaryDir dir;
+        const QString huge = dir.filePath("huge.tapestry.json");
+        QVERIFY(test::write_huge_mlp(huge, qint64{1} << 32));
+        const auto r = cli(QStringList{"optimize", huge, "--target", "h100", "--devices", "8", "--evaluations", "60",
+                                       "--budget", "0", "--seed", "2"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.out.contains("no plan found keeps the constraints") && r.out.contains("> cap 74.5 GiB"),
+                 qPrintable(r.out));
+    }
+
     void badCommandLines() {
         auto r = cli({"optimize", project("mlp"), "--objectives", "time,speed"});
         QCOMPARE(r.code, 2);

@@ -286,6 +286,14 @@ private slots:
         QVERIFY(!s->valid(c));
         QCOMPARE(s->describe(s->unsplit()), std::string("unsplit · shard"));
         QVERIFY(!Space::of(g, 0));
+        // A graph validation finds errors in is refused, its first error named.
+        std::string bad = three_ops();
+        const std::string shape = R"({"id": "a", "dtype": "f32", "shape": [64, 512])";
+        bad.replace(bad.find(shape), shape.size(), R"({"id": "a", "dtype": "f32", "shape": [64, 500])");
+        auto refused = Space::of(test::parse(bad), 4);
+        QVERIFY(!refused);
+        QVERIFY2(refused.error().starts_with("the graph is invalid: error ") && refused.error().find("(act)") != std::string::npos,
+                 refused.error().c_str());
         for (PlacementRule r : {PlacementRule::by_shard, PlacementRule::round_robin, PlacementRule::pipeline,
                                 PlacementRule::spread})
             QVERIFY(*parse_rule_name(rule_name(r)) == r);

@@ -5,6 +5,9 @@
 
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
@@ -57,6 +60,32 @@ inline CliResult cli(const QStringList &args) {
 inline bool write_bytes(const QString &path, const QByteArray &bytes) {
     QFile f(path);
     return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(bytes) == bytes.size();
+}
+
+// The MLP example with its batch of 512 rows made `rows` (its stated index
+// spaces, signatures and shards dropped, so it stays valid), written to `path`:
+// a valid graph too large for any device. False when it cannot be written.
+inline bool write_huge_mlp(const QString &path, qint64 rows) {
+    QFile original(example_project("mlp"));
+    if (!original.open(QIODevice::ReadOnly)) return false;
+    QJsonObject p = QJsonDocument::fromJson(original.readAll()).object();
+    QJsonArray tensors = p["tensors"].toArray();
+    for (QJsonValueRef t : tensors) {
+        QJsonObject o = t.toObject();
+        QJsonArray shape = o["shape"].toArray();
+        if (!shape.isEmpty() && shape[0].toInteger() == 512) shape[0] = rows;
+        o["shape"] = shape;
+        t = o;
+    }
+    p["tensors"] = tensors;
+    QJsonArray ops = p["operations"].toArray();
+    for (QJsonValueRef op : ops) {
+        QJsonObject o = op.toObject();
+        for (const char *stated : {"index_space", "signature", "shards"}) o.remove(QLatin1String(stated));
+        op = o;
+    }
+    p["operations"] = ops;
+    return write_bytes(path, QJsonDocument(p).toJson());
 }
 
 }  // namespace tapestry::test

@@ -49,6 +49,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/optimize_controller.h"
 #include "app/studio/plan_controller.h"
+#include "app/studio/stages_controller.h"
 #include "common/checked_size.h"
 #include "cost/target.h"
 #include "edit/editor.h"
@@ -56,6 +57,7 @@
 #include "store/session.h"
 #include "views/file_kind.h"
 #include "views/flow_layout.h"
+#include "views/stage_timeline.h"
 #include "studio_support.h"
 #include "views/graph_scene.h"
 #include "views/memory_chart.h"
@@ -799,6 +801,50 @@ private slots:
         QCOMPARE(pc->capacity(), 1073741824.0);
         QVERIFY2(pc->summaryLabel()->text().contains(QStringLiteral("of 1.0 GiB")),
                  qPrintable(pc->summaryLabel()->text()));
+    }
+
+    // An edit that leaves the graph invalid (fc2 without its weight, as the Issues
+    // dock lists): Plan and Optimize refuse with validation's first error instead
+    // of planning it into certificates that fail; the plan shown stays.
+    void anInvalidGraphIsNeitherPlannedNorSearched() {
+        PlanWindow pw;
+        QVERIFY(pw.open());
+        QVERIFY(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("shard"), QStringLiteral("none")));
+        const auto shown = pw.plans->result();
+        QVERIFY(shown);
+        QVERIFY(pw.w.editing()
+                    ->applyEdit(QStringLiteral("Disconnect"),
+                                [](edit::Editor &e) { return e.disconnect(OpId{"fc2"}, "w"); })
+                    .isEmpty());
+        QVERIFY(!pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("shard"), QStringLiteral("none")));
+        const QString summary = pw.plans->summaryLabel()->text();
+        QVERIFY2(summary.contains(QStringLiteral("Not planned:")) &&
+                     summary.contains(QStringLiteral("the graph is invalid: error")) &&
+                     summary.contains(QStringLiteral("fc2")) && !summary.contains(QStringLiteral("certificate")),
+                 qPrintable(summary));
+        QCOMPARE(pw.plans->result(), shown);
+
+        OptimizeController *oc = pw.w.optimizer();
+        QVERIFY(oc->selectTarget(QStringLiteral("h100-sxm")));
+        oc->devicesBox()->setValue(4);
+        QSignalSpy searched(oc, &OptimizeController::searchFinished);
+        QTest::mouseClick(oc->startButton(), Qt::LeftButton);
+        if (oc->isSearching()) QVERIFY(searched.count() > 0 || searched.wait(kTimeoutMs));
+        QVERIFY2(oc->lastError().startsWith(QStringLiteral("the graph is invalid: error")) &&
+                     oc->lastError().contains(QStringLiteral("fc2")),
+                 qPrintable(oc->lastError()));
+        QVERIFY2(oc->progressLabel()->text().contains(QStringLiteral("Not optimized:")),
+                 qPrintable(oc->progressLabel()->text()));
+
+        StagesController *sc = pw.w.stages();
+        sc->timeline()->setPasses(QStringLiteral("shard"));
+        sc->timeline()->setSpecs(QStringLiteral("fc1:0=2"));
+        QSignalSpy piped(sc, &StagesController::pipelineFinished);
+        QVERIFY(sc->startPipeline());
+        QVERIFY(piped.count() > 0 || piped.wait(kTimeoutMs));
+        QCOMPARE(piped.front().front().toBool(), false);
+        QVERIFY2(sc->timeline()->message().contains(QStringLiteral("Pipeline failed: the graph is invalid: error")),
+                 qPrintable(sc->timeline()->message()));
     }
 
     void cancelReturnsToIdle() {

@@ -6,12 +6,16 @@
 // floats are (compute wide, store narrow), so the fallback is not an
 // approximation of the native kernel but the same contract.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <vector>
 
+#include "common/checked_size.h"
 #include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/float_formats.h"
+#include "runtime/cpu/memory_budget.h"
 
 namespace tapestry::cpu {
 
@@ -185,6 +189,16 @@ Expected<std::unique_ptr<Kernel>, std::string> make_widened(const KernelFactory 
 
     const std::vector<DType> in_types = input_view_dtypes(spec), out_types = output_view_dtypes(spec);
     if (out_types.size() != spec.output_shapes.size()) return unexpected(std::string("unexpected output views"));
+    // The f32 copies are made now: their bytes (overflow-checked) are checked
+    // against what this process may still allocate before any of them is.
+    std::int64_t staged = 0;
+    for (size_t i = 0; i < spec.input_shapes.size() && i < in_types.size(); ++i)
+        if (narrow_float(in_types[i])) staged = size_add(staged, size_mul(spec.input_shapes[i].product(), 4));
+    for (size_t i = 0; i < spec.output_shapes.size(); ++i)
+        if (narrow_float(out_types[i])) staged = size_add(staged, size_mul(spec.output_shapes[i].product(), 4));
+    if (const std::int64_t available = available_memory(); available > 0 && staged > available)
+        return unexpected("its f32 copies of the 16-bit operands need " + byte_text(staged) + " but this machine has " +
+                          byte_text(available) + " available");
     std::vector<Stage> inputs(spec.input_shapes.size()), outputs(spec.output_shapes.size());
     wide.input_strides.resize(spec.input_shapes.size());
     wide.output_strides.resize(spec.output_shapes.size());
@@ -224,14 +238,36 @@ Expected<std::unique_ptr<Kernel>, std::string> make_widened(const KernelFactory 
         std::make_unique<WideningKernel>(std::move(inner).value(), std::move(inputs), std::move(outputs)));
 }
 
+// The most elements a CPU kernel's view may have along one dimension: oneDNN 2.6
+// keeps dimensions and blockings in 32-bit ints inside several implementations
+// (a matmul of 2^32 rows ends in a division by zero in oneDNN where it should be
+// refused), so a larger view is refused here, by name, before oneDNN sees it.
+constexpr std::int64_t kMaxKernelDim = std::numeric_limits<std::int32_t>::max();
+
+Expected<std::monostate, std::string> check_view_sizes(const KernelSpec &spec) {
+    auto check = [](const std::vector<ZPoint> &shapes, const char *what) -> std::optional<std::string> {
+        for (size_t i = 0; i < shapes.size(); ++i)
+            for (int d = 0; d < shapes[i].rank(); ++d)
+                if (shapes[i][d] > kMaxKernelDim)
+                    return std::string(what) + " " + std::to_string(i) + " has " + std::to_string(shapes[i][d]) +
+                           " elements along dimension " + std::to_string(d) +
+                           "; the CPU kernels take at most 2147483647 (2^31 − 1)";
+        return std::nullopt;
+    };
+    if (auto bad = check(spec.input_shapes, "input")) return unexpected(*bad);
+    if (auto bad = check(spec.output_shapes, "output")) return unexpected(*bad);
+    return std::monostate{};
+}
+
 }  // namespace
 
 Expected<MadeKernel, std::string> make_kernel(const KernelFactory &factory, const KernelSpec &spec) {
+    if (auto sized = check_view_sizes(spec); !sized) return unexpected(sized.error());
     auto native = factory.make(spec);
     if (native) return MadeKernel{std::move(native).value(), {}};
     if (!has_narrow_floats(spec) || !spec.def) return unexpected(native.error());
     auto wide = make_widened(factory, spec);
-    if (!wide) return unexpected(native.error());
+    if (!wide) return unexpected(native.error() + " (nor in f32: " + wide.error() + ")");
     std::string types;
     for (const DType t : {DType::bf16, DType::f16}) {
         bool seen = false;
