@@ -9,6 +9,7 @@
 #include "cost/model.h"
 #include "io/random_inputs.h"
 #include "io/tensor_values.h"
+#include "launch/check.h"
 #include "launch/cpu_backend.h"
 #include "launch/cuda_backend.h"
 #include "launch/records.h"
@@ -138,25 +139,19 @@ LaunchOutcome LaunchWorker::execute(const LaunchJob &job, const std::function<bo
             return out;
         }
         const plan::Plan &p = job.plan->plan;
-        phase(0, 0, tr("preparing the inputs"));
-        auto inputs = launchInputs(job, &out.inputs_text);
-        if (!inputs) {
-            out.error = tr("not launched: %1").arg(qs(inputs.error()));
-            return out;
-        }
         std::unique_ptr<launch::Backend> backend;
         if (job.backend == QLatin1String("cuda")) {
             launch::CudaBackendOptions co;
             const auto transport = launch::transport_from_name(job.transport.toStdString());
             if (!transport) {
-                out.error = tr("not launched: unknown GPU transport '%1' (auto, peer, nccl)").arg(job.transport);
+                out.error = tr("unknown GPU transport '%1' (auto, peer, nccl)").arg(job.transport);
                 return out;
             }
             co.transport = *transport;
             co.tf32 = job.tf32;
             auto made = launch::make_cuda_backend(co);
             if (!made) {
-                out.error = tr("not launched: the cuda backend: %1").arg(qs(made.error()));
+                out.error = tr("the cuda backend: %1").arg(qs(made.error()));
                 return out;
             }
             backend = std::move(made).value();
@@ -164,6 +159,18 @@ LaunchOutcome LaunchWorker::execute(const LaunchJob &job, const std::function<bo
             backend = launch::make_cpu_backend();
         }
         out.backend_description = qs(backend->describe());
+        // Before any input is made: the plan against the backend and this
+        // machine's memory (a graph too large is refused by name, nothing allocated).
+        if (auto fits = launch::check_launchable(p, *backend, job.oracle); !fits) {
+            out.error = qs(fits.error());
+            return out;
+        }
+        phase(0, 0, tr("preparing the inputs"));
+        auto inputs = launchInputs(job, &out.inputs_text);
+        if (!inputs) {
+            out.error = qs(inputs.error());
+            return out;
+        }
         launch::LaunchOptions options;
         options.wait_timeout_seconds = job.wait_timeout_seconds;
         options.cancelled = cancelled;
@@ -173,7 +180,7 @@ LaunchOutcome LaunchWorker::execute(const LaunchJob &job, const std::function<bo
         phase(0, static_cast<int>(p.steps.size()), launching);
         auto result = launch::launch_plan(p, *backend, *inputs, options);
         if (!result) {
-            out.error = tr("not launched: %1").arg(qs(result.error()));
+            out.error = qs(result.error());
             out.cancelled = cancelled && cancelled();
             return out;
         }

@@ -196,6 +196,9 @@ int launch_command(const LaunchCommandOptions &o) {
         return refuse("--fail-step: the plan has " + plural(static_cast<long long>(p.steps.size()), "step") + " (0 … " +
                       std::to_string(p.steps.size() - 1) + ")");
 
+    // Before any input is made: the plan against the backend and this machine's
+    // memory (a plan of a graph too large is refused by name, nothing allocated).
+    if (auto fits = launch::check_launchable(p, *backend, o.oracle); !fits) return refuse("not launched: " + fits.error());
     std::map<TensorId, TensorData> inputs;
     std::string input_source;
     if (!o.inputs_dir.empty()) {

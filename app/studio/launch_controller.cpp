@@ -354,7 +354,7 @@ void LaunchController::onFinished(quint64, const views::LaunchOutcome &outcome) 
             if (outcome.cancelled)
                 dialog_->showMessage(tr("Launch cancelled."));
             else
-                dialog_->showError(outcome.error);
+                dialog_->showError(tr("Not launched: %1").arg(outcome.error));
         }
         if (outcome.cancelled) {
             outcome_ = outcome;

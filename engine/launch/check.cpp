@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "launch/launch.h"
 #include "ops/evaluate.h"
 #include "ops/library.h"
+#include "plan/simulate.h"
 #include "runtime/cpu/executor.h"
+#include "runtime/cpu/memory_budget.h"
 
 namespace tapestry::launch {
 namespace {
@@ -43,6 +46,11 @@ std::string LaunchCheck::summary() const {
         out += (out.empty() ? "" : "; ") + std::string(c.pass ? "PASS " : "FAIL ") + buf;
     }
     return out;
+}
+
+Expected<std::monostate, std::string> check_launchable(const plan::Plan &plan, const Backend &backend, bool oracle) {
+    if (auto fits = check_fits(plan, backend, plan::simulate(plan)); !fits) return fits;
+    return cpu::check_memory(plan.graph, oracle);
 }
 
 Expected<LaunchCheck, std::string> check_outputs(const plan::Plan &plan, const std::map<TensorId, TensorData> &inputs,

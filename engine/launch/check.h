@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/expected.h"
+#include "launch/backend.h"
 #include "graph/tensor_data.h"
 #include "plan/plan.h"
 #include "verify/verify.h"
@@ -27,6 +28,13 @@ struct LaunchCheck {
     bool pass() const;
     std::string summary() const;  // "PASS y vs unsharded: max |error| 2.4e-07 (tolerance 1.0e-04)" — one clause each
 };
+
+// Before a launch's inputs are made (they, the launch and its check all allocate):
+// the plan against the backend (check_fits: its devices, each one's predicted
+// peak against the capacity) and what the inputs and the reference run (with the
+// oracle where `oracle`) need against this machine's memory. A plan of a graph
+// too large is refused here, by name, with nothing allocated.
+Expected<std::monostate, std::string> check_launchable(const plan::Plan &plan, const Backend &backend, bool oracle);
 
 // `outputs`: the launch's, every graph output of the plan; `inputs`: what the
 // launch was given (parameters without one use their own values).

@@ -210,6 +210,16 @@ private slots:
         r = cli({"launch", plan, "--inputs", dir.filePath("nowhere")});
         QCOMPARE(r.code, 1);
         QVERIFY2(r.err.contains("nowhere"), qPrintable(r.err));
+        // A plan of a graph too large (rows 2^32): refused before its inputs are
+        // made (they were, and the allocation aborted the process).
+        const QString huge = dir.filePath("huge.tapestry.json");
+        QVERIFY(tapestry::test::write_huge_mlp(huge, qint64{1} << 32));
+        const QString huge_plan = dir.filePath("huge.plan.json");
+        r = cli({"plan", huge, "--target", "h100", "--devices", "2", "--baseline", "dp", "-o", huge_plan});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        r = cli({"launch", huge_plan});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("not launched: device 0:0 needs") && r.err.contains("more than the"), qPrintable(r.err));
     }
 
     void keepsTheLaunchInASession() {

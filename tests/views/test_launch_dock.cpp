@@ -27,6 +27,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -43,6 +44,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/optimize_controller.h"
 #include "app/studio/plan_controller.h"
+#include "cli_run.h"
 #include "store/session.h"
 #include "studio_support.h"
 #include "views/launch_dialog.h"
@@ -560,6 +562,27 @@ private slots:
         QVERIFY2(planned.front().at(1).toString().isEmpty(), qPrintable(planned.front().at(1).toString()));
         QCOMPARE(lw.plans()->result()->plan.devices.size(), size_t{3});
         oc->warmStartBox()->setChecked(false);
+    }
+
+    // A plan of a graph too large (rows 2^32, a valid graph) is refused in the
+    // dialog before its inputs are made: the allocation used to end the studio.
+    void aPlanTooLargeIsRefusedBeforeItsInputs() {
+        QTemporaryDir dir;
+        const QString huge = dir.filePath(QStringLiteral("huge.tapestry.json"));
+        QVERIFY(tapestry::test::write_huge_mlp(huge, qint64{1} << 32));
+        LaunchWindow lw;
+        QVERIFY(lw.open());
+        QVERIFY(openAndWait(lw.w, huge));
+        QVERIFY(lw.plan(QStringLiteral("h100-sxm"), QStringLiteral("dp"), 2));
+        QPointer<LaunchDialog> dialog = lw.openDialog();
+        QVERIFY(dialog);
+        QCOMPARE(lw.launch(dialog), QStringLiteral("refused"));
+        const QString said = lw.w.statusBar()->currentMessage();
+        QVERIFY2(said.startsWith(QStringLiteral("Not launched: device 0:0 needs")) && said.contains(QStringLiteral("more than the")),
+                 qPrintable(said));
+        QVERIFY(dialog);
+        QVERIFY2(dialog->statusLabel()->text().startsWith(QStringLiteral("Not launched: device 0:0 needs")),
+                 qPrintable(dialog->statusLabel()->text()));
     }
 
     // Without a search to go through, the Plan dock plans the survivors by the
