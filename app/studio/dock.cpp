@@ -5,11 +5,54 @@
 #include <QFrame>
 #include <QLabel>
 #include <QMainWindow>
+#include <QPointer>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSplitter>
 #include <algorithm>
 
 namespace tapestry::studio {
+
+namespace {
+
+// stackWhenNarrow's watcher: the splitter's child, so it goes with it.
+class NarrowStacker : public QObject {
+public:
+    NarrowStacker(QSplitter *splitter, QWidget *watched, std::function<int()> wide,
+                  std::function<void(Qt::Orientation)> changed)
+        : QObject(splitter), splitter_(splitter), wide_(std::move(wide)), changed_(std::move(changed)) {
+        watched->installEventFilter(this);
+    }
+
+    void arrange(int width) {
+        const Qt::Orientation want = width >= wide_() ? Qt::Horizontal : Qt::Vertical;
+        if (splitter_->orientation() == want) return;
+        splitter_->setOrientation(want);
+        if (changed_) changed_(want);
+    }
+
+    bool eventFilter(QObject *watched, QEvent *event) override {
+        if (event->type() == QEvent::Resize) arrange(static_cast<QResizeEvent *>(event)->size().width());
+        return QObject::eventFilter(watched, event);
+    }
+
+private:
+    QSplitter *splitter_;
+    std::function<int()> wide_;
+    std::function<void(Qt::Orientation)> changed_;
+};
+
+}  // namespace
+
+std::function<void()> stackWhenNarrow(QSplitter *splitter, QWidget *watched, std::function<int()> wide,
+                                      std::function<void(Qt::Orientation)> changed) {
+    QPointer<NarrowStacker> stacker = new NarrowStacker(splitter, watched, std::move(wide), std::move(changed));
+    QPointer<QWidget> of = watched;
+    return [stacker, of] {
+        if (stacker && of) stacker->arrange(of->width());
+    };
+}
 
 QDockWidget *makeDock(const QString &title, const char *object_name, QWidget *content, QWidget *window,
                       DockContent how) {

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <QString>
+#include <Qt>
+#include <functional>
 #include <string>
 
 class QDockWidget;
 class QLabel;
+class QSplitter;
 class QWidget;
 
 namespace tapestry::studio {
@@ -28,6 +31,16 @@ void showWithRoom(QDockWidget *dock, QWidget *window, int height, bool &sized);
 // the window: its content scrolls only up and down, so a narrower dock clips its
 // right side. A dock wide enough, floating or hidden is left as the user has it.
 void widenToContent(QDockWidget *dock, QWidget *window);
+
+// Panes side by side while `watched` (the dock's panel) is at least as wide as
+// `wide()` says they need, stacked top to bottom when it is narrower — the Plan
+// dock beside the Optimize dock gets half the window, and its device table
+// squeezed beside two charts showed none of them whole. The splitter's
+// orientation follows every resize, and the function returned looks again now
+// (for when what `wide()` says changes: a table filled); the panel scrolls up
+// and down. `changed`, when given, is told the new orientation.
+std::function<void()> stackWhenNarrow(QSplitter *splitter, QWidget *watched, std::function<int()> wide,
+                                      std::function<void(Qt::Orientation)> changed = {});
 
 // What the docks' forms share: a label whose mnemonic focuses `buddy`; a rounded
 // badge ("PREDICTION", a certificate's verdict) in the given colours; a time the

@@ -197,16 +197,26 @@ void PlanController::createDock(QWidget *window) {
            "stream's time and the bytes sent, the peak memory and its share of the device's capacity"));
     gantt_ = new views::PlanGantt(panel);
     memory_ = new views::MemoryChart(panel);
+    // The table beside the two charts; above them when the dock is narrower than
+    // the three need to read whole (beside the Optimize dock: half the window).
+    charts_ = new QSplitter(Qt::Horizontal, panel);
+    charts_->setObjectName(QStringLiteral("planCharts"));
+    charts_->addWidget(gantt_);
+    charts_->addWidget(memory_);
+    charts_->setStretchFactor(0, 3);
+    charts_->setStretchFactor(1, 2);
+    charts_->setSizes({700, 460});
     splitter_ = new QSplitter(Qt::Horizontal, panel);
     splitter_->setObjectName(QStringLiteral("planSplitter"));
     splitter_->addWidget(table_);
-    splitter_->addWidget(gantt_);
-    splitter_->addWidget(memory_);
+    splitter_->addWidget(charts_);
     splitter_->setStretchFactor(0, 0);
-    splitter_->setStretchFactor(1, 3);
-    splitter_->setStretchFactor(2, 2);
-    splitter_->setSizes({340, 700, 460});
+    splitter_->setStretchFactor(1, 1);
+    splitter_->setSizes({340, 1160});
     column->addWidget(splitter_, 1);
+    arrange_panes_ = stackWhenNarrow(
+        splitter_, panel, [this] { return tableWidth() + kChartsWidth; },
+        [this](Qt::Orientation) { fitToOrientation(); });
     // Scrolling, so that the charts' minimum height never makes the bottom docks taller.
     dock_ = makeDock(tr("Plan"), "planDock", panel, window, DockContent::scrolls);
     dock_->toggleViewAction()->setShortcut(QKeySequence(tr("Ctrl+Shift+L")));
@@ -910,21 +920,42 @@ void PlanController::fillDeviceTable() {
     }
 }
 
+int PlanController::tableWidth() const {
+    return table_->horizontalHeader()->length() + 2 * table_->frameWidth() + table_->verticalScrollBar()->sizeHint().width();
+}
+
 void PlanController::fitDeviceTable() {
-    // Once: the table as wide as its columns (up to two fifths), the Gantt and the
-    // memory chart sharing the rest; later, the user's split stands.
-    if (table_fitted_) return;
-    table_fitted_ = true;
     table_->resizeColumnsToContents();
-    const int need = table_->horizontalHeader()->length() + 2 * table_->frameWidth() +
-                     table_->verticalScrollBar()->sizeHint().width();
-    const QList<int> sizes = splitter_->sizes();
-    int total = 0;
-    for (int size : sizes) total += size;
-    if (total <= 0) return;
-    const int table = std::min(need, total * 2 / 5);
-    const int rest = total - table;
-    splitter_->setSizes({table, rest * 3 / 5, rest - rest * 3 / 5});
+    arrange_panes_();  // the table's width with this plan's figures may no longer fit beside the charts
+    // Side by side, once, for the first plan (later the user's split stands);
+    // stacked, for every plan: the rows it shows are this plan's devices.
+    if (splitter_->orientation() == Qt::Horizontal && table_fitted_) return;
+    table_fitted_ = true;
+    fitToOrientation();
+}
+
+void PlanController::fitToOrientation() {
+    if (splitter_->orientation() == Qt::Horizontal) {
+        table_->setMinimumHeight(0);
+        charts_->setMinimumHeight(0);
+        // The table as wide as its columns (up to two fifths), the charts the rest.
+        const QList<int> sizes = splitter_->sizes();
+        int total = 0;
+        for (int size : sizes) total += size;
+        if (total > 0) {
+            const int table = std::min(tableWidth(), total * 2 / 5);
+            splitter_->setSizes({table, total - table});
+        }
+        return;
+    }
+    // Stacked: the table shows its rows (eight at most, then scrolls), the charts
+    // keep room to read under it; the dock scrolls down to them.
+    const int rows = std::min(table_->rowCount(), 8);
+    const int height = table_->horizontalHeader()->height() + 2 * table_->frameWidth() +
+                       rows * table_->verticalHeader()->defaultSectionSize() + 2;
+    table_->setMinimumHeight(height);
+    charts_->setMinimumHeight(kChartsHeight);
+    splitter_->setSizes({height, std::max(kChartsHeight, splitter_->height() - height)});
 }
 
 void PlanController::colourCanvas() {

@@ -221,6 +221,12 @@ private:
     void showSummary();
     void fillDeviceTable();
     void fitDeviceTable();
+    // The device table's width with every column whole; the panes' heights for
+    // the splitter's orientation (stackWhenNarrow).
+    int tableWidth() const;
+    void fitToOrientation();
+    static constexpr int kChartsWidth = 820;   // the Gantt and the memory chart, beside the table, to read whole
+    static constexpr int kChartsHeight = 240;  // the charts under the table, when stacked
     void showError(const QString &error);
     void colourCanvas();
     void onBarClicked(const QString &op);
@@ -254,7 +260,9 @@ private:
     QLabel *summary_ = nullptr;
     QLabel *certificate_ = nullptr;
     QTableWidget *table_ = nullptr;
-    QSplitter *splitter_ = nullptr;
+    QSplitter *splitter_ = nullptr;  // the device table | the charts, or one above the other
+    QSplitter *charts_ = nullptr;    // the Gantt | the memory chart
+    std::function<void()> arrange_panes_;  // side by side or stacked, as the dock's width allows (stackWhenNarrow)
     views::PlanGantt *gantt_ = nullptr;
     views::MemoryChart *memory_ = nullptr;
     QAction *plan_action_ = nullptr;

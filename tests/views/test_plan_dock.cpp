@@ -22,6 +22,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QHeaderView>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -33,6 +34,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTableWidget>
@@ -423,11 +425,30 @@ private slots:
                                     .arg(at.right())
                                     .arg(viewport->width())));
         }
+        // The device table above the charts, every column whole; the charts under it
+        // with room to read (the dock scrolls down to them).
+        auto *split = dock->findChild<QSplitter *>(QStringLiteral("planSplitter"));
+        QCOMPARE(split->orientation(), Qt::Vertical);
+        auto *table = dock->findChild<QTableWidget *>(QStringLiteral("planDeviceTable"));
+        QVERIFY2(table->horizontalHeader()->length() <= table->viewport()->width(),
+                 qPrintable(QStringLiteral("columns %1 px in a %2 px table")
+                                .arg(table->horizontalHeader()->length())
+                                .arg(table->viewport()->width())));
+        QVERIFY2(table->viewport()->height() >= table->rowCount() * table->verticalHeader()->defaultSectionSize(),
+                 "every device's row shows");
+        QVERIFY(dock->findChild<QWidget *>(QStringLiteral("planCharts"))->height() >= 240);
         // The certificate's checks read whole, under the summary.
         auto *certificate = dock->findChild<QLabel *>(QStringLiteral("planCertificate"));
         QVERIFY(certificate->text().contains(QStringLiteral("outputs")));
         QVERIFY(certificate->height() >= certificate->heightForWidth(certificate->width()));
         screenshot(pw.w, QStringLiteral("studio-plan-beside-optimize.png"));
+        // The whole window's width again: side by side.
+        optimize->close();
+        QTest::qWait(50);
+        QCOMPARE(split->orientation(), Qt::Horizontal);
+        QVERIFY(table->horizontalHeader()->length() <= table->viewport()->width());
+        optimize->show();
+        pw.plans->planDock()->raise();
         // The Launch dock in the same place fits too, and so does the Optimize dock.
         pw.w.launches()->launchDock()->raise();
         QTest::qWait(50);
