@@ -118,6 +118,16 @@ struct LaunchWindow {
         return finished.front().front().toString();
     }
 
+    // Launches the plan the Plan dock shows with a fault injected in the first
+    // kernel step on `device`; whether the launch failed.
+    bool launchFailingOn(int device) {
+        const int step = kernelStepOn(plans()->result()->plan, device);
+        if (step < 0) return false;
+        launches()->setFailStepForTests(step);
+        LaunchDialog *dialog = openDialog();
+        return dialog && launch(dialog) == QStringLiteral("failed");
+    }
+
     // Plans the MLP on 4 × h100-sxm by dp and launches it with a fault injected in
     // a kernel step of device 2; the plan, once the launch failed there and the
     // Re-plan button offers itself (null otherwise).
@@ -532,13 +542,8 @@ private slots:
         QVERIFY(oc->openPoint(on_four));
         QVERIFY(opened.count() > 0 || opened.wait(kTimeoutMs));
         QVERIFY2(opened.front().at(1).toString().isEmpty(), qPrintable(opened.front().at(1).toString()));
-        const int step = kernelStepOn(lw.plans()->result()->plan, 2);
-        QVERIFY(step >= 0);
+        QVERIFY(lw.launchFailingOn(2));
         LaunchController *lc = lw.launches();
-        lc->setFailStepForTests(step);
-        QPointer<LaunchDialog> dialog = lw.openDialog();
-        QVERIFY(dialog);
-        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
 
         QSignalSpy replanned(oc, &OptimizeController::replanOpened);
         QSignalSpy planned(oc, &OptimizeController::pointOpened);
@@ -663,13 +668,8 @@ private slots:
         QVERIFY(first.count() > 0 || first.wait(kTimeoutMs));
         QVERIFY2(first.front().front().toBool(), qPrintable(pc->lastError()));
         const std::shared_ptr<const plan::PlanResult> shown = pc->result();
-        const int step = kernelStepOn(shown->plan, 2);
-        QVERIFY(step >= 0);
+        QVERIFY(lw.launchFailingOn(2));
         LaunchController *lc = lw.launches();
-        lc->setFailStepForTests(step);
-        QPointer<LaunchDialog> dialog = lw.openDialog();
-        QVERIFY(dialog);
-        QCOMPARE(lw.launch(dialog), QStringLiteral("failed"));
         QSignalSpy planned(pc, &PlanController::planFinished);
         QVERIFY(lc->replanWithoutFailedDevice());
         QVERIFY(planned.count() > 0 || planned.wait(kTimeoutMs));
