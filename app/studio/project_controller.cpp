@@ -184,6 +184,17 @@ void ProjectController::onProjectLoaded(quint64, const views::LoadedProject &pro
             emit openTargetRequested(project.path);
             emit projectLoaded(false);
             return;
+        case views::FileKind::front: {
+            // The figures of a search's plans, by position in a space the file does
+            // not hold: nothing to show as a graph, and no plan to make without it.
+            views::LoadedProject refused = project;
+            refused.error =
+                tr("it is a front file (the predicted figures of a search's plans, not a graph). A search kept in "
+                   "a session — the Optimize dock's, or tapestry optimize --session FILE — shows again in the "
+                   "Optimize dock when that session is open (File ▸ Open Session…), its plans ready to open");
+            refuseOpen(refused);
+            return;
+        }
         default:
             break;
         }

@@ -343,6 +343,25 @@ void TestStudio::unreadableFilesOpenNothingAndSayWhy() {
     QVERIFY2(box->text().contains(fileName), qPrintable(box->text()));
     QVERIFY(w.statusBar()->currentMessage().startsWith(QStringLiteral("Could not open %1").arg(fileName)));
     box->close();
+
+    // A front file (tapestry optimize --export-front) is said to be one, with where
+    // its search shows instead — not a schema error about its format.
+    QTemporaryDir dir;
+    const QString front = dir.filePath(QStringLiteral("front.json"));
+    QFile f(front);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"format": "tapestry-front", "version": 1, "front": []})");
+    f.close();
+    loaded.clear();
+    w.openProject(front);
+    QVERIFY(loaded.wait(kLayoutTimeoutMs));
+    QCOMPARE(loaded.front().front().toBool(), false);
+    QCOMPARE(nodeItemCount(*w.scene()), nodes);
+    QTRY_VERIFY((box = w.findChild<QMessageBox *>(QStringLiteral("openErrorBox"))) != nullptr && box->isVisible());
+    QVERIFY2(box->text().contains(QStringLiteral("it is a front file")) &&
+                 box->text().contains(QStringLiteral("Open Session")),
+             qPrintable(box->text()));
+    box->close();
 }
 
 // The blocker of issue 13: with unsaved edits, opening a truncated project asked
