@@ -51,7 +51,9 @@
 #include "app/studio/main_window.h"
 #include "app/studio/optimize_controller.h"
 #include "app/studio/plan_controller.h"
+#include "app/studio/run_controller.h"
 #include "app/studio/stages_controller.h"
+#include "cli_run.h"
 #include "common/checked_size.h"
 #include "cost/target.h"
 #include "edit/editor.h"
@@ -59,6 +61,7 @@
 #include "store/session.h"
 #include "views/file_kind.h"
 #include "views/flow_layout.h"
+#include "views/pareto_chart.h"
 #include "views/stage_timeline.h"
 #include "studio_support.h"
 #include "views/graph_scene.h"
@@ -866,6 +869,54 @@ private slots:
         QCOMPARE(piped.front().front().toBool(), false);
         QVERIFY2(sc->timeline()->message().contains(QStringLiteral("Pipeline failed: the graph is invalid: error")),
                  qPrintable(sc->timeline()->message()));
+    }
+
+    // A valid graph too large for this machine and for any device (rows 2^32): Run
+    // refuses it with its size before allocating, the Stages dock shards it and
+    // leaves its chains unfused (the CPU kernels refuse such views by name),
+    // Plan plans it with the peak over the capacity, and Optimize searches it to
+    // the end — the fusion pass once ended the studio in oneDNN on it.
+    void aHugeValidGraphGoesThroughEveryDock() {
+        QTemporaryDir dir;
+        const QString huge = dir.filePath(QStringLiteral("huge.tapestry.json"));
+        QVERIFY(tapestry::test::write_huge_mlp(huge, qint64{1} << 32));
+        PlanWindow pw;
+        QVERIFY(pw.open());
+        QVERIFY(openAndWait(pw.w, huge));
+
+        QSignalSpy failed(pw.w.runs(), &RunController::runFailed);
+        QSignalSpy ran(pw.w.runs(), &RunController::runFinished);
+        QVERIFY(pw.w.runs()->start(views::RunMode::run));
+        QVERIFY(ran.count() > 0 || ran.wait(kTimeoutMs));
+        QCOMPARE(ran.front().front().toBool(), false);
+        QVERIFY(failed.count() > 0);
+        QVERIFY2(failed.front().front().toString().contains(QStringLiteral("not enough memory to run")),
+                 qPrintable(failed.front().front().toString()));
+
+        StagesController *sc = pw.w.stages();
+        sc->timeline()->setPasses(QStringLiteral("shard, fuse"));
+        sc->timeline()->setSpecs(QStringLiteral("fc1:0=2"));
+        QSignalSpy piped(sc, &StagesController::pipelineFinished);
+        QVERIFY(sc->startPipeline());
+        QVERIFY(piped.count() > 0 || piped.wait(kTimeoutMs));
+        QVERIFY2(piped.front().front().toBool(), qPrintable(sc->timeline()->message()));
+
+        QVERIFY2(pw.plan(QStringLiteral("h100-sxm"), 4, QStringLiteral("shard"), QStringLiteral("dp")),
+                 qPrintable(pw.plans->lastError()));
+        QVERIFY2(pw.plans->summaryLabel()->text().contains(QStringLiteral("of 74.5 GiB")), qPrintable(pw.plans->summaryLabel()->text()));
+
+        OptimizeController *oc = pw.w.optimizer();
+        QVERIFY(oc->selectTarget(QStringLiteral("h100-sxm")));
+        oc->devicesBox()->setValue(8);
+        oc->budgetBox()->setValue(0);
+        oc->evaluationsBox()->setValue(60);
+        QSignalSpy searched(oc, &OptimizeController::searchFinished);
+        QTest::mouseClick(oc->startButton(), Qt::LeftButton);
+        QVERIFY(searched.count() > 0 || searched.wait(kTimeoutMs));
+        QVERIFY2(searched.front().front().toBool(), qPrintable(oc->lastError()));
+        QVERIFY(oc->chart()->frontCount() > 0);
+        QVERIFY2(pw.w.statusBar()->currentMessage().contains(QStringLiteral("no plan found keeps the constraints")),
+                 qPrintable(pw.w.statusBar()->currentMessage()));
     }
 
     void cancelReturnsToIdle() {
