@@ -470,8 +470,8 @@ private slots:
 
     // A valid graph too large for any device (rows 2^32: 20 TiB a device on 8) is
     // searched like any other — the figures say it exceeds the capacity. The CPU
-    // kernels the fusion pass asks about refuse its 2^32-row views by name: oneDNN
-    // 2.6 divided by zero on them and ended the process.
+    // matmul kernels the fusion pass asks about refuse its 2^32-row views by name:
+    // oneDNN 2.6 divided by zero on them and ended the process.
     void aHugeValidGraphIsSearchedNotCrashedOn() {
         QTemporaryDir dir;
         const QString huge = dir.filePath("huge.tapestry.json");

@@ -18,6 +18,7 @@
 #include "ops/op_util.h"
 #include "runtime/cpu/conv_winograd.h"
 #include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/kernel.h"
 
 using namespace tapestry;
@@ -348,6 +349,26 @@ class TestCpuKernels : public QObject {
     Q_OBJECT
 
 private slots:
+    // oneDNN 2.6 ends the process (a division by zero) creating a matmul whose M or
+    // K reaches 2^32; every matmul kernel asks matmul_size_refusal first. Only the
+    // descriptors are made here: nothing of that size is allocated.
+    void matmulsTooLargeForOneDnnAreRefusedByName() {
+        using dims = dnnl::memory::dims;
+        const auto f32 = dnnl::memory::data_type::f32;
+        const auto ab = dnnl::memory::format_tag::ab;
+        const std::int64_t most = std::numeric_limits<std::int32_t>::max();
+        QVERIFY(!cpu::matmul_size_refusal(dnnl::memory::desc(dims{most, 64}, f32, ab),
+                                          dnnl::memory::desc(dims{64, 64}, f32, ab)));
+        const auto rows = cpu::matmul_size_refusal(dnnl::memory::desc(dims{std::int64_t{1} << 32, 64}, f32, ab),
+                                                   dnnl::memory::desc(dims{64, 64}, f32, ab));
+        QVERIFY(rows);
+        QCOMPARE(*rows, std::string("the matmul's source has 4294967296 elements along a dimension: "
+                                    "oneDNN's matmul takes at most 2147483647 (2^31 − 1)"));
+        const auto contraction = cpu::matmul_size_refusal(dnnl::memory::desc(dims{64, std::int64_t{1} << 32}, f32, ab),
+                                                          dnnl::memory::desc(dims{std::int64_t{1} << 32, 64}, f32, ab));
+        QVERIFY(contraction && contraction->find("4294967296") != std::string::npos);
+    }
+
     void every_family_kind_has_a_kernel() {
         for (const char *kind :
              {"softmax", "layernorm", "rmsnorm", "conv2d", "max_pool2d", "avg_pool2d", "reduce_sum", "reduce_mean",

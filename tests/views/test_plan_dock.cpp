@@ -873,7 +873,7 @@ private slots:
 
     // A valid graph too large for this machine and for any device (rows 2^32): Run
     // refuses it with its size before allocating, the Stages dock shards it and
-    // leaves its chains unfused (the CPU kernels refuse such views by name),
+    // leaves its chains unfused (the CPU matmul kernels refuse such views),
     // Plan plans it with the peak over the capacity, and Optimize searches it to
     // the end — the fusion pass once ended the studio in oneDNN on it.
     void aHugeValidGraphGoesThroughEveryDock() {

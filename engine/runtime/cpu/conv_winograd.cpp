@@ -257,6 +257,7 @@ Expected<bool, std::string> WinogradConv::make_gemm(PreparedPrimitive &gemm, std
     const dnnl::memory::desc src(dims{kPoints, count, c_}, f32, dims{block_ * c_, c_, 1});
     const dnnl::memory::desc weights(dims{kPoints, c_, k_}, f32, dims{c_ * k_, k_, 1});
     const dnnl::memory::desc dst(dims{kPoints, count, k_}, f32, dims{block_ * k_, k_, 1});
+    if (auto big = matmul_size_refusal(src, weights)) return unexpected(*big);
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), make_attr(), cpu_engine());
     gemm.init(pd, dnnl::matmul(pd));
     gemm.bind(DNNL_ARG_SRC, src);

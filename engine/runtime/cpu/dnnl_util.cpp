@@ -229,6 +229,18 @@ Expected<PostOpPlan, std::string> make_post_ops(const std::vector<Epilogue> &epi
 
 int post_op_arg(int post_op_index) { return DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_op_index) | DNNL_ARG_SRC_1; }
 
+std::optional<std::string> matmul_size_refusal(const dnnl::memory::desc &src, const dnnl::memory::desc &weights) {
+    constexpr std::int64_t most = std::numeric_limits<std::int32_t>::max();
+    for (const auto &[what, md] : {std::pair{"source", &src}, std::pair{"weights", &weights}}) {
+        const dnnl::memory::dims d = md->dims();
+        for (size_t i = d.size() >= 2 ? d.size() - 2 : 0; i < d.size(); ++i)
+            if (d[i] > most)
+                return "the matmul's " + std::string(what) + " has " + std::to_string(d[i]) +
+                       " elements along a dimension: oneDNN's matmul takes at most 2147483647 (2^31 − 1)";
+    }
+    return std::nullopt;
+}
+
 std::string dnnl_error_text(const dnnl::error &e) {
     return "oneDNN: " + std::string(e.what()) + " (status " + std::to_string(static_cast<int>(e.status)) + ")";
 }

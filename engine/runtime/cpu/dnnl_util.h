@@ -97,6 +97,13 @@ int post_op_arg(int post_op_index);
 // "oneDNN: <what> (status N)".
 std::string dnnl_error_text(const dnnl::error &e);
 
+// oneDNN 2.6 ends the process (a division by zero inside
+// dnnl_primitive_desc_iterator_create) creating a matmul whose M or K reaches
+// 2^32 — its GEMM keeps them in 32-bit ints. Every matmul primitive is asked
+// through this first, with its source and weights: none, or the refusal naming
+// the dimension (any of their last two over 2^31 − 1, which is conservative).
+std::optional<std::string> matmul_size_refusal(const dnnl::memory::desc &src, const dnnl::memory::desc &weights);
+
 // Runs f (returning Expected<T, std::string>) and turns any dnnl::error or
 // std::exception thrown inside into an error value prefixed by `what`.
 template <typename F> auto dnnl_guard(const std::string &what, F &&f) -> decltype(f()) {

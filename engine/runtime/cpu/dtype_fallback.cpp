@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <vector>
 
@@ -238,31 +237,9 @@ Expected<std::unique_ptr<Kernel>, std::string> make_widened(const KernelFactory 
         std::make_unique<WideningKernel>(std::move(inner).value(), std::move(inputs), std::move(outputs)));
 }
 
-// The most elements a CPU kernel's view may have along one dimension: oneDNN 2.6
-// keeps dimensions and blockings in 32-bit ints inside several implementations
-// (a matmul of 2^32 rows ends in a division by zero in oneDNN where it should be
-// refused), so a larger view is refused here, by name, before oneDNN sees it.
-constexpr std::int64_t kMaxKernelDim = std::numeric_limits<std::int32_t>::max();
-
-Expected<std::monostate, std::string> check_view_sizes(const KernelSpec &spec) {
-    auto check = [](const std::vector<ZPoint> &shapes, const char *what) -> std::optional<std::string> {
-        for (size_t i = 0; i < shapes.size(); ++i)
-            for (int d = 0; d < shapes[i].rank(); ++d)
-                if (shapes[i][d] > kMaxKernelDim)
-                    return std::string(what) + " " + std::to_string(i) + " has " + std::to_string(shapes[i][d]) +
-                           " elements along dimension " + std::to_string(d) +
-                           "; the CPU kernels take at most 2147483647 (2^31 − 1)";
-        return std::nullopt;
-    };
-    if (auto bad = check(spec.input_shapes, "input")) return unexpected(*bad);
-    if (auto bad = check(spec.output_shapes, "output")) return unexpected(*bad);
-    return std::monostate{};
-}
-
 }  // namespace
 
 Expected<MadeKernel, std::string> make_kernel(const KernelFactory &factory, const KernelSpec &spec) {
-    if (auto sized = check_view_sizes(spec); !sized) return unexpected(sized.error());
     auto native = factory.make(spec);
     if (native) return MadeKernel{std::move(native).value(), {}};
     if (!has_narrow_floats(spec) || !spec.def) return unexpected(native.error());

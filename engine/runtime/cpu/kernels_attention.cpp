@@ -8,8 +8,10 @@
 #include <limits>
 #include <unordered_map>
 
+#include "common/checked_size.h"
 #include "runtime/cpu/dnnl_util.h"
 #include "runtime/cpu/kernel_util.h"
+#include "runtime/cpu/memory_budget.h"
 
 namespace tapestry::cpu {
 
@@ -112,6 +114,14 @@ private:
         const dnnl::memory::desc s_md(dims{sq, sk}, f32, dims{sk, 1});
         const dnnl::memory::desc v_md(dims{sk, evl}, f32, dims{v_[1], v_[2]});
         const dnnl::memory::desc y_md(dims{sq, evl}, f32, dims{y_[1], y_[2]});
+        if (auto big = matmul_size_refusal(q_md, k_md)) return unexpected(*big);
+        if (auto big = matmul_size_refusal(s_md, v_md)) return unexpected(*big);
+        // The causal mask (sq × sk floats) is made now: its bytes, overflow-checked,
+        // against what this process may still allocate first.
+        if (const std::int64_t mask = size_mul(size_mul(sq, sk), 4), available = available_memory();
+            causal && available > 0 && mask > available)
+            return unexpected("its causal mask of " + std::to_string(sq) + " × " + std::to_string(sk) + " needs " +
+                              byte_text(mask) + " but this machine has " + byte_text(available) + " available");
 
         dnnl::post_ops ops;
         dnnl::memory::desc mask_md;

@@ -202,6 +202,7 @@ public:
             auto descs = matmul_descs(spec, own, has_bias, dtype);
             if (!descs) return unexpected(what + ": " + descs.error());
             MatmulDescs &d = *descs;
+            if (auto big = matmul_size_refusal(d.a, d.b)) return unexpected(what + ": " + *big);
             // A first epilogue that adds one value per output column (an exported
             // Linear's separate bias Add) becomes the primitive's bias: oneDNN's
             // GEMM-based matmul (below AVX-512) applies a binary post-op in a pass of
