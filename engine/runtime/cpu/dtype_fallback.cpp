@@ -195,9 +195,7 @@ Expected<std::unique_ptr<Kernel>, std::string> make_widened(const KernelFactory 
         if (narrow_float(in_types[i])) staged = size_add(staged, size_mul(spec.input_shapes[i].product(), 4));
     for (size_t i = 0; i < spec.output_shapes.size(); ++i)
         if (narrow_float(out_types[i])) staged = size_add(staged, size_mul(spec.output_shapes[i].product(), 4));
-    if (const std::int64_t available = available_memory(); available > 0 && staged > available)
-        return unexpected("its f32 copies of the 16-bit operands need " + byte_text(staged) + " but this machine has " +
-                          byte_text(available) + " available");
+    if (auto fits = check_allocation(staged, "its f32 copies of the 16-bit operands"); !fits) return unexpected(fits.error());
     std::vector<Stage> inputs(spec.input_shapes.size()), outputs(spec.output_shapes.size());
     wide.input_strides.resize(spec.input_shapes.size());
     wide.output_strides.resize(spec.output_shapes.size());

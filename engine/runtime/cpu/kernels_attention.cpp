@@ -118,10 +118,11 @@ private:
         if (auto big = matmul_size_refusal(s_md, v_md)) return unexpected(*big);
         // The causal mask (sq × sk floats) is made now: its bytes, overflow-checked,
         // against what this process may still allocate first.
-        if (const std::int64_t mask = size_mul(size_mul(sq, sk), 4), available = available_memory();
-            causal && available > 0 && mask > available)
-            return unexpected("its causal mask of " + std::to_string(sq) + " × " + std::to_string(sk) + " needs " +
-                              byte_text(mask) + " but this machine has " + byte_text(available) + " available");
+        if (causal)
+            if (auto fits = check_allocation(size_mul(size_mul(sq, sk), 4),
+                                             "its causal mask of " + std::to_string(sq) + " × " + std::to_string(sk));
+                !fits)
+                return unexpected(fits.error());
 
         dnnl::post_ops ops;
         dnnl::memory::desc mask_md;

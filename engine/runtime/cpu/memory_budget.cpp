@@ -66,6 +66,12 @@ std::int64_t available_memory() {
     return available;
 }
 
+Expected<std::monostate, std::string> check_allocation(std::int64_t bytes, const std::string &what) {
+    const std::int64_t available = available_memory();
+    if (available <= 0 || bytes <= available) return std::monostate{};
+    return unexpected(what + " needs " + byte_text(bytes) + " but this machine has " + byte_text(available) + " available");
+}
+
 Expected<std::monostate, std::string> check_memory(const Graph &g, bool oracle, std::int64_t limit) {
     const std::int64_t budget = limit > 0 ? limit : available_memory();
     if (budget <= 0) return std::monostate{};

@@ -31,6 +31,12 @@ MemoryNeed memory_need(const Graph &g, bool oracle);
 // by the cgroup's memory.max where one is set; 0 when neither can be read.
 std::int64_t available_memory();
 
+// Refuses one allocation of `bytes` (overflow-checked by the caller) larger than
+// available_memory() reports: "<what> needs <bytes> but this machine has <free>
+// available" (not checked when that is unknown). For what a kernel makes when it
+// is made (widened copies, a mask), which memory_need does not count.
+Expected<std::monostate, std::string> check_allocation(std::int64_t bytes, const std::string &what);
+
 // Refuses (with the need, the largest tensors and the budget, in a sentence)
 // when memory_need(g, oracle) exceeds `limit` bytes — or, with limit 0, what
 // available_memory() reports (not checked when that is unknown).
