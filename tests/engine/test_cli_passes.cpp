@@ -7,6 +7,7 @@
 #include <QtTest/QtTest>
 
 #include "io/project_file.h"
+#include "cli_run.h"
 
 namespace {
 
@@ -118,6 +119,21 @@ private slots:
         QCOMPARE(other.code, 1);
         QVERIFY2(other.err.contains("in the stage but [512, 1024] in the original: is it the stage of another project?"),
                  other.err.constData());
+    }
+
+    // A chain the CPU cannot fuse because its head is refused on its own (a matmul
+    // too large for oneDNN) says so, not that the head takes no such post-op.
+    void chainsOfAHugeGraphSayWhyTheyStayUnfused() {
+        QTemporaryDir dir;
+        const QString huge = dir.filePath("huge.tapestry.json");
+        QVERIFY(tapestry::test::write_huge_mlp(huge, qint64{1} << 32));
+        const auto r = run({"passes", huge, "--pipeline", "shard,fuse", "--shard", "fc1:0=2", "--out", dir.filePath("stages")});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QVERIFY2(r.out.contains("fuse: nothing fused; 3 edges not fused: fc1→gelu1 not fused: the CPU kernel cannot run "
+                                "the chain (fused kernel: linear kernel: the matmul's source has 2147483648 elements "
+                                "along a dimension: oneDNN's matmul takes at most 2147483647 (2^31 − 1))"),
+                 r.out.constData());
+        QVERIFY(!r.out.contains("as a post-op here"));
     }
 
     void refusals_data() {

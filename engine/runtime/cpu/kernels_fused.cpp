@@ -283,9 +283,13 @@ Expected<std::unique_ptr<Kernel>, std::string> make_body(const KernelSpec &spec,
                     e.projection = fd->fused.signature.inputs.at(0).operands.at(static_cast<size_t>(extra));
                 }
             }
-            if (!factory->can_fuse || !factory->can_fuse(h, e))
+            if (!factory->can_fuse || !factory->can_fuse(h, e)) {
+                // can_fuse answers yes or no. Where the head is refused even without
+                // this post-op (a matmul too large for oneDNN), that is the reason.
+                if (auto alone = factory->make(h); !alone) return unexpected("fused kernel: " + alone.error());
                 return unexpected("fused kernel: the " + head.kind + " kernel cannot take " + m.kind +
                                   " (member " + std::to_string(k) + ") as a post-op here");
+            }
             h.epilogues.push_back(std::move(e));
         }
         return factory->make(h);
