@@ -30,6 +30,7 @@
 #include "io/bounded_file.h"
 #include "io/onnx_attention.h"
 #include "io/onnx_conv_bn.h"
+#include "io/onnx_fold.h"
 #include "io/onnx_gelu.h"
 #include "io/onnx_support.h"
 #include "io/onnx_tensor.h"
@@ -49,7 +50,10 @@ const std::vector<std::string> &onnx_supported_operators() {
                                    "Reciprocal", "ReduceMax",   "ReduceMean",  "ReduceSum",          "Relu",
                                    "Reshape",    "Selu",        "Sigmoid",     "Slice",              "Softmax",
                                    "Softplus",   "Softsign",    "Split",       "Sqrt",               "Squeeze",
-                                   "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze"};
+                                   "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze",
+                                   "Dropout",    "GlobalAveragePool", "GlobalMaxPool", "LRN"};
+        // Shape arithmetic: folded into constants at import (io/onnx_fold.h).
+        for (const std::string &op : onnx_detail::shape_arithmetic_operators()) v.push_back(op);
         std::sort(v.begin(), v.end());
         return v;
     }();
@@ -69,6 +73,10 @@ using onnx_detail::elem_type_name;
 constexpr int kMinOpset = 13, kMaxOpset = 17;
 // Protobuf parses at most 2 GiB, and external data files are not read.
 constexpr std::uint64_t kMaxModelBytes = 2 * kGiB;
+// The most values one folded constant may hold: a 512 MiB f32 weight that a
+// ConstantOfShape makes (VGG-19's first dense layer is 103 M); the folder keeps
+// each value as 8 bytes while it folds.
+constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << 27;
 constexpr const char *kConvertHint = "; convert the model, e.g. with onnx.version_converter.convert_version(model, 17)";
 
 // A refusal: the message (without the file name) and, when the importer lacks a
@@ -207,6 +215,7 @@ private:
     void map_conv_or_pool(const std::string &op_type);
     void map_constant();
     void map_cast();
+    void map_lrn();
 
     const OnnxImportOptions &options_;
     const OpLibrary &lib_ = OpLibrary::standard();
@@ -563,6 +572,30 @@ void Importer::map_node() {
         map_conv_or_pool(type);
     } else if (type == "Constant") {
         map_constant();
+    } else if (type == "Dropout") {
+        // Inference: the identity. Training mode and the mask output are refused.
+        if (has_input(2) && (!constant(node_->input(2)) || constant_scalar(2, "training_mode") != 0))
+            unsupported("a training_mode that is not a constant 0 (only inference dropout is supported)");
+        if (has_output(1)) {  // a mask output named but read by nothing is fine
+            const std::string &mask = node_->output(1);
+            bool read = std::any_of(graph_->output().begin(), graph_->output().end(),
+                                    [&](const onnx::ValueInfoProto &o) { return o.name() == mask; });
+            for (const onnx::NodeProto &n : graph_->node())
+                read = read || std::find(n.input().begin(), n.input().end(), mask) != n.input().end();
+            if (read) unsupported("Dropout's mask output is read (only inference dropout, without a mask, is supported)");
+        }
+        alias(out, operand(node_->input(0)));
+    } else if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
+        // A mean or max over every spatial dimension, kept as 1s.
+        const Value x = operand(node_->input(0));
+        require_float(x, "X");
+        if (x.shape.rank() < 3) fail(node_label_ + ": X must have rank at least 3 (N, C, spatial…)");
+        std::vector<std::int64_t> axes;
+        for (int d = 2; d < x.shape.rank(); ++d) axes.push_back(d);
+        emit(type == "GlobalAveragePool" ? "reduce_mean" : "reduce_max", Params{{"axes", axes}, {"keepdims", true}},
+             {{"x", {x}}}, out);
+    } else if (type == "LRN") {
+        map_lrn();
     } else if (type == "Identity") {
         if (constant(node_->input(0))) constants_[out] = constants_.at(node_->input(0));
         else alias(out, operand(node_->input(0)));
@@ -1029,29 +1062,41 @@ void Importer::map_conv_or_pool(const std::string &type) {
     if (spatial == 1) reshape(y, ZPoint{y.shape[0], y.shape[1], y.shape[3]}, onnx_out, "");
 }
 
+// LRN (AlexNet, Inception v1): y = x · (bias + α/size · Σ x²)^−β, the sum over the
+// channels c − ⌊(size−1)/2⌋ … c + ⌈(size−1)/2⌉ that exist. The window sum as a
+// mean: avg_pool2d over the channels of x² seen as [N, 1, C, rest], the padded
+// zeros counted, so that α · mean = α/size · Σ.
+void Importer::map_lrn() {
+    const Value x = operand(node_->input(0));
+    require_float(x, "X");
+    if (x.shape.rank() < 3) fail(node_label_ + ": X must have rank at least 3 (N, C, spatial…)");
+    const std::int64_t size = attr_int("size", 0);
+    if (size < 1) fail(node_label_ + ": size must be at least 1 (it is required)");
+    const double alpha = attr_float("alpha", 1e-4), beta = attr_float("beta", 0.75), bias = attr_float("bias", 1.0);
+    Coord rest = 1;
+    for (int d = 2; d < x.shape.rank(); ++d) rest *= x.shape[d];
+    const Value squared = emit("mul", {}, {{"a", {x}}, {"b", {x}}}, "", "square");
+    const Value by_channel = reshape(squared, ZPoint{x.shape[0], 1, x.shape[1], rest}, "", "channels");
+    const Value mean = emit("avg_pool2d",
+                            Params{{"kernel", std::vector<std::int64_t>{size, 1}},
+                                   {"stride", std::vector<std::int64_t>{1, 1}},
+                                   {"padding", std::vector<std::int64_t>{(size - 1) / 2, 0, size / 2, 0}},
+                                   {"count_include_pad", true}},
+                            {{"x", {by_channel}}}, "", "window");
+    const Value back = reshape(mean, x.shape, "", "window_shape");
+    const Value scaled = emit("mul", {}, {{"a", {back}}, {"b", {scalar(alpha, x.dtype, "alpha")}}}, "", "scaled");
+    const Value base = emit("add", {}, {{"a", {scaled}}, {"b", {scalar(bias, x.dtype, "bias")}}}, "", "base");
+    const Value factor = emit("pow", Params{{"exponent", -beta}}, {{"x", {base}}}, "", "factor");
+    emit("mul", {}, {{"a", {x}}, {"b", {factor}}}, node_->output(0));
+}
+
 void Importer::map_constant() {
-    const auto &attrs = node_->attribute();
-    if (attrs.size() != 1) fail(node_label_ + ": a Constant needs exactly one value attribute");
-    const onnx::AttributeProto &a = attrs.Get(0);
-    std::shared_ptr<TensorData> t;
-    if (a.name() == "value") {
-        auto d = onnx_detail::tensor_from_proto(a.t());
-        if (!d) unsupported(d.error());
-        t = std::make_shared<TensorData>(std::move(d).value());
-    } else if (a.name() == "value_float" || a.name() == "value_floats") {
-        const bool one = a.name() == "value_float";
-        const int n = one ? 1 : a.floats_size();
-        t = std::make_shared<TensorData>(DType::f32, one ? ZPoint{} : ZPoint{n});
-        for (int i = 0; i < n; ++i) t->as<float>()[static_cast<size_t>(i)] = one ? a.f() : a.floats(i);
-    } else if (a.name() == "value_int" || a.name() == "value_ints") {
-        const bool one = a.name() == "value_int";
-        const int n = one ? 1 : a.ints_size();
-        t = std::make_shared<TensorData>(DType::i64, one ? ZPoint{} : ZPoint{n});
-        for (int i = 0; i < n; ++i) t->as<std::int64_t>()[static_cast<size_t>(i)] = one ? a.i() : a.ints(i);
-    } else {
-        unsupported("a Constant given by attribute '" + a.name() + "'");
+    auto d = onnx_detail::constant_node_value(*node_);
+    if (!d) {
+        if (node_->attribute_size() != 1) fail(node_label_ + ": " + d.error());
+        unsupported(d.error());
     }
-    constants_[node_->output(0)] = std::move(t);
+    constants_[node_->output(0)] = std::make_shared<const TensorData>(std::move(d).value());
 }
 
 void Importer::map_cast() {
@@ -1440,8 +1485,12 @@ Graph Importer::run(onnx::ModelProto &model) {
     check_model(model);
     if (!changed.empty()) convert_to_opset_13(model, opset, changed);
     onnx::GraphProto &graph = *model.mutable_graph();
+    std::set<std::string> given;
+    for (const onnx::TensorProto &t : graph.initializer()) given.insert(t.name());
+    read_inputs(graph, given);  // the inputs' dimension values first: Shape folds them
+    if (auto folded = onnx_detail::fold_shape_arithmetic(model, kMaxFoldedElements); !folded)
+        throw ImportFailure{folded.error().message, {folded.error().node}};
     const std::set<std::string> initializers = read_initializers(graph);
-    read_inputs(graph, initializers);
     try {  // ONNX shape inference: its shapes are compared with ours at the end
         onnx::shape_inference::InferShapes(model);
     } catch (const std::exception &e) {

@@ -14,6 +14,8 @@
 
 namespace tapestry::onnx_detail {
 
+using onnx::AttributeProto;
+using onnx::NodeProto;
 using onnx::TensorProto;
 
 std::optional<DType> dtype_of(int t) {
@@ -152,6 +154,28 @@ Expected<TensorData, std::string> tensor_from_proto(const TensorProto &t) {
         default: break;
     }
     return out;
+}
+
+Expected<TensorData, std::string> constant_node_value(const NodeProto &node) {
+    const auto &attrs = node.attribute();
+    if (attrs.size() != 1) return unexpected(std::string("a Constant needs exactly one value attribute"));
+    const AttributeProto &a = attrs.Get(0);
+    if (a.name() == "value") return tensor_from_proto(a.t());
+    if (a.name() == "value_float" || a.name() == "value_floats") {
+        const bool one = a.name() == "value_float";
+        const int n = one ? 1 : a.floats_size();
+        TensorData t(DType::f32, one ? ZPoint{} : ZPoint{n});
+        for (int i = 0; i < n; ++i) t.as<float>()[static_cast<size_t>(i)] = one ? a.f() : a.floats(i);
+        return t;
+    }
+    if (a.name() == "value_int" || a.name() == "value_ints") {
+        const bool one = a.name() == "value_int";
+        const int n = one ? 1 : a.ints_size();
+        TensorData t(DType::i64, one ? ZPoint{} : ZPoint{n});
+        for (int i = 0; i < n; ++i) t.as<std::int64_t>()[static_cast<size_t>(i)] = one ? a.i() : a.ints(i);
+        return t;
+    }
+    return unexpected("a Constant given by attribute '" + a.name() + "'");
 }
 
 }  // namespace tapestry::onnx_detail

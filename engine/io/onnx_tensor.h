@@ -23,6 +23,10 @@ std::string elem_type_name(int onnx_elem_type);
 // The values of a TensorProto. Errors are one sentence without the file name.
 Expected<TensorData, std::string> tensor_from_proto(const onnx::TensorProto &t);
 
+// The value of a Constant node (its one attribute: value, value_float(s) or
+// value_int(s)). Errors are one sentence without the file name.
+Expected<TensorData, std::string> constant_node_value(const onnx::NodeProto &node);
+
 // f32 → f16 / bf16 bit patterns, round to nearest even (for constants the importer makes).
 std::uint16_t f16_bits(float v);
 std::uint16_t bf16_bits(float v);

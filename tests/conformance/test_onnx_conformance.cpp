@@ -339,10 +339,53 @@ private slots:
     void backend_tests_data() {
         QTest::addColumn<QString>("suite");
         QTest::addColumn<int>("at_least");
-        QTest::newRow("node") << QStringLiteral("node") << 263;
+        QTest::newRow("node") << QStringLiteral("node") << 304;
         QTest::newRow("pytorch-converted") << QStringLiteral("pytorch-converted") << 58;
         QTest::newRow("pytorch-operator") << QStringLiteral("pytorch-operator") << 28;
         QTest::newRow("simple") << QStringLiteral("simple") << 1;
+    }
+
+    // Nine real architectures (tests/data/onnx/light/README.md): AlexNet, DenseNet-121,
+    // Inception v1 and v2, ResNet-50, ShuffleNet, SqueezeNet, VGG-19 and ZFNet-512 as
+    // exported by onnx-caffe2 (opsets 8 and 9), their weights ConstantOfShape nodes.
+    // Each is imported, run on the CPU executor with the input arange(n)/n and
+    // compared with the output ONNX's ReferenceEvaluator gives. (The oracle is not
+    // run: in double precision, naive, VGG-19's 20 GFLOP would take minutes.)
+    void light_models_data() {
+        QTest::addColumn<QString>("model");
+        for (const char *m : {"bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
+                              "squeezenet", "vgg19", "zfnet512"})
+            QTest::newRow(m) << QString(m);
+    }
+    void light_models() {
+        QFETCH(QString, model);
+        const fs::path dir = fs::path(env("TAPESTRY_SOURCE_DIR", ".")) / "tests" / "data" / "onnx" / "light";
+        const fs::path file = dir / ("light_" + model.toStdString() + ".onnx");
+        if (!fs::exists(file)) QSKIP(("no model at " + file.string() + " (TAPESTRY_SOURCE_DIR is set by CTest)").c_str());
+        auto g = import_onnx(file);
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QVERIFY2(!onnx_conversion_note(*g).empty(), "these models are opset 8 or 9: they go through the converter");
+        auto expected = read_onnx_tensor_file(dir / ("light_" + model.toStdString() + "_output_0.pb"));
+        QVERIFY2(expected.has_value(), expected ? "" : expected.error().c_str());
+        std::map<TensorId, TensorData> inputs;
+        const Tensor *out = nullptr;
+        for (const TensorPtr &t : g->tensors()) {
+            if (t->role == TensorRole::output) out = t.get();
+            if (t->role != TensorRole::input) continue;
+            TensorData x(DType::f32, t->shape());
+            const std::int64_t n = x.element_count();
+            for (std::int64_t i = 0; i < n; ++i)  // NumPy: (arange(n) / n) in double, then float32
+                x.as<float>()[static_cast<size_t>(i)] = static_cast<float>(static_cast<double>(i) / static_cast<double>(n));
+            inputs[t->id] = std::move(x);
+        }
+        QVERIFY(out && inputs.size() == 1);
+        auto program = cpu::Program::compile(*g, OpLibrary::standard(), cpu::CpuOptions{});
+        QVERIFY2(program.has_value(), program ? "" : program.error().c_str());
+        auto result = (*program)->run(inputs);
+        QVERIFY2(result.has_value(), result ? "" : result.error().c_str());
+        const TensorData &got = result->outputs.at(out->id);
+        const std::string e = compare(out->name, expected->data, got.shape, [&](std::int64_t i) { return got.get(i); });
+        QVERIFY2(e.empty(), e.c_str());
     }
 
     void backend_tests() {

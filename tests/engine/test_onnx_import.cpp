@@ -494,6 +494,113 @@ private slots:
         QVERIFY(close(got, want, 1e-5));
     }
 
+    // Attention as PyTorch exports it: each head reshape's target computed from the
+    // input's own shape (Shape, Gather, Unsqueeze, Concat), the scale from the head
+    // width (Shape start −1, Cast, Sqrt, Div) and the causal mask from Range, Less
+    // and Where. The shape arithmetic folds into constants at import, so the
+    // subgraph still becomes one attention operation, equal to the model written
+    // with constants; unnamed nodes keep their index in the model as ids.
+    void attention_exported_with_shape_arithmetic_is_one_operation() {
+        const std::int64_t B = 2, S = 3, H = 2, E = 2, D = H * E;
+        ModelBuilder b;
+        b.input("q", {B, S, D}).input("k", {B, S, D}).input("v", {B, S, D}).output("y", {B, S, D});
+        b.ints("i0", {}, {0}).ints("i1", {}, {1}).ints("ax0", {1}, {0}).ints("split", {2}, {H, E}).ints("minus1", {1}, {-1});
+        b.floats("zero", {}, {0.f}).floats("neg", {}, {-1e4f});
+        b.node("Shape", {"q"}, {"qs"});
+        attr(b.node("Gather", {"qs", "i0"}, {"bdim"}), "axis", std::int64_t{0});
+        b.node("Gather", {"qs", "i1"}, {"sdim"});
+        b.node("Unsqueeze", {"bdim", "ax0"}, {"bu"});
+        b.node("Unsqueeze", {"sdim", "ax0"}, {"su"});
+        attr(b.node("Concat", {"bu", "su", "split"}, {"heads"}), "axis", std::int64_t{0});
+        attr(b.node("Concat", {"bu", "su", "minus1"}, {"merge"}), "axis", std::int64_t{0});
+        // the causal mask: j > i is masked
+        b.node("Range", {"i0", "sdim", "i1"}, {"pos"});
+        b.node("Unsqueeze", {"pos", "ax0"}, {"cols"});
+        b.ints("ax1", {1}, {1});
+        b.node("Unsqueeze", {"pos", "ax1"}, {"rows"});
+        b.node("Less", {"rows", "cols"}, {"later"});
+        b.node("Where", {"later", "neg", "zero"}, {"mask"});
+        for (const char *x : {"q", "k", "v"}) b.node("Reshape", {x, "heads"}, {std::string(x) + "h"});
+        attr(b.node("Transpose", {"qh"}, {"qt"}), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+        attr(b.node("Transpose", {"kh"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 2, 3, 1});
+        attr(b.node("Transpose", {"vh"}, {"vt"}), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+        attr(b.node("Shape", {"qt"}, {"width"}), "start", std::int64_t{-1});
+        attr(b.node("Cast", {"width"}, {"widthf"}), "to", std::int64_t{onnx::TensorProto::FLOAT});
+        b.node("Sqrt", {"widthf"}, {"c"});
+        b.node("MatMul", {"qt", "kt"}, {"s"});
+        b.node("Div", {"s", "c"}, {"ss"});
+        b.node("Add", {"ss", "mask"}, {"sm"});
+        attr(b.node("Softmax", {"sm"}, {"p"}), "axis", std::int64_t{-1});
+        b.node("MatMul", {"p", "vt"}, {"ctx"});
+        attr(b.node("Transpose", {"ctx"}, {"ctxt"}), "perm", std::vector<std::int64_t>{0, 2, 1, 3});
+        b.node("Reshape", {"ctxt", "merge"}, {"y"});
+        const std::string path = b.save(dir(), "exported_attention.onnx");
+        auto fused = import_onnx(path);
+        QVERIFY2(fused.has_value(), fused ? "" : fused.error().message.c_str());
+        QCOMPARE(kinds(*fused), std::vector<std::string>{"attention"});
+        QCOMPARE(fused->operations().front()->id.value, std::string("Reshape_27"));  // the last node, #27
+        QVERIFY(validate(*fused, OpLibrary::standard()).empty());
+        OnnxImportOptions plain_options;
+        plain_options.fuse_attention = false;
+        auto plain = import_onnx(path, plain_options);
+        QVERIFY2(plain.has_value(), plain ? "" : plain.error().message.c_str());
+        // Not vacuous: unfused, the folded constants are the reshapes' targets, the
+        // scale √2 and the mask.
+        const Tensor *mask = named(*plain, "mask");
+        QVERIFY(mask && mask->role == TensorRole::parameter && mask->range.shape() == (ZPoint{S, S}));
+        for (std::int64_t i = 0; i < S; ++i)
+            for (std::int64_t j = 0; j < S; ++j) QCOMPARE(mask->value->get(i * S + j), j > i ? -1e4 : 0.0);
+        const Tensor *c = named(*plain, "c");
+        QVERIFY(c && c->role == TensorRole::parameter);
+        QCOMPARE(static_cast<float>(c->value->get(0)), std::sqrt(2.f));
+        const std::map<std::string, std::vector<float>> inputs{
+            {"q", values(int(B * S * D), 0.1)}, {"k", values(int(B * S * D), 0.5)}, {"v", values(int(B * S * D), 0.9)}};
+        QVERIFY(close(run_oracle(*fused, inputs)["y"], run_oracle(*plain, inputs)["y"]));
+    }
+
+    // x [1, 5, 2, 1] → LRN (size 3, α 0.1, β 0.75, bias 2) → Dropout (inference:
+    // the identity, its mask named but read by nothing) → GlobalAveragePool →
+    // y [1, 5, 1, 1], against the formulas by hand.
+    void lrn_dropout_and_global_pooling_match_hand_computation() {
+        const std::int64_t C = 5, H = 2;
+        ModelBuilder b;
+        b.input("x", {1, C, H, 1}).output("y", {1, C, 1, 1});
+        auto &lrn = b.node("LRN", {"x"}, {"n"}, "norm");
+        attr(lrn, "size", std::int64_t{3});
+        attr(lrn, "alpha", 0.1f);
+        attr(lrn, "beta", 0.75f);
+        attr(lrn, "bias", 2.f);
+        b.node("Dropout", {"n"}, {"d", "unused_mask"}, "drop");
+        b.node("GlobalAveragePool", {"d"}, {"y"}, "gap");
+        auto g = import_onnx(b.save(dir(), "lrn.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QVERIFY(validate(*g, OpLibrary::standard()).empty());
+        QVERIFY(contains(kinds(*g), "avg_pool2d") && contains(kinds(*g), "reduce_mean"));
+        const std::vector<float> x = values(int(C * H), 0.3);
+        const auto got = run_oracle(*g, {{"x", x}})["y"];
+        std::vector<double> want;
+        for (std::int64_t c = 0; c < C; ++c) {
+            double mean = 0;
+            for (std::int64_t h = 0; h < H; ++h) {
+                double sum = 0;  // channels c − 1 … c + 1 that exist
+                for (std::int64_t k = std::max<std::int64_t>(0, c - 1); k <= std::min(C - 1, c + 1); ++k)
+                    sum += double(x[size_t(k * H + h)]) * x[size_t(k * H + h)];
+                mean += x[size_t(c * H + h)] / std::pow(2.0 + 0.1 / 3 * sum, 0.75) / H;
+            }
+            want.push_back(mean);
+        }
+        QVERIFY(close(got, want));
+        // A mask that is read is refused.
+        ModelBuilder m;
+        m.input("x", {1, 2}).output("y", {1, 2});
+        m.node("Dropout", {"x"}, {"d", "mask"}, "drop");
+        attr(m.node("Cast", {"mask"}, {"y"}), "to", std::int64_t{onnx::TensorProto::FLOAT});
+        auto refused = import_onnx(m.save(dir(), "dropout_mask.onnx"));
+        QVERIFY(!refused.has_value());
+        QVERIFY2(refused.error().message.find("Dropout (drop): Dropout's mask output is read") != std::string::npos,
+                 refused.error().message.c_str());
+    }
+
     // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5, imported as one gelu)
     // → Reshape [2, 2, 3] → Transpose [1, 0, 2] → ReduceMean axis 2 → y [2, 2];
     // and Gather (x, indices [-1, 0], axis 1) → picked [2, 2] (negative indices wrap).
@@ -958,6 +1065,15 @@ private slots:
         QTest::newRow("empty-file") << 3 << "model.onnx: the file is empty; it is not an ONNX model";
         QTest::newRow("pow-tensor-exponent")
             << 4 << "model.onnx: Pow (p): the exponent Y must be a constant holding one value";
+        QTest::newRow("comparison-of-an-input")
+            << 6
+            << "model.onnx: Greater (more): its operand 'x' is not a constant: the importer takes Greater only as "
+               "shape arithmetic, folded where every operand is a constant";
+        QTest::newRow("folded-too-large")
+            << 7
+            << "model.onnx: ConstantOfShape (fill): its result would hold 268435456 values, more than the 134217728 the "
+               "importer folds";
+        QTest::newRow("folded-division-by-zero") << 8 << "model.onnx: Div (node #0): an integer division by zero";
         QTest::newRow("dynamic-dim-no-name")
             << 5
             << "model.onnx: input 'x' has an unnamed dynamic dimension (dimension 1); the importer needs a static size "
@@ -978,6 +1094,20 @@ private slots:
         if (which == 4) {
             b.input("e", {4});
             b.node("Pow", {"x", "e"}, {"y"}, "p");
+        }
+        if (which == 6) {
+            b.node("Greater", {"x", "x"}, {"m"}, "more");
+            b.node("Where", {"m", "x", "x"}, {"y"}, "select");
+        }
+        if (which == 7) {
+            b.ints("big", {2}, {16384, 16384});
+            b.node("ConstantOfShape", {"big"}, {"ones"}, "fill");
+            b.node("Relu", {"x"}, {"y"}, "act");
+        }
+        if (which == 8) {
+            b.ints("four", {1}, {4}).ints("none", {1}, {0});
+            b.node("Div", {"four", "none"}, {"q"});
+            b.node("Relu", {"x"}, {"y"}, "act");
         }
         if (which == 5) {
             b.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->clear_dim_value();
