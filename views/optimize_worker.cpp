@@ -16,6 +16,13 @@
 
 namespace tapestry::views {
 
+QString ParetoPoint::brief() const {
+    if (!summary.isEmpty()) return summary;
+    constexpr int kMost = 160;
+    return description.size() <= kMost ? description : description.left(kMost - 1) + QStringLiteral("…");
+}
+
+
 namespace {
 
 QString qs(const std::string &s) {
@@ -33,6 +40,7 @@ ParetoPoint pointOf(const search::Scored &s, const search::Evaluator &evaluator)
     ParetoPoint p;
     p.key = qs(s.candidate.key());
     p.description = qs(evaluator.describe(s.candidate));
+    p.summary = qs(evaluator.summary(s.candidate));
     p.mutator = qs(s.mutator);
     p.candidate = s.candidate;
     p.figures = s.evaluation.figures;

@@ -64,7 +64,11 @@ Expected<std::shared_ptr<const search::Evaluator>, std::string> makeEvaluator(co
 // One evaluated candidate as the dock draws and keeps it.
 struct ParetoPoint {
     QString key;          // search::Candidate::key(), unique within a run
-    QString description;  // Evaluator::describe: "fc1:0=4 … · shard"
+    QString description;  // Evaluator::describe: "fc1:0=4 … · shard" (exports, the session)
+    QString summary;      // Evaluator::summary: "n92 … n175:1=8 (44 ops) · shard"; empty for a kept row
+    // What a tooltip, a status line or a table cell shows: the summary, else the
+    // description (a kept row's) cut at 160 characters with "…".
+    QString brief() const;
     QString mutator;      // what made it
     search::Candidate candidate;
     search::Figures figures;  // predictions

@@ -372,7 +372,7 @@ QString ParetoChart::toolTipFor(const QString &key) const {
     const ParetoPoint *p = point(key);
     if (!p) return {};
     const search::Figures &f = p->figures;
-    QString text = p->description + QLatin1Char('\n');
+    QString text = p->brief() + QLatin1Char('\n');
     text += tr("step time %1 · peak memory %2 · %3 device(s) · communication %4")
                 .arg(figureText(search::Objective::time, f.makespan), figureText(search::Objective::memory, f.peak))
                 .arg(f.devices)

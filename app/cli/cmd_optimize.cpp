@@ -551,7 +551,7 @@ int optimize_command(const OptimizeOptions &o) {
         rows.push_back({std::to_string(i), plan::seconds_text(f.makespan),
                         byte_text(static_cast<std::int64_t>(f.peak)) + (f.violation > 0 ? " (" + f.violated + ")" : ""),
                         std::to_string(f.devices), byte_text(static_cast<std::int64_t>(f.comm_bytes)),
-                        evaluator.describe(front[i].candidate)});
+                        evaluator.summary(front[i].candidate)});
         if (energy) rows.back().insert(rows.back().end() - 1, search::joules_text(f.energy));
         if (o.check) rows.back().insert(rows.back().end() - 1, checks[i]);
     }

@@ -706,14 +706,14 @@ bool OptimizeController::openPoint(const QString &key) {
     const views::ParetoPoint *p = chart_->point(key);
     if (!p) return false;
     if (!setup_) {
-        status_->showMessage(tr("Cannot make the plan of %1: %2").arg(p->description, setup_error_), 15000);
+        status_->showMessage(tr("Cannot make the plan of %1: %2").arg(p->brief(), setup_error_), 15000);
         emit pointOpened(key, setup_error_);
         return false;
     }
     chart_->selectPoint(key);
     open_key_ = key;
     open_job_ = worker_->makePlans(*setup_, {p->candidate});
-    status_->showMessage(tr("Making the plan of %1…").arg(p->description));
+    status_->showMessage(tr("Making the plan of %1…").arg(p->brief()));
     return true;
 }
 
@@ -749,7 +749,7 @@ void OptimizeController::onPlansReady(const views::PlansOutcome &outcome) {
     const std::shared_ptr<const plan::PlanResult> &r = outcome.plans.front();
     plans_->showPlan(r, setup_->graph, target_label_, setup_->target.device.memory_bytes.value);
     status_->showMessage(tr("Plan of the point in the Plan dock (makespan %1, prediction; certificates PASS): %2")
-                             .arg(qs(plan::seconds_text(r->prediction.makespan)), p->description),
+                             .arg(qs(plan::seconds_text(r->prediction.makespan)), p->brief()),
                          10000);
     emit pointOpened(open_key_, QString());
 }
@@ -811,7 +811,9 @@ void OptimizeController::showComparison(const views::PlansOutcome &outcome) {
     };
     const plan::PlanResult &a = *outcome.plans[0], &b = *outcome.plans[1];
     const views::ParetoPoint *pa = chart_->point(compare_keys_[0]), *pb = chart_->point(compare_keys_[1]);
-    text_row(tr("plan"), pa ? pa->description : QString(), pb ? pb->description : QString());
+    text_row(tr("plan"), pa ? pa->brief() : QString(), pb ? pb->brief() : QString());
+    for (int col = 0; col < 2; ++col)  // the whole description on hover
+        if (const views::ParetoPoint *p = col == 0 ? pa : pb) table->item(table->rowCount() - 1, col)->setToolTip(p->description);
     const auto time = [](double v) { return qs(plan::seconds_text(v)); };
     const auto bytes = [](double v) { return qs(byte_text(std::llround(v))); };
     const auto count = [](double v) { return QString::number(std::lround(v)); };

@@ -176,6 +176,11 @@ std::string Evaluator::describe(const Candidate &c) const {
     return s ? s->describe(c) : c.key() + " (substitution '" + c.substitution + "' not offered)";
 }
 
+std::string Evaluator::summary(const Candidate &c) const {
+    const Space *s = space_of(c);
+    return s ? s->summary(c) : c.key() + " (substitution '" + c.substitution + "' not offered)";
+}
+
 std::vector<std::string> Evaluator::device_names() const {
     return plan::device_names(model_.shape());
 }

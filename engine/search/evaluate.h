@@ -126,6 +126,8 @@ public:
     const Space *space_of(const Candidate &c) const;
     // Space::describe by the candidate's own space.
     std::string describe(const Candidate &c) const;
+    // Space::summary by the candidate's own space (table rows, status lines).
+    std::string summary(const Candidate &c) const;
     const std::vector<Objective> &objectives() const { return objectives_; }
     const Constraints &constraints() const { return constraints_; }
     const cost::Model &model() const { return model_; }

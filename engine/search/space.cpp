@@ -276,24 +276,68 @@ std::vector<ShardSpec> Space::specs(const Candidate &c) const {
     return out;
 }
 
-std::string Space::describe(const Candidate &c) const {
+namespace {
+
+// "a, b, c" — past `most` names (0: no bound) "a, b, c and 4 more".
+std::string listed(const std::vector<std::string> &names, size_t most) {
     std::string out;
-    for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
-    out = (out.empty() ? std::string("unsplit") : out) + " · " + rule_name(c.rule) +
-          (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
-    for (size_t i = 0; i < c.cuts.size(); ++i)
-        if (c.cuts[i] >= 0 && static_cast<size_t>(c.cuts[i]) < ops_.size())
-            out += (i ? ", " : " cut at ") + ops_[static_cast<size_t>(c.cuts[i])].op.value;
-    for (size_t i = 0, n = 0; i < ops_.size() && i < c.at.size(); ++i)
-        if (c.has_map(i)) out += (n++ ? ", " : " · ") + ops_[i].op.value + " from device " + std::to_string(c.at[i]);
+    const size_t shown = most == 0 ? names.size() : std::min(names.size(), most);
+    for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + names[i];
+    if (shown < names.size()) out += " and " + std::to_string(names.size() - shown) + " more";
+    return out;
+}
+
+}  // namespace
+
+std::string Space::placement_text(const Candidate &c, size_t most) const {
+    std::string out = " · " + std::string(rule_name(c.rule)) +
+                      (c.rule == PlacementRule::pipeline ? ":" + std::to_string(c.stages) : std::string());
+    std::vector<std::string> cuts, maps, unfused;
+    for (int cut : c.cuts)
+        if (cut >= 0 && static_cast<size_t>(cut) < ops_.size()) cuts.push_back(ops_[static_cast<size_t>(cut)].op.value);
+    if (!cuts.empty()) out += " cut at " + listed(cuts, most);
+    for (size_t i = 0; i < ops_.size() && i < c.at.size(); ++i)
+        if (c.has_map(i)) maps.push_back(ops_[i].op.value + " from device " + std::to_string(c.at[i]));
+    if (!maps.empty()) out += " · " + listed(maps, most);
     if (c.fused) {
         out += " · fused";
-        for (size_t i = 0; i < c.unfused.size(); ++i)
-            if (c.unfused[i] >= 0 && static_cast<size_t>(c.unfused[i]) < ops_.size())
-                out += (i ? ", " : " but ") + ops_[static_cast<size_t>(c.unfused[i])].op.value;
+        for (int u : c.unfused)
+            if (u >= 0 && static_cast<size_t>(u) < ops_.size()) unfused.push_back(ops_[static_cast<size_t>(u)].op.value);
+        if (!unfused.empty()) out += " but " + listed(unfused, most);
     }
     if (!c.substitution.empty()) out += " · substituted (" + c.substitution + ")";
     return out;
+}
+
+std::string Space::describe(const Candidate &c) const {
+    std::string out;
+    for (const ShardSpec &s : specs(c)) out += (out.empty() ? "" : " ") + s.text;
+    return (out.empty() ? std::string("unsplit") : out) + placement_text(c, 0);
+}
+
+std::string Space::summary(const Candidate &c) const {
+    // Each split op's choice (":1=8", ":0=2,1=2"), by space index.
+    std::vector<std::pair<size_t, std::string>> split;
+    for (size_t i = 0; i < ops_.size() && i < c.dim.size(); ++i) {
+        if (c.dim[i] < 0 || c.parts[i] < 2) continue;
+        std::string how = ":" + std::to_string(c.dim[i]) + "=" + std::to_string(c.parts[i]);
+        if (c.has_second(i)) how += "," + std::to_string(c.dim2[i]) + "=" + std::to_string(c.parts2[i]);
+        split.emplace_back(i, std::move(how));
+    }
+    std::string out;
+    for (size_t k = 0; k < split.size();) {
+        size_t end = k + 1;  // the run: consecutive ops, split alike
+        while (end < split.size() && split[end].first == split[end - 1].first + 1 && split[end].second == split[k].second) ++end;
+        out += out.empty() ? "" : " ";
+        if (end - k >= 3) {
+            out += ops_[split[k].first].op.value + " … " + ops_[split[end - 1].first].op.value + split[k].second + " (" +
+                   std::to_string(end - k) + " ops)";
+        } else {
+            for (size_t j = k; j < end; ++j) out += (j > k ? " " : "") + ops_[split[j].first].op.value + split[j].second;
+        }
+        k = end;
+    }
+    return (out.empty() ? std::string("unsplit") : out) + placement_text(c, 3);
 }
 
 bool Space::valid(const Candidate &c) const {

@@ -152,10 +152,20 @@ public:
     // maps, "· fc1 from device 2, gelu from device 5"; then "· fused", or "· fused
     // but fc1, gelu"; then "· substituted (expand)").
     std::string describe(const Candidate &c) const;
+    // The same, brief enough for a table row or a status line on a graph of
+    // hundreds of operations: a run of three or more consecutive operations (in the
+    // space's order) split alike is written once — "n92 … n175:1=8 (44 ops)", a
+    // product split "fc1:0=2,1=2" — and the cuts, maps and unfused operations past
+    // the first three are counted ("· fused but n3.pool, n9, n28 and 4 more"). The
+    // exports and the session keep describe().
+    std::string summary(const Candidate &c) const;
     // Whether the candidate fits the space (sizes, dims offered, parts ≤ extent and devices).
     bool valid(const Candidate &c) const;
 
 private:
+    // " · rule[ cut at …][ · maps][ · fused[ but …]][ · substituted (goal)]", each
+    // list past `most` names counted (0: every name).
+    std::string placement_text(const Candidate &c, size_t most) const;
     std::vector<OpChoices> ops_;
     int devices_ = 1;
     bool fusion_ = false;

@@ -285,6 +285,18 @@ private slots:
         c.parts[1] = 5;  // more parts than devices
         QVERIFY(!s->valid(c));
         QCOMPARE(s->describe(s->unsplit()), std::string("unsplit · shard"));
+        // The summary writes a run of three ops split alike once; two alike, or a
+        // run broken by a different split, stay op by op.
+        QCOMPARE(s->summary(s->batch_split(4)), std::string("fc1 … fc2:0=4 (3 ops) · shard"));
+        Candidate broken = s->batch_split(4);
+        broken.parts[1] = 2;
+        QCOMPARE(s->summary(broken), std::string("fc1:0=4 act:0=2 fc2:0=4 · shard"));
+        Candidate fused = s->batch_split(2);
+        fused.fused = true;
+        fused.unfused = {0, 1, 2, 1};  // past three names, counted
+        QCOMPARE(s->summary(fused), std::string("fc1 … fc2:0=2 (3 ops) · shard · fused but fc1, act, fc2 and 1 more"));
+        QCOMPARE(s->describe(fused), std::string("fc1:0=2 act:0=2 fc2:0=2 · shard · fused but fc1, act, fc2, act"));
+        QCOMPARE(s->summary(s->unsplit()), std::string("unsplit · shard"));
         QVERIFY(!Space::of(g, 0));
         // A graph validation finds errors in is refused, its first error named.
         std::string bad = three_ops();
@@ -309,6 +321,7 @@ private slots:
         const Candidate c = e.space().product_split(2, 1, 2);
         QVERIFY(e.space().valid(c));
         QCOMPARE(e.space().describe(c), std::string("fc1:0=2 fc1:1=2 act:0=2 act:1=2 fc2:0=2 fc2:1=2 · shard"));
+        QCOMPARE(e.space().summary(c), std::string("fc1 … fc2:0=2,1=2 (3 ops) · shard"));
         QCOMPARE(c.key(), std::string("0=2x1=2 0=2x1=2 0=2x1=2 | shard"));
         QCOMPARE(c.pieces(0), 4);
         auto m = e.materialize(c, true);

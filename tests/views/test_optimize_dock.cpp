@@ -209,7 +209,7 @@ private slots:
         const ParetoPoint *point = chart->point(key);
         QVERIFY(point);
         const QString tip = chart->toolTipFor(key);
-        QVERIFY2(tip.contains(point->description) && tip.contains(QStringLiteral("predictions")) &&
+        QVERIFY2(tip.contains(point->brief()) && !point->summary.isEmpty() && tip.contains(QStringLiteral("predictions")) &&
                      tip.contains(figureText(search::Objective::time, point->figures.makespan)),
                  qPrintable(tip));
 
@@ -241,8 +241,11 @@ private slots:
         QVERIFY(opt->compareDialog() && opt->compareDialog()->isVisible());
         auto *table = opt->compareDialog()->findChild<QTableWidget *>(QStringLiteral("optimizeCompareTable"));
         QVERIFY(table);
-        QCOMPARE(table->item(0, 0)->text(), point->description);
-        QCOMPARE(table->item(0, 1)->text(), chart->point(other)->description);
+        // Each plan briefly (a run of ops split alike once), the whole description on hover.
+        QCOMPARE(table->item(0, 0)->text(), point->brief());
+        QCOMPARE(table->item(0, 0)->toolTip(), point->description);
+        QCOMPARE(table->item(0, 1)->text(), chart->point(other)->brief());
+        QCOMPARE(table->item(0, 1)->toolTip(), chart->point(other)->description);
         QCOMPARE(table->verticalHeaderItem(1)->text(), QStringLiteral("step time"));
         QCOMPARE(table->item(1, 0)->text(), figureText(search::Objective::time, point->figures.makespan));
         QVERIFY(table->rowCount() >= 8 + 1);  // the figures, then a peak per device
