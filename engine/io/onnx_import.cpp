@@ -51,7 +51,8 @@ const std::vector<std::string> &onnx_supported_operators() {
                                    "Reshape",    "Selu",        "Sigmoid",     "Slice",              "Softmax",
                                    "Softplus",   "Softsign",    "Split",       "Sqrt",               "Squeeze",
                                    "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze",
-                                   "Dropout",    "GlobalAveragePool", "GlobalMaxPool", "LRN"};
+                                   "Dropout",    "GlobalAveragePool", "GlobalMaxPool", "LRN",
+                                   "LogSoftmax", "Pad"};
         // Shape arithmetic: folded into constants at import (io/onnx_fold.h).
         for (const std::string &op : onnx_detail::shape_arithmetic_operators()) v.push_back(op);
         std::sort(v.begin(), v.end());
@@ -216,6 +217,8 @@ private:
     void map_constant();
     void map_cast();
     void map_lrn();
+    void map_log_softmax();
+    void map_pad();
 
     const OnnxImportOptions &options_;
     const OpLibrary &lib_ = OpLibrary::standard();
@@ -596,6 +599,10 @@ void Importer::map_node() {
              {{"x", {x}}}, out);
     } else if (type == "LRN") {
         map_lrn();
+    } else if (type == "LogSoftmax") {
+        map_log_softmax();
+    } else if (type == "Pad") {
+        map_pad();
     } else if (type == "Identity") {
         if (constant(node_->input(0))) constants_[out] = constants_.at(node_->input(0));
         else alias(out, operand(node_->input(0)));
@@ -1090,6 +1097,104 @@ void Importer::map_lrn() {
     emit("mul", {}, {{"a", {x}}, {"b", {factor}}}, node_->output(0));
 }
 
+// LogSoftmax (opset 13, one axis): y = d − log Σ exp(d) with d = x − max(x), the
+// max and the sum kept as 1s along the axis — finite where log(softmax(x)) would
+// underflow to −inf.
+void Importer::map_log_softmax() {
+    const Value x = operand(node_->input(0));
+    require_float(x, "input");
+    const std::int64_t rank = x.shape.rank();
+    std::int64_t axis = attr_int("axis", -1);
+    if (axis < -rank || axis >= rank) fail(node_label_ + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    if (axis < 0) axis += rank;
+    const Params along{{"axes", std::vector<std::int64_t>{axis}}, {"keepdims", true}};
+    const Value m = emit("reduce_max", along, {{"x", {x}}}, "", "max");
+    const Value d = emit("sub", {}, {{"a", {x}}, {"b", {m}}}, "", "shifted");
+    const Value e = emit("exp", {}, {{"x", {d}}}, "", "exp");
+    const Value sum = emit("reduce_sum", along, {{"x", {e}}}, "", "sum");
+    const Value l = emit("log", {}, {{"x", {sum}}}, "", "log");
+    emit("sub", {}, {{"a", {d}}, {"b", {l}}}, node_->output(0));
+}
+
+// Pad (opset 13; modes constant, reflect, edge), axis by axis: a negative pad
+// crops (a slice); a positive one concatenates, before and after, a constant block
+// (a parameter filled with constant_value), the edge slice repeated, or the
+// mirrored slice (a slice with step −1, the edge itself not repeated).
+void Importer::map_pad() {
+    Value x = operand(node_->input(0));
+    const std::string mode = attr_string("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge")
+        fail(node_label_ + ": mode \"" + mode + "\" is not an ONNX value (constant, reflect, edge)");
+    const int rank = x.shape.rank();
+    const std::vector<std::int64_t> pads = constant_ints(1, "pads");
+    if (static_cast<int>(pads.size()) != 2 * rank)
+        fail(node_label_ + ": pads must have " + std::to_string(2 * rank) + " entries (two per dimension), got " +
+             std::to_string(pads.size()));
+    const double fill = has_input(2) ? constant_scalar(2, "constant_value") : 0.0;
+    int last = -1;  // the last axis that changes: it writes the ONNX output
+    for (int d = 0; d < rank; ++d)
+        if (pads[static_cast<size_t>(d)] != 0 || pads[static_cast<size_t>(d + rank)] != 0) last = d;
+    if (last < 0) {
+        alias(node_->output(0), x);
+        return;
+    }
+    auto slice = [&](const Value &v, int axis, std::int64_t start, std::int64_t end, std::int64_t step, const std::string &suffix) {
+        return emit("slice",
+                    Params{{"starts", std::vector<std::int64_t>{start}}, {"ends", std::vector<std::int64_t>{end}},
+                           {"axes", std::vector<std::int64_t>{axis}}, {"steps", std::vector<std::int64_t>{step}}},
+                    {{"x", {v}}}, "", suffix);
+    };
+    for (int d = 0; d <= last; ++d) {
+        std::int64_t before = pads[static_cast<size_t>(d)], after = pads[static_cast<size_t>(d + rank)];
+        if (before == 0 && after == 0) continue;
+        const std::string axis = std::to_string(d);
+        const std::string out = d == last ? node_->output(0) : std::string();
+        // Crops first.
+        const std::int64_t n0 = x.shape[d];
+        if (before < -n0 || after < -n0 || before + after < -n0)
+            fail(node_label_ + ": pads crop more than dimension " + axis + "'s " + std::to_string(n0));
+        if (before < 0 || after < 0) {
+            x = slice(x, d, before < 0 ? -before : 0, n0 + std::min<std::int64_t>(after, 0), 1, "crop" + axis);
+            before = std::max<std::int64_t>(before, 0);
+            after = std::max<std::int64_t>(after, 0);
+            if (before == 0 && after == 0) {
+                if (!out.empty()) alias(out, x);
+                continue;
+            }
+        }
+        const std::int64_t n = x.shape[d];
+        if (mode == "reflect" && (before >= n || after >= n))
+            unsupported("reflect pads of " + std::to_string(std::max(before, after)) + " on dimension " + axis +
+                        " of " + std::to_string(n) + " (a reflection pads at most the dimension less one)");
+        if (mode == "edge" && n == 0) fail(node_label_ + ": edge pads of an empty dimension " + axis);
+        std::vector<Value> pieces;
+        auto block = [&](std::int64_t width, bool first_side) {
+            const std::string side = std::string(first_side ? "before" : "after") + axis;
+            if (mode == "constant") {
+                std::vector<Coord> dims = x.shape.to_vector();
+                dims[static_cast<size_t>(d)] = width;
+                const ZPoint shape(dims);
+                if (shape.product() > kMaxFoldedElements)
+                    unsupported("a pad block of " + std::to_string(shape.product()) + " values (at most " +
+                                std::to_string(kMaxFoldedElements) + ")");
+                auto data = std::make_shared<TensorData>(x.dtype, shape);
+                for (std::int64_t i = 0; i < data->element_count(); ++i) data->set(i, fill);
+                pieces.push_back(add_parameter(node_base_ + "." + side, std::move(data)));
+            } else if (mode == "edge") {
+                const Value edge = first_side ? slice(x, d, 0, 1, 1, "edge_" + side) : slice(x, d, n - 1, n, 1, "edge_" + side);
+                for (std::int64_t k = 0; k < width; ++k) pieces.push_back(edge);
+            } else {  // reflect: x[width] … x[1] before, x[n−2] … x[n−1−width] after
+                const std::int64_t end = first_side ? 0 : n - 2 - width;
+                pieces.push_back(slice(x, d, first_side ? width : n - 2, end >= 0 ? end : -n - 1, -1, "mirror_" + side));
+            }
+        };
+        if (before > 0) block(before, true);
+        pieces.push_back(x);
+        if (after > 0) block(after, false);
+        x = emit("concat", Params{{"axis", static_cast<std::int64_t>(d)}}, {{"inputs", pieces}}, out, "pad" + axis);
+    }
+}
+
 void Importer::map_constant() {
     auto d = onnx_detail::constant_node_value(*node_);
     if (!d) {
@@ -1348,6 +1453,10 @@ void Importer::convert_to_opset_13(onnx::ModelProto &model, int opset, const std
                             {"opset " + std::to_string(opset)}};
     model.Swap(&*converted);
     converted_from_ = opset;
+    // The converter keeps the model's IR version; below 4 every initializer must
+    // also be a graph input, which the initializers its adapters add (Pad's pads)
+    // are not. Opset 13 is IR version 7.
+    if (model.ir_version() < 7) model.set_ir_version(7);
     // Operators the conversion brought in must be supported too.
     for (int i = 0; i < model.graph().node_size(); ++i) {
         const onnx::NodeProto &n = model.graph().node(i);

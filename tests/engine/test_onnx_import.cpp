@@ -601,6 +601,61 @@ private slots:
                  refused.error().message.c_str());
     }
 
+    // LogSoftmax stays finite where log(softmax(x)) underflows to −inf; Pad in its
+    // three modes, with a crop, against the values by hand.
+    void log_softmax_and_pad_match_hand_computation() {
+        {
+            ModelBuilder b;
+            b.input("x", {2, 3}).output("y", {2, 3});
+            attr(b.node("LogSoftmax", {"x"}, {"y"}, "lsm"), "axis", std::int64_t{1});
+            auto g = import_onnx(b.save(dir(), "log_softmax.onnx"));
+            QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+            const auto y = run_oracle(*g, {{"x", {-1000.f, 0.f, 1.f, 0.5f, 0.5f, 0.5f}}})["y"];
+            const double l = std::log(1 + std::exp(-1.0));  // row 0: log Σ exp(x − 1)
+            QVERIFY(close(y, {-1001 - l, -1 - l, -l, -std::log(3.0), -std::log(3.0), -std::log(3.0)}));
+        }
+        // x = [[1, 2, 3]]: pads (before, after) per dim; dim 0 gets (1, 0), dim 1 (2, -1) — cropping the 3.
+        const std::vector<float> x{1, 2, 3};
+        const std::map<std::string, std::vector<double>> want{
+            {"constant", {9, 9, 9, 9, 9, 9, 1, 2}},   // a row of 9s, then [9, 9, 1, 2]
+            {"edge", {1, 1, 1, 2, 1, 1, 1, 2}}};      // the row repeated; [1, 2] edge-padded
+        for (const char *mode : {"constant", "edge"}) {
+            ModelBuilder b;
+            b.input("x", {1, 3}).output("y", {2, 4});
+            b.ints("pads", {4}, {1, 2, 0, -1}).floats("fill", {}, {9.f});
+            auto &n = b.node("Pad", std::string(mode) == "constant" ? std::vector<std::string>{"x", "pads", "fill"}
+                                                                   : std::vector<std::string>{"x", "pads"},
+                             {"y"}, "pad");
+            auto *a = n.add_attribute();
+            a->set_name("mode");
+            a->set_type(onnx::AttributeProto::STRING);
+            a->set_s(mode);
+            auto g = import_onnx(b.save(dir(), std::string("pad_") + mode + ".onnx"));
+            QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+            QVERIFY2(close(run_oracle(*g, {{"x", x}})["y"], want.at(mode)), mode);
+        }
+        {  // reflect: [1, 2, 3, 4] by (2, 1) is [3, 2, 1, 2, 3, 4, 3]; by 4 it is refused
+            ModelBuilder b;
+            b.input("x", {4}).output("y", {7});
+            b.ints("pads", {2}, {2, 1});
+            auto &n = b.node("Pad", {"x", "pads"}, {"y"}, "mirror");
+            auto *a = n.add_attribute();
+            a->set_name("mode");
+            a->set_type(onnx::AttributeProto::STRING);
+            a->set_s("reflect");
+            auto g = import_onnx(b.save(dir(), "pad_reflect.onnx"));
+            QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+            QVERIFY(close(run_oracle(*g, {{"x", {1, 2, 3, 4}}})["y"], {3, 2, 1, 2, 3, 4, 3}));
+            b.m.mutable_graph()->mutable_initializer(0)->set_raw_data(std::string("\x04\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0", 16));
+            b.m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(9);
+            auto refused = import_onnx(b.save(dir(), "pad_reflect_far.onnx"));
+            QVERIFY(!refused.has_value());
+            QCOMPARE(QString::fromStdString(refused.error().message),
+                     QStringLiteral("pad_reflect_far.onnx: Pad (mirror): reflect pads of 4 on dimension 0 of 4 (a "
+                                    "reflection pads at most the dimension less one)"));
+        }
+    }
+
     // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5, imported as one gelu)
     // → Reshape [2, 2, 3] → Transpose [1, 0, 2] → ReduceMean axis 2 → y [2, 2];
     // and Gather (x, indices [-1, 0], axis 1) → picked [2, 2] (negative indices wrap).
