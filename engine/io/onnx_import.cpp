@@ -52,7 +52,7 @@ const std::vector<std::string> &onnx_supported_operators() {
                                    "Softplus",   "Softsign",    "Split",       "Sqrt",               "Squeeze",
                                    "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze",
                                    "Dropout",    "GlobalAveragePool", "GlobalMaxPool", "LRN",
-                                   "LogSoftmax", "Pad"};
+                                   "LogSoftmax", "Pad",         "InstanceNormalization", "Tile"};
         // Shape arithmetic: folded into constants at import (io/onnx_fold.h).
         for (const std::string &op : onnx_detail::shape_arithmetic_operators()) v.push_back(op);
         std::sort(v.begin(), v.end());
@@ -219,6 +219,8 @@ private:
     void map_lrn();
     void map_log_softmax();
     void map_pad();
+    void map_instance_norm();
+    void map_tile();
 
     const OnnxImportOptions &options_;
     const OpLibrary &lib_ = OpLibrary::standard();
@@ -603,6 +605,10 @@ void Importer::map_node() {
         map_log_softmax();
     } else if (type == "Pad") {
         map_pad();
+    } else if (type == "InstanceNormalization") {
+        map_instance_norm();
+    } else if (type == "Tile") {
+        map_tile();
     } else if (type == "Identity") {
         if (constant(node_->input(0))) constants_[out] = constants_.at(node_->input(0));
         else alias(out, operand(node_->input(0)));
@@ -1193,6 +1199,53 @@ void Importer::map_pad() {
         if (after > 0) block(after, false);
         x = emit("concat", Params{{"axis", static_cast<std::int64_t>(d)}}, {{"inputs", pieces}}, out, "pad" + axis);
     }
+}
+
+// InstanceNormalization: each (n, c) normalized over its spatial axes — a
+// layernorm from axis 2 without its own scale — then scale and B per channel,
+// broadcast as [C, 1, …].
+void Importer::map_instance_norm() {
+    const Value x = operand(node_->input(0));
+    require_float(x, "input");
+    const int rank = x.shape.rank();
+    if (rank < 3) fail(node_label_ + ": input must have rank at least 3 (N, C, spatial…)");
+    const Value scale = operand(node_->input(1)), bias = operand(node_->input(2));
+    const Coord c = x.shape[1];
+    if (scale.shape != ZPoint{c} || bias.shape != ZPoint{c})
+        fail(node_label_ + ": scale and B must be [" + std::to_string(c) + "] (one per channel), got " +
+             scale.shape.to_string() + " and " + bias.shape.to_string());
+    std::vector<Coord> per_channel(static_cast<size_t>(rank - 1), 1);
+    per_channel[0] = c;
+    const Value n = emit("layernorm", Params{{"axis", std::int64_t{2}}, {"epsilon", attr_float("epsilon", 1e-5)}},
+                         {{"x", {x}}}, "", "normalized");
+    const Value scaled = emit("mul", {}, {{"a", {n}}, {"b", {reshape(scale, ZPoint(per_channel), "", "scale_c")}}}, "", "scaled");
+    emit("add", {}, {{"a", {scaled}}, {"b", {reshape(bias, ZPoint(per_channel), "", "bias_c")}}}, node_->output(0));
+}
+
+// Tile: along each axis repeated r times, a concat of r copies.
+void Importer::map_tile() {
+    Value x = operand(node_->input(0));
+    const std::vector<std::int64_t> repeats = constant_ints(1, "repeats");
+    const int rank = x.shape.rank();
+    if (static_cast<int>(repeats.size()) != rank)
+        fail(node_label_ + ": repeats must have " + std::to_string(rank) + " entries (one per dimension), got " +
+             std::to_string(repeats.size()));
+    int last = -1;
+    for (int d = 0; d < rank; ++d) {
+        if (repeats[static_cast<size_t>(d)] < 0) fail(node_label_ + ": repeats must not be negative");
+        if (repeats[static_cast<size_t>(d)] != 1) last = d;
+    }
+    for (int d = 0; d <= last; ++d) {
+        const std::int64_t r = repeats[static_cast<size_t>(d)];
+        if (r == 1) continue;
+        if (r == 0 || r > 4096)
+            unsupported("a repeat count of " + std::to_string(r) + " on dimension " + std::to_string(d) +
+                        " (1 to 4096 are supported)");
+        x = emit("concat", Params{{"axis", static_cast<std::int64_t>(d)}},
+                 {{"inputs", std::vector<Value>(static_cast<size_t>(r), x)}}, d == last ? node_->output(0) : "",
+                 "tile" + std::to_string(d));
+    }
+    if (last < 0) alias(node_->output(0), x);
 }
 
 void Importer::map_constant() {
