@@ -52,7 +52,8 @@ const std::vector<std::string> &onnx_supported_operators() {
                                    "Softplus",   "Softsign",    "Split",       "Sqrt",               "Squeeze",
                                    "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze",
                                    "Dropout",    "GlobalAveragePool", "GlobalMaxPool", "LRN",
-                                   "LogSoftmax", "Pad",         "InstanceNormalization", "Tile"};
+                                   "LogSoftmax", "Pad",         "InstanceNormalization", "Tile",
+                                   "ConvTranspose"};
         // Shape arithmetic: folded into constants at import (io/onnx_fold.h).
         for (const std::string &op : onnx_detail::shape_arithmetic_operators()) v.push_back(op);
         std::sort(v.begin(), v.end());
@@ -221,6 +222,7 @@ private:
     void map_pad();
     void map_instance_norm();
     void map_tile();
+    void map_conv_transpose();
 
     const OnnxImportOptions &options_;
     const OpLibrary &lib_ = OpLibrary::standard();
@@ -609,6 +611,8 @@ void Importer::map_node() {
         map_instance_norm();
     } else if (type == "Tile") {
         map_tile();
+    } else if (type == "ConvTranspose") {
+        map_conv_transpose();
     } else if (type == "Identity") {
         if (constant(node_->input(0))) constants_[out] = constants_.at(node_->input(0));
         else alias(out, operand(node_->input(0)));
@@ -1246,6 +1250,148 @@ void Importer::map_tile() {
                  "tile" + std::to_string(d));
     }
     if (last < 0) alias(node_->output(0), x);
+}
+
+// ConvTranspose (1-D and 2-D, a constant W) as the convolution it is the transpose
+// of: the input with s − 1 zeros between neighbours along each strided axis
+// (reshape, concat with a zero block, reshape, slice), padded by (k − 1)·d − pad
+// at each end (+ output_padding at the end; a negative amount crops), then a
+// conv2d of stride 1 and dilation d with W flipped in space and its channel axes
+// swapped per group — W′[g·Co + o, i] = W[g·Ci + i, o] reversed. Exact up to
+// rounding; the convolution runs s² times the FLOPs of a native transposed one
+// (the zeros are multiplied), which the cost model counts.
+void Importer::map_conv_transpose() {
+    Value x = operand(node_->input(0));
+    require_float(x, "X");
+    const int spatial = x.shape.rank() - 2;
+    if (spatial != 1 && spatial != 2)
+        unsupported(std::to_string(std::max(spatial, 0)) + "-D input " + x.shape.to_string() +
+                    " (only 1-D and 2-D transposed convolution is supported)");
+    const TensorData *wc = constant(node_->input(1));
+    if (!wc) unsupported("W must be a constant (an initializer or a Constant node)");
+    const Value w = operand(node_->input(1));
+    require_float(w, "W");
+    const std::int64_t groups = attr_int("group", 1);
+    const Coord cin = x.shape[1];
+    if (w.shape.rank() != spatial + 2 || groups < 1 || w.shape[0] != cin || cin % groups != 0)
+        fail(node_label_ + ": W " + w.shape.to_string() + " does not match X " + x.shape.to_string() + " in " +
+             std::to_string(groups) + " group(s) (W is [C_in, C_out/group, k…])");
+    const Coord cout_g = w.shape[1], cin_g = cin / groups, cout = cout_g * groups;
+    std::vector<std::int64_t> kernel;
+    for (int d = 0; d < spatial; ++d) kernel.push_back(w.shape[2 + d]);
+    auto per_axis = [&](const std::string &name, std::int64_t fallback, int count) {
+        std::vector<std::int64_t> v = attr_ints(name).value_or(std::vector<std::int64_t>{});
+        if (v.empty()) v.assign(static_cast<size_t>(count), fallback);
+        if (static_cast<int>(v.size()) != count)
+            fail(node_label_ + ": " + name + " must have " + std::to_string(count) + " entries");
+        return v;
+    };
+    const std::vector<std::int64_t> strides = per_axis("strides", 1, spatial), dilations = per_axis("dilations", 1, spatial),
+                                    extra = per_axis("output_padding", 0, spatial);
+    std::vector<std::int64_t> pads = per_axis("pads", 0, 2 * spatial);
+    for (int d = 0; d < spatial; ++d)
+        if (strides[d] < 1 || dilations[d] < 1 || extra[d] < 0 || extra[d] >= std::max(strides[d], dilations[d]))
+            fail(node_label_ + ": strides and dilations must be at least 1, and output_padding below the stride or the dilation");
+    const std::string auto_pad = attr_string("auto_pad", "NOTSET");
+    const auto output_shape = attr_ints("output_shape");
+    if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        // The total padding from the output size asked for (ONNX's formula).
+        for (int d = 0; d < spatial; ++d) {
+            const std::int64_t in = x.shape[2 + d], extent = (kernel[d] - 1) * dilations[d] + 1;
+            std::int64_t want = in * strides[d];
+            if (output_shape) {
+                if (static_cast<int>(output_shape->size()) != spatial)
+                    fail(node_label_ + ": output_shape must have " + std::to_string(spatial) + " entries");
+                want = (*output_shape)[d];
+            }
+            // Negative: the output longer than the transposed convolution's reach, zeros at the end.
+            const std::int64_t total = strides[d] * (in - 1) + extra[d] + extent - want;
+            const std::int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // ⌊total / 2⌋
+            if (auto_pad == "SAME_UPPER") pads[d] = half;
+            else if (auto_pad == "SAME_LOWER") pads[d] = total - half;
+            else pads[d] = 0;  // output_shape alone: the result from the origin, cut or extended at the end
+            pads[d + spatial] = total - pads[d];
+        }
+    } else if (auto_pad == "VALID") {
+        pads.assign(pads.size(), 0);
+    } else if (auto_pad != "NOTSET") {
+        fail(node_label_ + ": auto_pad \"" + auto_pad + "\" is not an ONNX value");
+    }
+    // 1-D as 2-D with a height of 1.
+    if (spatial == 1) x = reshape(x, ZPoint{x.shape[0], x.shape[1], 1, x.shape[2]}, "", "x2d");
+    const auto at2 = [&](const std::vector<std::int64_t> &v, std::int64_t pad1) {
+        return spatial == 1 ? std::vector<std::int64_t>{pad1, v[0]} : v;
+    };
+    const std::vector<std::int64_t> s2 = at2(strides, 1), d2 = at2(dilations, 1), k2 = at2(kernel, 1), e2 = at2(extra, 0);
+    const std::vector<std::int64_t> begin = spatial == 1 ? std::vector<std::int64_t>{0, pads[0]} : std::vector<std::int64_t>{pads[0], pads[1]};
+    const std::vector<std::int64_t> end = spatial == 1 ? std::vector<std::int64_t>{0, pads[1]} : std::vector<std::int64_t>{pads[2], pads[3]};
+
+    // Zeros between neighbours along each strided axis.
+    for (int a = 0; a < 2; ++a) {
+        const std::int64_t st = s2[static_cast<size_t>(a)];
+        if (st == 1) continue;
+        const int axis = 2 + a;
+        std::vector<Coord> unit = x.shape.to_vector();
+        unit.insert(unit.begin() + axis + 1, 1);
+        const Value column = reshape(x, ZPoint(unit), "", "spread" + std::to_string(a));
+        std::vector<Coord> gap = unit;
+        gap[static_cast<size_t>(axis + 1)] = st - 1;
+        if (ZPoint(gap).product() > kMaxFoldedElements)
+            unsupported("a zero block of " + std::to_string(ZPoint(gap).product()) + " values to spread the input (at most " +
+                        std::to_string(kMaxFoldedElements) + ")");
+        auto zeros = std::make_shared<TensorData>(x.dtype, ZPoint(gap));  // zero-filled
+        const Value z = add_parameter(node_base_ + ".zeros" + std::to_string(a), std::move(zeros));
+        const Value both = emit("concat", Params{{"axis", static_cast<std::int64_t>(axis + 1)}}, {{"inputs", {column, z}}}, "",
+                                "interleave" + std::to_string(a));
+        std::vector<Coord> merged = x.shape.to_vector();
+        merged[static_cast<size_t>(axis)] *= st;
+        const Value flat = reshape(both, ZPoint(merged), "", "interleaved" + std::to_string(a));
+        const std::int64_t len = (x.shape[axis] - 1) * st + 1;
+        x = emit("slice",
+                 Params{{"starts", std::vector<std::int64_t>{0}}, {"ends", std::vector<std::int64_t>{len}},
+                        {"axes", std::vector<std::int64_t>{axis}}},
+                 {{"x", {flat}}}, "", "spread_end" + std::to_string(a));
+    }
+    // The convolution's padding: (k − 1)·d − pad at each end; a negative one crops.
+    std::vector<std::int64_t> padding(4, 0);  // top, left, bottom, right
+    for (int a = 0; a < 2; ++a) {
+        const std::int64_t reach = (k2[static_cast<size_t>(a)] - 1) * d2[static_cast<size_t>(a)];
+        std::int64_t lo = reach - begin[static_cast<size_t>(a)], hi = reach - end[static_cast<size_t>(a)] + e2[static_cast<size_t>(a)];
+        const int axis = 2 + a;
+        if (lo < 0 || hi < 0) {
+            const std::int64_t n = x.shape[axis];
+            const std::int64_t from = std::max<std::int64_t>(-lo, 0), to = n - std::max<std::int64_t>(-hi, 0);
+            if (to <= from) fail(node_label_ + ": its pads leave no output along axis " + std::to_string(axis));
+            x = emit("slice",
+                     Params{{"starts", std::vector<std::int64_t>{from}}, {"ends", std::vector<std::int64_t>{to}},
+                            {"axes", std::vector<std::int64_t>{axis}}},
+                     {{"x", {x}}}, "", "crop" + std::to_string(a));
+            lo = std::max<std::int64_t>(lo, 0);
+            hi = std::max<std::int64_t>(hi, 0);
+        }
+        padding[static_cast<size_t>(a)] = lo;
+        padding[static_cast<size_t>(a + 2)] = hi;
+    }
+    // W′: [C_out, C_in/group, k…], flipped in space.
+    const Coord kh = k2[0], kw = k2[1];
+    auto flipped = std::make_shared<TensorData>(wc->dtype, ZPoint{cout, cin_g, kh, kw});
+    for (Coord g = 0; g < groups; ++g)
+        for (Coord o = 0; o < cout_g; ++o)
+            for (Coord i = 0; i < cin_g; ++i)
+                for (Coord a = 0; a < kh; ++a)
+                    for (Coord b = 0; b < kw; ++b) {
+                        const Coord from = (((g * cin_g + i) * cout_g + o) * kh + (kh - 1 - a)) * kw + (kw - 1 - b);
+                        const Coord to = (((g * cout_g + o) * cin_g + i) * kh + a) * kw + b;
+                        flipped->set(to, wc->get(from));
+                    }
+    const Value wt = add_parameter(node_->input(1) + ".transposed", std::move(flipped));
+    Ports ports{{"x", {x}}, {"w", {wt}}};
+    if (has_input(2)) ports.push_back({"bias", {operand(node_->input(2))}});
+    const std::string out = node_->output(0);
+    const Value y = emit("conv2d",
+                         Params{{"stride", std::vector<std::int64_t>{1, 1}}, {"padding", padding}, {"dilation", d2}, {"groups", groups}},
+                         ports, spatial == 1 ? "" : out, "conv");
+    if (spatial == 1) reshape(y, ZPoint{y.shape[0], y.shape[1], y.shape[3]}, out, "");
 }
 
 void Importer::map_constant() {
