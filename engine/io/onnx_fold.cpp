@@ -18,7 +18,7 @@ namespace tapestry::onnx_detail {
 
 const std::vector<std::string> &shape_arithmetic_operators() {
     static const std::vector<std::string> ops{"ConstantOfShape", "Equal", "Expand", "Greater", "Less",
-                                              "Not",             "Range", "Shape",  "Size",    "Where"};
+                                              "Not",             "Range", "Shape",  "Size"};
     return ops;
 }
 
@@ -34,7 +34,7 @@ bool shape_only(const std::string &type) {
 bool mappable_foldable(const std::string &type) {
     static const std::set<std::string> ops{"Add",     "Sub",     "Mul",   "Div",       "Pow",      "Sqrt",
                                            "Neg",     "Cast",    "Identity", "Gather", "Concat",   "Slice",
-                                           "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+                                           "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Where",  "Trilu"};
     return ops.count(type) > 0;
 }
 
@@ -376,7 +376,9 @@ private:
             for (const std::string &in : n.input())
                 if (!in.empty() && !is_constant(in)) return std::nullopt;
         }
-        if (!shape_only(type)) {
+        // Where and Trilu select among constants whatever their type (the importer
+        // maps them on tensors the graph computes, with a constant condition).
+        if (!shape_only(type) && type != "Where" && type != "Trilu") {
             for (const std::string &in : n.input())
                 if (!in.empty() && !integral_constant(in)) return std::nullopt;
         }
@@ -448,6 +450,22 @@ private:
                     out.ints[static_cast<size_t>(i)] = *v;
                 }
                 else out.reals[static_cast<size_t>(i)] = start + static_cast<double>(i) * delta;
+            }
+            return out;
+        }
+        if (type == "Trilu") {
+            const Const &x = operand(in, 0, "input");
+            if (x.dims.size() < 2) throw Failed{"its input must have rank at least 2"};
+            const std::int64_t k = in.size() > 1 && in[1] ? operand(in, 1, "k").integer(0) : 0;
+            const bool upper = attr_int(n, "upper", 1) != 0;
+            Const out = x;
+            const std::int64_t rows = x.dims[x.dims.size() - 2], cols = x.dims.back();
+            for (size_t i = 0; i < static_cast<size_t>(out.count()); ++i) {
+                const auto r = static_cast<std::int64_t>(i / static_cast<size_t>(cols)) % rows,
+                           c = static_cast<std::int64_t>(i % static_cast<size_t>(cols));
+                if (upper ? c - r >= k : c - r <= k) continue;
+                if (out.integral()) out.ints[i] = 0;
+                else out.reals[i] = 0;
             }
             return out;
         }

@@ -33,7 +33,9 @@ struct FoldFailure {
 //  * Add, Sub, Mul, Div, Pow, Sqrt, Neg, Cast, Identity, Gather, Concat, Slice,
 //    Reshape, Flatten, Squeeze and Unsqueeze when every operand is a constant
 //    and each is an integer or boolean tensor or was itself made of a shape — a
-//    float weight scaled by a constant stays an operation of the graph, as before.
+//    float weight scaled by a constant stays an operation of the graph, as before;
+//  * Where and Trilu when every operand is a constant, of any type (on a tensor
+//    the graph computes the importer maps them, with a constant condition).
 // Constants are initializers and Constant nodes. Each folded node becomes an
 // initializer named after its output (one per output) and leaves the graph.
 // Integer division truncates toward zero (as ONNX Runtime's). Returns the number

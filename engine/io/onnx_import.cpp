@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -53,7 +54,8 @@ const std::vector<std::string> &onnx_supported_operators() {
                                    "Sub",        "Sum",         "Tanh",        "Transpose",          "Unsqueeze",
                                    "Dropout",    "GlobalAveragePool", "GlobalMaxPool", "LRN",
                                    "LogSoftmax", "Pad",         "InstanceNormalization", "Tile",
-                                   "ConvTranspose"};
+                                   "ConvTranspose", "Where",    "Trilu",       "ReduceSumSquare",    "ReduceLogSum",
+                                   "ReduceLogSumExp", "ReduceMin", "Mean",      "CastLike"};
         // Shape arithmetic: folded into constants at import (io/onnx_fold.h).
         for (const std::string &op : onnx_detail::shape_arithmetic_operators()) v.push_back(op);
         std::sort(v.begin(), v.end());
@@ -216,13 +218,20 @@ private:
     void map_gather();
     void map_conv_or_pool(const std::string &op_type);
     void map_constant();
-    void map_cast();
+    void map_cast(std::optional<DType> like = std::nullopt);  // like: CastLike's target
     void map_lrn();
     void map_log_softmax();
     void map_pad();
     void map_instance_norm();
     void map_tile();
     void map_conv_transpose();
+    void map_where();
+    void map_trilu();
+    void map_reduce_derived(const std::string &type);
+    // A constant of x's dtype at the broadcast shape of `shape_a` and `shape_b`,
+    // element i = f(index into a, index into b) (NumPy broadcasting).
+    std::shared_ptr<TensorData> broadcast_constant(DType dtype, const ZPoint &shape_a, const ZPoint &shape_b,
+                                                   const std::function<double(std::int64_t, std::int64_t)> &f) const;
 
     const OnnxImportOptions &options_;
     const OpLibrary &lib_ = OpLibrary::standard();
@@ -613,6 +622,32 @@ void Importer::map_node() {
         map_tile();
     } else if (type == "ConvTranspose") {
         map_conv_transpose();
+    } else if (type == "Where") {
+        map_where();
+    } else if (type == "Trilu") {
+        map_trilu();
+    } else if (type == "ReduceSumSquare" || type == "ReduceLogSum" || type == "ReduceLogSumExp" || type == "ReduceMin") {
+        map_reduce_derived(type);
+    } else if (type == "Mean") {
+        // The inputs summed left to right (NumPy broadcasting), then divided by their count.
+        std::vector<Value> in;
+        for (const std::string &i : node_->input())
+            if (!i.empty()) {
+                in.push_back(operand(i));
+                require_float(in.back(), "input " + std::to_string(in.size() - 1));
+            }
+        if (in.empty()) fail(node_label_ + " has no input");
+        if (in.size() == 1) {
+            alias(out, in[0]);
+        } else {
+            Value sum = in[0];
+            for (size_t k = 1; k < in.size(); ++k)
+                sum = emit("add", {}, {{"a", {sum}}, {"b", {in[k]}}}, "", "sum" + std::to_string(k));
+            emit("div", {}, {{"a", {sum}}, {"b", {scalar(static_cast<double>(in.size()), sum.dtype, "count")}}}, out);
+        }
+    } else if (type == "CastLike") {
+        const TensorData *like_c = constant(node_->input(1));
+        map_cast(like_c ? like_c->dtype : operand(node_->input(1)).dtype);
     } else if (type == "Identity") {
         if (constant(node_->input(0))) constants_[out] = constants_.at(node_->input(0));
         else alias(out, operand(node_->input(0)));
@@ -1394,6 +1429,142 @@ void Importer::map_conv_transpose() {
     if (spatial == 1) reshape(y, ZPoint{y.shape[0], y.shape[1], y.shape[3]}, out, "");
 }
 
+std::shared_ptr<TensorData> Importer::broadcast_constant(DType dtype, const ZPoint &a, const ZPoint &b,
+                                                         const std::function<double(std::int64_t, std::int64_t)> &f) const {
+    const int rank = std::max(a.rank(), b.rank());
+    std::vector<Coord> dims(static_cast<size_t>(rank), 1);
+    for (int k = 0; k < rank; ++k) {
+        const Coord da = k - (rank - a.rank()) >= 0 ? a[k - (rank - a.rank())] : 1;
+        const Coord db = k - (rank - b.rank()) >= 0 ? b[k - (rank - b.rank())] : 1;
+        if (da != db && da != 1 && db != 1)
+            fail(node_label_ + ": shapes " + a.to_string() + " and " + b.to_string() + " do not broadcast");
+        dims[static_cast<size_t>(k)] = da == 1 ? db : da;
+    }
+    const ZPoint shape(dims);
+    if (shape.product() > kMaxFoldedElements)
+        unsupported("a mask of " + std::to_string(shape.product()) + " values (at most " + std::to_string(kMaxFoldedElements) + ")");
+    auto out = std::make_shared<TensorData>(dtype, shape);
+    std::vector<Coord> at(static_cast<size_t>(rank), 0);
+    for (std::int64_t i = 0; i < shape.product(); ++i) {
+        std::int64_t ia = 0, ib = 0;
+        for (int k = 0; k < rank; ++k) {
+            const int ka = k - (rank - a.rank()), kb = k - (rank - b.rank());
+            if (ka >= 0) ia = ia * a[ka] + (a[ka] == 1 ? 0 : at[static_cast<size_t>(k)]);
+            if (kb >= 0) ib = ib * b[kb] + (b[kb] == 1 ? 0 : at[static_cast<size_t>(k)]);
+        }
+        out->set(i, f(ia, ib));
+        for (int k = rank - 1; k >= 0; --k) {
+            if (++at[static_cast<size_t>(k)] < dims[static_cast<size_t>(k)]) break;
+            at[static_cast<size_t>(k)] = 0;
+        }
+    }
+    return out;
+}
+
+// Where with a constant condition (a mask the exporter built, folded above):
+// x·m + y·(1 − m) with m the condition as 0 and 1; a constant branch joins the
+// additive constant instead (x·m + (c ? 0 : y)), so a −inf fill stays −inf. Exact
+// where the computed branches are finite (0 · inf is NaN). A condition the graph
+// computes is refused.
+void Importer::map_where() {
+    const TensorData *c = constant(node_->input(0));
+    if (!c) unsupported("a condition that is not a constant (the importer takes Where with a constant mask only)");
+    const TensorData *xc = constant(node_->input(1)), *yc = constant(node_->input(2));
+    // Only the branches the graph computes become operands (a constant one joins the fill).
+    const std::optional<Value> x = xc ? std::nullopt : std::optional<Value>(operand(node_->input(1)));
+    const std::optional<Value> y = yc ? std::nullopt : std::optional<Value>(operand(node_->input(2)));
+    if (x) require_float(*x, "X");
+    if (y) require_float(*y, "Y");
+    const DType t = x ? x->dtype : y->dtype;
+    if ((x ? x->dtype : xc->dtype) != (y ? y->dtype : yc->dtype)) fail(node_label_ + ": X and Y differ in element type");
+    auto mask = [&](bool keep_true, const std::string &suffix) {
+        return add_parameter(node_base_ + "." + suffix,
+                             broadcast_constant(t, c->shape, ZPoint{}, [&](std::int64_t i, std::int64_t) {
+                                 return (c->get(i) != 0) == keep_true ? 1.0 : 0.0;
+                             }));
+    };
+    auto fill = [&](const TensorData &v, bool where_true, const std::string &suffix) {
+        return add_parameter(node_base_ + "." + suffix, broadcast_constant(t, c->shape, v.shape, [&](std::int64_t i, std::int64_t j) {
+                                 return (c->get(i) != 0) == where_true ? v.get(j) : 0.0;
+                             }));
+    };
+    const std::string out = node_->output(0);
+    if (!xc && yc) {
+        const Value kept = emit("mul", {}, {{"a", {*x}}, {"b", {mask(true, "mask")}}}, "", "kept");
+        emit("add", {}, {{"a", {kept}}, {"b", {fill(*yc, false, "fill")}}}, out);
+    } else if (xc && !yc) {
+        const Value kept = emit("mul", {}, {{"a", {*y}}, {"b", {mask(false, "mask")}}}, "", "kept");
+        emit("add", {}, {{"a", {kept}}, {"b", {fill(*xc, true, "fill")}}}, out);
+    } else {
+        const Value a = emit("mul", {}, {{"a", {*x}}, {"b", {mask(true, "mask_x")}}}, "", "from_x");
+        const Value b = emit("mul", {}, {{"a", {*y}}, {"b", {mask(false, "mask_y")}}}, "", "from_y");
+        emit("add", {}, {{"a", {a}}, {"b", {b}}}, out);
+    }
+}
+
+// Trilu on a tensor the graph computes: x times the constant 0/1 triangle of its
+// last two dims (kept where column − row ≥ k for upper, ≤ k for lower). Exact
+// where x is finite.
+void Importer::map_trilu() {
+    const Value x = operand(node_->input(0));
+    require_float(x, "input");
+    if (x.shape.rank() < 2) fail(node_label_ + ": input must have rank at least 2");
+    const std::int64_t k = has_input(1) ? static_cast<std::int64_t>(constant_scalar(1, "k")) : 0;
+    const bool upper = attr_int("upper", 1) != 0;
+    const Coord rows = x.shape[x.shape.rank() - 2], cols = x.shape[x.shape.rank() - 1];
+    auto tri = broadcast_constant(x.dtype, ZPoint{rows, cols}, ZPoint{}, [&](std::int64_t i, std::int64_t) {
+        const std::int64_t r = i / cols, c = i % cols;
+        return (upper ? c - r >= k : c - r <= k) ? 1.0 : 0.0;
+    });
+    emit("mul", {}, {{"a", {x}}, {"b", {add_parameter(node_base_ + ".triangle", std::move(tri))}}}, node_->output(0));
+}
+
+// ReduceSumSquare, ReduceLogSum, ReduceLogSumExp and ReduceMin (opset ≤ 17: axes an
+// attribute, all axes when absent) from the reductions there are: Σ x², log Σ x,
+// max + log Σ exp(x − max) (the max kept as 1s, then dropped when keepdims = 0),
+// −max(−x).
+void Importer::map_reduce_derived(const std::string &type) {
+    const Value x = operand(node_->input(0));
+    require_float(x, "data");
+    const bool keepdims = attr_int("keepdims", 1) != 0;
+    std::vector<std::int64_t> axes = attr_ints("axes").value_or(std::vector<std::int64_t>{});
+    if (axes.empty())
+        for (int d = 0; d < x.shape.rank(); ++d) axes.push_back(d);
+    const std::string out = node_->output(0);
+    auto reduce = [&](const std::string &kind, const Value &v, bool keep, const std::string &onnx_out, const std::string &suffix) {
+        if (axes.empty()) {  // a scalar: nothing to reduce
+            if (!onnx_out.empty()) alias(onnx_out, v);
+            return v;
+        }
+        return emit(kind, Params{{"axes", axes}, {"keepdims", keep}}, {{"x", {v}}}, onnx_out, suffix);
+    };
+    if (type == "ReduceSumSquare") {
+        reduce("reduce_sum", emit("mul", {}, {{"a", {x}}, {"b", {x}}}, "", "square"), keepdims, out, "sum");
+    } else if (type == "ReduceLogSum") {
+        emit("log", {}, {{"x", {reduce("reduce_sum", x, keepdims, "", "sum")}}}, out);
+    } else if (type == "ReduceMin") {
+        const Value neg = emit("neg", {}, {{"x", {x}}}, "", "negated");
+        emit("neg", {}, {{"x", {reduce("reduce_max", neg, keepdims, "", "max")}}}, out);
+    } else {  // ReduceLogSumExp
+        const Value m = reduce("reduce_max", x, true, "", "max");
+        const Value e = emit("exp", {}, {{"x", {emit("sub", {}, {{"a", {x}}, {"b", {m}}}, "", "shifted")}}}, "", "exp");
+        const Value l = emit("log", {}, {{"x", {reduce("reduce_sum", e, true, "", "sum")}}}, "", "log");
+        if (keepdims) {
+            emit("add", {}, {{"a", {l}}, {"b", {m}}}, out);
+        } else {
+            const Value kept = emit("add", {}, {{"a", {l}}, {"b", {m}}}, "", "kept");
+            std::vector<Coord> dims;
+            for (int d = 0; d < x.shape.rank(); ++d) {
+                const bool reduced = std::any_of(axes.begin(), axes.end(), [&](std::int64_t a) {
+                    return (a < 0 ? a + x.shape.rank() : a) == d;
+                });
+                if (!reduced) dims.push_back(x.shape[d]);
+            }
+            reshape(kept, ZPoint(dims), out, "dropped");
+        }
+    }
+}
+
 void Importer::map_constant() {
     auto d = onnx_detail::constant_node_value(*node_);
     if (!d) {
@@ -1403,9 +1574,9 @@ void Importer::map_constant() {
     constants_[node_->output(0)] = std::make_shared<const TensorData>(std::move(d).value());
 }
 
-void Importer::map_cast() {
+void Importer::map_cast(std::optional<DType> like) {
     const int to = static_cast<int>(attr_int("to", 0));
-    const std::optional<DType> target = dtype_of(to);
+    const std::optional<DType> target = like ? like : dtype_of(to);
     if (!target) unsupported("a cast to " + elem_type_name(to));
     if (const TensorData *c = constant(node_->input(0)); c && c->dtype == *target) {
         constants_[node_->output(0)] = constants_.at(node_->input(0));

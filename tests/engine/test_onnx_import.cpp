@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
@@ -654,6 +655,52 @@ private slots:
                      QStringLiteral("pad_reflect_far.onnx: Pad (mirror): reflect pads of 4 on dimension 0 of 4 (a "
                                     "reflection pads at most the dimension less one)"));
         }
+    }
+
+    // Masking as Hugging Face's GPT-2 exports it: Where(causal mask, scores, −inf)
+    // with the mask a constant (Trilu of ones, folded), then Softmax; and Trilu and
+    // ReduceLogSumExp on tensors the graph computes. The fill stays −inf (x·m + fill),
+    // so the masked probabilities are exactly 0 and nothing is NaN.
+    void where_with_a_constant_mask_and_trilu() {
+        const std::int64_t S = 3;
+        ModelBuilder b;
+        b.input("scores", {S, S}).output("p", {S, S}).output("t", {S, S}).output("lse", {S});
+        b.ints("square", {2}, {S, S});
+        auto &ones = b.node("ConstantOfShape", {"square"}, {"ones"});
+        auto *v = ones.add_attribute();
+        v->set_name("value");
+        v->set_type(onnx::AttributeProto::TENSOR);
+        v->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+        v->mutable_t()->add_dims(1);
+        v->mutable_t()->add_int32_data(1);
+        attr(b.node("Trilu", {"ones"}, {"causal"}), "upper", std::int64_t{0});
+        b.floats("minus_inf", {}, {-std::numeric_limits<float>::infinity()});
+        b.node("Where", {"causal", "scores", "minus_inf"}, {"masked"}, "mask_fill");
+        attr(b.node("Softmax", {"masked"}, {"p"}), "axis", std::int64_t{-1});
+        b.node("Trilu", {"scores"}, {"t"}, "upper_part");
+        auto &lse = b.node("ReduceLogSumExp", {"scores"}, {"lse"});
+        attr(lse, "axes", std::vector<std::int64_t>{1});
+        attr(lse, "keepdims", std::int64_t{0});
+        auto g = import_onnx(b.save(dir(), "masked.onnx"));
+        QVERIFY2(g.has_value(), g ? "" : g.error().message.c_str());
+        QVERIFY(validate(*g, OpLibrary::standard()).empty());
+        const std::vector<float> x{0.5f, 1.f, 2.f, -1.f, 0.f, 3.f, 0.25f, 0.75f, -0.5f};
+        auto out = run_oracle(*g, {{"scores", x}});
+        std::vector<double> p, t, l;
+        for (std::int64_t r = 0; r < S; ++r) {
+            double sum = 0, all = 0;
+            for (std::int64_t c = 0; c <= r; ++c) sum += std::exp(double(x[size_t(r * S + c)]));
+            for (std::int64_t c = 0; c < S; ++c) {
+                p.push_back(c <= r ? std::exp(double(x[size_t(r * S + c)])) / sum : 0.0);
+                t.push_back(c >= r ? double(x[size_t(r * S + c)]) : 0.0);
+                all += std::exp(double(x[size_t(r * S + c)]));
+            }
+            l.push_back(std::log(all));
+        }
+        QVERIFY(close(out["p"], p));
+        for (double prob : out["p"]) QVERIFY(!std::isnan(prob));
+        QVERIFY(close(out["t"], t));
+        QVERIFY(close(out["lse"], l));
     }
 
     // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5, imported as one gelu)
