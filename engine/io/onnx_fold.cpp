@@ -228,7 +228,8 @@ std::vector<std::int64_t> reshaped(const std::vector<std::int64_t> &in, const st
 
 class Folder {
 public:
-    Folder(onnx::ModelProto &model, std::int64_t max_elements) : model_(model), max_(max_elements) {}
+    Folder(onnx::ModelProto &model, std::int64_t max_elements, std::int64_t max_total)
+        : model_(model), max_(max_elements), max_total_(max_total) {}
 
     Expected<int, FoldFailure> run() {
         onnx::GraphProto &graph = *model_.mutable_graph();
@@ -255,6 +256,12 @@ public:
                 }
                 for (int k = 0; k < n.output_size() && k < static_cast<int>(out->size()); ++k) {
                     if (n.output(k).empty()) continue;
+                    made_ = size_add(made_, (*out)[static_cast<size_t>(k)].count());
+                    if (made_ > max_total_)
+                        return unexpected(FoldFailure{label(n, i) + ": the constants folded so far would hold " +
+                                                          std::to_string(made_) + " values, more than the " +
+                                                          std::to_string(max_total_) + " the importer folds in all",
+                                                      label(n, i)});
                     *graph.add_initializer() = to_proto((*out)[static_cast<size_t>(k)], n.output(k));
                     values_[n.output(k)] = std::move((*out)[static_cast<size_t>(k)]);
                 }
@@ -704,7 +711,8 @@ private:
     }
 
     onnx::ModelProto &model_;
-    std::int64_t max_;
+    std::int64_t max_, max_total_;
+    std::int64_t made_ = 0;  // values folded so far
     std::map<std::string, const onnx::TensorProto *> initializers_;
     std::map<std::string, const onnx::NodeProto *> constant_nodes_;
     std::map<std::string, std::vector<std::int64_t>> shapes_;
@@ -713,8 +721,9 @@ private:
 
 }  // namespace
 
-Expected<int, FoldFailure> fold_shape_arithmetic(onnx::ModelProto &model, std::int64_t max_elements) {
-    return Folder(model, max_elements).run();
+Expected<int, FoldFailure> fold_shape_arithmetic(onnx::ModelProto &model, std::int64_t max_elements,
+                                                 std::int64_t max_total) {
+    return Folder(model, max_elements, max_total).run();
 }
 
 }  // namespace tapestry::onnx_detail

@@ -41,7 +41,9 @@ struct FoldFailure {
 // Integer division truncates toward zero (as ONNX Runtime's). Returns the number
 // of nodes folded. Fails, naming the node, where a shape-arithmetic operator
 // reads a value the graph computes, an operand is malformed, a division by zero,
-// or a result would hold more than `max_elements` values.
-Expected<int, FoldFailure> fold_shape_arithmetic(onnx::ModelProto &model, std::int64_t max_elements);
+// a result would hold more than `max_elements` values, or the results together
+// more than `max_total`.
+Expected<int, FoldFailure> fold_shape_arithmetic(onnx::ModelProto &model, std::int64_t max_elements,
+                                                 std::int64_t max_total);
 
 }  // namespace tapestry::onnx_detail

@@ -77,10 +77,6 @@ using onnx_detail::elem_type_name;
 constexpr int kMinOpset = 13, kMaxOpset = 17;
 // Protobuf parses at most 2 GiB, and external data files are not read.
 constexpr std::uint64_t kMaxModelBytes = 2 * kGiB;
-// The most values one folded constant may hold: a 512 MiB f32 weight that a
-// ConstantOfShape makes (VGG-19's first dense layer is 103 M); the folder keeps
-// each value as 8 bytes while it folds.
-constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << 27;
 constexpr const char *kConvertHint = "; convert the model, e.g. with onnx.version_converter.convert_version(model, 17)";
 
 // A refusal: the message (without the file name) and, when the importer lacks a
@@ -1219,9 +1215,9 @@ void Importer::map_pad() {
                 std::vector<Coord> dims = x.shape.to_vector();
                 dims[static_cast<size_t>(d)] = width;
                 const ZPoint shape(dims);
-                if (shape.product() > kMaxFoldedElements)
+                if (shape.product() > options_.max_made_values)
                     unsupported("a pad block of " + std::to_string(shape.product()) + " values (at most " +
-                                std::to_string(kMaxFoldedElements) + ")");
+                                std::to_string(options_.max_made_values) + ")");
                 auto data = std::make_shared<TensorData>(x.dtype, shape);
                 for (std::int64_t i = 0; i < data->element_count(); ++i) data->set(i, fill);
                 pieces.push_back(add_parameter(node_base_ + "." + side, std::move(data)));
@@ -1371,9 +1367,9 @@ void Importer::map_conv_transpose() {
         const Value column = reshape(x, ZPoint(unit), "", "spread" + std::to_string(a));
         std::vector<Coord> gap = unit;
         gap[static_cast<size_t>(axis + 1)] = st - 1;
-        if (ZPoint(gap).product() > kMaxFoldedElements)
+        if (ZPoint(gap).product() > options_.max_made_values)
             unsupported("a zero block of " + std::to_string(ZPoint(gap).product()) + " values to spread the input (at most " +
-                        std::to_string(kMaxFoldedElements) + ")");
+                        std::to_string(options_.max_made_values) + ")");
         auto zeros = std::make_shared<TensorData>(x.dtype, ZPoint(gap));  // zero-filled
         const Value z = add_parameter(node_base_ + ".zeros" + std::to_string(a), std::move(zeros));
         const Value both = emit("concat", Params{{"axis", static_cast<std::int64_t>(axis + 1)}}, {{"inputs", {column, z}}}, "",
@@ -1441,8 +1437,8 @@ std::shared_ptr<TensorData> Importer::broadcast_constant(DType dtype, const ZPoi
         dims[static_cast<size_t>(k)] = da == 1 ? db : da;
     }
     const ZPoint shape(dims);
-    if (shape.product() > kMaxFoldedElements)
-        unsupported("a mask of " + std::to_string(shape.product()) + " values (at most " + std::to_string(kMaxFoldedElements) + ")");
+    if (shape.product() > options_.max_made_values)
+        unsupported("a mask of " + std::to_string(shape.product()) + " values (at most " + std::to_string(options_.max_made_values) + ")");
     auto out = std::make_shared<TensorData>(dtype, shape);
     std::vector<Coord> at(static_cast<size_t>(rank), 0);
     for (std::int64_t i = 0; i < shape.product(); ++i) {
@@ -1967,7 +1963,9 @@ Graph Importer::run(onnx::ModelProto &model) {
     std::set<std::string> given;
     for (const onnx::TensorProto &t : graph.initializer()) given.insert(t.name());
     read_inputs(graph, given);  // the inputs' dimension values first: Shape folds them
-    if (auto folded = onnx_detail::fold_shape_arithmetic(model, kMaxFoldedElements); !folded)
+    if (auto folded = onnx_detail::fold_shape_arithmetic(model, options_.max_made_values,
+                                                         size_mul(options_.max_made_values, 4));
+        !folded)
         throw ImportFailure{folded.error().message, {folded.error().node}};
     const std::set<std::string> initializers = read_initializers(graph);
     try {  // ONNX shape inference: its shapes are compared with ours at the end

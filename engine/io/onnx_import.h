@@ -24,6 +24,13 @@ struct OnnxImportOptions {
     // Map the exported multi-head attention subgraph (head Reshape/Transpose, MatMul,
     // scale, additive mask, Softmax, MatMul, merge) onto one `attention` operation.
     bool fuse_attention = true;
+    // The most values one constant the importer makes may hold — a folded
+    // ConstantOfShape, Range or Expand (io/onnx_fold.h), a pad block, a mask, the
+    // zeros of a transposed convolution — and the folded ones together at most
+    // four times that. The default takes VGG-19's largest weight (103 M values)
+    // as a ConstantOfShape makes it; larger is refused naming the node. (A file
+    // a few bytes long can ask for these: the fuzzer sets a small bound.)
+    std::int64_t max_made_values = std::int64_t{1} << 27;
 };
 
 struct OnnxImportError {

@@ -703,6 +703,33 @@ private slots:
         QVERIFY(close(out["lse"], l));
     }
 
+    // OnnxImportOptions::max_made_values bounds each constant the importer makes
+    // and the folded ones together (four times it): a few bytes may ask for more.
+    void made_constants_are_bounded() {
+        ModelBuilder b;
+        b.input("x", {1, 4}).output("y", {1, 4});
+        b.ints("shape", {1}, {300}).ints("pads", {4}, {0, 0, 0, 0});
+        for (int k = 0; k < 4; ++k) b.node("ConstantOfShape", {"shape"}, {"c" + std::to_string(k)}, "fill" + std::to_string(k));
+        b.node("Pad", {"x", "pads"}, {"y"}, "pad");
+        OnnxImportOptions bound;
+        bound.max_made_values = 300;  // four fills of 300: each at the bound, 1200 in all, at 4 × 300
+        auto four = import_onnx(b.save(dir(), "made.onnx"), bound);
+        QVERIFY2(four.has_value(), four ? "" : four.error().message.c_str());
+        bound.max_made_values = 299;
+        auto each = import_onnx(dir() / "made.onnx", bound);
+        QVERIFY(!each.has_value());
+        QCOMPARE(QString::fromStdString(each.error().message),
+                 QStringLiteral("made.onnx: ConstantOfShape (fill0): its result would hold 300 values, more than the "
+                                "299 the importer folds"));
+        bound.max_made_values = 300;
+        b.node("ConstantOfShape", {"shape"}, {"c4"}, "fill4");
+        auto five = import_onnx(b.save(dir(), "made_more.onnx"), bound);
+        QVERIFY(!five.has_value());
+        QCOMPARE(QString::fromStdString(five.error().message),
+                 QStringLiteral("made_more.onnx: ConstantOfShape (fill4): the constants folded so far would hold 1500 "
+                                "values, more than the 1200 the importer folds in all"));
+    }
+
     // x [2, 4] → LayerNormalization → MatMul Wq [4, 6] → GELU (x/√2, Erf, +1, ·x, ·0.5, imported as one gelu)
     // → Reshape [2, 2, 3] → Transpose [1, 0, 2] → ReduceMean axis 2 → y [2, 2];
     // and Gather (x, indices [-1, 0], axis 1) → picked [2, 2] (negative indices wrap).

@@ -273,6 +273,7 @@ private slots:
     void valuesOutsideTheFolderAreReadOnlyWithConsent();
     void importOnnxAsksDimensionRunsAndSaves();
     void importOlderOpsetSaysConverted();
+    void importRealArchitectureLaysOutAndRuns();
     void importRefusedModels_data();
     void importRefusedModels();
 
@@ -1075,6 +1076,40 @@ void TestStudioRun::importOlderOpsetSaysConverted() {
     bool conv = false;
     for (const OpPtr &op : w.document()->graph().operations()) conv = conv || op->kind == "conv2d";
     QVERIFY(conv);
+}
+
+// A real architecture — ONNX's light ResNet-50 (tests/data/onnx/light): opset 9,
+// its weights ConstantOfShape nodes the importer folds — through File ▸ Import
+// ONNX: 123 operations laid out on the canvas, then Run on the CPU gives the
+// 1000 class probabilities.
+void TestStudioRun::importRealArchitectureLaysOutAndRuns() {
+    const QString model = qEnvironmentVariable("TAPESTRY_SOURCE_DIR") + QStringLiteral("/tests/data/onnx/light/light_resnet50.onnx");
+    if (!QFileInfo::exists(model)) QSKIP("TAPESTRY_SOURCE_DIR is set by CTest");
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    QSignalSpy imported(w.project(), &ProjectController::importFinished);
+    QSignalSpy ready(w.canvas(), &CanvasController::layoutReady);
+    w.project()->importOnnx(model);
+    QVERIFY(imported.count() > 0 || imported.wait(60000));
+    QVERIFY2(imported.front().front().toBool(), qPrintable(w.statusBar()->currentMessage()));
+    QVERIFY(ready.count() > 0 || ready.wait(kLayoutTimeoutMs));
+    QCOMPARE(w.document()->source().name, QStringLiteral("light_resnet50.onnx (imported)"));
+    int convs = 0, ops = 0;
+    for (const OpPtr &op : w.document()->graph().operations()) {
+        ++ops;
+        convs += op->kind == "conv2d";
+    }
+    QCOMPARE(ops, 123);
+    QCOMPARE(convs, 53);
+    QSignalSpy finished(w.runs(), &RunController::runFinished);
+    w.runs()->runAction()->trigger();
+    QVERIFY(waitRun(finished));
+    QVERIFY2(finished.front().front().toBool(), qPrintable(w.runs()->lastOutcome().error));
+    const TensorSummary &y = w.runs()->lastOutcome().outputs.front();
+    QCOMPARE(y.shape, (std::vector<std::int64_t>{1, 1000}));
+    QVERIFY(y.min >= 0 && y.max <= 1);  // the softmax's probabilities
+    screenshot(w, QStringLiteral("studio-onnx-resnet50.png"));
 }
 
 void TestStudioRun::importOnnxAsksDimensionRunsAndSaves() {
