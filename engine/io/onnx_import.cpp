@@ -210,6 +210,19 @@ private:
     void map_slice();
     void map_split();
     void map_variadic(const std::string &kind);
+    // The node's operands combined by `kind` left to right (NumPy broadcasting),
+    // written to `onnx_output` (an alias when there is one operand); and how many.
+    std::pair<Value, size_t> chain(const std::string &kind, const std::string &onnx_output);
+    // A slice of `v` along one axis, [start, end) by `step` (ONNX semantics).
+    Value slice_along(const Value &v, std::int64_t axis, std::int64_t start, std::int64_t end,
+                      const std::string &onnx_output, const std::string &suffix, std::int64_t step = 1);
+    // An attribute of `count` integers, each `fallback` when it is absent.
+    std::vector<std::int64_t> per_axis(const std::string &name, std::int64_t fallback, int count) const;
+    // Along `axes`, kept as 1s: the max m, d = x − m, and log Σ exp(d).
+    struct LogSumExp {
+        Value max, shifted, log_sum;
+    };
+    LogSumExp log_sum_exp(const Value &x, const std::vector<std::int64_t> &axes);
     void map_prelu();
     void map_gather();
     void map_conv_or_pool(const std::string &op_type);
@@ -626,21 +639,10 @@ void Importer::map_node() {
         map_reduce_derived(type);
     } else if (type == "Mean") {
         // The inputs summed left to right (NumPy broadcasting), then divided by their count.
-        std::vector<Value> in;
-        for (const std::string &i : node_->input())
-            if (!i.empty()) {
-                in.push_back(operand(i));
-                require_float(in.back(), "input " + std::to_string(in.size() - 1));
-            }
-        if (in.empty()) fail(node_label_ + " has no input");
-        if (in.size() == 1) {
-            alias(out, in[0]);
-        } else {
-            Value sum = in[0];
-            for (size_t k = 1; k < in.size(); ++k)
-                sum = emit("add", {}, {{"a", {sum}}, {"b", {in[k]}}}, "", "sum" + std::to_string(k));
-            emit("div", {}, {{"a", {sum}}, {"b", {scalar(static_cast<double>(in.size()), sum.dtype, "count")}}}, out);
-        }
+        const bool one = std::count_if(node_->input().begin(), node_->input().end(), [](const std::string &i) { return !i.empty(); }) == 1;
+        const auto [sum, count] = chain("add", one ? out : std::string());
+        if (count > 1)
+            emit("div", {}, {{"a", {sum}}, {"b", {scalar(static_cast<double>(count), sum.dtype, "count")}}}, out);
     } else if (type == "CastLike") {
         const TensorData *like_c = constant(node_->input(1));
         map_cast(like_c ? like_c->dtype : operand(node_->input(1)).dtype);
@@ -931,11 +933,7 @@ void Importer::map_split() {
     std::int64_t start = 0;
     for (int k = 0; k < parts; ++k) {
         const std::int64_t size = sizes[static_cast<size_t>(k)];
-        if (has_output(k)) {
-            Params p{{"starts", std::vector<std::int64_t>{start}}, {"ends", std::vector<std::int64_t>{start + size}},
-                     {"axes", std::vector<std::int64_t>{axis}}};
-            emit("slice", p, {{"x", {x}}}, node_->output(k), "part" + std::to_string(k));
-        }
+        if (has_output(k)) slice_along(x, axis, start, start + size, node_->output(k), "part" + std::to_string(k));
         start += size;
     }
 }
@@ -943,6 +941,10 @@ void Importer::map_split() {
 // Max, Min, Sum of one or more operands (NumPy broadcasting): a chain of binary
 // operations, left to right; one operand is the operand itself.
 void Importer::map_variadic(const std::string &kind) {
+    chain(kind, node_->output(0));
+}
+
+std::pair<Value, size_t> Importer::chain(const std::string &kind, const std::string &onnx_output) {
     std::vector<Value> in;
     for (int i = 0; i < node_->input_size(); ++i)
         if (!node_->input(i).empty()) {
@@ -951,14 +953,40 @@ void Importer::map_variadic(const std::string &kind) {
         }
     if (in.empty()) fail(node_label_ + " has no input");
     if (in.size() == 1) {
-        alias(node_->output(0), in[0]);
-        return;
+        if (!onnx_output.empty()) alias(onnx_output, in[0]);
+        return {in[0], 1};
     }
     Value v = in[0];
     for (size_t k = 1; k < in.size(); ++k) {
         const bool last = k + 1 == in.size();
-        v = emit(kind, {}, {{"a", {v}}, {"b", {in[k]}}}, last ? node_->output(0) : "", "step" + std::to_string(k));
+        v = emit(kind, {}, {{"a", {v}}, {"b", {in[k]}}}, last ? onnx_output : "", "step" + std::to_string(k));
     }
+    return {v, in.size()};
+}
+
+Value Importer::slice_along(const Value &v, std::int64_t axis, std::int64_t start, std::int64_t end,
+                            const std::string &onnx_output, const std::string &suffix, std::int64_t step) {
+    Params p{{"starts", std::vector<std::int64_t>{start}}, {"ends", std::vector<std::int64_t>{end}},
+             {"axes", std::vector<std::int64_t>{axis}}};
+    if (step != 1) p.set("steps", std::vector<std::int64_t>{step});
+    return emit("slice", p, {{"x", {v}}}, onnx_output, suffix);
+}
+
+std::vector<std::int64_t> Importer::per_axis(const std::string &name, std::int64_t fallback, int count) const {
+    std::vector<std::int64_t> v = attr_ints(name).value_or(std::vector<std::int64_t>{});
+    if (v.empty()) v.assign(static_cast<size_t>(count), fallback);
+    if (static_cast<int>(v.size()) != count)
+        fail(node_label_ + ": " + name + " must have " + std::to_string(count) + " entries");
+    return v;
+}
+
+Importer::LogSumExp Importer::log_sum_exp(const Value &x, const std::vector<std::int64_t> &axes) {
+    const Params along{{"axes", axes}, {"keepdims", true}};
+    LogSumExp r{emit("reduce_max", along, {{"x", {x}}}, "", "max"), {}, {}};
+    r.shifted = emit("sub", {}, {{"a", {x}}, {"b", {r.max}}}, "", "shifted");
+    const Value e = emit("exp", {}, {{"x", {r.shifted}}}, "", "exp");
+    r.log_sum = emit("log", {}, {{"x", {emit("reduce_sum", along, {{"x", {e}}}, "", "sum")}}}, "", "log");
+    return r;
 }
 
 // PRelu: y = max(x, 0) + slope · min(x, 0), slope broadcast to x; exact in
@@ -1043,14 +1071,7 @@ void Importer::map_conv_or_pool(const std::string &type) {
         if (static_cast<int>(kernel.size()) != spatial)
             fail(node_label_ + ": kernel_shape must have " + std::to_string(spatial) + " entries");
     }
-    auto per_axis = [&](const std::string &name, std::int64_t fallback) {
-        std::vector<std::int64_t> v = attr_ints(name).value_or(std::vector<std::int64_t>{});
-        if (v.empty()) v.assign(static_cast<size_t>(spatial), fallback);
-        if (static_cast<int>(v.size()) != spatial)
-            fail(node_label_ + ": " + name + " must have " + std::to_string(spatial) + " entries");
-        return v;
-    };
-    const std::vector<std::int64_t> strides = per_axis("strides", 1), dilations = per_axis("dilations", 1);
+    const std::vector<std::int64_t> strides = per_axis("strides", 1, spatial), dilations = per_axis("dilations", 1, spatial);
     if (!conv)
         for (std::int64_t d : dilations)
             if (d != 1) unsupported("dilations other than 1 are not supported");
@@ -1148,13 +1169,8 @@ void Importer::map_log_softmax() {
     std::int64_t axis = attr_int("axis", -1);
     if (axis < -rank || axis >= rank) fail(node_label_ + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
     if (axis < 0) axis += rank;
-    const Params along{{"axes", std::vector<std::int64_t>{axis}}, {"keepdims", true}};
-    const Value m = emit("reduce_max", along, {{"x", {x}}}, "", "max");
-    const Value d = emit("sub", {}, {{"a", {x}}, {"b", {m}}}, "", "shifted");
-    const Value e = emit("exp", {}, {{"x", {d}}}, "", "exp");
-    const Value sum = emit("reduce_sum", along, {{"x", {e}}}, "", "sum");
-    const Value l = emit("log", {}, {{"x", {sum}}}, "", "log");
-    emit("sub", {}, {{"a", {d}}, {"b", {l}}}, node_->output(0));
+    const LogSumExp r = log_sum_exp(x, {axis});
+    emit("sub", {}, {{"a", {r.shifted}}, {"b", {r.log_sum}}}, node_->output(0));
 }
 
 // Pad (opset 13; modes constant, reflect, edge), axis by axis: a negative pad
@@ -1179,12 +1195,6 @@ void Importer::map_pad() {
         alias(node_->output(0), x);
         return;
     }
-    auto slice = [&](const Value &v, int axis, std::int64_t start, std::int64_t end, std::int64_t step, const std::string &suffix) {
-        return emit("slice",
-                    Params{{"starts", std::vector<std::int64_t>{start}}, {"ends", std::vector<std::int64_t>{end}},
-                           {"axes", std::vector<std::int64_t>{axis}}, {"steps", std::vector<std::int64_t>{step}}},
-                    {{"x", {v}}}, "", suffix);
-    };
     for (int d = 0; d <= last; ++d) {
         std::int64_t before = pads[static_cast<size_t>(d)], after = pads[static_cast<size_t>(d + rank)];
         if (before == 0 && after == 0) continue;
@@ -1195,7 +1205,7 @@ void Importer::map_pad() {
         if (before < -n0 || after < -n0 || before + after < -n0)
             fail(node_label_ + ": pads crop more than dimension " + axis + "'s " + std::to_string(n0));
         if (before < 0 || after < 0) {
-            x = slice(x, d, before < 0 ? -before : 0, n0 + std::min<std::int64_t>(after, 0), 1, "crop" + axis);
+            x = slice_along(x, d, before < 0 ? -before : 0, n0 + std::min<std::int64_t>(after, 0), "", "crop" + axis);
             before = std::max<std::int64_t>(before, 0);
             after = std::max<std::int64_t>(after, 0);
             if (before == 0 && after == 0) {
@@ -1222,11 +1232,12 @@ void Importer::map_pad() {
                 for (std::int64_t i = 0; i < data->element_count(); ++i) data->set(i, fill);
                 pieces.push_back(add_parameter(node_base_ + "." + side, std::move(data)));
             } else if (mode == "edge") {
-                const Value edge = first_side ? slice(x, d, 0, 1, 1, "edge_" + side) : slice(x, d, n - 1, n, 1, "edge_" + side);
+                const Value edge = first_side ? slice_along(x, d, 0, 1, "", "edge_" + side)
+                                              : slice_along(x, d, n - 1, n, "", "edge_" + side);
                 for (std::int64_t k = 0; k < width; ++k) pieces.push_back(edge);
             } else {  // reflect: x[width] … x[1] before, x[n−2] … x[n−1−width] after
                 const std::int64_t end = first_side ? 0 : n - 2 - width;
-                pieces.push_back(slice(x, d, first_side ? width : n - 2, end >= 0 ? end : -n - 1, -1, "mirror_" + side));
+                pieces.push_back(slice_along(x, d, first_side ? width : n - 2, end >= 0 ? end : -n - 1, "", "mirror_" + side, -1));
             }
         };
         if (before > 0) block(before, true);
@@ -1310,13 +1321,6 @@ void Importer::map_conv_transpose() {
     const Coord cout_g = w.shape[1], cin_g = cin / groups, cout = cout_g * groups;
     std::vector<std::int64_t> kernel;
     for (int d = 0; d < spatial; ++d) kernel.push_back(w.shape[2 + d]);
-    auto per_axis = [&](const std::string &name, std::int64_t fallback, int count) {
-        std::vector<std::int64_t> v = attr_ints(name).value_or(std::vector<std::int64_t>{});
-        if (v.empty()) v.assign(static_cast<size_t>(count), fallback);
-        if (static_cast<int>(v.size()) != count)
-            fail(node_label_ + ": " + name + " must have " + std::to_string(count) + " entries");
-        return v;
-    };
     const std::vector<std::int64_t> strides = per_axis("strides", 1, spatial), dilations = per_axis("dilations", 1, spatial),
                                     extra = per_axis("output_padding", 0, spatial);
     std::vector<std::int64_t> pads = per_axis("pads", 0, 2 * spatial);
@@ -1378,10 +1382,7 @@ void Importer::map_conv_transpose() {
         merged[static_cast<size_t>(axis)] *= st;
         const Value flat = reshape(both, ZPoint(merged), "", "interleaved" + std::to_string(a));
         const std::int64_t len = (x.shape[axis] - 1) * st + 1;
-        x = emit("slice",
-                 Params{{"starts", std::vector<std::int64_t>{0}}, {"ends", std::vector<std::int64_t>{len}},
-                        {"axes", std::vector<std::int64_t>{axis}}},
-                 {{"x", {flat}}}, "", "spread_end" + std::to_string(a));
+        x = slice_along(flat, axis, 0, len, "", "spread_end" + std::to_string(a));
     }
     // The convolution's padding: (k − 1)·d − pad at each end; a negative one crops.
     std::vector<std::int64_t> padding(4, 0);  // top, left, bottom, right
@@ -1393,10 +1394,7 @@ void Importer::map_conv_transpose() {
             const std::int64_t n = x.shape[axis];
             const std::int64_t from = std::max<std::int64_t>(-lo, 0), to = n - std::max<std::int64_t>(-hi, 0);
             if (to <= from) fail(node_label_ + ": its pads leave no output along axis " + std::to_string(axis));
-            x = emit("slice",
-                     Params{{"starts", std::vector<std::int64_t>{from}}, {"ends", std::vector<std::int64_t>{to}},
-                            {"axes", std::vector<std::int64_t>{axis}}},
-                     {{"x", {x}}}, "", "crop" + std::to_string(a));
+            x = slice_along(x, axis, from, to, "", "crop" + std::to_string(a));
             lo = std::max<std::int64_t>(lo, 0);
             hi = std::max<std::int64_t>(hi, 0);
         }
@@ -1542,9 +1540,12 @@ void Importer::map_reduce_derived(const std::string &type) {
         const Value neg = emit("neg", {}, {{"x", {x}}}, "", "negated");
         emit("neg", {}, {{"x", {reduce("reduce_max", neg, keepdims, "", "max")}}}, out);
     } else {  // ReduceLogSumExp
-        const Value m = reduce("reduce_max", x, true, "", "max");
-        const Value e = emit("exp", {}, {{"x", {emit("sub", {}, {{"a", {x}}, {"b", {m}}}, "", "shifted")}}}, "", "exp");
-        const Value l = emit("log", {}, {{"x", {reduce("reduce_sum", e, true, "", "sum")}}}, "", "log");
+        if (axes.empty()) {  // a scalar: log exp x
+            alias(out, x);
+            return;
+        }
+        const LogSumExp r = log_sum_exp(x, axes);
+        const Value &l = r.log_sum, &m = r.max;
         if (keepdims) {
             emit("add", {}, {{"a", {l}}, {"b", {m}}}, out);
         } else {
