@@ -235,9 +235,16 @@ public:
         onnx::GraphProto &graph = *model_.mutable_graph();
         int folded = 0;
         for (int round = 0; round <= graph.node_size(); ++round) {
-            try {  // shapes for Shape and Size; the importer reports a failing inference later
-                onnx::shape_inference::InferShapes(model_);
-            } catch (const std::exception &) {
+            // Shapes for Shape and Size only (the importer runs the inference itself
+            // afterwards, and reports a failing one).
+            const bool needs_shapes = std::any_of(graph.node().begin(), graph.node().end(), [](const onnx::NodeProto &n) {
+                return n.op_type() == "Shape" || n.op_type() == "Size";
+            });
+            if (needs_shapes) {
+                try {
+                    onnx::shape_inference::InferShapes(model_);
+                } catch (const std::exception &) {
+                }
             }
             read_sources(graph);
             std::vector<int> keep;
